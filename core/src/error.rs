@@ -1,0 +1,88 @@
+//! The one error type of polylock. Every binding maps these variants in one place.
+
+use std::time::Duration;
+
+/// What went wrong. Each message names the lock (where there is one) and says what happened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A bad argument, rejected before any I/O.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The caller does not hold the lock it tried to release.
+    #[error("{0}")]
+    NotHeld(String),
+    /// The lease ran out, or the key was deleted or taken, while this holder held the lock.
+    #[error("{0}")]
+    LockLost(String),
+    /// Redis could not be reached, or the connection broke.
+    #[error("{0}")]
+    Connection(String),
+    /// An operation with a deadline (other than the acquire wait) ran out of time.
+    #[error("{0}")]
+    Timeout(String),
+    /// The lock's name holds a Redis key that is not a lock.
+    #[error("{0}")]
+    WrongType(String),
+    /// Redis answered with an error we did not expect.
+    #[error("{0}")]
+    Redis(String),
+}
+
+/// The kind of an [`Error`], for bindings that map kinds to their own exception types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    InvalidArgument,
+    NotHeld,
+    LockLost,
+    Connection,
+    Timeout,
+    WrongType,
+    Redis,
+}
+
+impl Error {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::NotHeld(_) => ErrorKind::NotHeld,
+            Error::LockLost(_) => ErrorKind::LockLost,
+            Error::Connection(_) => ErrorKind::Connection,
+            Error::Timeout(_) => ErrorKind::Timeout,
+            Error::WrongType(_) => ErrorKind::WrongType,
+            Error::Redis(_) => ErrorKind::Redis,
+        }
+    }
+
+    /// True for failures worth retrying with the same request (a dropped or timed-out
+    /// connection), false for answers Redis gave.
+    pub(crate) fn is_transient(&self) -> bool {
+        matches!(self, Error::Connection(_) | Error::Timeout(_))
+    }
+
+    /// Maps a `redis` error met while doing `what` (e.g. `acquire lock 'orders:42'`).
+    pub(crate) fn from_redis(what: &str, err: redis::RedisError) -> Error {
+        if err.is_timeout() {
+            return Error::Timeout(format!("{what}: Redis did not answer in time ({err})"));
+        }
+        if err.code() == Some("WRONGTYPE") || err.to_string().contains("WRONGTYPE") {
+            return Error::WrongType(format!(
+                "{what}: the key holds a value that is not a lock (a Redis hash); \
+                 another program uses this name for something else"
+            ));
+        }
+        if err.is_io_error()
+            || err.is_connection_dropped()
+            || err.is_connection_refusal()
+            || err.is_unrecoverable_error()
+        {
+            return Error::Connection(format!("{what}: connection to Redis failed ({err})"));
+        }
+        Error::Redis(format!("{what}: Redis replied with an error ({err})"))
+    }
+
+    pub(crate) fn timed_out(what: &str, after: Duration) -> Error {
+        Error::Timeout(format!("{what}: no answer from Redis within {after:?}"))
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,32 @@
+//! Key and channel names of the Redisson data layout (`shared/PROTOCOL.md`).
+
+/// `prefix:{name}`, or `prefix:name` when the name already carries a hash tag.
+pub(crate) fn tagged(prefix: &str, name: &str) -> String {
+    if name.contains('{') {
+        format!("{prefix}:{name}")
+    } else {
+        format!("{prefix}:{{{name}}}")
+    }
+}
+
+/// The channel a reentrant lock's release publishes on.
+pub(crate) fn lock_channel(name: &str) -> String {
+    tagged("redisson_lock__channel", name)
+}
+
+/// The latch key that makes one logical release idempotent across retries.
+pub(crate) fn unlock_latch(name: &str, request_id: &str) -> String {
+    format!("{}:{request_id}", tagged("redisson_unlock_latch", name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_protocol() {
+        assert_eq!(lock_channel("orders:42"), "redisson_lock__channel:{orders:42}");
+        assert_eq!(lock_channel("a{b}c"), "redisson_lock__channel:a{b}c");
+        assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
+    }
+}

@@ -1,0 +1,26 @@
+//! polylock: distributed locks on Redis, compatible with Redisson's data layout and messages.
+//!
+//! ```no_run
+//! # async fn demo() -> polylock::Result<()> {
+//! let client = polylock::Client::connect("redis://127.0.0.1:6379/0").await?;
+//! let lock = client.lock("orders:42")?;
+//! if lock.acquire(Some(std::time::Duration::from_secs(5)), None).await? {
+//!     // ... critical section, lease renewed by the watchdog ...
+//!     lock.release().await?;
+//! }
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod error;
+mod keys;
+mod lock;
+mod runtime;
+mod script;
+mod waiter;
+mod watchdog;
+
+pub use client::{Client, ClientBuilder};
+pub use error::{Error, ErrorKind, Result};
+pub use lock::{Lock, MAX_DURATION, MAX_NAME_BYTES};
+pub use runtime::runtime;
