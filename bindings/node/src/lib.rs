@@ -1,0 +1,1 @@
+// The napi-rs binding (issue 4).

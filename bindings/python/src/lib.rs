@@ -1,0 +1,1 @@
+// The pyo3 binding (issue 3).

@@ -1,0 +1,1 @@
+// The uniffi binding (issue 5).
