@@ -1,6 +1,6 @@
 //! A line-driven polylock holder for cross-language and interop tests.
 //!
-//! Usage: `peer <redis-url>`; then one command per line on stdin, one reply line on stdout:
+//! Usage: `peer <redis-url> [watchdog-timeout-ms]`; then one command per line on stdin, one reply line on stdout:
 //! - `acquire NAME WAIT_MS|- LEASE_MS|-` -> `ok true` / `ok false` (`-` = no bound / watchdog)
 //! - `release NAME`                      -> `ok`
 //! - `force_unlock NAME`                 -> `ok true` / `ok false`
@@ -28,7 +28,11 @@ fn millis(arg: Option<&str>) -> Result<Option<Duration>, String> {
     }
 }
 
-async fn run(client: &Client, locks: &mut HashMap<String, Lock>, line: &str) -> Result<String, String> {
+async fn run(
+    client: &Client,
+    locks: &mut HashMap<String, Lock>,
+    line: &str,
+) -> Result<String, String> {
     let mut words = line.split_whitespace();
     let command = words.next().unwrap_or("");
     let name = words.next().ok_or("missing lock name")?.to_owned();
@@ -43,7 +47,11 @@ async fn run(client: &Client, locks: &mut HashMap<String, Lock>, line: &str) -> 
             let lease = millis(words.next())?;
             format!("ok {}", lock.acquire(wait, lease).await.map_err(describe)?)
         }
-        "release" => lock.release().await.map(|()| "ok".to_owned()).map_err(describe)?,
+        "release" => lock
+            .release()
+            .await
+            .map(|()| "ok".to_owned())
+            .map_err(describe)?,
         "force_unlock" => format!("ok {}", lock.force_unlock().await.map_err(describe)?),
         "hold_count" => format!("ok {}", lock.hold_count()),
         "is_locked" => format!("ok {}", lock.is_locked().await.map_err(describe)?),
@@ -57,9 +65,15 @@ fn describe(err: polylock::Error) -> String {
 }
 
 fn main() {
-    let url = std::env::args().nth(1).unwrap_or_else(|| "redis://127.0.0.1:6379".into());
+    let url = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "redis://127.0.0.1:6379".into());
     let runtime = polylock::runtime();
-    let client = match runtime.block_on(Client::connect(&url)) {
+    let mut builder = Client::builder(url);
+    if let Some(ms) = std::env::args().nth(2).and_then(|ms| ms.parse().ok()) {
+        builder = builder.watchdog_timeout(Duration::from_millis(ms));
+    }
+    let client = match runtime.block_on(builder.connect()) {
         Ok(client) => client,
         Err(err) => {
             println!("err {}", describe(err));

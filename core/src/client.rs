@@ -121,7 +121,9 @@ impl ClientBuilder {
 /// Hides a password in a URL before it goes into a message.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => format!("{}://***@{}", &url[..scheme], &url[at + 1..]),
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
+        }
         _ => url.to_owned(),
     }
 }
@@ -179,6 +181,14 @@ impl ClientInner {
 impl Drop for ClientInner {
     fn drop(&mut self) {
         self.watchdog.shutdown();
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("id", &self.inner.id)
+            .finish()
     }
 }
 

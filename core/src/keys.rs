@@ -25,7 +25,10 @@ mod tests {
 
     #[test]
     fn names_follow_the_protocol() {
-        assert_eq!(lock_channel("orders:42"), "redisson_lock__channel:{orders:42}");
+        assert_eq!(
+            lock_channel("orders:42"),
+            "redisson_lock__channel:{orders:42}"
+        );
         assert_eq!(lock_channel("a{b}c"), "redisson_lock__channel:a{b}c");
         assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
     }

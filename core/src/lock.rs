@@ -155,8 +155,9 @@ impl Lock {
                 .acquire_task(deadline, lease, cancelled)
                 .instrument(span),
         );
-        task.await
-            .map_err(|err| Error::Redis(format!("lock '{}': acquire task failed: {err}", inner.name)))?
+        task.await.map_err(|err| {
+            Error::Redis(format!("lock '{}': acquire task failed: {err}", inner.name))
+        })?
     }
 
     /// Releases one level of the hold. [`Error::NotHeld`] when this handle does not hold the
@@ -168,7 +169,12 @@ impl Lock {
         runtime()
             .spawn(async move { inner.release_once().await }.instrument(span))
             .await
-            .map_err(|err| Error::Redis(format!("lock '{}': release task failed: {err}", self.inner.name)))?
+            .map_err(|err| {
+                Error::Redis(format!(
+                    "lock '{}': release task failed: {err}",
+                    self.inner.name
+                ))
+            })?
     }
 
     /// Deletes the lock whoever holds it, and wakes a waiter. True when a lock was deleted.
@@ -186,7 +192,9 @@ impl Lock {
                     .map_err(|err| Error::from_redis(&inner.what("force-unlock"), err))
             })
             .await
-            .map_err(|err| Error::Redis(format!("lock '{}': task failed: {err}", self.inner.name)))?
+            .map_err(|err| {
+                Error::Redis(format!("lock '{}': task failed: {err}", self.inner.name))
+            })?
     }
 
     /// Whether anyone holds the lock.
@@ -214,7 +222,9 @@ impl Lock {
                 })
             })
             .await
-            .map_err(|err| Error::Redis(format!("lock '{}': task failed: {err}", self.inner.name)))?
+            .map_err(|err| {
+                Error::Redis(format!("lock '{}': task failed: {err}", self.inner.name))
+            })?
     }
 
     /// Whether this handle holds the lock (as far as it knows: no I/O).

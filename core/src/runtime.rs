@@ -18,7 +18,9 @@ static RUNTIME: Mutex<Option<Owned>> = Mutex::new(None);
 /// The runtime of this process, built on first use (and again after a fork).
 pub fn runtime() -> &'static Runtime {
     let pid = std::process::id();
-    let mut slot = RUNTIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut slot = RUNTIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     match &*slot {
         Some(owned) if owned.pid == pid => owned.runtime,
         _ => {

@@ -43,7 +43,9 @@ struct Channels(Mutex<HashMap<String, Entry>>);
 
 impl Channels {
     fn map(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn wake_all(&self) {
@@ -96,7 +98,9 @@ impl Drop for Subscription {
         if let Some(entry) = map.get_mut(&self.channel) {
             entry.refs -= 1;
             if entry.refs == 0 {
-                let _ = self.commands.send(Command::Unsubscribe(self.channel.clone()));
+                let _ = self
+                    .commands
+                    .send(Command::Unsubscribe(self.channel.clone()));
             }
         }
     }
@@ -244,16 +248,13 @@ impl Control {
     /// Opens a pub/sub connection and subscribes to every channel that has waiters.
     async fn connect(&mut self) -> Result<()> {
         let what = "open the pub/sub connection";
-        let pubsub = match tokio::time::timeout(
-            self.timeouts.connect,
-            self.client.get_async_pubsub(),
-        )
-        .await
-        {
-            Ok(Ok(pubsub)) => pubsub,
-            Ok(Err(err)) => return Err(Error::from_redis(what, err)),
-            Err(_) => return Err(Error::timed_out(what, self.timeouts.connect)),
-        };
+        let pubsub =
+            match tokio::time::timeout(self.timeouts.connect, self.client.get_async_pubsub()).await
+            {
+                Ok(Ok(pubsub)) => pubsub,
+                Ok(Err(err)) => return Err(Error::from_redis(what, err)),
+                Err(_) => return Err(Error::timed_out(what, self.timeouts.connect)),
+            };
         let (mut sink, mut stream) = pubsub.split();
         let wanted: Vec<String> = self.channels.map().keys().cloned().collect();
         if !wanted.is_empty() {
@@ -269,7 +270,11 @@ impl Control {
         let commands = self.commands.clone();
         tokio::spawn(async move {
             while let Some(message) = stream.next().await {
-                dispatch(&channels, message.get_channel_name(), message.get_payload_bytes());
+                dispatch(
+                    &channels,
+                    message.get_channel_name(),
+                    message.get_payload_bytes(),
+                );
             }
             let _ = commands.send(Command::Disconnected(generation));
         });

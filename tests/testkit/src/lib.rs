@@ -41,12 +41,23 @@ impl RedisServer {
 
     /// Starts a server on `port` (used to restart one in place). `None` if it did not come up.
     pub fn start_on(port: u16, extra: &[&str]) -> Option<RedisServer> {
-        let dir = std::env::temp_dir().join(format!("polylock-redis-{port}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("polylock-redis-{port}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).ok()?;
         let port_text = port.to_string();
         let mut args = vec![
-            "--port", &port_text, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--daemonize", "no", "--loglevel", "warning",
+            "--port",
+            &port_text,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+            "--loglevel",
+            "warning",
         ];
         args.extend_from_slice(extra);
         let child = Command::new("redis-server")
@@ -56,7 +67,11 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        let mut server = RedisServer { port, dir, child: Some(child) };
+        let mut server = RedisServer {
+            port,
+            dir,
+            child: Some(child),
+        };
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if server.command(&["PING"]).as_deref() == Some("+PONG") {

@@ -1,0 +1,689 @@
+//! The reentrant lock against real redis-server processes.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures_util::StreamExt;
+use polylock::{Client, ErrorKind};
+use redis::AsyncCommands;
+
+const LONG_LEASE: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exclusion_between_clients_and_tasks_loses_no_increment() {
+    init_tracing();
+    let server = RedisServer::start();
+    let work = Arc::new(AtomicUsize::new(500));
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let client = client(&server).await;
+        for _ in 0..8 {
+            let client = client.clone();
+            let work = work.clone();
+            let mut con = raw(&server).await;
+            tasks.push(tokio::spawn(async move {
+                let lock = client.lock("exclusion").unwrap();
+                while work
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok()
+                {
+                    assert!(lock.acquire(None, None).await.unwrap());
+                    let value: i64 = con
+                        .get::<_, Option<i64>>("counter")
+                        .await
+                        .unwrap()
+                        .unwrap_or(0);
+                    let _: () = con.set("counter", value + 1).await.unwrap();
+                    lock.release().await.unwrap();
+                }
+            }));
+        }
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let mut con = raw(&server).await;
+    let counter: i64 = con.get("counter").await.unwrap();
+    assert_eq!(counter, 500);
+    assert!(!exists(&mut con, "exclusion").await);
+}
+
+#[tokio::test]
+async fn reentrancy_counts_in_the_hash_and_the_last_release_deletes_and_publishes() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("reentrant").unwrap();
+    let mut con = raw(&server).await;
+
+    let mut pubsub = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    pubsub
+        .subscribe("redisson_lock__channel:{reentrant}")
+        .await
+        .unwrap();
+
+    for _ in 0..3 {
+        assert!(lock.acquire(Some(Duration::ZERO), None).await.unwrap());
+    }
+    assert_eq!(lock.hold_count(), 3);
+    assert_eq!(hget(&mut con, "reentrant", lock.owner()).await, Some(3));
+    lock.release().await.unwrap();
+    lock.release().await.unwrap();
+    assert_eq!(hget(&mut con, "reentrant", lock.owner()).await, Some(1));
+    assert!(lock.is_held());
+    lock.release().await.unwrap();
+    assert!(!exists(&mut con, "reentrant").await);
+    assert!(!lock.is_held());
+
+    let message = tokio::time::timeout(Duration::from_secs(5), pubsub.on_message().next())
+        .await
+        .expect("an unlock message")
+        .unwrap();
+    assert_eq!(message.get_payload::<String>().unwrap(), "0");
+}
+
+#[tokio::test]
+async fn owner_string_is_client_uuid_and_holder_id() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock_with_holder("owner", 77).unwrap();
+    assert_eq!(lock.owner(), format!("{}:77", client.id()));
+    let id = uuid::Uuid::parse_str(client.id()).unwrap();
+    assert_eq!(id.get_version_num(), 4);
+    assert_eq!(client.id(), id.hyphenated().to_string());
+}
+
+#[tokio::test]
+async fn a_waiter_gets_the_lock_right_after_a_killed_holder_lease() {
+    let server = RedisServer::start();
+    let peer = peer_binary();
+    let mut child = std::process::Command::new(peer)
+        .args([server.url(), "1500".into()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::{BufRead, BufReader, Write};
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert!(line.starts_with("ready"), "{line}");
+        writeln!(stdin, "acquire crash - -").unwrap();
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ok true");
+        std::mem::forget(stdin);
+    }
+    let client = client(&server).await;
+    let waiter = client.lock("crash").unwrap();
+    assert!(
+        !waiter
+            .acquire(Some(Duration::from_secs(2)), None)
+            .await
+            .unwrap(),
+        "the watchdog keeps the live holder's lock"
+    );
+    child.kill().unwrap();
+    let killed = Instant::now();
+    assert!(waiter
+        .acquire(Some(Duration::from_secs(10)), None)
+        .await
+        .unwrap());
+    // The holder's watchdog lease is 1.5 s: the waiter gets the lock once it runs out.
+    assert!(
+        killed.elapsed() < Duration::from_millis(1500 + 2000),
+        "took {:?}",
+        killed.elapsed()
+    );
+    let _ = child.wait();
+}
+
+#[tokio::test]
+async fn a_waiter_is_woken_by_the_unlock_message_long_before_the_lease() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let waiter_client = client(&server).await;
+    let holder = holder_client.lock("wake").unwrap();
+    assert!(holder
+        .acquire(Some(Duration::ZERO), Some(LONG_LEASE))
+        .await
+        .unwrap());
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        holder.release().await.unwrap();
+    });
+    let waiter = waiter_client.lock("wake").unwrap();
+    let started = Instant::now();
+    assert!(waiter.acquire(None, None).await.unwrap());
+    release.await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "woken after {:?}",
+        started.elapsed()
+    );
+    waiter.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_release_wakes_one_local_waiter_not_the_whole_herd() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let holder = holder_client.lock("herd").unwrap();
+    assert!(holder
+        .acquire(Some(Duration::ZERO), Some(LONG_LEASE))
+        .await
+        .unwrap());
+    let waiter_client = client(&server).await;
+    let acquired = Arc::new(AtomicUsize::new(0));
+    let mut waiters = Vec::new();
+    for _ in 0..6 {
+        let lock = waiter_client.lock("herd").unwrap();
+        let acquired = acquired.clone();
+        waiters.push(tokio::spawn(async move {
+            assert!(lock.acquire(None, Some(LONG_LEASE)).await.unwrap());
+            acquired.fetch_add(1, Ordering::SeqCst);
+            lock // keep holding
+        }));
+    }
+    let mut con = raw(&server).await;
+    // Every waiter has subscribed and is asleep.
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            waiter_client.subscribed_channels() == 1
+        })
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = evalsha_calls(&mut con).await;
+    holder.release().await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            acquired.load(Ordering::SeqCst) == 1
+        })
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = evalsha_calls(&mut con).await;
+    // The release and the one woken waiter's retry; a herd would add one retry per waiter.
+    assert!(
+        after - before <= 3,
+        "{} script calls for one handoff",
+        after - before
+    );
+    assert_eq!(acquired.load(Ordering::SeqCst), 1);
+    for waiter in waiters {
+        waiter.abort();
+    }
+}
+
+async fn evalsha_calls(con: &mut redis::aio::MultiplexedConnection) -> i64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(con)
+        .await
+        .unwrap();
+    info.lines()
+        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
+        .filter_map(|line| {
+            line.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<i64>()
+                .ok()
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn a_deleted_key_is_reported_lost_within_one_renewal_period() {
+    let server = RedisServer::start();
+    let watchdog = Duration::from_millis(1500);
+    let client = client_with_watchdog(&server, watchdog).await;
+    let lock = client.lock("lost").unwrap();
+    let called = Arc::new(AtomicUsize::new(0));
+    let counter = called.clone();
+    lock.on_lost(move |err| {
+        assert_eq!(err.kind(), ErrorKind::LockLost);
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    let mut lost = lock.lost_receiver();
+    assert!(lock.acquire(None, None).await.unwrap());
+    let mut con = raw(&server).await;
+    let _: () = con.del("lost").await.unwrap();
+    let deleted = Instant::now();
+    tokio::time::timeout(
+        watchdog / 3 + Duration::from_millis(300),
+        lost.wait_for(|lost| *lost),
+    )
+    .await
+    .expect("told within one renewal period")
+    .unwrap();
+    assert!(deleted.elapsed() <= watchdog / 3 + Duration::from_millis(300));
+    assert!(lock.is_lost());
+    assert!(!lock.is_held());
+    assert!(
+        eventually(Duration::from_secs(2), || async {
+            called.load(Ordering::SeqCst) == 1
+        })
+        .await
+    );
+    let err = lock.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    assert!(err.to_string().contains("'lost'"), "{err}");
+    // The loss was reported once; a second release is a plain non-holder release.
+    assert_eq!(lock.release().await.unwrap_err().kind(), ErrorKind::NotHeld);
+}
+
+#[tokio::test]
+async fn a_taken_key_is_reported_lost_and_the_new_holder_keeps_it() {
+    let server = RedisServer::start();
+    let client = client_with_watchdog(&server, Duration::from_millis(900)).await;
+    let lock = client.lock("taken").unwrap();
+    assert!(lock.acquire(None, None).await.unwrap());
+    let mut con = raw(&server).await;
+    let _: () = con.del("taken").await.unwrap();
+    let _: () = con.hset("taken", "someone-else:1", 1).await.unwrap();
+    let mut lost = lock.lost_receiver();
+    tokio::time::timeout(Duration::from_secs(2), lost.wait_for(|lost| *lost))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        lock.release().await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+    assert_eq!(hget(&mut con, "taken", "someone-else:1").await, Some(1));
+}
+
+#[tokio::test]
+async fn the_watchdog_keeps_a_long_hold_and_never_renews_after_release() {
+    let server = RedisServer::start();
+    let watchdog = Duration::from_millis(1500);
+    let client = client_with_watchdog(&server, watchdog).await;
+    let lock = client.lock("watchdog").unwrap();
+    assert!(lock.acquire(None, None).await.unwrap());
+    let mut con = raw(&server).await;
+    let held_until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < held_until {
+        let pttl: i64 = con.pttl("watchdog").await.unwrap();
+        assert!(pttl > 0, "the key expired while held (pttl {pttl})");
+        assert!(!lock.is_lost());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(client.watched_locks(), 1);
+    lock.release().await.unwrap();
+    assert_eq!(client.watched_locks(), 0);
+    tokio::time::sleep(watchdog).await;
+    assert!(
+        !exists(&mut con, "watchdog").await,
+        "a renewal re-created the key"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_racing_renewal_is_never_a_false_loss_nor_a_late_renewal() {
+    let server = RedisServer::start();
+    // A 60 ms lease renews every 20 ms, so releases keep landing in the middle of renewals.
+    let client = client_with_watchdog(&server, Duration::from_millis(60)).await;
+    let mut con = raw(&server).await;
+    for round in 0..200 {
+        let lock = client.lock("race").unwrap();
+        assert!(lock.acquire(None, None).await.unwrap(), "round {round}");
+        tokio::time::sleep(Duration::from_millis(round % 25)).await;
+        lock.release()
+            .await
+            .unwrap_or_else(|err| panic!("round {round}: {err}"));
+        assert!(!lock.is_lost(), "round {round}: falsely lost");
+        assert!(
+            !exists(&mut con, "race").await,
+            "round {round}: key outlived its release"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!exists(&mut con, "race").await);
+}
+
+#[tokio::test]
+async fn a_fixed_lease_expires_and_the_holder_is_told() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("fixed").unwrap();
+    assert!(lock
+        .acquire(None, Some(Duration::from_millis(300)))
+        .await
+        .unwrap());
+    assert_eq!(client.watched_locks(), 0, "a fixed lease is never renewed");
+    let mut con = raw(&server).await;
+    let pttl: i64 = con.pttl("fixed").await.unwrap();
+    assert!(pttl > 0 && pttl <= 300);
+    let mut lost = lock.lost_receiver();
+    tokio::time::timeout(Duration::from_secs(3), lost.wait_for(|lost| *lost))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!exists(&mut con, "fixed").await);
+    assert_eq!(
+        lock.release().await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+}
+
+#[tokio::test]
+async fn non_holder_and_double_release_are_not_held() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let holder = client.lock("notheld").unwrap();
+    let other = client.lock("notheld").unwrap();
+    let err = other.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld);
+    assert!(err.to_string().contains("'notheld'"), "{err}");
+    assert!(holder.acquire(None, None).await.unwrap());
+    assert_eq!(
+        other.release().await.unwrap_err().kind(),
+        ErrorKind::NotHeld
+    );
+    holder.release().await.unwrap();
+    assert_eq!(
+        holder.release().await.unwrap_err().kind(),
+        ErrorKind::NotHeld
+    );
+}
+
+#[tokio::test]
+async fn a_string_key_of_the_same_name_is_wrong_type_and_left_alone() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+    let _: () = con.set("stringkey", "payload").await.unwrap();
+    let lock = client.lock("stringkey").unwrap();
+    let err = lock.acquire(Some(Duration::ZERO), None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
+    assert!(err.to_string().contains("'stringkey'"), "{err}");
+    assert_eq!(
+        lock.is_locked().await.unwrap_err().kind(),
+        ErrorKind::WrongType
+    );
+    let value: String = con.get("stringkey").await.unwrap();
+    assert_eq!(value, "payload");
+}
+
+#[tokio::test]
+async fn bad_arguments_fail_before_any_io() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    assert_eq!(
+        client.lock("").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let huge = "x".repeat(polylock::MAX_NAME_BYTES + 1);
+    assert_eq!(
+        client.lock(&huge).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let lock = client.lock("args").unwrap();
+    for lease in [
+        Duration::ZERO,
+        Duration::from_micros(500),
+        polylock::MAX_DURATION * 2,
+    ] {
+        let err = lock.acquire(None, Some(lease)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{lease:?}: {err}");
+    }
+    let err = lock
+        .acquire(Some(polylock::MAX_DURATION * 2), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    let mut con = raw(&server).await;
+    assert!(!exists(&mut con, "args").await);
+    for url in ["", "http://127.0.0.1:1", "redis://127.0.0.1:notaport"] {
+        let err = Client::connect(url).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
+    }
+    let err = Client::builder(server.url())
+        .watchdog_timeout(Duration::ZERO)
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_connection_error_within_the_timeout() {
+    // Nothing listens on this port.
+    let refused = polylock_testkit::free_port();
+    let started = Instant::now();
+    let err = Client::builder(format!("redis://127.0.0.1:{refused}"))
+        .connect_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A server that accepts but never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let started = Instant::now();
+    let err = Client::builder(format!("redis://127.0.0.1:{port}"))
+        .connect_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn an_acquire_dropped_mid_wait_leaves_no_holder_and_no_subscription() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let holder = holder_client.lock("cancel").unwrap();
+    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    let waiter_client = client(&server).await;
+    let waiter = waiter_client.lock("cancel").unwrap();
+    let attempt =
+        tokio::time::timeout(Duration::from_millis(300), waiter.acquire(None, None)).await;
+    assert!(attempt.is_err(), "the wait was cut short");
+    assert!(
+        eventually(Duration::from_secs(2), || async {
+            waiter_client.subscribed_channels() == 0
+        })
+        .await
+    );
+    let mut con = raw(&server).await;
+    let numsub: (String, i64) = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg("redisson_lock__channel:{cancel}")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(numsub.1, 0);
+    holder.release().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !exists(&mut con, "cancel").await,
+        "the abandoned waiter took the lock"
+    );
+    assert!(!waiter.is_held());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_dropped_while_its_script_runs_is_undone() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+    for round in 0..100u64 {
+        let lock = client.lock("undo").unwrap();
+        // Cut the call off at every point from before the script is sent to after it answered.
+        let cut = Duration::from_micros((round * 37) % 1500);
+        let _ = tokio::time::timeout(cut, lock.acquire(None, None)).await;
+        if lock.is_held() {
+            lock.release().await.unwrap();
+        }
+        assert!(
+            eventually(Duration::from_secs(2), || async {
+                !exists(&mut raw(&server).await, "undo").await
+            })
+            .await,
+            "round {round}: an abandoned acquire left the lock held"
+        );
+    }
+    assert!(!exists(&mut con, "undo").await);
+    assert_eq!(client.watched_locks(), 0);
+}
+
+#[tokio::test]
+async fn a_redis_restart_loses_the_lock_and_the_client_recovers() {
+    let mut server = RedisServer::start();
+    let port = server.port();
+    let client = client_with_watchdog(&server, Duration::from_millis(1500)).await;
+    let lock = client.lock("restart").unwrap();
+    assert!(lock.acquire(None, None).await.unwrap());
+    let mut lost = lock.lost_receiver();
+    server.kill();
+    let server = RedisServer::start_on(port, &[]).expect("restart on the same port");
+    tokio::time::timeout(Duration::from_secs(5), lost.wait_for(|lost| *lost))
+        .await
+        .expect("told the lock is lost")
+        .unwrap();
+    assert_eq!(
+        lock.release().await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+    // The connection manager reconnects: a fresh acquire works and excludes others.
+    let again = client.lock("restart").unwrap();
+    let mut acquired = false;
+    for _ in 0..50 {
+        match again.acquire(Some(Duration::ZERO), None).await {
+            Ok(got) => {
+                acquired = got;
+                break;
+            }
+            Err(err) => {
+                assert!(
+                    matches!(err.kind(), ErrorKind::Connection | ErrorKind::Timeout),
+                    "{err}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    assert!(acquired, "the client did not recover");
+    let other = client.lock("restart").unwrap();
+    assert!(!other.acquire(Some(Duration::ZERO), None).await.unwrap());
+    // Waiting works again too: pub/sub resubscribes.
+    let waiter =
+        tokio::spawn(async move { other.acquire(Some(Duration::from_secs(20)), None).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    again.release().await.unwrap();
+    assert!(waiter.await.unwrap().unwrap());
+    drop(server);
+}
+
+#[tokio::test]
+async fn close_reports_the_locks_still_held() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let held = client.lock("held-at-close").unwrap();
+    let released = client.lock("released-before-close").unwrap();
+    assert!(held.acquire(None, None).await.unwrap());
+    assert!(released.acquire(None, None).await.unwrap());
+    released.release().await.unwrap();
+    assert_eq!(client.close(), vec!["held-at-close".to_owned()]);
+    assert_eq!(client.watched_locks(), 0);
+    let err = held.acquire(Some(Duration::ZERO), None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    assert!(err.to_string().contains("closed"), "{err}");
+}
+
+#[tokio::test]
+async fn a_dropped_held_handle_is_released_in_the_background() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("dropped").unwrap();
+    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(None, None).await.unwrap());
+    drop(lock);
+    let mut con = raw(&server).await;
+    assert!(
+        eventually(Duration::from_secs(3), || async {
+            !exists(&mut raw(&server).await, "dropped").await
+        })
+        .await
+    );
+    assert!(!exists(&mut con, "dropped").await);
+    assert_eq!(client.watched_locks(), 0);
+}
+
+#[tokio::test]
+async fn force_unlock_deletes_and_wakes_a_waiter() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let holder = client.lock("force").unwrap();
+    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    let waiter = client.lock("force").unwrap();
+    let started = Instant::now();
+    let waiting =
+        tokio::spawn(async move { waiter.acquire(None, None).await.map(|got| (got, waiter)) });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(client.lock("force").unwrap().force_unlock().await.unwrap());
+    let (got, _waiter) = waiting.await.unwrap().unwrap();
+    assert!(got);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(!client
+        .lock("nothing-here")
+        .unwrap()
+        .force_unlock()
+        .await
+        .unwrap());
+}
+
+#[tokio::test]
+async fn is_locked_and_remaining_lease_report_the_holder() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("query").unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    assert_eq!(lock.remaining_lease().await.unwrap(), None);
+    assert!(lock.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    let other = client.lock("query").unwrap();
+    assert!(other.is_locked().await.unwrap());
+    let left = other.remaining_lease().await.unwrap().unwrap();
+    assert!(
+        left > Duration::from_secs(50) && left <= LONG_LEASE,
+        "{left:?}"
+    );
+    assert!(!other.is_held());
+    assert_eq!(other.hold_count(), 0);
+}
+
+#[test]
+fn a_blocking_caller_can_use_the_core_runtime() {
+    let server = RedisServer::start();
+    let runtime = polylock::runtime();
+    let client = runtime.block_on(Client::connect(&server.url())).unwrap();
+    let lock = client.lock("blocking").unwrap();
+    assert!(runtime
+        .block_on(lock.acquire(Some(Duration::ZERO), None))
+        .unwrap());
+    runtime.block_on(lock.release()).unwrap();
+}
