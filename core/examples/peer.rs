@@ -7,9 +7,14 @@
 //! - `hold_count NAME`                   -> `ok N`
 //! - `is_locked NAME`                    -> `ok true` / `ok false`
 //! - `owner NAME`                        -> `ok <client-uuid>:<holder-id>`
+//! - `increment NAME COUNTER N`          -> `ok` after N times: acquire, GET and SET COUNTER+1
+//!   (a non-atomic increment, so only the lock keeps it exact), release
 //! - `quit`
+//! - every lock command prefixed with `fair_` (e.g. `fair_acquire NAME 0 -`) works on the fair
+//!   lock of that name instead. `POLYLOCK_FAIR_QUEUE_TIMEOUT_MS` sets the fair queue timeout.
 //!
-//! Errors reply `err <Kind> <message>`. One handle per name, so reentrancy works across lines.
+//! Errors reply `err <Kind> <message>`. One handle per name and kind, so reentrancy works
+//! across lines.
 //! `ready <client-id>` is printed once connected.
 
 use std::collections::HashMap;
@@ -30,17 +35,27 @@ fn millis(arg: Option<&str>) -> Result<Option<Duration>, String> {
 
 async fn run(
     client: &Client,
+    url: &str,
     locks: &mut HashMap<String, Lock>,
     line: &str,
 ) -> Result<String, String> {
     let mut words = line.split_whitespace();
-    let command = words.next().unwrap_or("");
+    let word = words.next().unwrap_or("");
+    let (fair, command) = match word.strip_prefix("fair_") {
+        Some(command) => (true, command),
+        None => (false, word),
+    };
     let name = words.next().ok_or("missing lock name")?.to_owned();
-    if !locks.contains_key(&name) {
-        let lock = client.lock(&name).map_err(describe)?;
-        locks.insert(name.clone(), lock);
+    let key = format!("{}{name}", if fair { "fair_" } else { "" });
+    if !locks.contains_key(&key) {
+        let lock = if fair {
+            client.fair_lock(&name)
+        } else {
+            client.lock(&name)
+        };
+        locks.insert(key.clone(), lock.map_err(describe)?);
     }
-    let lock = &locks[&name];
+    let lock = &locks[&key];
     Ok(match command {
         "acquire" => {
             let wait = millis(words.next())?;
@@ -56,8 +71,41 @@ async fn run(
         "hold_count" => format!("ok {}", lock.hold_count()),
         "is_locked" => format!("ok {}", lock.is_locked().await.map_err(describe)?),
         "owner" => format!("ok {}", lock.owner()),
+        "increment" => {
+            let counter = words.next().ok_or("missing counter key")?;
+            let times: u32 = words
+                .next()
+                .and_then(|n| n.parse().ok())
+                .ok_or("missing count")?;
+            increment(url, lock, counter, times).await?;
+            "ok".to_owned()
+        }
         other => return Err(format!("Usage unknown command '{other}'")),
     })
+}
+
+async fn increment(url: &str, lock: &Lock, counter: &str, times: u32) -> Result<(), String> {
+    let raw = redis::Client::open(url).map_err(|err| err.to_string())?;
+    let mut con = raw
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|err| err.to_string())?;
+    for _ in 0..times {
+        lock.acquire(None, None).await.map_err(describe)?;
+        let value: Option<i64> = redis::cmd("GET")
+            .arg(counter)
+            .query_async(&mut con)
+            .await
+            .map_err(|err| err.to_string())?;
+        let () = redis::cmd("SET")
+            .arg(counter)
+            .arg(value.unwrap_or(0) + 1)
+            .query_async(&mut con)
+            .await
+            .map_err(|err| err.to_string())?;
+        lock.release().await.map_err(describe)?;
+    }
+    Ok(())
 }
 
 fn describe(err: polylock::Error) -> String {
@@ -69,7 +117,13 @@ fn main() {
         .nth(1)
         .unwrap_or_else(|| "redis://127.0.0.1:6379".into());
     let runtime = polylock::runtime();
-    let mut builder = Client::builder(url);
+    let mut builder = Client::builder(url.clone());
+    if let Some(ms) = std::env::var("POLYLOCK_FAIR_QUEUE_TIMEOUT_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+    {
+        builder = builder.fair_queue_timeout(Duration::from_millis(ms));
+    }
     if let Some(ms) = std::env::args().nth(2).and_then(|ms| ms.parse().ok()) {
         builder = builder.watchdog_timeout(Duration::from_millis(ms));
     }
@@ -93,7 +147,7 @@ fn main() {
             break;
         }
         let reply = runtime
-            .block_on(run(&client, &mut locks, line))
+            .block_on(run(&client, &url, &mut locks, line))
             .unwrap_or_else(|err| format!("err {err}"));
         println!("{reply}");
         let _ = std::io::stdout().flush();

@@ -17,6 +17,9 @@ use crate::watchdog::Watchdog;
 const DEFAULT_WATCHDOG_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// A fair-lock waiter that has not looked at the queue for this long (its process died) is
+/// skipped. Live waiters look every half of it, so they never lose their place.
+const DEFAULT_FAIR_QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Options for [`Client`]; start from [`Client::builder`].
 #[derive(Debug, Clone)]
@@ -25,9 +28,16 @@ pub struct ClientBuilder {
     watchdog_timeout: Duration,
     connect_timeout: Duration,
     response_timeout: Duration,
+    fair_queue_timeout: Duration,
 }
 
 impl ClientBuilder {
+    /// How long a fair-lock waiter that stopped answering keeps its place. Default 10 s.
+    pub fn fair_queue_timeout(mut self, timeout: Duration) -> Self {
+        self.fair_queue_timeout = timeout;
+        self
+    }
+
     /// The lease of locks acquired without one; renewed every third of it. Default 30 s.
     pub fn watchdog_timeout(mut self, timeout: Duration) -> Self {
         self.watchdog_timeout = timeout;
@@ -53,6 +63,14 @@ impl ClientBuilder {
             return Err(Error::InvalidArgument(format!(
                 "watchdog timeout must be at least 30 ms, got {:?}",
                 self.watchdog_timeout
+            )));
+        }
+        if self.fair_queue_timeout < Duration::from_millis(10)
+            || self.fair_queue_timeout > crate::MAX_DURATION
+        {
+            return Err(Error::InvalidArgument(format!(
+                "fair queue timeout must be between 10 ms and 10 years, got {:?}",
+                self.fair_queue_timeout
             )));
         }
         if self.connect_timeout.is_zero() || self.response_timeout.is_zero() {
@@ -108,6 +126,7 @@ impl ClientBuilder {
             watchdog: Watchdog::start(connection.clone(), self.watchdog_timeout),
             connection,
             timeouts,
+            fair_queue_timeout: self.fair_queue_timeout,
             closed: AtomicBool::new(false),
             next_handle: AtomicU64::new(1),
             held: Mutex::new(HashMap::new()),
@@ -141,6 +160,7 @@ pub(crate) struct ClientInner {
     pub(crate) hub: Hub,
     pub(crate) watchdog: Arc<Watchdog>,
     pub(crate) timeouts: Timeouts,
+    pub(crate) fair_queue_timeout: Duration,
     closed: AtomicBool,
     next_handle: AtomicU64,
     /// Handles that hold a lock now: handle id -> lock name (reported by `close`).
@@ -205,6 +225,7 @@ impl Client {
             watchdog_timeout: DEFAULT_WATCHDOG_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            fair_queue_timeout: DEFAULT_FAIR_QUEUE_TIMEOUT,
         }
     }
 
@@ -228,7 +249,20 @@ impl Client {
     /// with the same holder id are the same owner and re-enter each other's holds. No I/O.
     pub fn lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
-        Ok(Lock::new(self.inner.clone(), name, holder_id))
+        Ok(Lock::new(self.inner.clone(), name, holder_id, false))
+    }
+
+    /// A handle on the fair lock `name` (Redisson RFairLock layout): waiters are served in
+    /// arrival order and a release wakes only the next one. Same handle API as [`Client::lock`].
+    pub fn fair_lock(&self, name: &str) -> Result<Lock> {
+        let holder = self.inner.next_handle_id();
+        self.fair_lock_with_holder(name, holder)
+    }
+
+    /// [`Client::fair_lock`] for the given holder id (a thread or task id). No I/O.
+    pub fn fair_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
+        validate_name(name)?;
+        Ok(Lock::new(self.inner.clone(), name, holder_id, true))
     }
 
     /// Stops the watchdog and the pub/sub connection. Returns the names of the locks still held

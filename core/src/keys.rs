@@ -19,6 +19,21 @@ pub(crate) fn unlock_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", tagged("redisson_unlock_latch", name))
 }
 
+/// The fair lock's queue of waiting owners.
+pub(crate) fn fair_queue(name: &str) -> String {
+    tagged("redisson_lock_queue", name)
+}
+
+/// The fair lock's waiter deadlines.
+pub(crate) fn fair_timeouts(name: &str) -> String {
+    tagged("redisson_lock_timeout", name)
+}
+
+/// The channel on which a fair lock's release tells the waiter `owner` it is next.
+pub(crate) fn fair_waiter_channel(name: &str, owner: &str) -> String {
+    format!("{}:{owner}", lock_channel(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -31,5 +46,11 @@ mod tests {
         );
         assert_eq!(lock_channel("a{b}c"), "redisson_lock__channel:a{b}c");
         assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
+        assert_eq!(fair_queue("q"), "redisson_lock_queue:{q}");
+        assert_eq!(fair_timeouts("q"), "redisson_lock_timeout:{q}");
+        assert_eq!(
+            fair_waiter_channel("q", "u:1"),
+            "redisson_lock__channel:{q}:u:1"
+        );
     }
 }

@@ -12,6 +12,14 @@ use crate::error::{Error, Result};
 use crate::keys;
 use crate::runtime::runtime;
 use crate::script;
+use crate::waiter::Subscription;
+
+/// Wall-clock time for fair-queue deadlines, which every client of the queue compares.
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
 
 /// Longest lock name accepted: a longer one is almost surely a bug (a payload used as a name).
 pub const MAX_NAME_BYTES: usize = 4096;
@@ -75,12 +83,29 @@ struct HoldState {
 
 type LostCallback = Arc<dyn Fn(&Error) + Send + Sync>;
 
+/// Which lock the handle works on; the handle API is the same for every kind.
+pub(crate) enum Kind {
+    /// Redisson RLock: any waiter may win after a release.
+    Reentrant,
+    /// Redisson RFairLock: waiters queue in Redis and a release wakes only the head.
+    Fair {
+        queue: String,
+        timeouts: String,
+        /// `redisson_lock__channel:{name}`; each waiter listens on `<prefix>:<owner>`.
+        channel_prefix: String,
+        /// Hold on this handle's own channel, kept between waits so it is not resubscribed.
+        subscription: Mutex<Option<Subscription>>,
+    },
+}
+
 pub(crate) struct LockInner {
     client: Arc<ClientInner>,
     handle: u64,
     name: String,
     owner: String,
+    /// Where this handle waits: the lock's channel, or (fair) the owner's own channel.
     channel: String,
+    kind: Kind,
     state: Mutex<HoldState>,
     lost: watch::Sender<bool>,
     callbacks: Mutex<Vec<LostCallback>>,
@@ -106,15 +131,27 @@ impl std::fmt::Debug for Lock {
 }
 
 impl Lock {
-    pub(crate) fn new(client: Arc<ClientInner>, name: &str, holder_id: u64) -> Lock {
+    pub(crate) fn new(client: Arc<ClientInner>, name: &str, holder_id: u64, fair: bool) -> Lock {
         let owner = format!("{}:{holder_id}", client.id);
+        let (kind, channel) = if fair {
+            let kind = Kind::Fair {
+                queue: keys::fair_queue(name),
+                timeouts: keys::fair_timeouts(name),
+                channel_prefix: keys::lock_channel(name),
+                subscription: Mutex::new(None),
+            };
+            (kind, keys::fair_waiter_channel(name, &owner))
+        } else {
+            (Kind::Reentrant, keys::lock_channel(name))
+        };
         Lock {
             inner: Arc::new(LockInner {
                 handle: client.next_handle_id(),
                 client,
                 name: name.to_owned(),
                 owner,
-                channel: keys::lock_channel(name),
+                channel,
+                kind,
                 state: Mutex::new(HoldState::default()),
                 lost: watch::Sender::new(false),
                 callbacks: Mutex::new(Vec::new()),
@@ -183,9 +220,29 @@ impl Lock {
         runtime()
             .spawn(async move {
                 let mut connection = inner.client.connection.clone();
-                script::FORCE_UNLOCK
-                    .key(&inner.name)
-                    .key(&inner.channel)
+                let invocation = match &inner.kind {
+                    Kind::Reentrant => {
+                        let mut invocation = script::FORCE_UNLOCK.prepare_invoke();
+                        invocation.key(&inner.name).key(&inner.channel);
+                        invocation
+                    }
+                    Kind::Fair {
+                        queue,
+                        timeouts,
+                        channel_prefix,
+                        ..
+                    } => {
+                        let mut invocation = script::FAIR_FORCE_UNLOCK.prepare_invoke();
+                        invocation
+                            .key(&inner.name)
+                            .key(queue)
+                            .key(timeouts)
+                            .key(channel_prefix);
+                        invocation.arg(epoch_ms());
+                        invocation
+                    }
+                };
+                invocation
                     .invoke_async::<i64>(&mut connection)
                     .await
                     .map(|deleted| deleted == 1)
@@ -279,22 +336,100 @@ impl LockInner {
     /// One acquire attempt: `None` when acquired, else the holder's PTTL in ms.
     async fn try_acquire(&self, lease: Lease) -> Result<Option<i64>> {
         let mut connection = self.client.connection.clone();
-        script::ACQUIRE
-            .key(&self.name)
-            .arg(self.lease_ms(lease))
-            .arg(&self.owner)
+        let mut invocation = match &self.kind {
+            Kind::Reentrant => script::ACQUIRE.prepare_invoke(),
+            Kind::Fair {
+                queue, timeouts, ..
+            } => {
+                let mut invocation = script::FAIR_ACQUIRE.prepare_invoke();
+                invocation.key(&self.name).key(queue).key(timeouts);
+                invocation
+            }
+        };
+        if let Kind::Reentrant = self.kind {
+            invocation.key(&self.name);
+        }
+        invocation.arg(self.lease_ms(lease)).arg(&self.owner);
+        if let Kind::Fair { .. } = self.kind {
+            invocation
+                .arg(self.client.fair_queue_timeout.as_millis() as u64)
+                .arg(epoch_ms());
+        }
+        invocation
             .invoke_async(&mut connection)
             .await
             .map_err(|err| Error::from_redis(&self.what("acquire"), err))
+    }
+
+    /// A fair waiter that gives up leaves the queue at once (and wakes the next if the lock is
+    /// free). Best effort: if this fails, its deadline skips it later.
+    async fn leave_queue(&self) {
+        let Kind::Fair {
+            queue,
+            timeouts,
+            channel_prefix,
+            ..
+        } = &self.kind
+        else {
+            return;
+        };
+        let mut connection = self.client.connection.clone();
+        let left = script::FAIR_CANCEL
+            .key(&self.name)
+            .key(queue)
+            .key(timeouts)
+            .key(channel_prefix)
+            .arg(&self.owner)
+            .arg(epoch_ms())
+            .invoke_async::<i64>(&mut connection)
+            .await;
+        if let Err(err) = left {
+            tracing::warn!(lock = %self.name, error = %err, "could not leave the fair queue; the queue timeout will skip this waiter");
+        }
+    }
+
+    /// Takes the subscription a fair handle kept from its last wait.
+    fn kept_subscription(&self) -> Option<Subscription> {
+        match &self.kind {
+            Kind::Fair { subscription, .. } => subscription
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(),
+            Kind::Reentrant => None,
+        }
+    }
+
+    /// A fair handle keeps its own channel subscribed for its next wait; a plain one lets go.
+    fn keep_subscription(&self, kept: Option<Subscription>) {
+        if let (Kind::Fair { subscription, .. }, Some(kept)) = (&self.kind, kept) {
+            *subscription.lock().unwrap_or_else(|p| p.into_inner()) = Some(kept);
+        }
     }
 
     async fn acquire_task(
         self: Arc<Self>,
         deadline: Option<Instant>,
         lease: Lease,
-        mut cancelled: oneshot::Receiver<()>,
+        cancelled: oneshot::Receiver<()>,
     ) -> Result<bool> {
-        let mut subscription = None;
+        let mut subscription = self.kept_subscription();
+        let outcome = self
+            .acquire_loop(deadline, lease, cancelled, &mut subscription)
+            .await;
+        if !matches!(outcome, Ok(true)) {
+            self.leave_queue().await;
+        }
+        self.keep_subscription(subscription);
+        outcome
+    }
+
+    async fn acquire_loop(
+        self: &Arc<Self>,
+        deadline: Option<Instant>,
+        lease: Lease,
+        mut cancelled: oneshot::Receiver<()>,
+        subscription: &mut Option<Subscription>,
+    ) -> Result<bool> {
         loop {
             let attempt = self.try_acquire(lease).await;
             let caller_gone = !matches!(
@@ -302,9 +437,9 @@ impl LockInner {
                 Err(oneshot::error::TryRecvError::Empty)
             );
             if caller_gone {
-                if let Some(subscription) = &subscription {
+                if let Some(subscription) = subscription.as_ref() {
                     // We may have consumed a wake-up meant for the next local waiter.
-                    crate::waiter::Subscription::waiters(subscription).pass_on();
+                    subscription.waiters().pass_on();
                 }
                 if let Ok(None) = attempt {
                     // Acquired for nobody: undo exactly this acquisition.
@@ -326,18 +461,22 @@ impl LockInner {
             if remaining.is_zero() {
                 return Ok(false);
             }
-            let Some(active) = &subscription else {
+            let Some(active) = subscription.as_ref() else {
                 // Subscribe before the retry, so an unlock after our attempt is never missed.
-                subscription = Some(self.client.hub.subscribe(&self.channel).await?);
+                *subscription = Some(self.client.hub.subscribe(&self.channel).await?);
                 continue;
             };
             // A holder without expiry only wakes us by message; look again now and then anyway.
             let holder_lease = if pttl >= 0 {
-                Duration::from_millis(pttl as u64)
+                Duration::from_millis(pttl as u64).max(Duration::from_millis(1))
             } else {
                 MAX_WAIT_SLICE
             };
-            let slice = remaining.min(holder_lease).min(MAX_WAIT_SLICE);
+            let mut slice = remaining.min(holder_lease).min(MAX_WAIT_SLICE);
+            if let Kind::Fair { .. } = self.kind {
+                // Look again before our queue deadline passes, or we would lose our place.
+                slice = slice.min(self.client.fair_queue_timeout / 2);
+            }
             tokio::select! {
                 _ = active.wait(slice) => {}
                 _ = &mut cancelled => {
@@ -506,13 +645,36 @@ impl LockInner {
         let give_up = Instant::now() + self.client.timeouts.response * 2;
         loop {
             let mut connection = self.client.connection.clone();
-            let reply = script::RELEASE
-                .key(&self.name)
-                .key(&self.channel)
-                .key(&latch)
+            let mut invocation = match &self.kind {
+                Kind::Reentrant => {
+                    let mut invocation = script::RELEASE.prepare_invoke();
+                    invocation.key(&self.name).key(&self.channel).key(&latch);
+                    invocation
+                }
+                Kind::Fair {
+                    queue,
+                    timeouts,
+                    channel_prefix,
+                    ..
+                } => {
+                    let mut invocation = script::FAIR_RELEASE.prepare_invoke();
+                    invocation
+                        .key(&self.name)
+                        .key(queue)
+                        .key(timeouts)
+                        .key(channel_prefix)
+                        .key(&latch);
+                    invocation
+                }
+            };
+            invocation
                 .arg(self.lease_ms(lease))
                 .arg(&self.owner)
-                .arg(LATCH_LIFETIME.as_millis() as u64)
+                .arg(LATCH_LIFETIME.as_millis() as u64);
+            if let Kind::Fair { .. } = self.kind {
+                invocation.arg(epoch_ms());
+            }
+            let reply = invocation
                 .invoke_async::<Option<i64>>(&mut connection)
                 .await
                 .map_err(|err| Error::from_redis(&self.what("release"), err));
@@ -541,12 +703,27 @@ impl Drop for LockInner {
             return;
         }
         // A stand-in with the same identity performs the release; Drop never blocks.
+        let kind = match &self.kind {
+            Kind::Reentrant => Kind::Reentrant,
+            Kind::Fair {
+                queue,
+                timeouts,
+                channel_prefix,
+                ..
+            } => Kind::Fair {
+                queue: queue.clone(),
+                timeouts: timeouts.clone(),
+                channel_prefix: channel_prefix.clone(),
+                subscription: Mutex::new(None),
+            },
+        };
         let stand_in = LockInner {
             client: self.client.clone(),
             handle: self.handle,
             name: self.name.clone(),
             owner: self.owner.clone(),
             channel: self.channel.clone(),
+            kind,
             state: Mutex::new(HoldState::default()),
             lost: watch::Sender::new(false),
             callbacks: Mutex::new(Vec::new()),

@@ -1,0 +1,11 @@
+# Redisson interop suite: a polylock lock and a Redisson RLock on the same name exclude each
+# other. Needs cargo, Java 17 + Maven (downloads Redisson/JUnit from Maven Central) and redis-server.
+
+INTEROP_MVN ?= mvn
+INTEROP_POM := tests/interop-redisson/pom.xml
+INTEROP_PEER := $(CURDIR)/target/debug/examples/peer
+
+.PHONY: test-interop
+test-interop:
+	cargo build --example peer -p polylock
+	$(INTEROP_MVN) -B -ntp -f $(INTEROP_POM) test -Dpolylock.peer=$(INTEROP_PEER)

@@ -1,0 +1,153 @@
+package dev.polylock.interop;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real redis-server on a free loopback port, without persistence, in its own temporary
+ * directory; stopped by {@link #close()}.
+ */
+final class RedisServer implements AutoCloseable {
+    private static final long START_TIMEOUT_MS = 10_000;
+
+    private final int port;
+    private final Process process;
+    private final Path dir;
+    private Socket monitor;
+
+    private RedisServer(int port, Process process, Path dir) {
+        this.port = port;
+        this.process = process;
+        this.dir = dir;
+    }
+
+    /** Starts a server; retries on another port if the chosen one was taken meanwhile. */
+    static RedisServer start() throws IOException, InterruptedException {
+        String binary = System.getProperty("redis.server", "redis-server");
+        for (int attempt = 0; attempt < 5; attempt++) {
+            int port = freePort();
+            Path dir = Files.createTempDirectory("polylock-interop-redis-");
+            Process process = new ProcessBuilder(List.of(binary,
+                    "--port", Integer.toString(port), "--bind", "127.0.0.1",
+                    "--save", "", "--appendonly", "no", "--daemonize", "no",
+                    "--loglevel", "warning"))
+                    .directory(dir.toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("redis.log").toFile())
+                    .start();
+            RedisServer server = new RedisServer(port, process, dir);
+            if (server.awaitPong()) {
+                return server;
+            }
+            server.close();
+        }
+        throw new IllegalStateException("redis-server did not start; is it installed and on PATH?");
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private boolean awaitPong() throws InterruptedException {
+        long deadline = System.currentTimeMillis() + START_TIMEOUT_MS;
+        while (System.currentTimeMillis() < deadline) {
+            if (!process.isAlive()) {
+                return false; // most likely the port was taken
+            }
+            try (Socket socket = connect()) {
+                socket.getOutputStream().write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+                String reply = new BufferedReader(new InputStreamReader(
+                        socket.getInputStream(), StandardCharsets.US_ASCII)).readLine();
+                if ("+PONG".equals(reply)) {
+                    return true;
+                }
+            } catch (IOException notYet) {
+                // not listening yet
+            }
+            Thread.sleep(20);
+        }
+        return false;
+    }
+
+    private Socket connect() throws IOException {
+        Socket socket = new Socket();
+        socket.connect(new InetSocketAddress("127.0.0.1", port), 1_000);
+        socket.setSoTimeout(2_000);
+        return socket;
+    }
+
+    int port() {
+        return port;
+    }
+
+    String url() {
+        return "redis://127.0.0.1:" + port;
+    }
+
+    /**
+     * Records every command the server executes (MONITOR) into {@code file}, so that a failing
+     * scenario shows exactly what Redisson and polylock each sent.
+     */
+    void recordCommands(Path file) throws IOException {
+        Files.createDirectories(file.getParent());
+        monitor = connect();
+        monitor.setSoTimeout(0);
+        OutputStream out = monitor.getOutputStream();
+        out.write("MONITOR\r\n".getBytes(StandardCharsets.US_ASCII));
+        out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(
+                monitor.getInputStream(), StandardCharsets.UTF_8));
+        // The server acknowledges MONITOR before it reports anything; wait for that.
+        String ack = in.readLine();
+        if (!"+OK".equals(ack)) {
+            throw new IOException("MONITOR was refused: " + ack);
+        }
+        Thread copier = new Thread(() -> {
+            try (PrintWriter log = new PrintWriter(Files.newBufferedWriter(file))) {
+                String line;
+                while ((line = in.readLine()) != null) {
+                    log.println(line.startsWith("+") ? line.substring(1) : line);
+                    log.flush();
+                }
+            } catch (IOException closed) {
+                // the server or the monitor socket was closed: the record ends here
+            }
+        }, "redis-monitor-" + port);
+        copier.setDaemon(true);
+        copier.start();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        if (monitor != null) {
+            try {
+                monitor.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
+        process.destroy();
+        if (!process.waitFor(5, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+        }
+        try (var files = Files.walk(dir)) {
+            files.sorted(java.util.Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        } catch (IOException ignored) {
+            // a leftover temporary directory is harmless
+        }
+    }
+}
