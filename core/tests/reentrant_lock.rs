@@ -687,3 +687,34 @@ fn a_blocking_caller_can_use_the_core_runtime() {
         .unwrap());
     runtime.block_on(lock.release()).unwrap();
 }
+
+#[tokio::test]
+async fn acl_user_password_and_db_number_come_from_the_url() {
+    let server = RedisServer::start();
+    assert_eq!(
+        server
+            .command(&["ACL", "SETUSER", "locker", "on", ">s3cret", "~*", "&*", "+@all"])
+            .as_deref(),
+        Some("+OK")
+    );
+    let url = format!("redis://locker:s3cret@127.0.0.1:{}/3", server.port());
+    let client = Client::connect(&url).await.unwrap();
+    let lock = client.lock("acl").unwrap();
+    assert!(lock.acquire(Some(Duration::ZERO), None).await.unwrap());
+    let mut db3 = redis::Client::open(format!("redis://127.0.0.1:{}/3", server.port()))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    assert!(exists(&mut db3, "acl").await, "the lock lives in db 3");
+    assert!(!exists(&mut raw(&server).await, "acl").await, "not in db 0");
+    lock.release().await.unwrap();
+
+    let wrong = format!("redis://locker:wrong@127.0.0.1:{}/3", server.port());
+    let err = Client::connect(&wrong).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(
+        !err.to_string().contains("wrong@"),
+        "the password is not echoed: {err}"
+    );
+}
