@@ -64,6 +64,71 @@ fn validate_wait(name: &str, wait: Option<Duration>) -> Result<()> {
     }
 }
 
+/// Who owns an acquisition that completes while the caller may be dropping its future: the
+/// task commits it (then the caller's guard undoes it if the result never arrives), or the
+/// caller abandons first (then the task undoes it). Exactly one side wins the exchange.
+#[derive(Default)]
+struct Handoff(std::sync::atomic::AtomicU8);
+
+const WAITING: u8 = 0;
+const COMMITTED: u8 = 1;
+const ABANDONED: u8 = 2;
+
+impl Handoff {
+    /// True when the acquisition now belongs to the caller.
+    fn commit(&self) -> bool {
+        use std::sync::atomic::Ordering::AcqRel;
+        self.0
+            .compare_exchange(
+                WAITING,
+                COMMITTED,
+                AcqRel,
+                std::sync::atomic::Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    fn is_abandoned(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire) == ABANDONED
+    }
+
+    /// True when the task had already committed an acquisition the caller will never see.
+    fn abandon(&self) -> bool {
+        use std::sync::atomic::Ordering::AcqRel;
+        self.0.compare_exchange(
+            WAITING,
+            ABANDONED,
+            AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+        ) == Err(COMMITTED)
+    }
+}
+
+/// Lives in the caller's `acquire` future; dropping it before the result arrived abandons the
+/// attempt (and wakes the task through `_cancel`).
+struct CallerGuard {
+    handoff: Arc<Handoff>,
+    lock: Arc<LockInner>,
+    _cancel: oneshot::Sender<()>,
+    received: bool,
+}
+
+impl Drop for CallerGuard {
+    fn drop(&mut self) {
+        if self.received || !self.handoff.abandon() {
+            return;
+        }
+        // The task recorded the hold before committing it, so releasing one level now undoes
+        // exactly that acquisition.
+        let lock = self.lock.clone();
+        runtime().spawn(async move {
+            if let Err(err) = lock.release_once().await {
+                tracing::warn!(lock = %lock.name, error = %err, "could not undo an acquire whose caller went away");
+            }
+        });
+    }
+}
+
 /// What the current hold's lease is.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lease {
@@ -182,19 +247,28 @@ impl Lock {
         inner.client.check_usable(&inner.name)?;
         let lease = lease.map_or(Lease::Watchdog, Lease::Fixed);
         let deadline = wait.map(|wait| Instant::now() + wait);
-        // The attempt runs as its own task, so a script already sent is always answered and
-        // undone if the caller went away meanwhile (dropping `_cancel` tells the task).
-        let (_cancel, cancelled) = oneshot::channel::<()>();
+        // The attempt runs as its own task, so a script already sent is always answered, and
+        // an acquisition nobody receives is undone (see `Handoff`).
+        let (cancel, cancelled) = oneshot::channel::<()>();
+        let handoff = Arc::new(Handoff::default());
+        let mut caller = CallerGuard {
+            handoff: handoff.clone(),
+            lock: inner.clone(),
+            _cancel: cancel,
+            received: false,
+        };
         let span = tracing::debug_span!("acquire", lock = %inner.name, owner = %inner.owner);
         let task = runtime().spawn(
             inner
                 .clone()
-                .acquire_task(deadline, lease, cancelled)
+                .acquire_task(deadline, lease, cancelled, handoff)
                 .instrument(span),
         );
-        task.await.map_err(|err| {
+        let outcome = task.await.map_err(|err| {
             Error::Redis(format!("lock '{}': acquire task failed: {err}", inner.name))
-        })?
+        });
+        caller.received = true;
+        outcome?
     }
 
     /// Releases one level of the hold. [`Error::NotHeld`] when this handle does not hold the
@@ -411,10 +485,11 @@ impl LockInner {
         deadline: Option<Instant>,
         lease: Lease,
         cancelled: oneshot::Receiver<()>,
+        handoff: Arc<Handoff>,
     ) -> Result<bool> {
         let mut subscription = self.kept_subscription();
         let outcome = self
-            .acquire_loop(deadline, lease, cancelled, &mut subscription)
+            .acquire_loop(deadline, lease, cancelled, &handoff, &mut subscription)
             .await;
         if !matches!(outcome, Ok(true)) {
             self.leave_queue().await;
@@ -428,31 +503,32 @@ impl LockInner {
         deadline: Option<Instant>,
         lease: Lease,
         mut cancelled: oneshot::Receiver<()>,
+        handoff: &Handoff,
         subscription: &mut Option<Subscription>,
     ) -> Result<bool> {
         loop {
             let attempt = self.try_acquire(lease).await;
-            let caller_gone = !matches!(
-                cancelled.try_recv(),
-                Err(oneshot::error::TryRecvError::Empty)
-            );
-            if caller_gone {
+            if let Ok(None) = attempt {
+                // Record the hold, then hand it to the caller, unless the caller is gone.
+                self.acquired(lease);
+                if handoff.commit() {
+                    return Ok(true);
+                }
+                if let Err(err) = self.release_once().await {
+                    tracing::warn!(lock = %self.name, error = %err, "could not undo an acquire whose caller went away");
+                }
+            }
+            if handoff.is_abandoned() {
                 if let Some(subscription) = subscription.as_ref() {
                     // We may have consumed a wake-up meant for the next local waiter.
                     subscription.waiters().pass_on();
                 }
-                if let Ok(None) = attempt {
-                    // Acquired for nobody: undo exactly this acquisition.
-                    self.undo_acquire(lease).await;
-                }
                 return Ok(false);
             }
             let pttl = match attempt? {
-                None => {
-                    self.acquired(lease);
-                    return Ok(true);
-                }
                 Some(pttl) => pttl,
+                // An acquisition is committed or abandoned, and both returned above.
+                None => return Ok(false),
             };
             let remaining = match deadline {
                 Some(deadline) => deadline.saturating_duration_since(Instant::now()),
@@ -483,14 +559,6 @@ impl LockInner {
                     return Ok(false);
                 }
             }
-        }
-    }
-
-    /// Releases the acquisition an abandoned acquire made (one level).
-    async fn undo_acquire(&self, lease: Lease) {
-        let request = uuid::Uuid::new_v4().simple().to_string();
-        if let Err(err) = self.release_script(lease, &request).await {
-            tracing::warn!(lock = %self.name, error = %err, "could not undo an abandoned acquire; it expires with its lease");
         }
     }
 
