@@ -1,0 +1,177 @@
+package polylock.test
+
+import java.io.BufferedInputStream
+import java.io.ByteArrayOutputStream
+import java.io.File
+import java.net.ServerSocket
+import java.net.Socket
+import java.nio.file.Files
+import java.util.concurrent.CompletableFuture
+import java.util.concurrent.TimeUnit
+
+/** A port the OS says is free now (a race with other processes is retried by [RedisServer.start]). */
+fun freePort(): Int = ServerSocket(0).use { it.localPort }
+
+/** One real redis-server on a free loopback port, without persistence; killed by [close]. */
+class RedisServer private constructor(
+    val port: Int,
+    private val process: Process,
+    private val dir: File,
+) : AutoCloseable {
+    val url: String get() = "redis://127.0.0.1:$port/0"
+
+    /** Sends one command on a fresh connection and returns the reply (see [RedisConnection.command]). */
+    fun command(vararg args: String): Any? = RedisConnection(port).use { it.command(*args) }
+
+    override fun close() {
+        process.destroy()
+        if (!process.waitFor(5, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(5, TimeUnit.SECONDS)
+        }
+        dir.deleteRecursively()
+    }
+
+    companion object {
+        fun start(): RedisServer {
+            repeat(5) {
+                tryStart(freePort())?.let { return it }
+            }
+            throw IllegalStateException("redis-server did not start; is it installed?")
+        }
+
+        private fun tryStart(port: Int): RedisServer? {
+            val dir = Files.createTempDirectory("polylock-kotlin-redis-").toFile()
+            val process = ProcessBuilder(
+                System.getProperty("redis.server", "redis-server"),
+                "--port", "$port", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--daemonize", "no", "--loglevel", "warning",
+            ).directory(dir)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .redirectError(ProcessBuilder.Redirect.DISCARD)
+                .start()
+            val server = RedisServer(port, process, dir)
+            val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10)
+            while (System.nanoTime() < deadline) {
+                if (!process.isAlive) break // exited: the port was taken meanwhile
+                val pong = runCatching { server.command("PING") }.getOrNull()
+                if (pong == "PONG") return server
+                Thread.sleep(20)
+            }
+            server.close()
+            return null
+        }
+    }
+}
+
+/** An error reply of Redis. */
+class RedisReplyException(message: String) : RuntimeException(message)
+
+/** A tiny RESP2 client, enough for the tests to look at and change keys behind polylock's back. */
+class RedisConnection(port: Int) : AutoCloseable {
+    private val socket = Socket("127.0.0.1", port).apply { soTimeout = 5_000 }
+    private val input = BufferedInputStream(socket.getInputStream())
+    private val output = socket.getOutputStream()
+
+    /** Replies: simple string / bulk string as String, integer as Long, nil as null, array as List. */
+    fun command(vararg args: String): Any? {
+        val request = ByteArrayOutputStream()
+        request.write("*${args.size}\r\n".toByteArray())
+        for (arg in args) {
+            val bytes = arg.toByteArray()
+            request.write("$${bytes.size}\r\n".toByteArray())
+            request.write(bytes)
+            request.write("\r\n".toByteArray())
+        }
+        output.write(request.toByteArray())
+        output.flush()
+        return readReply()
+    }
+
+    private fun readLine(): String {
+        val line = ByteArrayOutputStream()
+        while (true) {
+            val byte = input.read()
+            check(byte >= 0) { "Redis closed the connection" }
+            if (byte == '\r'.code) {
+                check(input.read() == '\n'.code) { "malformed reply" }
+                return line.toString(Charsets.UTF_8)
+            }
+            line.write(byte)
+        }
+    }
+
+    private fun readReply(): Any? {
+        val line = readLine()
+        val rest = line.substring(1)
+        return when (line[0]) {
+            '+' -> rest
+            '-' -> throw RedisReplyException(rest)
+            ':' -> rest.toLong()
+            '$' -> {
+                val length = rest.toInt()
+                if (length < 0) return null
+                val bytes = input.readNBytes(length + 2)
+                String(bytes, 0, length, Charsets.UTF_8)
+            }
+            '*' -> {
+                val count = rest.toInt()
+                if (count < 0) null else List(count) { readReply() }
+            }
+            else -> error("unknown reply type: $line")
+        }
+    }
+
+    override fun close() = socket.close()
+}
+
+/** The Rust line-driven holder `target/debug/examples/peer` (see core/examples/peer.rs). */
+class Peer(url: String) : AutoCloseable {
+    private val process = ProcessBuilder(
+        System.getProperty("polylock.peer") ?: error("system property polylock.peer is not set"),
+        url,
+    ).redirectError(ProcessBuilder.Redirect.INHERIT).start()
+    private val reader = process.inputStream.bufferedReader()
+    private val writer = process.outputStream.bufferedWriter()
+
+    /** The client id the peer printed when it connected. */
+    val clientId: String
+
+    init {
+        val ready = readLine()
+        check(ready.startsWith("ready ")) { "peer did not start: $ready" }
+        clientId = ready.removePrefix("ready ")
+    }
+
+    /** Sends one command line and returns the reply line; every reply comes within 30 s. */
+    fun send(line: String): String {
+        writer.write(line)
+        writer.newLine()
+        writer.flush()
+        return readLine()
+    }
+
+    private fun readLine(): String =
+        CompletableFuture.supplyAsync { reader.readLine() }.get(30, TimeUnit.SECONDS)
+            ?: error("peer exited")
+
+    override fun close() {
+        runCatching {
+            writer.write("quit\n")
+            writer.flush()
+        }
+        if (!process.waitFor(5, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(5, TimeUnit.SECONDS)
+        }
+    }
+}
+
+/** Like assertThrows, but inline, so the block may call suspend functions. */
+inline fun <reified T : Throwable> expectThrows(block: () -> Unit): T {
+    try {
+        block()
+    } catch (error: Throwable) {
+        if (error is T) return error
+        throw AssertionError("expected ${T::class.qualifiedName}, got $error", error)
+    }
+    throw AssertionError("expected ${T::class.qualifiedName}, but nothing was thrown")
+}

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Checks the Swift binding of polylock without a Swift compiler.
+
+1. uniffi-bindgen (ours, same pinned uniffi as the library) generates polylock.swift,
+   polylockFFI.h and polylockFFI.modulemap from target/debug/libpolylock_ffi.so.
+2. polylock.swift parses without errors with the tree-sitter Swift grammar (and the check
+   does catch a broken copy of it).
+3. polylockFFI.h compiles with `gcc -fsyntax-only`.
+4. Every function the header declares is exported by the library (`nm -D`).
+5. The public API (public/open declarations, protocol requirements and enum cases, nested
+   under their type) equals tests/swift/api.golden.
+
+Usage (from anywhere; `make test-swift` builds the library and installs tree-sitter first):
+    python3 tests/swift/check_swift.py                  # check
+    python3 tests/swift/check_swift.py --update-golden  # rewrite api.golden after an API change
+Ends with the line `N passed, N failed`; exit status 1 when a check failed.
+"""
+
+import argparse
+import difflib
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+GOLDEN = HERE / "api.golden"
+
+# Valid Swift that tree-sitter-swift 0.7.x cannot parse, each replaced (line count kept) by an
+# equivalent the grammar knows before parsing. Anything else that fails to parse fails the check.
+#  - SE-0367 conditional attributes: `#if swift(>=5.8) @_documentation(visibility: private) #endif`
+#    before a declaration. The attribute only hides the declaration from generated docs; the
+#    API extraction below skips such declarations, as documentation tools do.
+#  - A closure whose body is the empty tuple, `{ () }`, which is the same as `{ Void() }`.
+DOC_PRIVATE = re.compile(r"#if swift\(>=5\.8\)\n[ \t]*@_documentation\(visibility: private\)\n#endif")
+EMPTY_TUPLE_CLOSURE = "{ () }"
+
+DECLARATIONS = {
+    "class_declaration",  # class, struct, enum, extension
+    "protocol_declaration",
+    "function_declaration",
+    "init_declaration",
+    "property_declaration",
+    "typealias_declaration",
+    "protocol_function_declaration",
+    "protocol_property_declaration",
+    "enum_entry",
+}
+BODIES = {"class_body", "protocol_body", "enum_class_body", "function_body", "computed_property"}
+
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(ok)
+    print(f"{'PASS' if ok else 'FAIL'}: {name}" + (f"\n{detail}" if detail and not ok else ""))
+    return ok
+
+
+def run(*command, cwd=ROOT):
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+
+
+def neutralize(source):
+    """Applies the grammar workarounds; returns the text and the rows of doc-private attributes."""
+    doc_private_rows = set()
+    for match in DOC_PRIVATE.finditer(source):
+        doc_private_rows.add(source.count("\n", 0, match.end()))  # row of the `#endif`
+    source = DOC_PRIVATE.sub("\n\n", source)
+    source = source.replace(EMPTY_TUPLE_CLOSURE, "{ Void() }")
+    return source, doc_private_rows
+
+
+def parse(source):
+    import tree_sitter_swift
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_swift.language())).parse(source.encode())
+
+
+def syntax_errors(tree, source):
+    data = source.encode()
+    errors = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            text = data[node.start_byte:node.end_byte].decode(errors="replace")[:80]
+            kind = "missing" if node.is_missing else "error"
+            errors.append(f"  line {node.start_point.row + 1}: {kind} at {text!r}")
+        stack.extend(node.children)
+    return sorted(errors)
+
+
+def is_public(node):
+    for child in node.children:
+        if child.type == "modifiers":
+            return any(
+                m.type == "visibility_modifier" and m.text.decode() in ("public", "open")
+                for m in child.children
+            )
+    return False
+
+
+def signature(node):
+    """The declaration up to its body, on one line."""
+    end = node.end_byte
+    for child in node.children:
+        if child.type in BODIES:
+            end = child.start_byte
+            break
+    data = node.text[: end - node.start_byte]
+    comments = []
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        if child.start_byte >= end:
+            continue
+        if child.type in ("comment", "multiline_comment"):
+            comments.append((child.start_byte - node.start_byte, child.end_byte - node.start_byte))
+        else:
+            stack.extend(child.children)
+    for start, stop in sorted(comments, reverse=True):
+        data = data[:start] + b" " + data[stop:]
+    text = " ".join(data.decode().split())
+    text = re.sub(r"\)(?=[A-Za-z])", ") ", text)  # uniffi writes `)async throws`
+    return text.replace("( ", "(")
+
+
+def public_api(tree, doc_private_rows):
+    lines = []
+
+    def visit(node, depth, inside_public_type):
+        for child in node.children:
+            if child.type not in DECLARATIONS:
+                visit(child, depth, inside_public_type)
+                continue
+            if child.start_point.row - 1 in doc_private_rows:
+                continue
+            # Protocol requirements and enum cases have no modifiers: their type's visibility counts.
+            implied = child.type.startswith("protocol_") or child.type == "enum_entry"
+            if not (is_public(child) or (implied and inside_public_type)):
+                continue
+            lines.append("    " * depth + signature(child))
+            visit(child, depth + 1, True)
+
+    visit(tree.root_node, 0, False)
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--update-golden", action="store_true", help="rewrite tests/swift/api.golden")
+    parser.add_argument("--target-dir", default=str(ROOT / "target"), help="cargo's target directory")
+    args = parser.parse_args()
+
+    target = Path(args.target_dir)
+    library = target / "debug" / "libpolylock_ffi.so"
+    bindgen = target / "debug" / "uniffi-bindgen"
+    for needed in (library, bindgen):
+        if not needed.exists():
+            sys.exit(f"{needed} is missing: run `cargo build -p polylock-ffi -p uniffi-bindgen` (make build-uniffi)")
+
+    out = target / "uniffi-swift"
+    generated = run(str(bindgen), "generate", "--library", str(library), "--language", "swift",
+                    "--no-format", "--out-dir", str(out))
+    swift_file, header, modulemap = out / "polylock.swift", out / "polylockFFI.h", out / "polylockFFI.modulemap"
+    if not check("uniffi-bindgen generates the Swift binding",
+                 generated.returncode == 0 and swift_file.exists() and header.exists() and modulemap.exists(),
+                 generated.stdout + generated.stderr):
+        return finish()
+
+    # 2. Syntax.
+    source, doc_private_rows = neutralize(swift_file.read_text())
+    tree = parse(source)
+    errors = syntax_errors(tree, source)
+    check(f"polylock.swift parses with tree-sitter-swift ({len(source.splitlines())} lines)",
+          not errors, "\n".join(errors[:20]))
+    broken = source.replace("open class Lock:", "open class Lock(:", 1)
+    check("the parse check catches a syntax error in a broken copy", bool(syntax_errors(parse(broken), broken)))
+
+    # 3. Header.
+    with tempfile.TemporaryDirectory() as scratch:
+        including = Path(scratch) / "include_header.c"
+        including.write_text('#include "polylockFFI.h"\n')
+        aux_info = Path(scratch) / "prototypes.txt"
+        # The header uses Clang's nullability qualifiers (Swift imports it through Clang);
+        # they are annotations only, so gcc gets them defined away.
+        compiled = run("gcc", "-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
+                       "-D_Nonnull=", "-D_Nullable=", "-fsyntax-only", "-aux-info", str(aux_info),
+                       "-I", str(out), str(including))
+        check("polylockFFI.h compiles with gcc -fsyntax-only", compiled.returncode == 0,
+              compiled.stdout + compiled.stderr)
+        prototypes = aux_info.read_text() if aux_info.exists() else ""
+
+    # 4. Exports. gcc -aux-info lists every function prototype with the file it came from.
+    declared = sorted(set(re.findall(r"polylockFFI\.h:\d+:\w+ \*/ .*?\b(\w+) \(", prototypes)))
+    symbols = run("nm", "-D", "--defined-only", str(library))
+    exported = {parts[2] for parts in (line.split() for line in symbols.stdout.splitlines())
+                if len(parts) == 3 and parts[1] == "T"}
+    missing = [name for name in declared if name not in exported]
+    check(f"all {len(declared)} functions declared by the header are exported by libpolylock_ffi.so",
+          symbols.returncode == 0 and len(declared) >= 20 and not missing,
+          f"declared: {len(declared)}; not exported: {missing}\n{symbols.stderr}")
+
+    # 5. Public API against the golden file.
+    api = public_api(tree, doc_private_rows)
+    text = "\n".join(api) + "\n"
+    if args.update_golden:
+        GOLDEN.write_text(text)
+        print(f"wrote {GOLDEN} ({len(api)} lines)")
+    golden = GOLDEN.read_text() if GOLDEN.exists() else ""
+    diff = "".join(difflib.unified_diff(golden.splitlines(True), text.splitlines(True),
+                                        "tests/swift/api.golden", "generated polylock.swift"))
+    check(f"the public Swift API ({len(api)} declarations) matches tests/swift/api.golden", text == golden,
+          diff + "\nIf the change is intended: python3 tests/swift/check_swift.py --update-golden")
+    return finish()
+
+
+def finish():
+    passed = sum(results)
+    failed = len(results) - passed
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
