@@ -1,1 +1,20 @@
-// The pyo3 binding (issue 3).
+//! The pyo3 binding of polylock: module `polylock._native`. The public API (`polylock.Client`,
+//! `Lock`, `AsyncClient`, `AsyncLock`) is thin Python in `python/polylock`, which maps threads
+//! and asyncio tasks to lock holders; everything else happens in the core.
+
+mod asyncio;
+mod client;
+mod errors;
+mod lock;
+mod wait;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<client::Client>()?;
+    module.add_class::<lock::LockHandle>()?;
+    module.add_class::<lock::Acquisition>()?;
+    errors::register(module)?;
+    Ok(())
+}

@@ -1,0 +1,38 @@
+"""polylock: distributed locks on Redis, compatible with Redisson (the Java client).
+
+A lock taken here excludes a Redisson, Rust, Node, Kotlin or Swift polylock lock of the same name.
+
+    import polylock
+
+    with polylock.Client("redis://127.0.0.1:6379/0") as client:
+        with client.lock("orders:42"):
+            ...  # critical section; the lease is renewed while held
+"""
+
+from ._native import (
+    ConnectionError,
+    InvalidArgumentError,
+    LockError,
+    LockLostError,
+    NotHeldError,
+    RedisError,
+    TimeoutError,
+    WrongTypeError,
+)
+from ._async import AsyncClient, AsyncLock
+from ._sync import Client, Lock
+
+__all__ = [
+    "AsyncClient",
+    "AsyncLock",
+    "Client",
+    "ConnectionError",
+    "InvalidArgumentError",
+    "Lock",
+    "LockError",
+    "LockLostError",
+    "NotHeldError",
+    "RedisError",
+    "TimeoutError",
+    "WrongTypeError",
+]

@@ -1,0 +1,233 @@
+"""The asyncio API: an AsyncLock belongs to the calling asyncio task."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import warnings
+import weakref
+from types import TracebackType
+from typing import Optional
+
+from . import _native
+from ._sync import LostCallback
+
+
+class AsyncClient:
+    """The asyncio client. ``AsyncClient(url, ...)`` connects in the constructor (blocking at most
+    ``connect_timeout`` seconds); ``await AsyncClient.connect(url, ...)`` connects without blocking
+    the event loop. Options as for :class:`polylock.Client`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        watchdog_timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        response_timeout: float = 5.0,
+    ) -> None:
+        self._native = _native.Client(
+            url,
+            watchdog_timeout=watchdog_timeout,
+            connect_timeout=connect_timeout,
+            response_timeout=response_timeout,
+        )
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        *,
+        watchdog_timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        response_timeout: float = 5.0,
+    ) -> AsyncClient:
+        native = await _native.Client.connect_async(
+            url,
+            watchdog_timeout=watchdog_timeout,
+            connect_timeout=connect_timeout,
+            response_timeout=response_timeout,
+        )
+        client = cls.__new__(cls)
+        client._native = native
+        return client
+
+    @property
+    def id(self) -> str:
+        return self._native.id
+
+    @property
+    def watchdog_timeout(self) -> float:
+        return self._native.watchdog_timeout
+
+    def lock(self, name: str) -> AsyncLock:
+        """A reentrant lock named ``name``, owned by whichever asyncio task acquires it. No I/O."""
+        return AsyncLock(self._native, name)
+
+    def close(self) -> list[str]:
+        """As :meth:`polylock.Client.close` (no I/O, so not a coroutine)."""
+        return self._native.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __enter__(self) -> AsyncClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<polylock.AsyncClient id={self.id}>"
+
+
+def _current_task() -> asyncio.Task[object]:
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("polylock.AsyncLock must be used from inside an asyncio task")
+    return task
+
+
+class AsyncLock:
+    """A distributed reentrant lock owned by the calling asyncio task.
+
+    Tasks sharing one AsyncLock exclude each other; a task re-enters its own hold. A task that is
+    garbage-collected while holding drops its hold (released in the background).
+    """
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._probe = client.lock_handle(name, 0)
+        self._client = client
+        self._name = name
+        self._mutex = threading.Lock()
+        self._handles: weakref.WeakKeyDictionary[asyncio.Task[object], _native.LockHandle] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._callbacks: list[LostCallback] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def _handle(self) -> _native.LockHandle:
+        task = _current_task()
+        with self._mutex:
+            handle = self._handles.get(task)
+            if handle is None:
+                handle = self._client.lock_handle(self._name, id(task))
+                for callback in self._callbacks:
+                    handle.on_lost(callback)
+                self._handles[task] = handle
+            return handle
+
+    def _current(self) -> Optional[_native.LockHandle]:
+        task = asyncio.current_task()
+        return None if task is None else self._handles.get(task)
+
+    def _forget_if_idle(self, handle: _native.LockHandle) -> None:
+        if handle.hold_count() == 0:
+            task = _current_task()
+            with self._mutex:
+                if self._handles.get(task) is handle:
+                    del self._handles[task]
+
+    async def acquire(
+        self,
+        blocking: bool = True,
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+    ) -> bool:
+        """As :meth:`polylock.Lock.acquire`, for the calling task. Cancelling the task while it
+        waits leaves no lock held."""
+        handle = self._handle()
+        pending = handle.acquire_async(blocking, timeout, lease)
+        try:
+            acquisition = await pending
+        except BaseException:
+            # Cancelled just as the lock was taken: nobody owns that acquisition; give it back.
+            if pending.done() and not pending.cancelled() and pending.exception() is None:
+                pending.result().abandon()
+            self._forget_if_idle(handle)
+            raise
+        acquired = acquisition.claim()
+        if not acquired:
+            self._forget_if_idle(handle)
+        return acquired
+
+    async def release(self) -> None:
+        """Releases one level of the calling task's hold (NotHeldError, LockLostError)."""
+        handle = self._handle()
+        try:
+            await handle.release_async()
+        finally:
+            self._forget_if_idle(handle)
+
+    async def locked(self) -> bool:
+        """Whether anyone holds the lock (asks Redis)."""
+        return await self._probe.locked_async()
+
+    def is_held(self) -> bool:
+        """Whether the calling task holds the lock (no I/O)."""
+        handle = self._current()
+        return handle is not None and handle.is_held()
+
+    def hold_count(self) -> int:
+        handle = self._current()
+        return 0 if handle is None else handle.hold_count()
+
+    @property
+    def lost(self) -> bool:
+        """Whether the calling task's hold was lost."""
+        handle = self._current()
+        return handle is not None and handle.lost
+
+    def on_lost(self, callback: LostCallback) -> None:
+        """Calls ``callback(error)`` from a background thread (not the event loop), once each
+        time a hold of this lock (by any task) is lost. Use ``loop.call_soon_threadsafe`` to get
+        back to the loop."""
+        if not callable(callback):
+            raise TypeError("on_lost expects a callable")
+        with self._mutex:
+            self._callbacks.append(callback)
+            for handle in list(self._handles.values()):
+                handle.on_lost(callback)
+
+    async def __aenter__(self) -> AsyncLock:
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        await self.release()
+
+    def __del__(self) -> None:
+        handles = getattr(self, "_handles", None)
+        if handles is not None and any(h.is_held() for h in list(handles.values())):
+            warnings.warn(
+                f"polylock lock {self._name!r} was garbage-collected while held; "
+                "releasing it in the background",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+
+    def __repr__(self) -> str:
+        return f"<polylock.AsyncLock name={self._name!r}>"

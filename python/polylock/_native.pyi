@@ -1,0 +1,97 @@
+"""The compiled core binding. Use the public API in ``polylock`` instead."""
+
+import asyncio
+import builtins
+from collections.abc import Callable
+from typing import final
+
+__all__ = [
+    "Client",
+    "LockHandle",
+    "Acquisition",
+    "LockError",
+    "NotHeldError",
+    "LockLostError",
+    "InvalidArgumentError",
+    "WrongTypeError",
+    "ConnectionError",
+    "TimeoutError",
+    "RedisError",
+]
+
+class LockError(Exception):
+    """Base class of every polylock error."""
+
+class NotHeldError(LockError, RuntimeError):
+    """Released a lock the caller does not hold."""
+
+class LockLostError(LockError):
+    """The lease ran out, or the key was deleted or taken, while the lock was held."""
+
+class InvalidArgumentError(LockError, ValueError):
+    """A bad argument, rejected before any I/O."""
+
+class WrongTypeError(LockError):
+    """The lock's name holds a Redis key that is not a lock."""
+
+class ConnectionError(LockError, builtins.ConnectionError):
+    """Redis could not be reached, the connection broke, or the client is closed or was made
+    before a fork."""
+
+class TimeoutError(LockError, builtins.TimeoutError):
+    """Redis did not answer within the response timeout."""
+
+class RedisError(LockError):
+    """Redis answered with an unexpected error."""
+
+@final
+class Client:
+    def __new__(
+        cls,
+        url: str,
+        *,
+        watchdog_timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        response_timeout: float = 5.0,
+    ) -> Client: ...
+    @staticmethod
+    def connect_async(
+        url: str,
+        *,
+        watchdog_timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        response_timeout: float = 5.0,
+    ) -> asyncio.Future[Client]: ...
+    def lock_handle(self, name: str, holder_id: int) -> LockHandle: ...
+    def close(self) -> list[str]: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def watchdog_timeout(self) -> float: ...
+
+@final
+class LockHandle:
+    @property
+    def name(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    def acquire(
+        self, blocking: bool = True, timeout: float | None = None, lease: float | None = None
+    ) -> bool: ...
+    def release(self) -> None: ...
+    def locked(self) -> bool: ...
+    def acquire_async(
+        self, blocking: bool = True, timeout: float | None = None, lease: float | None = None
+    ) -> asyncio.Future[Acquisition]: ...
+    def release_async(self) -> asyncio.Future[None]: ...
+    def locked_async(self) -> asyncio.Future[bool]: ...
+    def is_held(self) -> bool: ...
+    def hold_count(self) -> int: ...
+    @property
+    def lost(self) -> bool: ...
+    def on_lost(self, callback: Callable[[LockLostError], object]) -> None: ...
+
+@final
+class Acquisition:
+    def claim(self) -> bool: ...
+    def abandon(self) -> None: ...

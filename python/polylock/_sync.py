@@ -1,0 +1,202 @@
+"""The blocking API: a Lock belongs to the calling thread, like threading.RLock."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from types import TracebackType
+from typing import Callable, Optional
+
+from . import _native
+from ._native import LockLostError
+
+LostCallback = Callable[[LockLostError], object]
+
+
+class Client:
+    """A connection to one Redis server, shared by every lock made from it.
+
+    Connects in the constructor (at most ``connect_timeout`` seconds). Times are seconds.
+    ``watchdog_timeout`` is the lease of locks acquired without one; it is renewed every third
+    of it while held.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        watchdog_timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        response_timeout: float = 5.0,
+    ) -> None:
+        self._native = _native.Client(
+            url,
+            watchdog_timeout=watchdog_timeout,
+            connect_timeout=connect_timeout,
+            response_timeout=response_timeout,
+        )
+
+    @property
+    def id(self) -> str:
+        """This client's id (a UUID), the first half of every owner string it writes."""
+        return self._native.id
+
+    @property
+    def watchdog_timeout(self) -> float:
+        return self._native.watchdog_timeout
+
+    def lock(self, name: str) -> Lock:
+        """A reentrant lock named ``name``, owned by whichever thread acquires it. No I/O."""
+        return Lock(self._native, name)
+
+    def close(self) -> list[str]:
+        """Stops renewals and the pub/sub connection. Returns the names of locks still held;
+        they are not released and expire with their lease. Later calls fail with ConnectionError."""
+        return self._native.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<polylock.Client id={self.id}>"
+
+
+class Lock:
+    """A distributed reentrant lock owned by the calling thread.
+
+    Threads sharing one Lock exclude each other; a thread re-enters its own hold (also through
+    another Lock object of the same name and client). Each thread gets its own core handle.
+    """
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        # Holder 0 is never a thread id; this handle only asks Redis and checks the name now.
+        self._probe = client.lock_handle(name, 0)
+        self._client = client
+        self._name = name
+        self._mutex = threading.Lock()
+        self._handles: dict[int, _native.LockHandle] = {}
+        self._callbacks: list[LostCallback] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def _handle(self) -> _native.LockHandle:
+        thread = threading.get_ident()
+        with self._mutex:
+            handle = self._handles.get(thread)
+            if handle is None:
+                handle = self._client.lock_handle(self._name, thread)
+                for callback in self._callbacks:
+                    handle.on_lost(callback)
+                self._handles[thread] = handle
+            return handle
+
+    def _current(self) -> Optional[_native.LockHandle]:
+        return self._handles.get(threading.get_ident())
+
+    def _forget_if_idle(self, handle: _native.LockHandle) -> None:
+        """Drops the thread's handle once it holds nothing, so threads that come and go
+        leave nothing behind."""
+        if handle.hold_count() == 0:
+            with self._mutex:
+                thread = threading.get_ident()
+                if self._handles.get(thread) is handle:
+                    del self._handles[thread]
+
+    def acquire(
+        self,
+        blocking: bool = True,
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+    ) -> bool:
+        """Acquires (or re-enters) the lock; True when acquired.
+
+        ``blocking=False`` makes one attempt; ``timeout`` bounds the wait (None or -1: no bound)
+        and False is returned when it passes. ``lease=None`` takes a watchdog-renewed lease; a
+        number of seconds is a fixed lease, never renewed. Ctrl-C interrupts the wait and leaves
+        no lock held.
+        """
+        handle = self._handle()
+        try:
+            acquired = handle.acquire(blocking, timeout, lease)
+        except BaseException:
+            self._forget_if_idle(handle)
+            raise
+        if not acquired:
+            self._forget_if_idle(handle)
+        return acquired
+
+    def release(self) -> None:
+        """Releases one level of the calling thread's hold. NotHeldError if it holds none,
+        LockLostError if its lease was lost meanwhile."""
+        handle = self._handle()
+        try:
+            handle.release()
+        finally:
+            self._forget_if_idle(handle)
+
+    def locked(self) -> bool:
+        """Whether anyone holds the lock (asks Redis)."""
+        return self._probe.locked()
+
+    def is_held(self) -> bool:
+        """Whether the calling thread holds the lock (no I/O)."""
+        handle = self._current()
+        return handle is not None and handle.is_held()
+
+    def hold_count(self) -> int:
+        """How many times the calling thread has acquired without releasing (no I/O)."""
+        handle = self._current()
+        return 0 if handle is None else handle.hold_count()
+
+    @property
+    def lost(self) -> bool:
+        """Whether the calling thread's hold was lost (lease ran out, key deleted or taken)."""
+        handle = self._current()
+        return handle is not None and handle.lost
+
+    def on_lost(self, callback: LostCallback) -> None:
+        """Calls ``callback(error)`` from a background thread, once each time a hold of this lock
+        (by any thread) is lost."""
+        if not callable(callback):
+            raise TypeError("on_lost expects a callable")
+        with self._mutex:
+            self._callbacks.append(callback)
+            for handle in self._handles.values():
+                handle.on_lost(callback)
+
+    def __enter__(self) -> Lock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        handles = getattr(self, "_handles", None)
+        if handles and any(h.is_held() for h in list(handles.values())):
+            # The core releases a dropped handle's hold in the background.
+            warnings.warn(
+                f"polylock lock {self._name!r} was garbage-collected while held; "
+                "releasing it in the background",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+
+    def __repr__(self) -> str:
+        return f"<polylock.Lock name={self._name!r} hold_count={self.hold_count()}>"

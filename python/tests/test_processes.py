@@ -1,0 +1,254 @@
+"""Across processes and languages: spawned workers, Ctrl-C, fork, and the Rust peer."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import polylock
+from helpers import Resp, counter_worker, wait_until
+
+
+def test_spawned_processes_exclude_each_other(redis_server, name):
+    context = multiprocessing.get_context("spawn")
+    counter_key = f"{name}:counter"
+    workers, rounds = 3, 15
+    processes = [
+        context.Process(
+            target=counter_worker,
+            args=(redis_server.url, redis_server.port, name, counter_key, rounds),
+        )
+        for _ in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+    assert [process.exitcode for process in processes] == [0] * workers
+    with Resp(redis_server.port) as redis:
+        assert int(redis("GET", counter_key)) == workers * rounds
+        assert redis("EXISTS", name) == 0
+
+
+CTRL_C_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time
+    import polylock
+
+    url, name = sys.argv[1], sys.argv[2]
+    holder_client = polylock.Client(url)
+    holder = holder_client.lock(name)
+    assert holder.acquire(lease=30)
+    waiter = polylock.Client(url).lock(name)
+
+    sent = []
+    def interrupt():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Timer(0.5, interrupt).start()
+    try:
+        waiter.acquire()  # no bound: only Ctrl-C ends it
+        print("acquired", flush=True)
+    except KeyboardInterrupt:
+        print(f"interrupted {time.monotonic() - sent[0]:.3f}", flush=True)
+    print(f"waiter holds {waiter.hold_count()} {waiter.is_held()}", flush=True)
+    holder.release()
+    time.sleep(0.5)  # a waiter the interrupt left behind would take the lock now
+    print(f"locked after release {waiter.locked()}", flush=True)
+    """
+)
+
+
+def test_ctrl_c_interrupts_a_blocking_acquire(url, redis, name):
+    result = subprocess.run(
+        [sys.executable, "-c", CTRL_C_SCRIPT, url, name],
+        capture_output=True, text=True, timeout=60,
+    )
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stderr
+    assert lines[0].startswith("interrupted "), result.stdout + result.stderr
+    assert float(lines[0].split()[1]) < 2.0  # slices of 0.1 s; an unbounded wait never ends
+    assert lines[1] == "waiter holds 0 False"
+    assert lines[2] == "locked after release False"
+    assert redis("EXISTS", name) == 0
+
+
+def test_ctrl_c_in_the_main_thread_of_pytest_too(url, redis, name):
+    """Same, in this process: the interrupt comes from a timer via _thread.interrupt_main."""
+    import _thread
+
+    with polylock.Client(url) as client:
+        holder_ready = threading.Event()
+        release_holder = threading.Event()
+
+        def hold() -> None:
+            lock = client.lock(name)
+            lock.acquire()
+            holder_ready.set()
+            release_holder.wait(30)
+            lock.release()
+
+        holder_thread = threading.Thread(target=hold)
+        holder_thread.start()
+        assert holder_ready.wait(10)
+        waiter = client.lock(name)
+        timer = threading.Timer(0.3, _thread.interrupt_main)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            waiter.acquire(timeout=30)
+        assert waiter.hold_count() == 0
+        release_holder.set()
+        holder_thread.join(10)
+        time.sleep(0.3)
+        assert redis("EXISTS", name) == 0
+
+
+FORK_CHILD_EXIT_OK = 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
+def test_fork_child_gets_a_clear_error_and_can_start_afresh(url, redis, name):
+    client = polylock.Client(url)
+    parent_lock = client.lock(name)
+    assert parent_lock.acquire()  # the parent's runtime has threads and a held lock now
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report through the pipe, never return into pytest
+        code = 1
+        try:
+            messages = []
+            try:
+                client.lock(f"{name}:child").acquire(timeout=1)
+                messages.append("inherited client acquired")
+            except polylock.ConnectionError as error:
+                messages.append(f"inherited client: {error}")
+            with polylock.Client(url) as fresh:
+                lock = fresh.lock(f"{name}:child")
+                messages.append(f"fresh acquire {lock.acquire(timeout=5)}")
+                lock.release()
+                messages.append(f"parent's lock busy {not fresh.lock(name).acquire(blocking=False)}")
+
+            import asyncio
+
+            async def use_async() -> bool:
+                async with await polylock.AsyncClient.connect(url) as aclient:
+                    alock = aclient.lock(f"{name}:child-async")
+                    acquired = await alock.acquire(timeout=5)
+                    await alock.release()
+                    return acquired
+
+            messages.append(f"async acquire {asyncio.run(use_async())}")
+            os.write(write_end, "\n".join(messages).encode())
+            code = FORK_CHILD_EXIT_OK
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    deadline = time.monotonic() + 60
+    status = None
+    while time.monotonic() < deadline:
+        finished, status = os.waitpid(pid, os.WNOHANG)
+        if finished:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung")
+    with os.fdopen(read_end) as pipe:
+        report = pipe.read().splitlines()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == FORK_CHILD_EXIT_OK, report
+    assert "before a fork" in report[0], report
+    assert report[1:] == ["fresh acquire True", "parent's lock busy True", "async acquire True"]
+    # The parent's client is unaffected.
+    assert parent_lock.is_held()
+    parent_lock.release()
+    assert redis("EXISTS", name) == 0
+    client.close()
+
+
+class Peer:
+    """The Rust example holder (core/examples/peer.rs), driven line by line."""
+
+    def __init__(self, binary: Path, url: str) -> None:
+        self.process = subprocess.Popen(
+            [str(binary), url], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        ready = self._line()
+        assert ready.startswith("ready "), ready
+
+    def _line(self) -> str:
+        assert self.process.stdout is not None
+        result: list[str] = []
+        reader = threading.Thread(target=lambda: result.append(self.process.stdout.readline()))
+        reader.start()
+        reader.join(30)
+        if not result:
+            self.process.kill()
+            raise AssertionError("peer did not answer within 30 s")
+        return result[0].strip()
+
+    def __call__(self, command: str) -> str:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self._line()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.write("quit\n")
+            self.process.stdin.close()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def test_python_and_rust_holders_exclude_each_other(peer_binary, url, redis, name):
+    peer = Peer(peer_binary, url)
+    try:
+        with polylock.Client(url) as client:
+            lock = client.lock(name)
+            # Python holds: Rust cannot take it, then can once Python releases.
+            assert lock.acquire()
+            assert peer(f"acquire {name} 0 -") == "ok false"
+            assert peer(f"acquire {name} 200 -") == "ok false"
+            lock.release()
+            assert peer(f"acquire {name} 2000 -") == "ok true"
+            # Rust holds: Python cannot take it, then is woken by Rust's release.
+            assert lock.acquire(blocking=False) is False
+            assert lock.acquire(timeout=0.2) is False
+            result: list[object] = []
+            release_now = threading.Event()
+
+            def wait_then_hold() -> None:
+                result.append(lock.acquire(timeout=20))
+                release_now.wait(30)
+                if lock.is_held():
+                    lock.release()
+
+            waiter = threading.Thread(target=wait_then_hold)
+            waiter.start()
+            time.sleep(0.3)
+            assert peer(f"release {name}") == "ok"
+            assert wait_until(lambda: result == [True], timeout=20), result
+            assert peer(f"is_locked {name}") == "ok true"
+            assert peer(f"acquire {name} 0 -") == "ok false"
+            release_now.set()
+            waiter.join(30)
+            assert peer(f"acquire {name} 2000 -") == "ok true"
+            assert lock.locked()
+            assert peer(f"release {name}") == "ok"
+            assert redis("EXISTS", name) == 0
+    finally:
+        peer.close()
