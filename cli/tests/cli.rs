@@ -1,0 +1,606 @@
+//! The `polylock` binary against real redis-servers. Locks "held by another process" are held
+//! by this test process through the core, while the CLI runs as its own process.
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use polylock::{Client, ErrorKind, Lock};
+use polylock_testkit::{free_port, RedisServer};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_polylock");
+/// No CLI run in these tests may take longer (it is killed, and the test fails).
+const RUN_BOUND: Duration = Duration::from_secs(120);
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `polylock ARGS` with stdin closed (not a terminal) and no POLYLOCK_* variables.
+fn polylock(args: &[&str]) -> Output {
+    polylock_with_env(args, &[])
+}
+
+fn polylock_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(BINARY);
+    command
+        .args(args)
+        .env_remove("POLYLOCK_REDIS_URL")
+        .env_remove("POLYLOCK_PYTHON")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("start polylock");
+    let mut stdout_pipe = child.stdout.take().expect("stdout");
+    let mut stderr_pipe = child.stderr.take().expect("stderr");
+    let stdout_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout_pipe.read_to_string(&mut text);
+        text
+    });
+    let stderr_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + RUN_BOUND;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for polylock") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("polylock {args:?} did not finish within {RUN_BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        code: status.code().unwrap_or(-1),
+        stdout: stdout_reader.join().expect("stdout reader"),
+        stderr: stderr_reader.join().expect("stderr reader"),
+    }
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    polylock::runtime().block_on(future)
+}
+
+fn connect(server: &RedisServer) -> Client {
+    block_on(Client::connect(&server.url())).expect("connect")
+}
+
+fn hold(lock: &Lock) {
+    assert!(block_on(lock.acquire(Some(Duration::ZERO), None)).expect("acquire"));
+}
+
+/// The `sold` column of a language's row in the demo's table.
+fn sold_in_table(stdout: &str, language: &str) -> Option<u64> {
+    stdout.lines().find_map(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        (words.first() == Some(&language))
+            .then(|| words.get(2)?.parse().ok())
+            .flatten()
+    })
+}
+
+/// `sold X tickets for N seats`: X.
+fn total_sold(stdout: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("sold ")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no `sold X tickets` line in:\n{stdout}"))
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|err| panic!("not JSON ({err}):\n{text}"))
+}
+
+#[test]
+fn demo_with_the_lock_sells_exactly_n_tickets() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let out = polylock(&[
+        "demo",
+        "--redis",
+        &url,
+        "--languages",
+        "rust",
+        "--tickets",
+        "30",
+        "--workers",
+        "3",
+    ]);
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert_eq!(
+        sold_in_table(&out.stdout, "rust"),
+        Some(30),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(total_sold(&out.stdout), 30);
+    assert!(
+        out.stdout.contains("OK: exactly 30 tickets sold"),
+        "{}",
+        out.stdout
+    );
+    // The stock key is cleaned up and no lock is left behind.
+    assert_eq!(server.int(&["EXISTS", "polylock-demo:tickets:stock"]), 0);
+    assert_eq!(server.int(&["EXISTS", "polylock-demo:tickets"]), 0);
+}
+
+#[test]
+fn demo_with_the_fair_lock_sells_exactly_n_tickets() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let out = polylock(&[
+        "demo",
+        "--redis",
+        &url,
+        "--languages",
+        "rust",
+        "--tickets",
+        "25",
+        "--workers",
+        "3",
+        "--fair",
+    ]);
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert!(out.stdout.contains("under the fair lock"), "{}", out.stdout);
+    assert_eq!(
+        sold_in_table(&out.stdout, "rust"),
+        Some(25),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn demo_without_the_lock_reports_the_sale_as_unlocked() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let out = polylock(&[
+        "demo",
+        "--redis",
+        &url,
+        "--languages",
+        "rust",
+        "--tickets",
+        "30",
+        "--workers",
+        "3",
+        "--no-lock",
+    ]);
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert!(out.stdout.contains("WITHOUT a lock"), "{}", out.stdout);
+    assert!(out.stdout.contains("WITHOUT the lock:"), "{}", out.stdout);
+    // Lost updates can only add sales: never fewer than the seats.
+    let sold = total_sold(&out.stdout);
+    assert!(sold >= 30, "{}", out.stdout);
+    assert_eq!(sold_in_table(&out.stdout, "rust"), Some(sold));
+    if sold > 30 {
+        assert!(
+            out.stdout.contains(&format!("oversold by {}", sold - 30)),
+            "{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn demo_starts_a_private_server_and_stops_it() {
+    let out = polylock(&[
+        "demo",
+        "--languages",
+        "rust",
+        "--tickets",
+        "10",
+        "--workers",
+        "1",
+    ]);
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    let port: u16 = out
+        .stdout
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("started a private redis-server on 127.0.0.1:")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no port announced:\n{}", out.stdout));
+    assert_eq!(sold_in_table(&out.stdout, "rust"), Some(10));
+    assert!(out.stdout.contains("stopped the private redis-server"));
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the private redis-server on port {port} still accepts connections"
+    );
+}
+
+#[test]
+fn demo_skips_a_language_whose_package_is_missing() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let out = polylock_with_env(
+        &[
+            "demo",
+            "--redis",
+            &url,
+            "--languages",
+            "rust,python",
+            "--tickets",
+            "10",
+            "--workers",
+            "1",
+        ],
+        &[("POLYLOCK_PYTHON", "/nonexistent/python3")],
+    );
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert!(out.stderr.contains("skipping python"), "{}", out.stderr);
+    assert_eq!(sold_in_table(&out.stdout, "python"), None, "{}", out.stdout);
+    assert_eq!(
+        sold_in_table(&out.stdout, "rust"),
+        Some(10),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn demo_rejects_an_unknown_language() {
+    let out = polylock(&["demo", "--languages", "rust,cobol"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("unknown language 'cobol'"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn inspect_shows_a_lock_held_by_another_process() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let lock = client.lock("orders:42").expect("lock");
+    hold(&lock);
+    hold(&lock);
+
+    let out = polylock(&["inspect", "orders:42", "--redis", &url]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("kind:   plain"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains(&format!("{}  (hold count 2)", lock.owner())),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("remaining"), "{}", out.stdout);
+
+    let out = polylock(&["inspect", "orders:42", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["name"], "orders:42");
+    assert_eq!(state["kind"], "plain");
+    assert_eq!(state["redis_type"], "hash");
+    assert_eq!(state["holders"][0]["owner"], lock.owner());
+    assert_eq!(state["holders"][0]["count"], 2);
+    assert_eq!(state["holders"].as_array().map(Vec::len), Some(1));
+    let lease = state["remaining_lease_ms"].as_u64().expect("a lease");
+    assert!(lease > 0 && lease <= 30_000, "{lease}");
+    assert_eq!(state["queue"].as_array().map(Vec::len), Some(0));
+
+    block_on(lock.release()).expect("release");
+    block_on(lock.release()).expect("release");
+    let out = polylock(&["inspect", "orders:42", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(json(&out.stdout)["kind"], "none");
+}
+
+#[test]
+fn inspect_shows_the_fair_queue_in_order() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let holder_client = connect(&server);
+    let waiter_client = connect(&server);
+    let holder = holder_client.fair_lock("tickets").expect("lock");
+    hold(&holder);
+    let waiter = waiter_client.fair_lock("tickets").expect("lock");
+    let waiter_owner = waiter.owner().to_owned();
+    let waiting = {
+        let waiter = waiter.clone();
+        polylock::runtime()
+            .spawn(async move { waiter.acquire(Some(Duration::from_secs(60)), None).await })
+    };
+    let queued = Instant::now() + Duration::from_secs(20);
+    while server.int(&["LLEN", "redisson_lock_queue:{tickets}"]) < 1 {
+        assert!(Instant::now() < queued, "the waiter never queued");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let out = polylock(&["inspect", "tickets", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "fair");
+    assert_eq!(state["holders"][0]["owner"], holder.owner());
+    assert_eq!(state["queue"][0]["owner"], waiter_owner.as_str());
+    assert!(
+        state["queue"][0]["deadline_ms"].as_u64().is_some(),
+        "{state}"
+    );
+
+    let out = polylock(&["inspect", "tickets", "--redis", &url]);
+    assert!(out.stdout.contains("queue:  1 waiting"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!("1. {waiter_owner}")),
+        "{}",
+        out.stdout
+    );
+
+    block_on(holder.release()).expect("release");
+    assert!(block_on(waiting).expect("join").expect("acquire"));
+    block_on(waiter.release()).expect("release");
+}
+
+#[test]
+fn force_unlock_yes_deletes_a_lock_held_by_another_process() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let lock = client.lock("stuck").expect("lock");
+    hold(&lock);
+
+    let out = polylock(&["force-unlock", "stuck", "--redis", &url, "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("force-unlocked plain lock 'stuck'"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains(lock.owner()), "{}", out.stdout);
+    assert_eq!(server.int(&["EXISTS", "stuck"]), 0);
+    // The holder learns it lost the lock.
+    let err = block_on(lock.release()).expect_err("the lock was deleted");
+    assert_eq!(err.kind(), ErrorKind::LockLost);
+
+    let out = polylock(&["force-unlock", "stuck", "--redis", &url, "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("not locked"), "{}", out.stdout);
+}
+
+#[test]
+fn force_unlock_of_a_fair_lock_hands_it_to_the_head_of_the_queue() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let holder_client = connect(&server);
+    let waiter_client = connect(&server);
+    let holder = holder_client.fair_lock("fair-stuck").expect("lock");
+    hold(&holder);
+    let waiter = waiter_client.fair_lock("fair-stuck").expect("lock");
+    let waiting = {
+        let waiter = waiter.clone();
+        polylock::runtime()
+            .spawn(async move { waiter.acquire(Some(Duration::from_secs(60)), None).await })
+    };
+    let queued = Instant::now() + Duration::from_secs(20);
+    while server.int(&["LLEN", "redisson_lock_queue:{fair-stuck}"]) < 1 {
+        assert!(Instant::now() < queued, "the waiter never queued");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = polylock(&["force-unlock", "fair-stuck", "--redis", &url, "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("force-unlocked fair lock"),
+        "{}",
+        out.stdout
+    );
+    // Woken by the unlock message, long before the holder's 30 s lease would have run out.
+    let started = Instant::now();
+    assert!(block_on(waiting).expect("join").expect("acquire"));
+    assert!(started.elapsed() < Duration::from_secs(20));
+    block_on(waiter.release()).expect("release");
+}
+
+#[test]
+fn force_unlock_needs_yes_without_a_terminal() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let lock = client.lock("kept").expect("lock");
+    hold(&lock);
+    let out = polylock(&["force-unlock", "kept", "--redis", &url]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--yes"), "{}", out.stderr);
+    assert_eq!(server.int(&["EXISTS", "kept"]), 1);
+    block_on(lock.release()).expect("still held");
+}
+
+#[test]
+fn watch_once_lists_only_locks_matching_the_pattern() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let first = client.lock("w:first").expect("lock");
+    let second = client.lock("w:second").expect("lock");
+    let elsewhere = client.lock("elsewhere").expect("lock");
+    for lock in [&first, &second, &first, &elsewhere] {
+        hold(lock);
+    }
+    assert_eq!(
+        server.command(&["SET", "w:string", "x"]).as_deref(),
+        Some("+OK")
+    );
+    server.int(&["HSET", "w:user", "name", "ada"]);
+
+    let out = polylock(&["watch", "w:*", "--redis", &url, "--once"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let row = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(name))
+            .map(str::to_owned)
+    };
+    let first_row = row("w:first").unwrap_or_else(|| panic!("no w:first row:\n{}", out.stdout));
+    assert!(
+        first_row.contains(&format!("{} x2", first.owner())),
+        "{first_row}"
+    );
+    assert!(row("w:second").is_some(), "{}", out.stdout);
+    assert!(row("w:string").is_none(), "{}", out.stdout);
+    assert!(row("w:user").is_none(), "{}", out.stdout);
+    assert!(row("elsewhere").is_none(), "{}", out.stdout);
+    assert!(out.stdout.contains("2 lock(s) held"), "{}", out.stdout);
+
+    let out = polylock(&["watch", "--redis", &url, "--once"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("3 lock(s) held"), "{}", out.stdout);
+    assert!(out.stdout.contains("elsewhere"), "{}", out.stdout);
+}
+
+#[test]
+fn bad_urls_are_usage_errors() {
+    for url in [
+        "not-a-url",
+        "http://127.0.0.1:6379",
+        "redis://127.0.0.1:notaport",
+    ] {
+        for args in [
+            vec!["inspect", "x", "--redis", url],
+            vec!["force-unlock", "x", "--yes", "--redis", url],
+            vec!["watch", "--once", "--redis", url],
+            vec!["demo", "--languages", "rust", "--redis", url],
+        ] {
+            let out = polylock(&args);
+            assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+            assert!(
+                out.stderr.contains("bad Redis URL"),
+                "{args:?}: {}",
+                out.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unreachable_server_is_a_connection_error() {
+    let url = format!("redis://127.0.0.1:{}", free_port());
+    for args in [
+        vec!["inspect", "x", "--redis", &url],
+        vec!["force-unlock", "x", "--yes", "--redis", &url],
+        vec!["watch", "--once", "--redis", &url],
+        vec!["demo", "--languages", "rust", "--redis", &url],
+    ] {
+        let out = polylock(&args);
+        assert_eq!(out.code, 3, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("cannot reach Redis"),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn the_url_comes_from_the_environment() {
+    let server = RedisServer::start();
+    let url = server.url();
+    server.int(&[
+        "HSET",
+        "env-lock",
+        "6e3814a1-e847-452b-a982-45baf93a1df2:1",
+        "1",
+    ]);
+    let out = polylock_with_env(
+        &["inspect", "env-lock", "--json"],
+        &[("POLYLOCK_REDIS_URL", &url)],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        json(&out.stdout)["holders"][0]["owner"],
+        "6e3814a1-e847-452b-a982-45baf93a1df2:1"
+    );
+    // Written without an expiry: reported as such, not as a lease.
+    assert_eq!(json(&out.stdout)["expires"], false);
+}
+
+#[test]
+fn a_key_that_is_not_a_lock_is_refused() {
+    let server = RedisServer::start();
+    let url = server.url();
+    assert_eq!(
+        server.command(&["SET", "config", "x"]).as_deref(),
+        Some("+OK")
+    );
+    server.int(&["HSET", "user:1", "name", "ada"]);
+
+    let out = polylock(&["inspect", "config", "--redis", &url]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("'config' is not a lock"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("string"), "{}", out.stderr);
+
+    let out = polylock(&["inspect", "user:1", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "not-a-lock");
+    assert_eq!(state["redis_type"], "hash");
+
+    for name in ["config", "user:1"] {
+        let out = polylock(&["force-unlock", name, "--redis", &url, "--yes"]);
+        assert_eq!(out.code, 4, "{}", out.stderr);
+        assert!(out.stderr.contains("is not a lock"), "{}", out.stderr);
+        assert_eq!(server.int(&["EXISTS", name]), 1, "{name} was deleted");
+    }
+}
+
+#[test]
+fn help_shows_examples() {
+    for command in ["demo", "inspect", "force-unlock", "watch"] {
+        let out = polylock(&[command, "--help"]);
+        assert_eq!(out.code, 0);
+        assert!(
+            out.stdout.contains("Examples:"),
+            "{command}: {}",
+            out.stdout
+        );
+        assert!(out.stdout.contains("--redis"), "{command}: {}", out.stdout);
+    }
+    let out = polylock(&["--help"]);
+    assert!(out.stdout.contains("Exit codes"), "{}", out.stdout);
+}

@@ -1,0 +1,28 @@
+# The `polylock` command-line tool (cli/): inspect, force-unlock, watch, and the ticket-sale demo.
+# build-cli: builds target/debug/polylock.
+# test-cli:  its integration tests against real redis-servers (Rust workers only).
+# demo:      builds the CLI, the Python and Node packages if they do not load yet (build-python,
+#            build-node), installs redis-server with apt-get if missing, and runs the ticket sale.
+#            Pass options with DEMO_ARGS, e.g. `make demo DEMO_ARGS="--tickets 500 --fair"`.
+
+POLYLOCK_CLI := target/debug/polylock
+DEMO_ARGS ?=
+
+.PHONY: build-cli test-cli demo
+
+build-cli:
+	cargo build -p polylock-cli
+
+test-cli:
+	cargo test -p polylock-cli
+
+demo: build-cli
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "redis-server is missing: installing it with apt-get"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q redis-server; }
+	@if [ -x python/.venv/bin/python ] && python/.venv/bin/python -c "import polylock" 2>/dev/null; then :; \
+	  else $(MAKE) build-python || echo "building the Python package failed: the demo will skip Python"; fi
+	@if node -e "require('./node/index.js')" 2>/dev/null; then :; \
+	  else $(MAKE) build-node || echo "building the Node package failed: the demo will skip Node"; fi
+	$(POLYLOCK_CLI) demo $(DEMO_ARGS)
