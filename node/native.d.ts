@@ -18,11 +18,16 @@ export declare class Cancellation {
 /** A connection to one Redis server; make locks from it. */
 export declare class Client {
   /** Connects; rejects with `ERR_CONNECTION` when the server cannot be reached in time. */
-  static connect(url: string, options?: { watchdogTimeoutMs?: number; connectTimeoutMs?: number; responseTimeoutMs?: number } | null): Promise<Client>
+  static connect(url: string, options?: { watchdogTimeoutMs?: number; connectTimeoutMs?: number; responseTimeoutMs?: number; fairQueueTimeoutMs?: number } | null): Promise<Client>
   /** This client's id, the first half of every owner string it writes. */
   get id(): string
   /** A new handle (a new owner) on the lock `name`. No I/O. */
   lock(name: string): Lock
+  /**
+   * A new handle (a new owner) on the fair lock `name`: FIFO, a release wakes only the next
+   * waiter. No I/O.
+   */
+  fairLock(name: string): Lock
   /** Stops the watchdog and pub/sub; returns the names of locks still held (they expire). */
   close(): Array<string>
 }

@@ -553,10 +553,13 @@ pub fn run(args: DemoArgs) -> CliResult<()> {
     for language in languages {
         match launcher(language, &repo, args.fair) {
             Ok(launcher) => launchers.push(launcher),
-            Err(why) => eprintln!(
-                "polylock demo: skipping {language}{}: {why}",
-                if explicit { " (requested)" } else { "" }
-            ),
+            // A language asked for by name must run; by default the demo uses what it finds.
+            Err(why) if explicit => {
+                return Err(CliError::Failed(format!(
+                    "{language} was requested with --languages but cannot run: {why}"
+                )))
+            }
+            Err(why) => eprintln!("polylock demo: skipping {language}: {why}"),
         }
     }
     if launchers.is_empty() {

@@ -247,7 +247,7 @@ fn demo_starts_a_private_server_and_stops_it() {
 }
 
 #[test]
-fn demo_skips_a_language_whose_package_is_missing() {
+fn demo_fails_when_a_requested_language_cannot_run() {
     let server = RedisServer::start();
     let url = server.url();
     let out = polylock_with_env(
@@ -265,11 +265,38 @@ fn demo_skips_a_language_whose_package_is_missing() {
         &[("POLYLOCK_PYTHON", "/nonexistent/python3")],
     );
     assert_eq!(
+        out.code, 1,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert!(
+        out.stderr.contains("python was requested"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("make build-python"), "{}", out.stderr);
+}
+
+#[test]
+fn demo_skips_a_language_whose_package_is_missing_when_none_were_named() {
+    let server = RedisServer::start();
+    let url = server.url();
+    // A checkout without the worker scripts: Python and Node cannot run, Rust (this binary) can.
+    let empty_repo =
+        std::env::temp_dir().join(format!("polylock-empty-repo-{}", std::process::id()));
+    std::fs::create_dir_all(&empty_repo).unwrap();
+    let out = polylock_with_env(
+        &["demo", "--redis", &url, "--tickets", "10", "--workers", "1"],
+        &[("POLYLOCK_REPO", empty_repo.to_str().unwrap())],
+    );
+    let _ = std::fs::remove_dir_all(&empty_repo);
+    assert_eq!(
         out.code, 0,
         "stdout:\n{}\nstderr:\n{}",
         out.stdout, out.stderr
     );
     assert!(out.stderr.contains("skipping python"), "{}", out.stderr);
+    assert!(out.stderr.contains("skipping node"), "{}", out.stderr);
     assert_eq!(sold_in_table(&out.stdout, "python"), None, "{}", out.stdout);
     assert_eq!(
         sold_in_table(&out.stdout, "rust"),

@@ -8,8 +8,13 @@ async function main(): Promise<void> {
     watchdogTimeoutMs: 30000,
     connectTimeoutMs: 5000,
     responseTimeoutMs: 5000,
+    fairQueueTimeoutMs: 10000,
   })
   const lock: Lock = client.lock('orders:42')
+  const fair: Lock = client.fairLock('orders:queue')
+  const served: string = await fair.using(async () => 'in turn', { waitMs: 5000 })
+  if (await fair.acquire({ waitMs: 0 })) await fair.release()
+  console.log(served)
 
   const controller = new AbortController()
   const options: AcquireOptions = { waitMs: 5000, leaseMs: 10000, signal: controller.signal }
@@ -46,6 +51,10 @@ async function main(): Promise<void> {
 
   // @ts-expect-error waitMs is a number of milliseconds
   await lock.acquire({ waitMs: '5s' })
+  // @ts-expect-error fairQueueTimeoutMs is a number of milliseconds
+  await Client.connect('redis://127.0.0.1:6379/0', { fairQueueTimeoutMs: '10s' })
+  // @ts-expect-error a fair lock has a name
+  client.fairLock()
   // @ts-expect-error the option is waitMs
   await lock.acquire({ wait: 5 })
   // @ts-expect-error handles come from client.lock
