@@ -28,5 +28,5 @@ include $(sort $(wildcard mk/*.mk))
 
 # Every suite, one after the other (each suite starts its own redis-server processes).
 .PHONY: test
-test: lint test-core test-interop test-python test-node test-kotlin test-swift
+test: lint test-core test-interop test-python test-node test-kotlin test-swift test-cli test-demo bench-smoke
 	@echo "make test: every suite passed"

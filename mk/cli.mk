@@ -8,7 +8,7 @@
 POLYLOCK_CLI := target/debug/polylock
 DEMO_ARGS ?=
 
-.PHONY: build-cli test-cli demo
+.PHONY: build-cli test-cli test-demo demo
 
 build-cli:
 	cargo build -p polylock-cli
@@ -26,3 +26,8 @@ demo: build-cli
 	@if node -e "require('./node/index.js')" 2>/dev/null; then :; \
 	  else $(MAKE) build-node || echo "building the Node package failed: the demo will skip Node"; fi
 	$(POLYLOCK_CLI) demo $(DEMO_ARGS)
+
+## test-demo: the ticket sale with every language (after test-python and test-node built them)
+test-demo: build-cli build-python build-node
+	$(POLYLOCK_CLI) demo --tickets 30 --workers 2 --languages rust,python,node
+	$(POLYLOCK_CLI) demo --tickets 30 --workers 2 --languages rust,python,node --fair
