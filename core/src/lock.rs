@@ -294,28 +294,11 @@ impl Lock {
         runtime()
             .spawn(async move {
                 let mut connection = inner.client.connection.clone();
-                let invocation = match &inner.kind {
-                    Kind::Reentrant => {
-                        let mut invocation = script::FORCE_UNLOCK.prepare_invoke();
-                        invocation.key(&inner.name).key(&inner.channel);
-                        invocation
-                    }
-                    Kind::Fair {
-                        queue,
-                        timeouts,
-                        channel_prefix,
-                        ..
-                    } => {
-                        let mut invocation = script::FAIR_FORCE_UNLOCK.prepare_invoke();
-                        invocation
-                            .key(&inner.name)
-                            .key(queue)
-                            .key(timeouts)
-                            .key(channel_prefix);
-                        invocation.arg(epoch_ms());
-                        invocation
-                    }
-                };
+                let mut invocation =
+                    inner.invocation(&script::FORCE_UNLOCK, &script::FAIR_FORCE_UNLOCK);
+                if inner.is_fair() {
+                    invocation.arg(epoch_ms());
+                }
                 invocation
                     .invoke_async::<i64>(&mut connection)
                     .await
@@ -396,6 +379,40 @@ impl LockInner {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn is_fair(&self) -> bool {
+        matches!(self.kind, Kind::Fair { .. })
+    }
+
+    /// A call of `reentrant` or `fair`, by this handle's kind, with the keys every script of
+    /// that kind starts with: [lock, channel] or [lock, queue, timeouts, channel prefix].
+    fn invocation(
+        &self,
+        reentrant: &'static redis::Script,
+        fair: &'static redis::Script,
+    ) -> redis::ScriptInvocation<'static> {
+        match &self.kind {
+            Kind::Reentrant => {
+                let mut invocation = reentrant.prepare_invoke();
+                invocation.key(&self.name).key(&self.channel);
+                invocation
+            }
+            Kind::Fair {
+                queue,
+                timeouts,
+                channel_prefix,
+                ..
+            } => {
+                let mut invocation = fair.prepare_invoke();
+                invocation
+                    .key(&self.name)
+                    .key(queue)
+                    .key(timeouts)
+                    .key(channel_prefix);
+                invocation
+            }
+        }
+    }
+
     fn what(&self, action: &str) -> String {
         format!("{action} lock '{}'", self.name)
     }
@@ -410,21 +427,9 @@ impl LockInner {
     /// One acquire attempt: `None` when acquired, else the holder's PTTL in ms.
     async fn try_acquire(&self, lease: Lease) -> Result<Option<i64>> {
         let mut connection = self.client.connection.clone();
-        let mut invocation = match &self.kind {
-            Kind::Reentrant => script::ACQUIRE.prepare_invoke(),
-            Kind::Fair {
-                queue, timeouts, ..
-            } => {
-                let mut invocation = script::FAIR_ACQUIRE.prepare_invoke();
-                invocation.key(&self.name).key(queue).key(timeouts);
-                invocation
-            }
-        };
-        if let Kind::Reentrant = self.kind {
-            invocation.key(&self.name);
-        }
+        let mut invocation = self.invocation(&script::ACQUIRE, &script::FAIR_ACQUIRE);
         invocation.arg(self.lease_ms(lease)).arg(&self.owner);
-        if let Kind::Fair { .. } = self.kind {
+        if self.is_fair() {
             invocation
                 .arg(self.client.fair_queue_timeout.as_millis() as u64)
                 .arg(epoch_ms());
@@ -438,21 +443,12 @@ impl LockInner {
     /// A fair waiter that gives up leaves the queue at once (and wakes the next if the lock is
     /// free). Best effort: if this fails, its deadline skips it later.
     async fn leave_queue(&self) {
-        let Kind::Fair {
-            queue,
-            timeouts,
-            channel_prefix,
-            ..
-        } = &self.kind
-        else {
+        if !self.is_fair() {
             return;
-        };
+        }
         let mut connection = self.client.connection.clone();
-        let left = script::FAIR_CANCEL
-            .key(&self.name)
-            .key(queue)
-            .key(timeouts)
-            .key(channel_prefix)
+        let left = self
+            .invocation(&script::FAIR_CANCEL, &script::FAIR_CANCEL)
             .arg(&self.owner)
             .arg(epoch_ms())
             .invoke_async::<i64>(&mut connection)
@@ -713,33 +709,13 @@ impl LockInner {
         let give_up = Instant::now() + self.client.timeouts.response * 2;
         loop {
             let mut connection = self.client.connection.clone();
-            let mut invocation = match &self.kind {
-                Kind::Reentrant => {
-                    let mut invocation = script::RELEASE.prepare_invoke();
-                    invocation.key(&self.name).key(&self.channel).key(&latch);
-                    invocation
-                }
-                Kind::Fair {
-                    queue,
-                    timeouts,
-                    channel_prefix,
-                    ..
-                } => {
-                    let mut invocation = script::FAIR_RELEASE.prepare_invoke();
-                    invocation
-                        .key(&self.name)
-                        .key(queue)
-                        .key(timeouts)
-                        .key(channel_prefix)
-                        .key(&latch);
-                    invocation
-                }
-            };
+            let mut invocation = self.invocation(&script::RELEASE, &script::FAIR_RELEASE);
+            invocation.key(&latch);
             invocation
                 .arg(self.lease_ms(lease))
                 .arg(&self.owner)
                 .arg(LATCH_LIFETIME.as_millis() as u64);
-            if let Kind::Fair { .. } = self.kind {
+            if self.is_fair() {
                 invocation.arg(epoch_ms());
             }
             let reply = invocation

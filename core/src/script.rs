@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-/// KEYS[1] lock. ARGV[1] lease ms, ARGV[2] owner.
+/// KEYS[1] lock (KEYS[2], the channel, is passed but unused). ARGV[1] lease ms, ARGV[2] owner.
 /// Replies nil when acquired (or re-entered), else the holder's PTTL.
 pub(crate) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
