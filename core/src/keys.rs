@@ -29,6 +29,11 @@ pub(crate) fn fair_timeouts(name: &str) -> String {
     tagged("redisson_lock_timeout", name)
 }
 
+/// polylock's own record of when each fair-lock waiter last looked (Redisson ignores it).
+pub(crate) fn fair_seen(name: &str) -> String {
+    format!("{}:polylock_seen", fair_timeouts(name))
+}
+
 /// The channel on which a fair lock's release tells the waiter `owner` it is next.
 pub(crate) fn fair_waiter_channel(name: &str, owner: &str) -> String {
     format!("{}:{owner}", lock_channel(name))
@@ -48,6 +53,7 @@ mod tests {
         assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
         assert_eq!(fair_queue("q"), "redisson_lock_queue:{q}");
         assert_eq!(fair_timeouts("q"), "redisson_lock_timeout:{q}");
+        assert_eq!(fair_seen("q"), "redisson_lock_timeout:{q}:polylock_seen");
         assert_eq!(
             fair_waiter_channel("q", "u:1"),
             "redisson_lock__channel:{q}:u:1"

@@ -25,6 +25,10 @@ fn epoch_ms() -> u64 {
 pub const MAX_NAME_BYTES: usize = 4096;
 /// Longest lease or wait accepted (10 years); for "forever" pass no wait or no lease.
 pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+/// Redisson's default `fairLockWaitTimeout` (5 min): the allowance each queued waiter adds to
+/// the deadlines behind it, and which each acquisition from the head subtracts again. polylock
+/// keeps this arithmetic in the shared deadline ZSET because Redisson clients rewrite it.
+const FAIR_WAIT_ALLOWANCE: Duration = Duration::from_secs(300);
 /// How long a release's latch (its remembered answer) lives, covering its retries.
 const LATCH_LIFETIME: Duration = Duration::from_secs(10);
 /// Longest single sleep of a waiter between two looks at the lock (it normally wakes by message).
@@ -156,6 +160,9 @@ pub(crate) enum Kind {
     Fair {
         queue: String,
         timeouts: String,
+        /// polylock-only ZSET owner -> last look + queue timeout: skips dead polylock waiters
+        /// long before the shared 5-minute deadlines would.
+        seen: String,
         /// `redisson_lock__channel:{name}`; each waiter listens on `<prefix>:<owner>`.
         channel_prefix: String,
         /// Hold on this handle's own channel, kept between waits so it is not resubscribed.
@@ -202,6 +209,7 @@ impl Lock {
             let kind = Kind::Fair {
                 queue: keys::fair_queue(name),
                 timeouts: keys::fair_timeouts(name),
+                seen: keys::fair_seen(name),
                 channel_prefix: keys::lock_channel(name),
                 subscription: Mutex::new(None),
             };
@@ -384,7 +392,7 @@ impl LockInner {
     }
 
     /// A call of `reentrant` or `fair`, by this handle's kind, with the keys every script of
-    /// that kind starts with: [lock, channel] or [lock, queue, timeouts, channel prefix].
+    /// that kind starts with: [lock, channel] or [lock, queue, timeouts, channel prefix, seen].
     fn invocation(
         &self,
         reentrant: &'static redis::Script,
@@ -399,6 +407,7 @@ impl LockInner {
             Kind::Fair {
                 queue,
                 timeouts,
+                seen,
                 channel_prefix,
                 ..
             } => {
@@ -407,7 +416,8 @@ impl LockInner {
                     .key(&self.name)
                     .key(queue)
                     .key(timeouts)
-                    .key(channel_prefix);
+                    .key(channel_prefix)
+                    .key(seen);
                 invocation
             }
         }
@@ -432,7 +442,8 @@ impl LockInner {
         if self.is_fair() {
             invocation
                 .arg(self.client.fair_queue_timeout.as_millis() as u64)
-                .arg(epoch_ms());
+                .arg(epoch_ms())
+                .arg(FAIR_WAIT_ALLOWANCE.as_millis() as u64);
         }
         invocation
             .invoke_async(&mut connection)
@@ -451,6 +462,7 @@ impl LockInner {
             .invocation(&script::FAIR_CANCEL, &script::FAIR_CANCEL)
             .arg(&self.owner)
             .arg(epoch_ms())
+            .arg(FAIR_WAIT_ALLOWANCE.as_millis() as u64)
             .invoke_async::<i64>(&mut connection)
             .await;
         if let Err(err) = left {
@@ -752,11 +764,13 @@ impl Drop for LockInner {
             Kind::Fair {
                 queue,
                 timeouts,
+                seen,
                 channel_prefix,
                 ..
             } => Kind::Fair {
                 queue: queue.clone(),
                 timeouts: timeouts.clone(),
+                seen: seen.clone(),
                 channel_prefix: channel_prefix.clone(),
                 subscription: Mutex::new(None),
             },

@@ -102,9 +102,22 @@ async fn the_queue_uses_the_redisson_layout() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as f64;
+    // Redisson's arithmetic: the holder's remaining lease plus one wait allowance (5 min).
     assert!(
-        deadline > now && deadline <= now + 60_000.0,
+        deadline > now + 300_000.0 && deadline <= now + 60_000.0 + 300_000.0,
         "deadline {deadline}, now {now}"
+    );
+    // polylock's own liveness record: last look plus the queue timeout (60 s here).
+    let seen: f64 = con
+        .zscore(
+            "redisson_lock_timeout:{layout}:polylock_seen",
+            waiter.owner(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        seen > now && seen <= now + 60_000.0 + 1_000.0,
+        "seen {seen}, now {now}"
     );
     let numsub: (String, i64) = redis::cmd("PUBSUB")
         .arg("NUMSUB")
