@@ -26,12 +26,14 @@ class AsyncClient:
         watchdog_timeout: float = 30.0,
         connect_timeout: float = 5.0,
         response_timeout: float = 5.0,
+        fair_queue_timeout: float = 10.0,
     ) -> None:
         self._native = _native.Client(
             url,
             watchdog_timeout=watchdog_timeout,
             connect_timeout=connect_timeout,
             response_timeout=response_timeout,
+            fair_queue_timeout=fair_queue_timeout,
         )
 
     @classmethod
@@ -42,12 +44,14 @@ class AsyncClient:
         watchdog_timeout: float = 30.0,
         connect_timeout: float = 5.0,
         response_timeout: float = 5.0,
+        fair_queue_timeout: float = 10.0,
     ) -> AsyncClient:
         native = await _native.Client.connect_async(
             url,
             watchdog_timeout=watchdog_timeout,
             connect_timeout=connect_timeout,
             response_timeout=response_timeout,
+            fair_queue_timeout=fair_queue_timeout,
         )
         client = cls.__new__(cls)
         client._native = native
@@ -64,6 +68,11 @@ class AsyncClient:
     def lock(self, name: str) -> AsyncLock:
         """A reentrant lock named ``name``, owned by whichever asyncio task acquires it. No I/O."""
         return AsyncLock(self._native, name)
+
+    def fair_lock(self, name: str) -> AsyncLock:
+        """A reentrant fair lock named ``name`` (Redisson RFairLock): waiting tasks are served in
+        arrival order. Same API as :meth:`lock`. No I/O."""
+        return AsyncLock(self._native, name, fair=True)
 
     def close(self) -> list[str]:
         """As :meth:`polylock.Client.close` (no I/O, so not a coroutine)."""
@@ -109,9 +118,9 @@ class AsyncLock:
     garbage-collected while holding drops its hold (released in the background).
     """
 
-    def __init__(self, client: _native.Client, name: str) -> None:
-        self._probe = client.lock_handle(name, 0)
-        self._client = client
+    def __init__(self, client: _native.Client, name: str, *, fair: bool = False) -> None:
+        self._make_handle = client.fair_lock_handle if fair else client.lock_handle
+        self._probe = self._make_handle(name, 0)
         self._name = name
         self._mutex = threading.Lock()
         self._handles: weakref.WeakKeyDictionary[asyncio.Task[object], _native.LockHandle] = (
@@ -128,7 +137,7 @@ class AsyncLock:
         with self._mutex:
             handle = self._handles.get(task)
             if handle is None:
-                handle = self._client.lock_handle(self._name, id(task))
+                handle = self._make_handle(self._name, id(task))
                 for callback in self._callbacks:
                     handle.on_lost(callback)
                 self._handles[task] = handle
@@ -158,7 +167,8 @@ class AsyncLock:
         try:
             acquisition = await pending
         except BaseException:
-            # Cancelled just as the lock was taken: nobody owns that acquisition; give it back.
+            # Cancelled after the acquisition was delivered but before this task resumed:
+            # nobody owns it; give it back now rather than whenever `pending` is collected.
             if pending.done() and not pending.cancelled() and pending.exception() is None:
                 pending.result().abandon()
             self._forget_if_idle(handle)

@@ -18,7 +18,8 @@ class Client:
 
     Connects in the constructor (at most ``connect_timeout`` seconds). Times are seconds.
     ``watchdog_timeout`` is the lease of locks acquired without one; it is renewed every third
-    of it while held.
+    of it while held. ``fair_queue_timeout`` is how long a fair-lock waiter that stopped
+    answering (its process died) keeps its place in the queue.
     """
 
     def __init__(
@@ -28,12 +29,14 @@ class Client:
         watchdog_timeout: float = 30.0,
         connect_timeout: float = 5.0,
         response_timeout: float = 5.0,
+        fair_queue_timeout: float = 10.0,
     ) -> None:
         self._native = _native.Client(
             url,
             watchdog_timeout=watchdog_timeout,
             connect_timeout=connect_timeout,
             response_timeout=response_timeout,
+            fair_queue_timeout=fair_queue_timeout,
         )
 
     @property
@@ -48,6 +51,11 @@ class Client:
     def lock(self, name: str) -> Lock:
         """A reentrant lock named ``name``, owned by whichever thread acquires it. No I/O."""
         return Lock(self._native, name)
+
+    def fair_lock(self, name: str) -> Lock:
+        """A reentrant fair lock named ``name`` (Redisson RFairLock): waiting threads are served
+        in arrival order. Same API as :meth:`lock`. No I/O."""
+        return Lock(self._native, name, fair=True)
 
     def close(self) -> list[str]:
         """Stops renewals and the pub/sub connection. Returns the names of locks still held;
@@ -76,10 +84,10 @@ class Lock:
     another Lock object of the same name and client). Each thread gets its own core handle.
     """
 
-    def __init__(self, client: _native.Client, name: str) -> None:
+    def __init__(self, client: _native.Client, name: str, *, fair: bool = False) -> None:
+        self._make_handle = client.fair_lock_handle if fair else client.lock_handle
         # Holder 0 is never a thread id; this handle only asks Redis and checks the name now.
-        self._probe = client.lock_handle(name, 0)
-        self._client = client
+        self._probe = self._make_handle(name, 0)
         self._name = name
         self._mutex = threading.Lock()
         self._handles: dict[int, _native.LockHandle] = {}
@@ -94,7 +102,7 @@ class Lock:
         with self._mutex:
             handle = self._handles.get(thread)
             if handle is None:
-                handle = self._client.lock_handle(self._name, thread)
+                handle = self._make_handle(self._name, thread)
                 for callback in self._callbacks:
                     handle.on_lost(callback)
                 self._handles[thread] = handle

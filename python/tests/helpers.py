@@ -70,12 +70,15 @@ def wait_until(predicate, timeout: float, interval: float = 0.02) -> bool:
     return bool(predicate())
 
 
-def counter_worker(url: str, port: int, lock_name: str, counter_key: str, rounds: int) -> None:
-    """Increments a Redis counter non-atomically (GET, pause, SET) under the lock."""
+def counter_worker(
+    url: str, port: int, lock_name: str, counter_key: str, rounds: int, fair: bool = False
+) -> None:
+    """Increments a Redis counter non-atomically (GET, pause, SET) under the lock (the fair
+    lock when `fair`)."""
     import polylock
 
     with polylock.Client(url) as client, Resp(port) as redis:
-        lock = client.lock(lock_name)
+        lock = client.fair_lock(lock_name) if fair else client.lock(lock_name)
         for _ in range(rounds):
             with lock:
                 value = int(redis("GET", counter_key) or 0)

@@ -32,41 +32,63 @@ fn builder(
     watchdog_timeout: f64,
     connect_timeout: f64,
     response_timeout: f64,
+    fair_queue_timeout: f64,
 ) -> PyResult<polylock::ClientBuilder> {
     Ok(polylock::Client::builder(url)
         .watchdog_timeout(positive_seconds(py, "watchdog_timeout", watchdog_timeout)?)
         .connect_timeout(positive_seconds(py, "connect_timeout", connect_timeout)?)
-        .response_timeout(positive_seconds(py, "response_timeout", response_timeout)?))
+        .response_timeout(positive_seconds(py, "response_timeout", response_timeout)?)
+        .fair_queue_timeout(positive_seconds(
+            py,
+            "fair_queue_timeout",
+            fair_queue_timeout,
+        )?))
 }
 
 #[pymethods]
 impl Client {
     /// Connects, waiting at most `connect_timeout` seconds (GIL released, Ctrl-C honoured).
     #[new]
-    #[pyo3(signature = (url, *, watchdog_timeout = 30.0, connect_timeout = 5.0, response_timeout = 5.0))]
+    #[pyo3(signature = (url, *, watchdog_timeout = 30.0, connect_timeout = 5.0, response_timeout = 5.0, fair_queue_timeout = 10.0))]
     fn new(
         py: Python<'_>,
         url: &str,
         watchdog_timeout: f64,
         connect_timeout: f64,
         response_timeout: f64,
+        fair_queue_timeout: f64,
     ) -> PyResult<Self> {
-        let builder = builder(py, url, watchdog_timeout, connect_timeout, response_timeout)?;
+        let builder = builder(
+            py,
+            url,
+            watchdog_timeout,
+            connect_timeout,
+            response_timeout,
+            fair_queue_timeout,
+        )?;
         let inner = wait_interruptibly(py, builder.connect())?;
         Ok(Client { inner })
     }
 
     /// Connects without blocking the event loop; the awaitable gives a `Client`.
     #[staticmethod]
-    #[pyo3(signature = (url, *, watchdog_timeout = 30.0, connect_timeout = 5.0, response_timeout = 5.0))]
+    #[pyo3(signature = (url, *, watchdog_timeout = 30.0, connect_timeout = 5.0, response_timeout = 5.0, fair_queue_timeout = 10.0))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: &str,
         watchdog_timeout: f64,
         connect_timeout: f64,
         response_timeout: f64,
+        fair_queue_timeout: f64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let builder = builder(py, url, watchdog_timeout, connect_timeout, response_timeout)?;
+        let builder = builder(
+            py,
+            url,
+            watchdog_timeout,
+            connect_timeout,
+            response_timeout,
+            fair_queue_timeout,
+        )?;
         awaitable(py, async move {
             builder.connect().await.map(|inner| Client { inner })
         })
@@ -76,6 +98,15 @@ impl Client {
     fn lock_handle(&self, py: Python<'_>, name: &str, holder_id: u64) -> PyResult<LockHandle> {
         self.inner
             .lock_with_holder(name, holder_id)
+            .map(LockHandle::new)
+            .map_err(|err| to_py_err(py, err))
+    }
+
+    /// A handle on the fair lock `name` (Redisson RFairLock: waiters served in arrival order)
+    /// for the holder `holder_id`. No I/O.
+    fn fair_lock_handle(&self, py: Python<'_>, name: &str, holder_id: u64) -> PyResult<LockHandle> {
+        self.inner
+            .fair_lock_with_holder(name, holder_id)
             .map(LockHandle::new)
             .map_err(|err| to_py_err(py, err))
     }

@@ -1,8 +1,7 @@
 //! `_native.LockHandle`: one core lock handle (one owner), with blocking and asyncio methods.
 //! Which thread or task owns which handle is decided by the Python wrappers.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
@@ -49,85 +48,11 @@ fn lease_arg(py: Python<'_>, lease: Option<f64>) -> PyResult<Option<Duration>> {
 #[pyclass(frozen, module = "polylock._native")]
 pub(crate) struct LockHandle {
     lock: polylock::Lock,
-    /// Counts acquire and release calls, so an [`AbandonWatch`] knows when its owner moved on.
-    calls: Arc<AtomicU64>,
 }
 
 impl LockHandle {
     pub(crate) fn new(lock: polylock::Lock) -> Self {
-        LockHandle {
-            lock,
-            calls: Arc::new(AtomicU64::new(0)),
-        }
-    }
-
-    fn begin_call(&self) -> u64 {
-        self.calls.fetch_add(1, Ordering::SeqCst) + 1
-    }
-
-    /// The core's acquire, guarded by an [`AbandonWatch`].
-    fn guarded_acquire(
-        &self,
-        wait: Option<Duration>,
-        lease: Option<Duration>,
-    ) -> impl std::future::Future<Output = polylock::Result<bool>> + Send + 'static {
-        let watch = AbandonWatch {
-            lock: Some(self.lock.clone()),
-            holds_before: self.lock.hold_count(),
-            call: self.begin_call(),
-            calls: self.calls.clone(),
-        };
-        let lock = self.lock.clone();
-        async move {
-            let result = lock.acquire(wait, lease).await;
-            watch.disarm();
-            result
-        }
-    }
-}
-
-/// How long an [`AbandonWatch`] looks for a late acquisition.
-const ABANDON_WATCH_TIME: Duration = Duration::from_secs(5);
-
-/// Works around a gap in the core: when an acquire future is dropped (Ctrl-C, a cancelled
-/// task) in the instant after its task decided the caller is still there, the task still
-/// records the acquisition, and nobody owns it. Armed while a core acquire is in flight; if
-/// the future is dropped before it completes, it watches the handle for a while and releases
-/// one level if its hold count rises while its owner has made no other call.
-struct AbandonWatch {
-    lock: Option<polylock::Lock>,
-    holds_before: u32,
-    call: u64,
-    calls: Arc<AtomicU64>,
-}
-
-impl AbandonWatch {
-    fn disarm(mut self) {
-        self.lock = None;
-    }
-}
-
-impl Drop for AbandonWatch {
-    fn drop(&mut self) {
-        let Some(lock) = self.lock.take() else {
-            return;
-        };
-        let (holds_before, call, calls) = (self.holds_before, self.call, self.calls.clone());
-        polylock::runtime().spawn(async move {
-            let started = std::time::Instant::now();
-            let mut pause = Duration::from_millis(1);
-            while started.elapsed() < ABANDON_WATCH_TIME {
-                if calls.load(Ordering::SeqCst) != call {
-                    return; // the owner acts on the handle again; its count is its own now
-                }
-                if lock.hold_count() > holds_before {
-                    let _ = lock.release().await;
-                    return;
-                }
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_millis(250));
-            }
-        });
+        LockHandle { lock }
     }
 }
 
@@ -155,12 +80,13 @@ impl LockHandle {
     ) -> PyResult<bool> {
         let wait = wait_arg(py, blocking, timeout)?;
         let lease = lease_arg(py, lease)?;
-        wait_interruptibly(py, self.guarded_acquire(wait, lease))
+        // Dropping the core future (Ctrl-C) leaves no lock held: the core undoes an acquisition
+        // whose caller went away before receiving it.
+        wait_interruptibly(py, self.lock.acquire(wait, lease))
     }
 
     /// Releases one level of the hold.
     fn release(&self, py: Python<'_>) -> PyResult<()> {
-        self.begin_call();
         wait_interruptibly(py, self.lock.release())
     }
 
@@ -181,15 +107,13 @@ impl LockHandle {
         let wait = wait_arg(py, blocking, timeout)?;
         let lease = lease_arg(py, lease)?;
         let lock = self.lock.clone();
-        let acquire = self.guarded_acquire(wait, lease);
         awaitable(py, async move {
-            let acquired = acquire.await?;
+            let acquired = lock.acquire(wait, lease).await?;
             Ok(Acquisition::new(lock, acquired))
         })
     }
 
     fn release_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.begin_call();
         let lock = self.lock.clone();
         awaitable(py, async move { lock.release().await })
     }
@@ -241,9 +165,14 @@ impl LockHandle {
     }
 }
 
-/// The outcome of an asyncio acquire. The acquisition belongs to whoever claims it; if nobody
-/// does (the awaiting task was cancelled just as the lock was taken), dropping it releases
-/// that one level in the background, so a cancelled acquire never leaves a lock held.
+/// The outcome of an asyncio acquire, claimed by the awaiting task.
+///
+/// The core undoes an acquisition whose future is dropped before it returns, but once the
+/// core future has returned `Ok(true)` the hold is ours, and the asyncio side can still lose
+/// it: pyo3-async-runtimes drops the result when the Python future was cancelled in the
+/// meantime, and the task can be cancelled after the result was set but before it resumed.
+/// Whatever nobody claims is released (one level, in the background) when dropped or
+/// abandoned, so a cancelled acquire never leaves a lock held.
 #[pyclass(frozen, module = "polylock._native")]
 pub(crate) struct Acquisition {
     acquired: bool,
