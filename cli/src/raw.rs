@@ -260,17 +260,36 @@ pub async fn read_lock(connection: &mut MultiplexedConnection, name: &str) -> Cl
     } else {
         Vec::new()
     };
+    // polylock waiters also record their last look; they are skipped when either passes.
+    let seen: Vec<(String, f64)> = if timeouts_type == "zset" {
+        redis::cmd("ZRANGE")
+            .arg(format!("{timeouts_key}:polylock_seen"))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(connection)
+            .await
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     if queue_type == "list" || timeouts_type == "zset" {
         state.kind = Kind::Fair;
     }
     let now = now_epoch_ms() as i64;
+    let score_of = |scores: &[(String, f64)], owner: &str| {
+        scores
+            .iter()
+            .find(|(queued, _)| queued == owner)
+            .map(|(_, score)| *score as u64)
+    };
     state.queue = owners
         .into_iter()
         .map(|owner| {
-            let deadline = deadlines
-                .iter()
-                .find(|(queued, _)| *queued == owner)
-                .map(|(_, score)| *score as u64);
+            let deadline = match (score_of(&deadlines, &owner), score_of(&seen, &owner)) {
+                (Some(shared), Some(seen)) => Some(shared.min(seen)),
+                (shared, seen) => shared.or(seen),
+            };
             Waiter {
                 deadline_in_ms: deadline.map(|deadline| deadline as i64 - now),
                 deadline_ms: deadline,
