@@ -24,3 +24,8 @@ pub use client::{Client, ClientBuilder};
 pub use error::{Error, ErrorKind, Result};
 pub use lock::{Lock, MAX_DURATION, MAX_NAME_BYTES};
 pub use runtime::runtime;
+
+/// The README's Rust example, compiled as a doc test so it cannot drift from the API.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
