@@ -123,10 +123,14 @@ impl Drop for CallerGuard {
             return;
         }
         // The task recorded the hold before committing it, so releasing one level now undoes
-        // exactly that acquisition.
+        // exactly that acquisition. The level is taken off at once, here, so the handle never
+        // reports a hold its caller did not receive.
+        let Ok(lease) = self.lock.reserve_release() else {
+            return;
+        };
         let lock = self.lock.clone();
         runtime().spawn(async move {
-            if let Err(err) = lock.release_once().await {
+            if let Err(err) = lock.finish_release(lease).await {
                 tracing::warn!(lock = %lock.name, error = %err, "could not undo an acquire whose caller went away");
             }
         });
@@ -649,39 +653,53 @@ impl LockInner {
     }
 
     async fn release_once(self: &Arc<Self>) -> Result<()> {
-        let lease = {
-            let mut state = self.state();
-            if let Some(lost) = state.lost.take() {
-                state.count = 0;
-                drop(state);
-                self.forget_hold();
-                return Err(lost);
-            }
-            if state.count == 0 {
-                return Err(Error::NotHeld(format!(
-                    "lock '{}' is not held by this owner ({}): release without acquire, or released twice",
-                    self.name, self.owner
-                )));
-            }
-            state.lease.unwrap_or(Lease::Watchdog)
-        };
-        self.client.check_usable(&self.name)?;
+        let lease = self.reserve_release()?;
+        self.finish_release(lease).await
+    }
+
+    /// Takes one level off this handle's hold before the release script runs, so that a
+    /// concurrent release or `is_held` sees it gone at once (never two releases of one level).
+    fn reserve_release(&self) -> Result<Lease> {
+        let mut state = self.state();
+        if let Some(lost) = state.lost.take() {
+            state.count = 0;
+            drop(state);
+            self.forget_hold();
+            return Err(lost);
+        }
+        if state.count == 0 {
+            return Err(Error::NotHeld(format!(
+                "lock '{}' is not held by this owner ({}): release without acquire, or released twice",
+                self.name, self.owner
+            )));
+        }
+        state.count -= 1;
+        let lease = state.lease.unwrap_or(Lease::Watchdog);
+        drop(state);
         // From here a "gone" renewal may be our own release deleting the key.
         self.client.watchdog.set_releasing(self.handle, true);
+        Ok(lease)
+    }
+
+    /// Gives a reserved level back after a release that did not happen.
+    fn restore_level(&self) {
+        self.state().count += 1;
+        self.client.watchdog.set_releasing(self.handle, false);
+    }
+
+    async fn finish_release(self: &Arc<Self>, lease: Lease) -> Result<()> {
+        if let Err(err) = self.client.check_usable(&self.name) {
+            self.restore_level();
+            return Err(err);
+        }
         let request = uuid::Uuid::new_v4().simple().to_string();
         let reply = self.release_script(lease, &request).await;
         let mut state = self.state();
         match reply {
-            Ok(Some(0)) => {
-                // Redis still counts holds (ours, or another handle's of the same owner).
-                state.count = state.count.saturating_sub(1);
-                let released = state.count == 0;
+            // Redis still counts holds (ours, or another handle's of the same owner).
+            Ok(Some(0)) if state.count > 0 => {
                 drop(state);
-                if released {
-                    self.forget_hold();
-                } else {
-                    self.client.watchdog.set_releasing(self.handle, false);
-                }
+                self.client.watchdog.set_releasing(self.handle, false);
                 Ok(())
             }
             Ok(Some(_)) => {
@@ -702,7 +720,7 @@ impl LockInner {
             }
             Err(err) => {
                 drop(state);
-                self.client.watchdog.set_releasing(self.handle, false);
+                self.restore_level();
                 Err(err)
             }
         }

@@ -719,3 +719,22 @@ async fn acl_user_password_and_db_number_come_from_the_url() {
         "the password is not echoed: {err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_concurrent_releases_of_one_level_release_it_once() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+    for round in 0..20 {
+        let lock = client.lock("double").unwrap();
+        assert!(lock.acquire(None, None).await.unwrap());
+        let (first, second) = tokio::join!(lock.release(), lock.release());
+        let kinds = [first.err().map(|e| e.kind()), second.err().map(|e| e.kind())];
+        assert!(
+            kinds.contains(&None) && kinds.contains(&Some(ErrorKind::NotHeld)),
+            "round {round}: {kinds:?}"
+        );
+        assert!(!lock.is_held());
+        assert!(!exists(&mut con, "double").await, "round {round}");
+    }
+}
