@@ -102,6 +102,7 @@ class Lock:
         with self._mutex:
             handle = self._handles.get(thread)
             if handle is None:
+                self._forget_ended_threads()
                 handle = self._make_handle(self._name, thread)
                 for callback in self._callbacks:
                     handle.on_lost(callback)
@@ -111,14 +112,14 @@ class Lock:
     def _current(self) -> Optional[_native.LockHandle]:
         return self._handles.get(threading.get_ident())
 
-    def _forget_if_idle(self, handle: _native.LockHandle) -> None:
-        """Drops the thread's handle once it holds nothing, so threads that come and go
-        leave nothing behind."""
-        if handle.hold_count() == 0:
-            with self._mutex:
-                thread = threading.get_ident()
-                if self._handles.get(thread) is handle:
-                    del self._handles[thread]
+    def _forget_ended_threads(self) -> None:
+        """Drops the idle handles of threads that have ended, so threads that come and go leave
+        nothing behind. A live thread keeps its handle: a fair lock's handle keeps its own
+        queue channel subscribed between waits, which saves two commands per acquisition."""
+        alive = {thread.ident for thread in threading.enumerate()}
+        for thread, handle in list(self._handles.items()):
+            if thread not in alive and handle.hold_count() == 0:
+                del self._handles[thread]
 
     def acquire(
         self,
@@ -133,24 +134,12 @@ class Lock:
         number of seconds is a fixed lease, never renewed. Ctrl-C interrupts the wait and leaves
         no lock held.
         """
-        handle = self._handle()
-        try:
-            acquired = handle.acquire(blocking, timeout, lease)
-        except BaseException:
-            self._forget_if_idle(handle)
-            raise
-        if not acquired:
-            self._forget_if_idle(handle)
-        return acquired
+        return self._handle().acquire(blocking, timeout, lease)
 
     def release(self) -> None:
         """Releases one level of the calling thread's hold. NotHeldError if it holds none,
         LockLostError if its lease was lost meanwhile."""
-        handle = self._handle()
-        try:
-            handle.release()
-        finally:
-            self._forget_if_idle(handle)
+        self._handle().release()
 
     def locked(self) -> bool:
         """Whether anyone holds the lock (asks Redis)."""
