@@ -1,0 +1,885 @@
+"""Benchmarks polylock and peer Redis lock libraries side by side on one redis-server.
+
+    python bench/run.py                 # the full run: writes bench/results/RESULTS.md and PNGs
+    python bench/run.py --smoke --out D # a few seconds; checks the harness works, exits 1 if not
+
+Every contender runs in worker processes (bench/rust, bench/workers/py_worker.py,
+bench/workers/node_worker.js) that share one protocol: print "ready", wait for "go <start-us>
+<duration-s>", run, print one JSON line. The driver reads the server's INFO commandstats just
+before "go" and just after the last result, so each scenario's command counts are its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RUST_BIN = Path(
+    os.environ.get("BENCH_RUST_BIN", ROOT / "target" / "bench-rust" / "release" / "polylock-bench")
+)
+HOLD_US = 1000
+
+LANGS = {
+    "rust": lambda: [str(RUST_BIN)],
+    "python": lambda: [sys.executable, str(BENCH / "workers" / "py_worker.py")],
+    "node": lambda: ["node", str(BENCH / "workers" / "node_worker.js")],
+}
+
+# (language, contender) in table order; "raw" is the two-EVALSHA limit of that language.
+U_CONTENDERS = [
+    ("rust", "polylock"), ("rust", "polylock-fair"), ("rust", "rslock"), ("rust", "raw"),
+    ("python", "polylock"), ("python", "polylock-fair"), ("python", "redis-py"),
+    ("python", "python-redis-lock"), ("python", "pottery"), ("python", "raw"),
+    ("node", "polylock"), ("node", "polylock-fair"), ("node", "redlock"),
+    ("node", "redis-semaphore"), ("node", "raw"),
+]
+C_CONTENDERS = [c for c in U_CONTENDERS if c[1] != "raw"]
+M_CONTENDERS = [
+    ("rust", "polylock"), ("rust", "polylock-fair"), ("rust", "rslock"), ("rust", "raw"),
+    ("node", "polylock"), ("node", "raw"),
+    ("python", "polylock"), ("python", "raw"),
+]
+SCRIPT_COMMANDS = ("evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro")
+SUBSCRIPTION_COMMANDS = ("subscribe", "unsubscribe", "psubscribe", "punsubscribe",
+                         "ssubscribe", "sunsubscribe")
+
+
+def label(lang: str, contender: str) -> str:
+    return f"{lang} {contender}"
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """A throwaway redis-server on a free loopback port."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--maxclients", "10000"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if self.command("PING") == "PONG":
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.stop()
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    def command(self, *words: str) -> str:
+        """One command over a fresh socket (RESP), reply as text; enough for the driver's needs."""
+        payload = f"*{len(words)}\r\n" + "".join(
+            f"${len(w.encode())}\r\n{w}\r\n" for w in words)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            sock.sendall(payload.encode())
+            data = b""
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                if data.startswith((b"+", b"-", b":")) and data.endswith(b"\r\n"):
+                    break
+                if data.startswith(b"$"):
+                    header, _, rest = data.partition(b"\r\n")
+                    length = int(header[1:])
+                    if length < 0 or len(rest) >= length + 2:
+                        break
+        if data.startswith(b"$"):
+            header, _, rest = data.partition(b"\r\n")
+            return "" if int(header[1:]) < 0 else rest[: int(header[1:])].decode()
+        if data.startswith(b"-"):
+            raise RuntimeError(data.decode().strip())
+        return data[1:].decode().strip()
+
+    def commandstats(self) -> dict[str, int]:
+        stats = {}
+        for line in self.command("INFO", "commandstats").splitlines():
+            if line.startswith("cmdstat_"):
+                name, _, rest = line.partition(":")
+                calls = next(f for f in rest.split(",") if f.startswith("calls="))
+                stats[name[len("cmdstat_"):]] = int(calls[len("calls="):])
+        return stats
+
+    def version(self) -> str:
+        for line in self.command("INFO", "server").splitlines():
+            if line.startswith("redis_version:"):
+                return line.split(":", 1)[1]
+        return "?"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+class Monitor:
+    """Counts the commands clients send (MONITOR), apart from those scripts run inside Redis.
+
+    INFO commandstats also counts every redis.call() made inside a Lua script, so it cannot say
+    how many commands a lock sends over the wire; MONITOR marks those as "[db lua]".
+    """
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.sock.sendall(b"*1\r\n$7\r\nMONITOR\r\n")
+        self.client: dict[str, int] = {}
+        self.scripted: dict[str, int] = {}
+        self.counting = False
+        self.buffer = b""
+        reply = self._line()
+        if reply != b"+OK":
+            raise RuntimeError(f"MONITOR refused: {reply!r}")
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _line(self) -> Optional[bytes]:
+        while b"\r\n" not in self.buffer:
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except OSError:
+                return None
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\r\n")
+        return line
+
+    def _read(self) -> None:
+        while True:
+            line = self._line()
+            if line is None:
+                return
+            if not self.counting:
+                continue
+            # +1700000000.123456 [0 127.0.0.1:5000] "EVALSHA" "..."  or  [0 lua] "hincrby" ...
+            head, _, rest = line.partition(b"] ")
+            source = head.rpartition(b" ")[2]
+            command = rest.split(b'"', 2)[1].decode(errors="replace").lower() if b'"' in rest else "?"
+            table = self.scripted if source == b"lua" else self.client
+            table[command] = table.get(command, 0) + 1
+
+    def close(self) -> None:
+        self.counting = False
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        self.thread.join(10)
+
+
+@dataclass
+class Run:
+    """What one scenario run of one contender produced."""
+    results: list = field(default_factory=list)
+    delta: dict = field(default_factory=dict)
+    unsupported: Optional[str] = None
+    error: Optional[str] = None
+    start_us: int = 0
+    sent: dict = field(default_factory=dict)
+
+    def commands(self, exclude_workload: int = 0) -> int:
+        total = sum(v for k, v in self.delta.items() if k != "info")
+        return total - exclude_workload
+
+    def count(self, names) -> int:
+        return sum(self.delta.get(name, 0) for name in names)
+
+
+def run_workers(server: RedisServer, lang: str, contender: str, scenario: str, name: str,
+                options: dict, processes: int, duration: float, monitor: bool = False) -> Run:
+    command = LANGS[lang]() + [scenario, contender, server.url, name, json.dumps(options)]
+    procs = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=BENCH)
+             for _ in range(processes)]
+    # Nothing may hang: a stuck run is killed, and its empty replies become an error.
+    budget = 180 + duration * 3 + processes * 2
+    timer = threading.Timer(budget, lambda: [p.kill() for p in procs])
+    timer.start()
+    run = Run()
+    try:
+        for proc in procs:
+            line = proc.stdout.readline().strip()
+            if line.startswith("unsupported"):
+                run.unsupported = line[len("unsupported"):].strip()
+                return run
+            if line != "ready":
+                run.error = f"worker did not start: {line!r} {proc.stderr.read()[-600:]!r}"
+                return run
+        watcher = Monitor(server.port) if monitor else None
+        before = server.commandstats()
+        if watcher:
+            watcher.counting = True
+        start_us = run.start_us = now_us() + 300_000
+        for proc in procs:
+            proc.stdin.write(f"go {start_us} {duration}\n")
+            proc.stdin.flush()
+        for proc in procs:
+            line = proc.stdout.readline()
+            if not line:
+                proc.wait(5)
+                run.error = f"worker failed: {proc.stderr.read()[-600:]!r}"
+                if watcher:
+                    watcher.close()
+                return run
+            run.results.append(json.loads(line))
+        if watcher:
+            server.command("PING")  # the monitor has seen everything before this
+            time.sleep(0.2)
+            watcher.close()
+            run.sent = {k: v for k, v in watcher.client.items() if k not in ("info", "ping")}
+        after = server.commandstats()
+        run.delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        return run
+    finally:
+        timer.cancel()
+        for proc in procs:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        for proc in procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def percentile(values: list, q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
+    return ordered[index]
+
+
+def jain(counts: list) -> float:
+    total = sum(counts)
+    squares = sum(c * c for c in counts)
+    return total * total / (len(counts) * squares) if squares else float("nan")
+
+
+# ---------------------------------------------------------------- scenarios
+
+def scenario_u(server, duration, contenders, log) -> dict:
+    rows = {}
+    for lang, contender in contenders:
+        run = run_workers(server, lang, contender, "uncontended",
+                          f"bench:u:{lang}:{contender}:{uuid.uuid4().hex[:8]}", {}, 1, duration)
+        row = {"run": run}
+        if run.results:
+            result = run.results[0]
+            row["rate"] = result["cycles"] / result["seconds"]
+            row["commands_per_cycle"] = run.commands() / result["cycles"]
+            row["scripts_per_cycle"] = run.count(SCRIPT_COMMANDS) / result["cycles"]
+            row["cpu_us_per_cycle"] = result["cpu_s"] / result["cycles"] * 1e6
+        rows[(lang, contender)] = row
+        log(f"U {label(lang, contender)}: {describe(run, row.get('rate'), 'cycles/s')}")
+    return rows
+
+
+def scenario_c(server, duration, workers, contenders, log) -> dict:
+    rows = {}
+    for count in workers:
+        for lang, contender in contenders:
+            tag = uuid.uuid4().hex[:8]
+            counter = f"bench:counter:{tag}"
+            run = run_workers(server, lang, contender, "contended", f"bench:c:{tag}",
+                              {"counter": counter, "hold_us": HOLD_US}, count, duration,
+                              monitor=True)
+            row = {"run": run}
+            if run.results:
+                row.update(contended_metrics(run, int(server.command("GET", counter) or 0)))
+            rows[(count, lang, contender)] = row
+            log(f"C W={count} {label(lang, contender)}: "
+                f"{describe(run, row.get('utilisation'), 'utilisation')}"
+                + (f" lost={row['lost']} jain={row['jain']:.3f}" if run.results else ""))
+    return rows
+
+
+def contended_metrics(run: Run, counter: int) -> dict:
+    holds = sorted(tuple(h) for result in run.results for h in result["holds"])
+    waits = [w for result in run.results for w in result["waits_us"]]
+    sections = len(holds)
+    if not sections:
+        return {"sections": 0, "lost": counter, "utilisation": 0.0, "jain": float("nan"),
+                "waits": [], "gap_p50_ms": float("nan"), "gap_p99_ms": float("nan"),
+                "wait_p50_ms": float("nan"), "wait_p99_ms": float("nan"),
+                "wait_max_ms": float("nan"), "commands_per_cs": float("nan"),
+                "scripts_per_cs": float("nan"), "subscriptions_per_cs": float("nan"),
+                "overlaps": 0, "rate": 0.0}
+    wall_us = max(end for _, end in holds) - run.start_us
+    gaps = [holds[i + 1][0] - holds[i][1] for i in range(sections - 1)]
+    return {
+        "sections": sections,
+        "rate": sections / (wall_us / 1e6),
+        "utilisation": sum(end - begin for begin, end in holds) / wall_us,
+        "gap_p50_ms": percentile(gaps, 0.5) / 1000,
+        "gap_p99_ms": percentile(gaps, 0.99) / 1000,
+        "overlaps": sum(1 for gap in gaps if gap < 0),
+        "waits": waits,
+        "wait_p50_ms": percentile(waits, 0.5) / 1000,
+        "wait_p99_ms": percentile(waits, 0.99) / 1000,
+        "wait_max_ms": max(waits) / 1000,
+        "jain": jain([result["cycles"] for result in run.results]),
+        # The workload's own GET and SET are not the lock's cost.
+        "commands_per_cs": (sum(run.sent.values()) - 2 * sections) / sections,
+        "sent_breakdown": {k: v / sections for k, v in run.sent.items()},
+        "all_commands_per_cs": run.commands(exclude_workload=2 * sections) / sections,
+        "scripts_per_cs": run.count(SCRIPT_COMMANDS) / sections,
+        "subscriptions_per_cs": run.count(SUBSCRIPTION_COMMANDS) / sections,
+        "lost": sections - counter,
+    }
+
+
+def scenario_m(server, duration, holders, contenders, log) -> dict:
+    rows = {}
+    for lang, contender in contenders:
+        run = run_workers(server, lang, contender, "many",
+                          f"bench:m:{uuid.uuid4().hex[:8]}", {"holders": holders}, 1, duration)
+        row = {"run": run}
+        if run.results:
+            result = run.results[0]
+            row["rate"] = result["cycles"] / result["seconds"]
+            row["scripts_per_cycle"] = run.count(SCRIPT_COMMANDS) / max(1, result["cycles"])
+            row["commands_per_cycle"] = run.commands() / max(1, result["cycles"])
+        rows[(lang, contender)] = row
+        log(f"M {label(lang, contender)}: {describe(run, row.get('rate'), 'cycles/s')}")
+    return rows
+
+
+def evalsha_benchmark(server, requests: int, clients: int, pipeline: int) -> float:
+    """EVALSHA/s the server sustains from redis-benchmark's C client."""
+    sha = server.command("SCRIPT", "LOAD", "return 1")
+    output = subprocess.run(
+        ["redis-benchmark", "-p", str(server.port), "-c", str(clients), "-n", str(requests),
+         "-P", str(pipeline), "-q", "EVALSHA", sha, "0"],
+        capture_output=True, text=True, timeout=300).stdout
+    # e.g. "EVALSHA 5d4...: 81234.12 requests per second, p50=0.391 msec"
+    for piece in output.replace("\r", "\n").splitlines()[::-1]:
+        if "requests per second" in piece:
+            return float(piece.split(":")[-1].split("requests")[0].strip().split()[-1])
+    raise RuntimeError(f"redis-benchmark gave no rate: {output[-300:]!r}")
+
+
+def scenario_r(server, duration, locks, watchdog_ms, log) -> dict:
+    run = run_workers(server, "rust", "polylock", "renewal", f"bench:r:{uuid.uuid4().hex[:8]}",
+                      {"locks": locks, "watchdog_ms": watchdog_ms}, 1, duration)
+    row = {"run": run}
+    if run.results:
+        result = run.results[0]
+        row.update(result)
+        # Each renewed lock is one PEXPIRE inside the renewal script: so many lock renewals
+        # per script call, whatever the tick detection saw.
+        renewals = max(1, result["renewals"])
+        ticks = max(1, result["ticks"])
+        row["renewal_ticks"] = renewals / locks
+        row["calls_per_tick"] = result["script_calls"] / row["renewal_ticks"]
+        row["calls_per_100_locks_per_tick"] = result["script_calls"] * 100 / renewals
+        row["cpu_percent"] = 100 * result["cpu_s"] / result["seconds"]
+        row["cpu_ms_per_tick"] = 1000 * result["cpu_s"] / row["renewal_ticks"]
+        row["expected_ticks"] = result["seconds"] / (watchdog_ms / 3000)
+        row["ticks"] = ticks
+    log(f"R: {describe(run, row.get('calls_per_tick'), 'script calls per tick')}")
+    return row
+
+
+def describe(run: Run, value, unit: str) -> str:
+    if run.unsupported:
+        return f"unsupported ({run.unsupported})"
+    if run.error:
+        return f"ERROR {run.error}"
+    return f"{value:,.3f} {unit}" if isinstance(value, float) else f"{value} {unit}"
+
+
+# ---------------------------------------------------------------- report
+
+def fmt(value, digits=2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def status(run: Run) -> Optional[str]:
+    if run.unsupported:
+        return f"not run: {run.unsupported}"
+    if run.error:
+        return f"failed: {run.error[:160]}"
+    return None
+
+
+def versions() -> list[str]:
+    def cmd(*args):
+        try:
+            return subprocess.run(args, capture_output=True, text=True, timeout=30).stdout.strip()
+        except OSError:
+            return "?"
+    lines = []
+    try:
+        from importlib import metadata
+        for package in ("polylock", "redis", "python-redis-lock", "pottery", "matplotlib"):
+            try:
+                lines.append(f"{package} {metadata.version(package)} (PyPI/Python)")
+            except metadata.PackageNotFoundError:
+                lines.append(f"{package}: not installed")
+    except ImportError:
+        pass
+    for package in ("redlock", "redis-semaphore", "ioredis"):
+        try:
+            data = json.loads((BENCH / "node_modules" / package / "package.json").read_text())
+            lines.append(f"{package} {data['version']} (npm)")
+        except OSError:
+            lines.append(f"{package}: not installed")
+    lock = BENCH / "rust" / "Cargo.lock"
+    if lock.exists():
+        text = lock.read_text().split("[[package]]")
+        for package in ("rslock", "redis", "tokio"):
+            found = sorted({block.split('version = "')[1].split('"')[0] for block in text
+                            if f'name = "{package}"\n' in block})
+            lines.append(f"{package} {', '.join(found)} (crates.io; bench/rust/Cargo.lock)")
+    lines.append(cmd("rustc", "--version"))
+    lines.append(f"Python {platform.python_version()}")
+    lines.append(f"Node {cmd('node', '--version')}")
+    return lines
+
+
+def machine() -> list[str]:
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = "?"
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f"{kb / 1024 / 1024:.1f} GiB"
+    except (OSError, ValueError):
+        pass
+    return [f"{platform.system()} {platform.release()} {platform.machine()}",
+            f"{os.cpu_count()} CPUs: {model}", f"memory {memory}"]
+
+
+def target_line(name: str, met: Optional[bool], detail: str) -> str:
+    mark = "–" if met is None else ("met" if met else "**missed**")
+    return f"| {name} | {mark} | {detail} |"
+
+
+def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: float, r: dict,
+                 workers: list, durations: dict) -> None:
+    lines = ["# polylock benchmarks", "",
+             f"Run {info['started']} – {info['finished']} (UTC), `make bench` "
+             f"(`python bench/run.py`). One redis-server {info['redis']} on a loopback port, "
+             "`--save \"\" --appendonly no`; every contender in worker processes on the same "
+             "machine as the server.", "",
+             "**Machine:** " + "; ".join(machine()) + ".",
+             f"**Load average** (1/5/15 min) at start: {info['load_start']}; at end: "
+             f"{info['load_end']}." + (
+                 " The machine was busy with other work during the run, so absolute numbers "
+                 "are lower and noisier than on a quiet machine; compare contenders side by side."
+                 if max(float(x) for x in (info['load_start'] + " " + info['load_end']).split()
+                        [0::3]) > 1.5 else ""), "",
+             "**Versions:** " + "; ".join(versions()) + ".", "",
+             "Settings: contenders run with their defaults, except where a default would make "
+             "them give up under contention (redlock `retryCount: -1`, redis-semaphore "
+             "`acquireTimeout` 600 s). polylock locks take the watchdog lease (no lease given); "
+             f"peers take a fixed 30 s lease. Hold in C: {HOLD_US / 1000:g} ms (a blocking "
+             "sleep between the GET and the SET of a non-atomic increment).", ""]
+
+    lines += ["## U: uncontended acquire+release", "",
+              f"One client, serial cycles for {durations['u']:g} s. `raw` is the limit: two "
+              "EVALSHA of `return 1` per cycle with that language's usual client (Rust: redis-rs "
+              "multiplexed connection, Python: redis-py, Node: ioredis).", "",
+              "| contender | cycles/s | vs raw of its language | scripts/cycle | "
+              "commandstats/cycle (incl. inside scripts) | client CPU µs/cycle |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for (lang, contender), row in u.items():
+        problem = status(row["run"])
+        if problem:
+            lines.append(f"| {label(lang, contender)} | {problem} | | | | |")
+            continue
+        raw = u.get((lang, "raw"), {}).get("rate")
+        ratio = f"{row['rate'] / raw:.2f}" if raw else "–"
+        lines.append(f"| {label(lang, contender)} | {fmt(row['rate'], 0)} | {ratio} | "
+                     f"{fmt(row['scripts_per_cycle'])} | {fmt(row['commands_per_cycle'])} | "
+                     f"{fmt(row['cpu_us_per_cycle'], 0)} |")
+
+    lines += ["", "## C: contended, W processes on one lock", "",
+              f"Each of W worker processes loops for {durations['c']:g} s: acquire, GET counter, "
+              f"hold {HOLD_US / 1000:g} ms, SET counter+1, release. Utilisation = sum of hold "
+              "times / wall time. Gap = from one holder's release call to the next holder's "
+              "acquisition. Wait = one acquire call. Jain = fairness of the acquisition counts "
+              "of the W workers (1 = equal). Commands sent/CS = the commands the lock sends "
+              "to Redis (counted with MONITOR; scripts count once, subscriptions included) per "
+              "critical section, the workload's own GET and SET subtracted; commandstats/CS = "
+              "the INFO commandstats delta the same way, which also counts each redis.call() "
+              "inside a script. "
+              "Lost = increments lost (critical sections minus the final counter).", ""]
+    header = ("| W | contender | CS/s | utilisation | gap p50 ms | gap p99 ms | wait p50 ms | "
+              "wait p99 ms | wait max ms | Jain | commands sent/CS | scripts/CS | "
+              "(un)subscribes/CS | commandstats/CS | lost |")
+    lines += [header, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (count, lang, contender), row in c.items():
+        problem = status(row["run"])
+        if problem:
+            lines.append(f"| {count} | {label(lang, contender)} | {problem} |" + " |" * 13)
+            continue
+        lost = f"**{row['lost']}**" if row["lost"] else "0"
+        lines.append(
+            f"| {count} | {label(lang, contender)} | {fmt(row['rate'], 0)} | "
+            f"{fmt(row['utilisation'], 3)} | {fmt(row['gap_p50_ms'])} | {fmt(row['gap_p99_ms'])} | "
+            f"{fmt(row['wait_p50_ms'])} | {fmt(row['wait_p99_ms'])} | {fmt(row['wait_max_ms'])} | "
+            f"{fmt(row['jain'], 3)} | {fmt(row['commands_per_cs'])} | {fmt(row['scripts_per_cs'])} | "
+            f"{fmt(row['subscriptions_per_cs'])} | {fmt(row['all_commands_per_cs'])} | {lost} |")
+    lines += ["", f"What each contender sends per critical section at W={workers[0]} (MONITOR; the "
+              "workload's GET and SET included):", ""]
+    for (count, lang, contender), row in c.items():
+        if count == workers[0] and not status(row["run"]) and row.get("sent_breakdown"):
+            parts = sorted(row["sent_breakdown"].items(), key=lambda kv: -kv[1])
+            lines.append(f"- {label(lang, contender)}: " + ", ".join(
+                f"{name.upper()} {value:.2f}" for name, value in parts if value >= 0.005))
+    lines += ["", "![wait distribution](wait_distribution.png)", "",
+              "![utilisation against W](utilisation.png)", ""]
+
+    lines += ["## M: many locks, 64 concurrent holders in one process", "",
+              f"64 concurrent holders (tasks; threads in Python) on 64 distinct names, "
+              f"{durations['m']:g} s. Raw EVALSHA ceiling: **{fmt(ceiling, 0)} EVALSHA/s**, "
+              "from `rust raw` below (64 concurrent tasks, each two EVALSHA of `return 1` per "
+              "cycle on one redis-rs multiplexed connection, the client stack polylock uses; "
+              "concurrent calls on it are pipelined). For comparison, redis-benchmark's C client "
+              "on the same server: " + ", ".join(
+                  f"{name}: {fmt(rate, 0)} EVALSHA/s" for name, rate in
+                  info.get("benchmarks", {}).items()) + ".", "",
+              "| contender | cycles/s | scripts/cycle | commands/cycle | "
+              "% of ceiling ÷ scripts/cycle |", "|---|---:|---:|---:|---:|"]
+    for (lang, contender), row in m.items():
+        problem = status(row["run"])
+        if problem:
+            lines.append(f"| {label(lang, contender)} | {problem} | | | |")
+            continue
+        spc = row["scripts_per_cycle"] or 2
+        share = row["rate"] / (ceiling / spc) * 100 if ceiling else float("nan")
+        lines.append(f"| {label(lang, contender)} | {fmt(row['rate'], 0)} | "
+                     f"{fmt(row['scripts_per_cycle'])} | {fmt(row['commands_per_cycle'])} | "
+                     f"{fmt(share, 0)} % |")
+
+    lines += ["", "## R: renewal cost", ""]
+    problem = status(r["run"])
+    if problem:
+        lines.append(problem)
+    else:
+        lines += [f"{r['locks']:,} locks held through one Rust client with a "
+                  f"{r['watchdog_ms']} ms watchdog timeout (renewal every "
+                  f"{r['watchdog_ms'] / 3:.0f} ms) for {r['seconds']:.1f} s, counted on the "
+                  "server (INFO commandstats sampled every 20 ms): script calls, lock renewals "
+                  "(the PEXPIREs inside the renewal script; renewals ÷ locks = ticks), and the "
+                  "bursts of script calls seen (a cross-check of the tick count). Client CPU "
+                  "(getrusage) includes that sampling.", "",
+                  "| locks | ticks: renewals ÷ locks (bursts seen, expected) | script calls | "
+                  "script calls/tick | calls per 100 locks per tick | client CPU | CPU ms/tick | "
+                  "locks lost |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|",
+                  f"| {r['locks']:,} | {r['renewal_ticks']:.2f} ({r['ticks']}, "
+                  f"{r['expected_ticks']:.0f}) | {r['script_calls']:,} | "
+                  f"{fmt(r['calls_per_tick'], 1)} | {fmt(r['calls_per_100_locks_per_tick'], 3)} | "
+                  f"{fmt(r['cpu_percent'], 1)} % of a core | "
+                  f"{fmt(r['cpu_ms_per_tick'], 1)} | {r['lost']} |"]
+
+    lines += ["", "## Targets", "", "| target | status | measured |", "|---|---|---|"]
+    lines += targets(u, c, m, ceiling, r, workers)
+
+    notes = BENCH / "NOTES.md"
+    if notes.exists():
+        lines += ["", notes.read_text().strip()]
+    (out / "RESULTS.md").write_text("\n".join(lines) + "\n")
+
+
+def targets(u, c, m, ceiling, r, workers) -> list[str]:
+    out = []
+
+    def rate(table, key):
+        row = table.get(key)
+        return row.get("rate") if row and not status(row["run"]) else None
+
+    py, redis_py = rate(u, ("python", "polylock")), rate(u, ("python", "redis-py"))
+    if py and redis_py:
+        out.append(target_line("Python U ≥ 1.5× redis-py Lock", py >= 1.5 * redis_py,
+                               f"{py / redis_py:.2f}× ({py:,.0f} vs {redis_py:,.0f} cycles/s)"))
+    node, redlock = rate(u, ("node", "polylock")), rate(u, ("node", "redlock"))
+    if node and redlock:
+        out.append(target_line("Node U ≥ redlock", node >= redlock,
+                               f"{node / redlock:.2f}× ({node:,.0f} vs {redlock:,.0f} cycles/s)"))
+    rust, raw = rate(u, ("rust", "polylock")), rate(u, ("rust", "raw"))
+    if rust and raw:
+        out.append(target_line("Rust U ≥ 80 % of the raw limit", rust >= 0.8 * raw,
+                               f"{rust / raw * 100:.0f} % ({rust:,.0f} vs {raw:,.0f} cycles/s)"))
+    for lang in ("rust", "python", "node"):
+        row = c.get((workers[0], lang, "polylock"))
+        if row and not status(row["run"]):
+            out.append(target_line(
+                f"C {lang} plain W={workers[0]}: utilisation ≥ 0.90, 0 lost",
+                row["utilisation"] >= 0.9 and row["lost"] == 0,
+                f"utilisation {row['utilisation']:.3f}, lost {row['lost']}"))
+    hold_ms = HOLD_US / 1000
+    for lang in ("rust", "python", "node"):
+        for count in workers:
+            row = c.get((count, lang, "polylock-fair"))
+            if not row or status(row["run"]):
+                continue
+            p99_bound, max_bound = 1.5 * (count - 1) * hold_ms, 2.5 * (count - 1) * hold_ms
+            checks = {
+                "utilisation ≥ 0.90": row["utilisation"] >= 0.9,
+                "Jain ≥ 0.99": row["jain"] >= 0.99,
+                f"wait p99 ≤ {p99_bound:g} ms": row["wait_p99_ms"] <= p99_bound,
+                f"wait max ≤ {max_bound:g} ms": row["wait_max_ms"] <= max_bound,
+                "≤ 5 commands/CS": row["commands_per_cs"] <= 5,
+                "0 lost": row["lost"] == 0,
+            }
+            missed = [name for name, ok in checks.items() if not ok]
+            out.append(target_line(
+                f"C {lang} fair W={count}", not missed,
+                f"utilisation {row['utilisation']:.3f}, Jain {row['jain']:.3f}, wait p99 "
+                f"{row['wait_p99_ms']:.1f} / max {row['wait_max_ms']:.1f} ms, "
+                f"{row['commands_per_cs']:.2f} commands/CS, lost {row['lost']}"
+                + (f"; missed: {', '.join(missed)}" if missed else "")))
+    for lang in ("rust", "node", "python"):
+        row = m.get((lang, "polylock"))
+        if row and not status(row["run"]) and ceiling:
+            spc = row["scripts_per_cycle"] or 2
+            bound = 0.6 * ceiling / spc
+            out.append(target_line(f"M {lang} ≥ 60 % of ceiling ÷ scripts/cycle",
+                                   row["rate"] >= bound,
+                                   f"{row['rate']:,.0f} cycles/s vs {bound:,.0f} needed "
+                                   f"({row['rate'] / (ceiling / spc) * 100:.0f} %)"))
+    if r and not status(r["run"]):
+        out.append(target_line("R ≤ 1 script call per 100 locks per tick",
+                               r["calls_per_100_locks_per_tick"] <= 1,
+                               f"{r['calls_per_100_locks_per_tick']:.4f} "
+                               f"({r['calls_per_tick']:.1f} calls per tick for {r['locks']:,} locks)"))
+    return out
+
+
+def plot(out: Path, c: dict, workers: list) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    contenders = []
+    for (_, lang, contender) in c:
+        if (lang, contender) not in contenders:
+            contenders.append((lang, contender))
+    styles = {"rust": "-", "python": "--", "node": ":"}
+    palette = plt.get_cmap("tab20").colors
+    colours = {key: palette[index % len(palette)] for index, key in enumerate(contenders)}
+
+    figure, axes = plt.subplots(1, len(workers), figsize=(6 * len(workers) + 2.5, 5),
+                                squeeze=False)
+    for axis, count in zip(axes[0], workers):
+        for lang, contender in contenders:
+            row = c.get((count, lang, contender))
+            if not row or status(row["run"]) or not row.get("waits"):
+                continue
+            waits = sorted(max(w / 1000, 0.001) for w in row["waits"])
+            fractions = [(i + 1) / len(waits) for i in range(len(waits))]
+            axis.step(waits, fractions, where="post", linestyle=styles[lang],
+                      color=colours[(lang, contender)], label=label(lang, contender))
+        axis.axvline((count - 1) * HOLD_US / 1000, color="grey", linewidth=0.8)
+        axis.set_xscale("log")
+        axis.set_xlabel("acquire wait (ms, log)")
+        axis.set_ylabel("fraction of acquisitions ≤ x")
+        axis.set_title(f"W = {count} (grey: (W−1) × hold)")
+        axis.grid(True, which="both", alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, fontsize=8, loc="center right")
+    figure.suptitle("C: distribution of acquire waits per contender")
+    figure.tight_layout(rect=(0, 0, 0.86, 1))
+    figure.savefig(out / "wait_distribution.png", dpi=90)
+    plt.close(figure)
+
+    figure, axis = plt.subplots(figsize=(8, 5))
+    for lang, contender in contenders:
+        points = [(count, c[(count, lang, contender)]["utilisation"]) for count in workers
+                  if (count, lang, contender) in c and not status(c[(count, lang, contender)]["run"])]
+        if points:
+            axis.plot([p[0] for p in points], [p[1] for p in points], marker="o",
+                      linestyle=styles[lang], color=colours[(lang, contender)],
+                      label=label(lang, contender))
+    axis.axhline(0.9, color="grey", linewidth=0.8)
+    axis.set_xscale("log", base=2)
+    axis.set_xticks(workers, [str(w) for w in workers])
+    axis.set_ylim(0, 1.05)
+    axis.set_xlabel("W (worker processes on one lock)")
+    axis.set_ylabel("utilisation (hold time / wall time)")
+    axis.set_title("C: lock utilisation against W (grey: 0.90 target)")
+    axis.grid(True, alpha=0.3)
+    axis.legend(fontsize=7, loc="lower left")
+    figure.tight_layout()
+    figure.savefig(out / "utilisation.png", dpi=90)
+    plt.close(figure)
+
+
+# ---------------------------------------------------------------- main
+
+def load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="a few seconds; check, no report")
+    parser.add_argument("--out", type=Path, default=BENCH / "results")
+    parser.add_argument("--only", default="UCMR", help="scenarios to run, e.g. UC")
+    parser.add_argument("--langs", default="rust,python,node", help="languages to run")
+    parser.add_argument("--workers", help="C's worker counts, e.g. 8,32")
+    parser.add_argument("--duration", type=float, help="override every scenario's duration")
+    args = parser.parse_args()
+    if not RUST_BIN.exists():
+        print(f"missing {RUST_BIN}: build bench/rust first (make bench does)", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    if args.smoke:
+        durations = {"u": 0.3, "c": 1.0, "m": 0.5, "r": 1.5}
+        workers = [3]
+        u_list = U_CONTENDERS
+        c_list = [("rust", "polylock"), ("rust", "polylock-fair"), ("python", "polylock"),
+                  ("node", "polylock")]
+        m_list = [("rust", "polylock"), ("rust", "raw")]
+        r_locks, r_watchdog = 200, 300
+    else:
+        durations = {"u": 5.0, "c": 5.0, "m": 5.0, "r": 30.0}
+        workers = [8, 32, 64]
+        u_list, c_list, m_list = U_CONTENDERS, C_CONTENDERS, M_CONTENDERS
+        r_locks, r_watchdog = 10_000, 3000
+    langs = args.langs.split(",")
+    u_list, c_list, m_list = ([x for x in chosen if x[0] in langs]
+                              for chosen in (u_list, c_list, m_list))
+    if args.workers:
+        workers = [int(w) for w in args.workers.split(",")]
+    if args.duration:
+        durations = {key: args.duration for key in durations}
+
+    info = {"started": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "load_start": load()}
+    server = RedisServer()
+    info["redis"] = server.version()
+    log(f"redis-server {info['redis']} on port {server.port}; load {info['load_start']}")
+    u = c = m = {}
+    r = {"run": Run(unsupported="not selected")}
+    ceiling, benchmarks = 0.0, {}
+    try:
+        if "U" in args.only:
+            u = scenario_u(server, durations["u"], u_list, log)
+        if "C" in args.only:
+            c = scenario_c(server, durations["c"], workers, c_list, log)
+        if "M" in args.only:
+            m = scenario_m(server, durations["m"], 64, m_list, log)
+            requests = 5_000 if args.smoke else 100_000
+            benchmarks = {"64 connections": evalsha_benchmark(server, requests, 64, 1),
+                          "4 connections, pipeline 16": evalsha_benchmark(server, requests * 4, 4, 16)}
+            raw = m.get(("rust", "raw"), {})
+            # The ceiling polylock is held to: the same client stack (redis-rs, one multiplexed
+            # connection, 64 concurrent callers), doing nothing but the scripts' round trips.
+            ceiling = raw["rate"] * raw["scripts_per_cycle"] if raw.get("rate") else \
+                benchmarks["64 connections"]
+            log(f"M ceiling: {ceiling:,.0f} EVALSHA/s; redis-benchmark {benchmarks}")
+        if "R" in args.only:
+            r = scenario_r(server, durations["r"], r_locks, r_watchdog, log)
+    finally:
+        server.stop()
+    info["finished"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+    info["load_end"] = load()
+
+    if args.smoke:
+        return smoke_verdict(u, c, m, r)
+    info["benchmarks"] = benchmarks
+    write_report(args.out, info, u, c, m, ceiling, r, workers, durations)
+    if c:
+        plot(args.out, c, workers)
+    log(f"wrote {args.out / 'RESULTS.md'}")
+    return 0
+
+
+def smoke_verdict(u, c, m, r) -> int:
+    """The smoke run passes when every contender that can run here ran, and nothing was lost."""
+    passed, failed = 0, 0
+
+    def check(name: str, ok: bool, detail: str = "") -> None:
+        nonlocal passed, failed
+        passed, failed = passed + ok, failed + (not ok)
+        print(f"{'ok  ' if ok else 'FAIL'} {name} {detail}")
+
+    for (lang, contender), row in u.items():
+        run = row["run"]
+        if run.unsupported:
+            print(f"skip U {label(lang, contender)}: {run.unsupported}")
+            continue
+        check(f"U {label(lang, contender)}", not run.error and row.get("rate", 0) > 0,
+              run.error or f"{row.get('rate', 0):,.0f} cycles/s")
+    for (count, lang, contender), row in c.items():
+        run = row["run"]
+        if run.unsupported:
+            print(f"skip C {label(lang, contender)}: {run.unsupported}")
+            continue
+        ok = not run.error and row.get("sections", 0) > 0 and row.get("lost") == 0 \
+            and row.get("overlaps") == 0
+        check(f"C W={count} {label(lang, contender)}", ok, run.error or
+              f"{row.get('sections')} CS, lost {row.get('lost')}, overlaps {row.get('overlaps')}")
+    for (lang, contender), row in m.items():
+        run = row["run"]
+        check(f"M {label(lang, contender)}", not run.error and row.get("rate", 0) > 0,
+              run.error or f"{row.get('rate', 0):,.0f} cycles/s")
+    if "ticks" in r:
+        check("R renewal", r["renewals"] > 0 and r["lost"] == 0 and r["script_calls"] > 0,
+              f"{r['renewals']} renewals, {r['script_calls']} script calls, lost {r['lost']}")
+    elif r["run"].error:
+        check("R renewal", False, r["run"].error)
+    print(f"bench-smoke: {passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

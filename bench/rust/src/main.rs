@@ -1,0 +1,449 @@
+//! Benchmark worker for Rust contenders, driven by `bench/run.py`.
+//!
+//! Usage: `polylock-bench <scenario> <contender> <redis-url> <lock-name> [options as JSON]`
+//!   scenario:  uncontended | contended | many | renewal
+//!   contender: polylock | polylock-fair | rslock | raw
+//!
+//! Protocol (the same for the Python and Node workers): connect and warm up, print `ready`;
+//! read `go <start-epoch-us> <duration-s>` from stdin, wait for the start, run for the duration,
+//! print one JSON line of results; then wait for stdin to close before exiting, so that closing
+//! connections happens after the driver has read the server's command counters.
+
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use redis::aio::MultiplexedConnection;
+use serde_json::{json, Value};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The trivial script of the raw round-trip limit: the cheapest possible EVALSHA.
+const TRIVIAL_SCRIPT: &str = "return 1";
+/// Fixed lease for peers that have no watchdog: far longer than any hold, so it never expires.
+const PEER_LEASE: Duration = Duration::from_secs(30);
+
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+fn cpu_seconds() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole rusage into the pointer it is given.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let seconds = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// One lock implementation, behind the two calls every scenario needs.
+enum Contender {
+    Polylock {
+        client: polylock::Client,
+        fair: bool,
+    },
+    Rslock(rslock::LockManager),
+    /// Two EVALSHA of a trivial script per cycle: the round-trip floor of a two-script lock.
+    Raw {
+        connection: MultiplexedConnection,
+        script: redis::Script,
+    },
+}
+
+enum Held {
+    Polylock(polylock::Lock),
+    Rslock(rslock::Lock),
+    Raw,
+}
+
+impl Contender {
+    async fn connect(kind: &str, url: &str, watchdog: Option<Duration>) -> Result<Self, BoxError> {
+        Ok(match kind {
+            "polylock" | "polylock-fair" => {
+                let mut builder = polylock::Client::builder(url);
+                if let Some(timeout) = watchdog {
+                    builder = builder.watchdog_timeout(timeout);
+                }
+                Contender::Polylock {
+                    client: builder.connect().await?,
+                    fair: kind == "polylock-fair",
+                }
+            }
+            "rslock" => Contender::Rslock(rslock::LockManager::new(vec![url.to_owned()])),
+            "raw" => Contender::Raw {
+                connection: redis::Client::open(url)?
+                    .get_multiplexed_async_connection()
+                    .await?,
+                script: redis::Script::new(TRIVIAL_SCRIPT),
+            },
+            other => return Err(format!("unknown contender '{other}'").into()),
+        })
+    }
+
+    /// A handle for one holder: each concurrent holder gets its own.
+    fn handle(&self, name: &str) -> Result<Handle<'_>, BoxError> {
+        Ok(match self {
+            Contender::Polylock { client, fair } => Handle::Polylock(if *fair {
+                client.fair_lock(name)?
+            } else {
+                client.lock(name)?
+            }),
+            Contender::Rslock(manager) => Handle::Rslock(manager, name.to_owned()),
+            Contender::Raw { connection, script } => {
+                Handle::Raw(connection.clone(), script.clone(), name.to_owned())
+            }
+        })
+    }
+}
+
+enum Handle<'a> {
+    Polylock(polylock::Lock),
+    Rslock(&'a rslock::LockManager, String),
+    Raw(MultiplexedConnection, redis::Script, String),
+}
+
+impl Handle<'_> {
+    /// Waits without bound (the watchdog lease for polylock, a fixed one for the peer).
+    async fn acquire(&mut self) -> Result<Held, BoxError> {
+        match self {
+            Handle::Polylock(lock) => {
+                lock.acquire(None, None).await?;
+                Ok(Held::Polylock(lock.clone()))
+            }
+            Handle::Rslock(manager, name) => Ok(Held::Rslock(
+                manager
+                    .acquire_no_guard(name.as_bytes(), PEER_LEASE)
+                    .await?,
+            )),
+            Handle::Raw(connection, script, name) => {
+                script.key(&*name).invoke_async::<i64>(connection).await?;
+                Ok(Held::Raw)
+            }
+        }
+    }
+
+    async fn release(&mut self, held: Held) -> Result<(), BoxError> {
+        match (self, held) {
+            (Handle::Polylock(_), Held::Polylock(lock)) => Ok(lock.release().await?),
+            (Handle::Rslock(manager, _), Held::Rslock(lock)) => {
+                manager.unlock(&lock).await;
+                Ok(())
+            }
+            (Handle::Raw(connection, script, name), Held::Raw) => {
+                script.key(&*name).invoke_async::<i64>(connection).await?;
+                Ok(())
+            }
+            _ => Err("released through the wrong kind of handle".into()),
+        }
+    }
+}
+
+struct Args {
+    scenario: String,
+    contender: String,
+    url: String,
+    name: String,
+    options: Value,
+}
+
+impl Args {
+    fn parse() -> Result<Self, BoxError> {
+        let mut args = std::env::args().skip(1);
+        let mut next = |what: &str| args.next().ok_or_else(|| format!("missing {what}"));
+        let scenario = next("scenario")?;
+        let contender = next("contender")?;
+        let url = next("redis url")?;
+        let name = next("lock name")?;
+        let options = match args.next() {
+            Some(text) => serde_json::from_str(&text)?,
+            None => json!({}),
+        };
+        Ok(Args {
+            scenario,
+            contender,
+            url,
+            name,
+            options,
+        })
+    }
+
+    fn option_u64(&self, key: &str, default: u64) -> u64 {
+        self.options
+            .get(key)
+            .and_then(Value::as_u64)
+            .unwrap_or(default)
+    }
+}
+
+/// Prints `ready`, reads `go <start-us> <duration-s>`, sleeps until the start.
+async fn handshake() -> Result<(i64, Duration), BoxError> {
+    println!("ready");
+    std::io::stdout().flush()?;
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).map(|_| line)
+    })
+    .await??;
+    let mut words = line.split_whitespace();
+    if words.next() != Some("go") {
+        return Err(format!("expected 'go', got '{line}'").into());
+    }
+    let start_us: i64 = words.next().ok_or("go without a start")?.parse()?;
+    let duration: f64 = words.next().ok_or("go without a duration")?.parse()?;
+    let wait = start_us - now_us();
+    if wait > 0 {
+        tokio::time::sleep(Duration::from_micros(wait as u64)).await;
+    }
+    Ok((start_us, Duration::from_secs_f64(duration)))
+}
+
+fn report(result: Value) -> Result<(), BoxError> {
+    println!("{result}");
+    std::io::stdout().flush()?;
+    // Keep connections open until the driver has read the counters and closes stdin.
+    let mut rest = String::new();
+    while std::io::stdin().lock().read_line(&mut rest)? > 0 {
+        rest.clear();
+    }
+    Ok(())
+}
+
+/// U: serial acquire+release cycles of one holder.
+async fn uncontended(args: &Args) -> Result<Value, BoxError> {
+    let contender = Contender::connect(&args.contender, &args.url, None).await?;
+    let mut handle = contender.handle(&args.name)?;
+    for _ in 0..20 {
+        let held = handle.acquire().await?;
+        handle.release(held).await?;
+    }
+    let (_, duration) = handshake().await?;
+    let cpu_before = cpu_seconds();
+    let started = Instant::now();
+    let mut cycles = 0u64;
+    while started.elapsed() < duration {
+        let held = handle.acquire().await?;
+        handle.release(held).await?;
+        cycles += 1;
+    }
+    Ok(json!({
+        "cycles": cycles,
+        "seconds": started.elapsed().as_secs_f64(),
+        "cpu_s": cpu_seconds() - cpu_before,
+    }))
+}
+
+/// C: one holder per process on a shared lock; 1 ms hold around a non-atomic GET/SET increment.
+async fn contended(args: &Args) -> Result<Value, BoxError> {
+    let hold = Duration::from_micros(args.option_u64("hold_us", 1000));
+    let counter_key = args
+        .options
+        .get("counter")
+        .and_then(Value::as_str)
+        .ok_or("contended needs a 'counter' option")?
+        .to_owned();
+    let contender = Contender::connect(&args.contender, &args.url, None).await?;
+    let mut data = redis::Client::open(args.url.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+    let mut handle = contender.handle(&args.name)?;
+    let held = handle.acquire().await?;
+    handle.release(held).await?;
+    let (start_us, duration) = handshake().await?;
+    let end_us = start_us + duration.as_micros() as i64;
+    let mut waits_us = Vec::new();
+    let mut holds = Vec::new();
+    while now_us() < end_us {
+        let asked = now_us();
+        let held = handle.acquire().await?;
+        let got = now_us();
+        let value: Option<i64> = redis::cmd("GET")
+            .arg(&counter_key)
+            .query_async(&mut data)
+            .await?;
+        std::thread::sleep(hold);
+        redis::cmd("SET")
+            .arg(&counter_key)
+            .arg(value.unwrap_or(0) + 1)
+            .query_async::<()>(&mut data)
+            .await?;
+        let releasing = now_us();
+        handle.release(held).await?;
+        waits_us.push(got - asked);
+        holds.push([got, releasing]);
+    }
+    Ok(json!({ "cycles": holds.len(), "waits_us": waits_us, "holds": holds }))
+}
+
+/// M: `holders` concurrent tasks in this process, each cycling on its own lock name.
+async fn many(args: &Args) -> Result<Value, BoxError> {
+    let holders = args.option_u64("holders", 64) as usize;
+    let contender = Arc::new(Contender::connect(&args.contender, &args.url, None).await?);
+    let (_, duration) = handshake().await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let cycles = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for index in 0..holders {
+        let (contender, stop, cycles) = (contender.clone(), stop.clone(), cycles.clone());
+        let name = format!("{}:{index}", args.name);
+        tasks.push(tokio::spawn(async move {
+            let mut handle = contender.handle(&name)?;
+            while !stop.load(Ordering::Relaxed) {
+                let held = handle.acquire().await?;
+                handle.release(held).await?;
+                cycles.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok::<(), BoxError>(())
+        }));
+    }
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        task.await??;
+    }
+    Ok(json!({
+        "cycles": cycles.load(Ordering::Relaxed),
+        "seconds": started.elapsed().as_secs_f64(),
+    }))
+}
+
+/// The server's counters so far: script calls, and PEXPIRE calls (made inside the renewal script,
+/// one per renewed lock), from INFO commandstats.
+async fn script_counters(connection: &mut MultiplexedConnection) -> Result<(u64, u64), BoxError> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(connection)
+        .await?;
+    let (mut scripts, mut pexpires) = (0, 0);
+    for line in info.lines() {
+        let Some((command, stats)) = line.split_once(':') else {
+            continue;
+        };
+        let Some(calls) = stats
+            .split(',')
+            .find_map(|field| field.strip_prefix("calls="))
+        else {
+            continue;
+        };
+        match command {
+            "cmdstat_evalsha" | "cmdstat_eval" | "cmdstat_evalsha_ro" | "cmdstat_eval_ro" => {
+                scripts += calls.parse::<u64>()?
+            }
+            "cmdstat_pexpire" => pexpires += calls.parse::<u64>()?,
+            _ => {}
+        }
+    }
+    Ok((scripts, pexpires))
+}
+
+/// R: `locks` watchdog-held locks for the duration. The server's counters are sampled every
+/// 20 ms: each burst of script calls after a quiet sample counts as one renewal tick, and the
+/// PEXPIREs made inside the renewal script count the locks renewed.
+async fn renewal(args: &Args) -> Result<Value, BoxError> {
+    let locks = args.option_u64("locks", 10_000) as usize;
+    let watchdog = Duration::from_millis(args.option_u64("watchdog_ms", 3000));
+    let contender = Contender::connect("polylock", &args.url, Some(watchdog)).await?;
+    let Contender::Polylock { client, .. } = &contender else {
+        return Err("renewal measures polylock only".into());
+    };
+    let mut counters = redis::Client::open(args.url.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+    let mut held = Vec::with_capacity(locks);
+    let acquiring = Instant::now();
+    for chunk in 0..locks.div_ceil(256) {
+        let mut batch = Vec::new();
+        for index in chunk * 256..((chunk + 1) * 256).min(locks) {
+            let lock = client.lock(&format!("{}:{index}", args.name))?;
+            batch.push(async move { lock.acquire(None, None).await.map(|_| lock) });
+        }
+        for lock in futures_join(batch).await {
+            held.push(lock?);
+        }
+    }
+    let acquire_seconds = acquiring.elapsed().as_secs_f64();
+    let (_, duration) = handshake().await?;
+    let cpu_before = cpu_seconds();
+    let (calls_before, pexpires_before) = script_counters(&mut counters).await?;
+    let started = Instant::now();
+    let (mut last, mut last_pexpires, mut ticks, mut in_burst) =
+        (calls_before, pexpires_before, 0u64, false);
+    while started.elapsed() < duration {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let (calls, pexpires) = script_counters(&mut counters).await?;
+        last_pexpires = pexpires;
+        if calls > last && !in_burst {
+            ticks += 1;
+        }
+        in_burst = calls > last;
+        last = calls;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu_before;
+    let lost = held.iter().filter(|lock| lock.is_lost()).count();
+    let watched = client.watched_locks();
+    for chunk in held.chunks(256) {
+        let releases = chunk
+            .iter()
+            .cloned()
+            .map(|lock| async move { lock.release().await });
+        for result in futures_join(releases).await {
+            result?;
+        }
+    }
+    Ok(json!({
+        "locks": locks,
+        "watched": watched,
+        "lost": lost,
+        "acquire_s": acquire_seconds,
+        "seconds": seconds,
+        "watchdog_ms": watchdog.as_millis() as u64,
+        "script_calls": last - calls_before,
+        "renewals": last_pexpires - pexpires_before,
+        "ticks": ticks,
+        "cpu_s": cpu,
+    }))
+}
+
+/// Awaits all futures concurrently (a tiny join_all, to avoid another dependency).
+async fn futures_join<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut outputs = Vec::with_capacity(handles.len());
+    for handle in handles {
+        match handle.await {
+            Ok(output) => outputs.push(output),
+            Err(err) => std::panic::resume_unwind(err.into_panic()),
+        }
+    }
+    outputs
+}
+
+#[tokio::main]
+async fn main() {
+    let outcome = async {
+        let args = Args::parse()?;
+        let result = match args.scenario.as_str() {
+            "uncontended" => uncontended(&args).await?,
+            "contended" => contended(&args).await?,
+            "many" => many(&args).await?,
+            "renewal" => renewal(&args).await?,
+            other => return Err::<(), BoxError>(format!("unknown scenario '{other}'").into()),
+        };
+        report(result)
+    }
+    .await;
+    if let Err(err) = outcome {
+        eprintln!("polylock-bench: {err}");
+        std::process::exit(1);
+    }
+}

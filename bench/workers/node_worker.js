@@ -1,0 +1,179 @@
+'use strict'
+// Benchmark worker for Node contenders, driven by bench/run.py.
+//
+// Usage: node node_worker.js <scenario> <contender> <redis-url> <lock-name> [options as JSON]
+//   scenario:  uncontended | contended | many
+//   contender: polylock | polylock-fair | redlock | redis-semaphore | raw
+//
+// Protocol (the same as the Rust and Python workers): connect and warm up, print `ready` (or
+// `unsupported <reason>` and exit); read `go <start-epoch-us> <duration-s>`, wait for the start,
+// run, print one JSON line of results; exit when stdin closes.
+
+const path = require('node:path')
+const readline = require('node:readline')
+const { performance } = require('node:perf_hooks')
+
+const benchDir = path.join(__dirname, '..')
+const benchRequire = (name) => require(require.resolve(name, { paths: [benchDir] }))
+const Redis = benchRequire('ioredis')
+
+// Peers without a watchdog get a fixed lease far longer than any hold.
+const PEER_LEASE_MS = 30000
+const TRIVIAL_SCRIPT = 'return 1'
+
+const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
+const sleepCell = new Int32Array(new SharedArrayBuffer(4))
+// A blocking sleep, as the Python and Rust workers hold the lock: nothing else runs meanwhile.
+const blockFor = (ms) => Atomics.wait(sleepCell, 0, 0, ms)
+
+const lines = readline.createInterface({ input: process.stdin })
+const nextLine = (() => {
+  const queue = []
+  const waiting = []
+  let closed = false
+  lines.on('line', (line) => (waiting.length ? waiting.shift()(line) : queue.push(line)))
+  lines.on('close', () => {
+    closed = true
+    while (waiting.length) waiting.shift()(null)
+  })
+  return () => (queue.length ? Promise.resolve(queue.shift()) : closed ? Promise.resolve(null) : new Promise((resolve) => waiting.push(resolve)))
+})()
+
+function unsupported(reason) {
+  process.stdout.write(`unsupported ${reason}\n`)
+  process.exit(0)
+}
+
+/** Returns a factory: lock name -> { acquire(): token, release(token) } for one holder. */
+async function makeContender(kind, url) {
+  if (kind === 'polylock' || kind === 'polylock-fair') {
+    const { Client } = require(path.join(benchDir, '..', 'node'))
+    const client = await Client.connect(url)
+    if (kind === 'polylock-fair' && typeof client.fairLock !== 'function') {
+      unsupported('the Node binding has no fairLock')
+    }
+    return (name) => {
+      const lock = kind === 'polylock-fair' ? client.fairLock(name) : client.lock(name)
+      return { acquire: () => lock.acquire({}), release: () => lock.release() }
+    }
+  }
+  const redis = new Redis(url)
+  if (kind === 'redlock') {
+    const Redlock = benchRequire('redlock').default
+    // retryCount -1: wait without bound like the others (its default gives up after 10 tries).
+    const redlock = new Redlock([redis], { retryCount: -1 })
+    return (name) => ({
+      acquire: () => redlock.acquire([name], PEER_LEASE_MS),
+      release: (lock) => lock.release(),
+    })
+  }
+  if (kind === 'redis-semaphore') {
+    const { Mutex } = benchRequire('redis-semaphore')
+    return (name) => {
+      // acquireTimeout raised from its 10 s default so that 64 waiters never give up.
+      const mutex = new Mutex(redis, name, { lockTimeout: PEER_LEASE_MS, acquireTimeout: 600000 })
+      return { acquire: () => mutex.acquire(), release: () => mutex.release() }
+    }
+  }
+  if (kind === 'raw') {
+    const sha = await redis.script('LOAD', TRIVIAL_SCRIPT)
+    return (name) => ({
+      acquire: () => redis.evalsha(sha, 1, name),
+      release: () => redis.evalsha(sha, 1, name),
+    })
+  }
+  throw new Error(`unknown contender '${kind}'`)
+}
+
+async function handshake() {
+  process.stdout.write('ready\n')
+  const line = await nextLine()
+  const words = (line || '').trim().split(/\s+/)
+  if (words.length !== 3 || words[0] !== 'go') throw new Error(`expected 'go', got '${line}'`)
+  const startUs = Number(words[1])
+  const duration = Number(words[2])
+  const delayMs = (startUs - nowUs()) / 1000
+  if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
+  return { startUs, duration }
+}
+
+async function uncontended(factory, name) {
+  const handle = factory(name)
+  for (let i = 0; i < 20; i++) await handle.release(await handle.acquire())
+  const { duration } = await handshake()
+  const cpuBefore = process.cpuUsage()
+  const started = performance.now()
+  const deadline = started + duration * 1000
+  let cycles = 0
+  while (performance.now() < deadline) {
+    await handle.release(await handle.acquire())
+    cycles++
+  }
+  const cpu = process.cpuUsage(cpuBefore)
+  return { cycles, seconds: (performance.now() - started) / 1000, cpu_s: (cpu.user + cpu.system) / 1e6 }
+}
+
+async function contended(factory, name, options, url) {
+  const holdMs = (options.hold_us ?? 1000) / 1000
+  const counter = options.counter
+  const data = new Redis(url)
+  const handle = factory(name)
+  await handle.release(await handle.acquire())
+  const { startUs, duration } = await handshake()
+  const endUs = startUs + duration * 1e6
+  const waits = []
+  const holds = []
+  while (nowUs() < endUs) {
+    const asked = nowUs()
+    const token = await handle.acquire()
+    const got = nowUs()
+    const value = Number((await data.get(counter)) ?? 0)
+    blockFor(holdMs)
+    await data.set(counter, value + 1)
+    const releasing = nowUs()
+    await handle.release(token)
+    waits.push(got - asked)
+    holds.push([got, releasing])
+  }
+  return { cycles: holds.length, waits_us: waits, holds }
+}
+
+async function many(factory, name, options) {
+  const holders = options.holders ?? 64
+  const handles = Array.from({ length: holders }, (_, index) => factory(`${name}:${index}`))
+  const { duration } = await handshake()
+  let stop = false
+  let cycles = 0
+  const started = performance.now()
+  const loops = handles.map(async (handle) => {
+    while (!stop) {
+      await handle.release(await handle.acquire())
+      cycles++
+    }
+  })
+  await new Promise((resolve) => setTimeout(resolve, duration * 1000))
+  stop = true
+  await Promise.all(loops)
+  return { cycles, seconds: (performance.now() - started) / 1000 }
+}
+
+async function main() {
+  const [scenario, kind, url, name, optionsText] = process.argv.slice(2)
+  const options = optionsText ? JSON.parse(optionsText) : {}
+  const factory = await makeContender(kind, url)
+  let result
+  if (scenario === 'uncontended') result = await uncontended(factory, name)
+  else if (scenario === 'contended') result = await contended(factory, name, options, url)
+  else if (scenario === 'many') result = await many(factory, name, options)
+  else throw new Error(`unknown scenario '${scenario}'`)
+  process.stdout.write(JSON.stringify(result) + '\n')
+  while ((await nextLine()) !== null) {
+    // Keep connections open until the driver has read the counters.
+  }
+  process.exit(0)
+}
+
+main().catch((err) => {
+  process.stderr.write(`node_worker: ${err && err.stack ? err.stack : err}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,191 @@
+"""Benchmark worker for Python contenders, driven by bench/run.py.
+
+Usage: py_worker.py <scenario> <contender> <redis-url> <lock-name> [options as JSON]
+  scenario:  uncontended | contended | many
+  contender: polylock | polylock-fair | redis-py | python-redis-lock | pottery | raw
+
+Protocol (the same as the Rust and Node workers): connect and warm up, print "ready" (or
+"unsupported <reason>" and exit); read
+"go <start-epoch-us> <duration-s>", wait for the start, run, print one JSON line of results;
+exit when stdin closes (so connections close after the driver has read the server's counters).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from typing import Any, Callable, Tuple
+
+import redis
+
+# Peers without a watchdog get a fixed lease far longer than any hold.
+PEER_LEASE_S = 30
+TRIVIAL_SCRIPT = "return 1"
+
+Cycle = Tuple[Callable[[], Any], Callable[[Any], None]]
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def unsupported(reason: str) -> None:
+    """Tells the driver this contender cannot run here (it records the reason and goes on)."""
+    print(f"unsupported {reason}", flush=True)
+    sys.exit(0)
+
+
+def make_contender(kind: str, url: str) -> Callable[[str], Cycle]:
+    """Returns a factory: lock name -> (acquire, release) for one holder."""
+    if kind in ("polylock", "polylock-fair"):
+        import polylock
+
+        client = polylock.Client(url)
+        if kind == "polylock-fair" and not hasattr(client, "fair_lock"):
+            unsupported("the Python binding has no fair_lock")
+
+        def polylock_handle(name: str) -> Cycle:
+            lock = client.fair_lock(name) if kind == "polylock-fair" else client.lock(name)
+            return (lambda: lock.acquire(), lambda _: lock.release())
+
+        return polylock_handle
+
+    connection = redis.Redis.from_url(url)
+    if kind == "redis-py":
+
+        def redis_py_handle(name: str) -> Cycle:
+            lock = connection.lock(name, timeout=PEER_LEASE_S)
+            return (lambda: lock.acquire(blocking=True), lambda _: lock.release())
+
+        return redis_py_handle
+    if kind == "python-redis-lock":
+        import redis_lock
+
+        def python_redis_lock_handle(name: str) -> Cycle:
+            lock = redis_lock.Lock(connection, name, expire=PEER_LEASE_S)
+            return (lambda: lock.acquire(blocking=True), lambda _: lock.release())
+
+        return python_redis_lock_handle
+    if kind == "pottery":
+        from pottery import Redlock
+
+        def pottery_handle(name: str) -> Cycle:
+            lock = Redlock(key=name, masters={connection}, auto_release_time=PEER_LEASE_S)
+            return (lambda: lock.acquire(blocking=True), lambda _: lock.release())
+
+        return pottery_handle
+    if kind == "raw":
+        script = connection.register_script(TRIVIAL_SCRIPT)
+
+        def raw_handle(name: str) -> Cycle:
+            return (lambda: script(keys=[name]), lambda _: script(keys=[name]))
+
+        return raw_handle
+    raise SystemExit(f"unknown contender {kind!r}")
+
+
+def handshake() -> Tuple[int, float]:
+    print("ready", flush=True)
+    words = sys.stdin.readline().split()
+    if len(words) != 3 or words[0] != "go":
+        raise SystemExit(f"expected 'go <start-us> <duration-s>', got {words!r}")
+    start_us, duration = int(words[1]), float(words[2])
+    delay = (start_us - now_us()) / 1e6
+    if delay > 0:
+        time.sleep(delay)
+    return start_us, duration
+
+
+def uncontended(factory: Callable[[str], Cycle], name: str, options: dict) -> dict:
+    acquire, release = factory(name)
+    for _ in range(20):
+        release(acquire())
+    _, duration = handshake()
+    cpu_before = time.process_time()
+    started = time.perf_counter()
+    deadline = started + duration
+    cycles = 0
+    while time.perf_counter() < deadline:
+        release(acquire())
+        cycles += 1
+    return {
+        "cycles": cycles,
+        "seconds": time.perf_counter() - started,
+        "cpu_s": time.process_time() - cpu_before,
+    }
+
+
+def contended(factory: Callable[[str], Cycle], name: str, options: dict, url: str) -> dict:
+    hold_s = options.get("hold_us", 1000) / 1e6
+    counter = options["counter"]
+    data = redis.Redis.from_url(url)
+    acquire, release = factory(name)
+    release(acquire())
+    start_us, duration = handshake()
+    end_us = start_us + int(duration * 1e6)
+    waits, holds = [], []
+    while now_us() < end_us:
+        asked = now_us()
+        token = acquire()
+        got = now_us()
+        value = int(data.get(counter) or 0)
+        time.sleep(hold_s)
+        data.set(counter, value + 1)
+        releasing = now_us()
+        release(token)
+        waits.append(got - asked)
+        holds.append((got, releasing))
+    return {"cycles": len(holds), "waits_us": waits, "holds": holds}
+
+
+def many(factory: Callable[[str], Cycle], name: str, options: dict) -> dict:
+    holders = options.get("holders", 64)
+    handles = [factory(f"{name}:{index}") for index in range(holders)]
+    _, duration = handshake()
+    stop = threading.Event()
+    counts = [0] * holders
+    errors: list = []
+
+    def run(index: int) -> None:
+        acquire, release = handles[index]
+        try:
+            while not stop.is_set():
+                release(acquire())
+                counts[index] += 1
+        except Exception as err:  # reported, and fails the run
+            errors.append(repr(err))
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(holders)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    time.sleep(duration)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise SystemExit(f"{len(errors)} holders failed, first: {errors[0]}")
+    return {"cycles": sum(counts), "seconds": time.perf_counter() - started}
+
+
+def main() -> None:
+    scenario, kind, url, name = sys.argv[1:5]
+    options = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
+    factory = make_contender(kind, url)
+    if scenario == "uncontended":
+        result = uncontended(factory, name, options)
+    elif scenario == "contended":
+        result = contended(factory, name, options, url)
+    elif scenario == "many":
+        result = many(factory, name, options)
+    else:
+        raise SystemExit(f"unknown scenario {scenario!r}")
+    print(json.dumps(result), flush=True)
+    for _ in sys.stdin:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+# Benchmarks: polylock against peer lock libraries on one redis-server (bench/, see docs/bench.md).
+# bench:       the full run (~10 min): writes bench/results/RESULTS.md and the PNG plots.
+# bench-smoke: a few seconds of every scenario, checked (part of `make test`; debug builds).
+# Peers are installed into bench/.venv (PyPI) and bench/node_modules (npm); the Rust worker is
+# the crate bench/rust (its own workspace), built in release mode into target/bench-rust.
+
+BENCH_PYTHON ?= python3
+BENCH_VENV := bench/.venv
+BENCH_PY := $(CURDIR)/$(BENCH_VENV)/bin/python
+BENCH_TARGET := $(CURDIR)/target/bench-rust
+BENCH_WHEELS := $(BENCH_TARGET)/wheels
+BENCH_PYPI := "redis>=5,<9" "python-redis-lock>=4,<5" "pottery>=3,<4" "matplotlib>=3.8,<4" "maturin>=1.9,<2"
+
+.PHONY: bench bench-smoke bench-deps bench-rust bench-python-polylock bench-node-polylock
+
+$(BENCH_VENV)/bin/python:
+	$(BENCH_PYTHON) -m venv $(BENCH_VENV)
+
+## bench-deps: the peers (PyPI, npm) and the Rust worker
+bench-deps: $(BENCH_VENV)/bin/python bench-rust
+	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check $(BENCH_PYPI)
+	cd bench && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+
+bench-rust:
+	cd bench/rust && CARGO_TARGET_DIR=$(BENCH_TARGET) cargo build --release --locked
+
+# polylock itself, as users get it: a release wheel for Python, the release addon for Node.
+bench-python-polylock: $(BENCH_VENV)/bin/python
+	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.9,<2"
+	rm -rf $(BENCH_WHEELS)
+	cd python && CARGO_TARGET_DIR=$(BENCH_TARGET) $(CURDIR)/$(BENCH_VENV)/bin/maturin build --quiet \
+	  --release --out $(BENCH_WHEELS)
+	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps $(BENCH_WHEELS)/*.whl
+
+bench-node-polylock:
+	$(MAKE) build-node NODE_BUILD=build
+
+bench: bench-deps bench-python-polylock bench-node-polylock
+	@echo "load average now: $$(cut -d' ' -f1-3 /proc/loadavg) (run on a quiet machine)"
+	$(BENCH_PY) bench/run.py --out bench/results
+
+# The smoke run only checks that every contender runs and loses nothing, so it uses debug
+# builds that share target/debug with the test suites instead of three release builds.
+bench-smoke: $(BENCH_VENV)/bin/python build-node
+	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check $(BENCH_PYPI)
+	cd bench && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+	cd bench/rust && CARGO_TARGET_DIR=$(BENCH_TARGET) cargo build --locked
+	cd python && VIRTUAL_ENV=$(CURDIR)/$(BENCH_VENV) $(CURDIR)/$(BENCH_VENV)/bin/maturin develop --quiet
+	BENCH_RUST_BIN=$(BENCH_TARGET)/debug/polylock-bench $(BENCH_PY) bench/run.py --smoke --out target/bench-smoke
