@@ -729,7 +729,10 @@ async fn two_concurrent_releases_of_one_level_release_it_once() {
         let lock = client.lock("double").unwrap();
         assert!(lock.acquire(None, None).await.unwrap());
         let (first, second) = tokio::join!(lock.release(), lock.release());
-        let kinds = [first.err().map(|e| e.kind()), second.err().map(|e| e.kind())];
+        let kinds = [
+            first.err().map(|e| e.kind()),
+            second.err().map(|e| e.kind()),
+        ];
         assert!(
             kinds.contains(&None) && kinds.contains(&Some(ErrorKind::NotHeld)),
             "round {round}: {kinds:?}"
