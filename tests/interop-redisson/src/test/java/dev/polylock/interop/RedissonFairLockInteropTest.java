@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,7 +18,6 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeoutException;
@@ -36,7 +34,6 @@ import org.redisson.api.RLock;
 import org.redisson.api.RTopic;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
-import org.redisson.config.Config;
 
 /**
  * A polylock fair lock (the {@code peer} example's {@code fair_} commands) and a Redisson
@@ -63,34 +60,15 @@ class RedissonFairLockInteropTest {
     @BeforeEach
     void start(TestInfo test) throws Exception {
         server = RedisServer.start();
-        String method = test.getTestMethod().map(m -> m.getName()).orElse("test");
-        String parameters = test.getDisplayName().startsWith("[")
-                ? "_" + test.getDisplayName().replaceAll("[^A-Za-z0-9]+", "_").replaceAll("^_|_$", "") : "";
-        server.recordCommands(Path.of(System.getProperty("monitor.dir", "target/monitor"),
-                "fair_" + method + parameters + ".log"));
+        server.recordCommands(Interop.monitorLog(test, "fair_"));
         redisson = connect();
         observer = connect();
         peer = Peer.start(server.url());
-        javaThreads = Executors.newCachedThreadPool(runnable -> {
-            Thread thread = new Thread(runnable, "java-fair-waiter");
-            thread.setDaemon(true);
-            return thread;
-        });
+        javaThreads = Interop.daemonThreads("java-fair-waiter");
     }
 
     private RedissonClient connect() {
-        Config config = new Config();
-        config.setThreads(2);
-        config.setNettyThreads(4);
-        config.useSingleServer()
-                .setAddress(server.url())
-                .setConnectionPoolSize(4)
-                .setConnectionMinimumIdleSize(1)
-                .setSubscriptionConnectionPoolSize(2)
-                .setSubscriptionConnectionMinimumIdleSize(1)
-                .setConnectTimeout(5_000)
-                .setTimeout(5_000);
-        return Redisson.create(config);
+        return Interop.redisson(server.url());
     }
 
     private Peer startExtraPeer() throws Exception {

@@ -9,12 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeoutException;
@@ -32,7 +30,6 @@ import org.redisson.api.RType;
 import org.redisson.api.RTopic;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
-import org.redisson.config.Config;
 
 /**
  * A polylock lock (driven through the {@code peer} example) and a Redisson RLock on the same
@@ -63,34 +60,15 @@ class RedissonInteropTest {
     @BeforeEach
     void start(TestInfo test) throws Exception {
         server = RedisServer.start();
-        String method = test.getTestMethod().map(m -> m.getName()).orElse("test");
-        String parameters = test.getDisplayName().startsWith("[")
-                ? "_" + test.getDisplayName().replaceAll("[^A-Za-z0-9]+", "_").replaceAll("^_|_$", "") : "";
-        String record = method + parameters + ".log";
-        server.recordCommands(Path.of(System.getProperty("monitor.dir", "target/monitor"), record));
+        server.recordCommands(Interop.monitorLog(test, ""));
         redisson = connect();
         observer = connect();
         peer = Peer.start(server.url());
-        javaThreads = Executors.newCachedThreadPool(runnable -> {
-            Thread thread = new Thread(runnable, "java-waiter");
-            thread.setDaemon(true);
-            return thread;
-        });
+        javaThreads = Interop.daemonThreads("java-waiter");
     }
 
     private RedissonClient connect() {
-        Config config = new Config();
-        config.setThreads(2);
-        config.setNettyThreads(4);
-        config.useSingleServer()
-                .setAddress(server.url())
-                .setConnectionPoolSize(4)
-                .setConnectionMinimumIdleSize(1)
-                .setSubscriptionConnectionPoolSize(2)
-                .setSubscriptionConnectionMinimumIdleSize(1)
-                .setConnectTimeout(5_000)
-                .setTimeout(5_000);
-        return Redisson.create(config);
+        return Interop.redisson(server.url());
     }
 
     @AfterEach
