@@ -70,23 +70,6 @@ pub fn redis_error(what: &str, err: redis::RedisError) -> CliError {
     CliError::Connection(format!("{what}: Redis failed: {err}"))
 }
 
-/// `prefix:{name}`, or `prefix:name` when the name already carries a hash tag.
-pub fn tagged(prefix: &str, name: &str) -> String {
-    if name.contains('{') {
-        format!("{prefix}:{name}")
-    } else {
-        format!("{prefix}:{{{name}}}")
-    }
-}
-
-pub fn fair_queue_key(name: &str) -> String {
-    tagged("redisson_lock_queue", name)
-}
-
-pub fn fair_timeouts_key(name: &str) -> String {
-    tagged("redisson_lock_timeout", name)
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
@@ -187,8 +170,8 @@ pub fn now_epoch_ms() -> u64 {
 /// Reads everything known about the lock `name`.
 pub async fn read_lock(connection: &mut MultiplexedConnection, name: &str) -> CliResult<LockState> {
     let what = format!("inspect '{name}'");
-    let queue_key = fair_queue_key(name);
-    let timeouts_key = fair_timeouts_key(name);
+    let queue_key = polylock::keys::fair_queue(name);
+    let timeouts_key = polylock::keys::fair_timeouts(name);
     let (redis_type, pttl, queue_type, timeouts_type): (String, i64, String, String) =
         redis::pipe()
             .cmd("TYPE")
@@ -263,7 +246,7 @@ pub async fn read_lock(connection: &mut MultiplexedConnection, name: &str) -> Cl
     // polylock waiters also record their last look; they are skipped when either passes.
     let seen: Vec<(String, f64)> = if timeouts_type == "zset" {
         redis::cmd("ZRANGE")
-            .arg(format!("{timeouts_key}:polylock_seen"))
+            .arg(polylock::keys::fair_seen(name))
             .arg(0)
             .arg(-1)
             .arg("WITHSCORES")

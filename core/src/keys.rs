@@ -1,7 +1,8 @@
-//! Key and channel names of the Redisson data layout (`shared/PROTOCOL.md`).
+//! Key and channel names of the Redisson data layout (`shared/PROTOCOL.md`), public for tools
+//! that inspect locks (the `polylock` CLI).
 
 /// `prefix:{name}`, or `prefix:name` when the name already carries a hash tag.
-pub(crate) fn tagged(prefix: &str, name: &str) -> String {
+pub fn tagged(prefix: &str, name: &str) -> String {
     if name.contains('{') {
         format!("{prefix}:{name}")
     } else {
@@ -10,32 +11,32 @@ pub(crate) fn tagged(prefix: &str, name: &str) -> String {
 }
 
 /// The channel a reentrant lock's release publishes on.
-pub(crate) fn lock_channel(name: &str) -> String {
+pub fn lock_channel(name: &str) -> String {
     tagged("redisson_lock__channel", name)
 }
 
 /// The latch key that makes one logical release idempotent across retries.
-pub(crate) fn unlock_latch(name: &str, request_id: &str) -> String {
+pub fn unlock_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", tagged("redisson_unlock_latch", name))
 }
 
 /// The fair lock's queue of waiting owners.
-pub(crate) fn fair_queue(name: &str) -> String {
+pub fn fair_queue(name: &str) -> String {
     tagged("redisson_lock_queue", name)
 }
 
 /// The fair lock's waiter deadlines.
-pub(crate) fn fair_timeouts(name: &str) -> String {
+pub fn fair_timeouts(name: &str) -> String {
     tagged("redisson_lock_timeout", name)
 }
 
 /// polylock's own record of when each fair-lock waiter last looked (Redisson ignores it).
-pub(crate) fn fair_seen(name: &str) -> String {
+pub fn fair_seen(name: &str) -> String {
     format!("{}:polylock_seen", fair_timeouts(name))
 }
 
 /// The channel on which a fair lock's release tells the waiter `owner` it is next.
-pub(crate) fn fair_waiter_channel(name: &str, owner: &str) -> String {
+pub fn fair_waiter_channel(name: &str, owner: &str) -> String {
     format!("{}:{owner}", lock_channel(name))
 }
 

@@ -13,7 +13,7 @@
 
 mod client;
 mod error;
-mod keys;
+pub mod keys;
 mod lock;
 mod runtime;
 mod script;
