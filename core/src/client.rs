@@ -1,139 +1,56 @@
-//! The client: one id, one multiplexed command connection, one pub/sub connection, one
-//! watchdog, all on the core's runtime.
+//! The client: one id, one multiplexed command connection, one pub/sub connection, one upkeep
+//! task, all on the core's runtime; and the registry of the holds made through it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::sync::watch;
 
+use crate::engine::renew::{Scheduler, Upkeep};
+use crate::engine::LockCore;
 use crate::error::{Error, Result};
-use crate::lock::{validate_name, Lock};
+use crate::kinds::fair::Fair;
+use crate::kinds::reentrant::Reentrant;
+use crate::kinds::LockKind;
+use crate::lock::Lock;
+use crate::options::{validate_name, ClientOptions};
+use crate::pubsub::{Hub, Timeouts};
 use crate::runtime::{current_pid, runtime};
-use crate::waiter::{Hub, Timeouts};
-use crate::watchdog::Watchdog;
 
-const DEFAULT_WATCHDOG_TIMEOUT: Duration = Duration::from_secs(30);
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
-/// A fair-lock waiter that has not looked at the queue for this long (its process died) is
-/// skipped. Live waiters look every half of it, so they never lose their place.
-const DEFAULT_FAIR_QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Options for [`Client`]; start from [`Client::builder`].
+/// Builds a [`Client`] option by option; see [`ClientOptions`] for each option.
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
     url: String,
-    watchdog_timeout: Duration,
-    connect_timeout: Duration,
-    response_timeout: Duration,
-    fair_queue_timeout: Duration,
+    options: ClientOptions,
 }
 
 impl ClientBuilder {
-    /// How long a fair-lock waiter that stopped answering keeps its place. Default 10 s.
     pub fn fair_queue_timeout(mut self, timeout: Duration) -> Self {
-        self.fair_queue_timeout = timeout;
+        self.options.fair_queue_timeout = timeout;
         self
     }
 
-    /// The lease of locks acquired without one; renewed every third of it. Default 30 s.
     pub fn watchdog_timeout(mut self, timeout: Duration) -> Self {
-        self.watchdog_timeout = timeout;
+        self.options.watchdog_timeout = timeout;
         self
     }
 
-    /// How long connecting may take before it fails with [`Error::Connection`]. Default 5 s.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.options.connect_timeout = timeout;
         self
     }
 
-    /// How long one command may wait for its answer before [`Error::Timeout`]. Default 5 s.
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
-        self.response_timeout = timeout;
+        self.options.response_timeout = timeout;
         self
     }
 
-    /// Connects. Fails with [`Error::Connection`] within the connect timeout when the server
-    /// cannot be reached, and with [`Error::InvalidArgument`] for a bad URL or option.
+    /// Connects. See [`Client::connect_with`].
     pub async fn connect(self) -> Result<Client> {
-        if self.watchdog_timeout < Duration::from_millis(30) {
-            return Err(Error::InvalidArgument(format!(
-                "watchdog timeout must be at least 30 ms, got {:?}",
-                self.watchdog_timeout
-            )));
-        }
-        if self.fair_queue_timeout < Duration::from_millis(10)
-            || self.fair_queue_timeout > crate::MAX_DURATION
-        {
-            return Err(Error::InvalidArgument(format!(
-                "fair queue timeout must be between 10 ms and 10 years, got {:?}",
-                self.fair_queue_timeout
-            )));
-        }
-        if self.connect_timeout.is_zero() || self.response_timeout.is_zero() {
-            return Err(Error::InvalidArgument(
-                "connect and response timeouts must be positive".into(),
-            ));
-        }
-        let redis_client = redis::Client::open(self.url.as_str()).map_err(|err| {
-            Error::InvalidArgument(format!("bad Redis URL '{}': {err}", redact(&self.url)))
-        })?;
-        // Connections live on the core's runtime, whatever runtime the caller awaits on.
-        runtime()
-            .spawn(self.connect_on_runtime(redis_client))
-            .await
-            .map_err(|err| Error::Connection(format!("connect task failed: {err}")))?
-    }
-
-    async fn connect_on_runtime(self, redis_client: redis::Client) -> Result<Client> {
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.connect_timeout))
-            .set_response_timeout(Some(self.response_timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(500));
-        let what = format!("connect to {}", redact(&self.url));
-        let connection = match tokio::time::timeout(
-            self.connect_timeout,
-            ConnectionManager::new_with_config(redis_client.clone(), config),
-        )
-        .await
-        {
-            Ok(Ok(connection)) => connection,
-            Ok(Err(err)) => {
-                return Err(match Error::from_redis(&what, err) {
-                    Error::Timeout(message) | Error::Redis(message) => Error::Connection(message),
-                    other => other,
-                })
-            }
-            Err(_) => {
-                return Err(Error::Connection(format!(
-                    "{what}: no answer within {:?}",
-                    self.connect_timeout
-                )))
-            }
-        };
-        let timeouts = Timeouts {
-            connect: self.connect_timeout,
-            response: self.response_timeout,
-        };
-        let inner = ClientInner {
-            id: uuid::Uuid::new_v4().to_string(),
-            pid: current_pid(),
-            hub: Hub::start(redis_client, timeouts),
-            watchdog: Watchdog::start(connection.clone(), self.watchdog_timeout),
-            connection,
-            timeouts,
-            fair_queue_timeout: self.fair_queue_timeout,
-            closed: AtomicBool::new(false),
-            next_handle: AtomicU64::new(1),
-            held: Mutex::new(HashMap::new()),
-        };
-        Ok(Client {
-            inner: Arc::new(inner),
-        })
+        Client::connect_with(&self.url, self.options).await
     }
 }
 
@@ -147,10 +64,79 @@ fn redact(url: &str) -> String {
     }
 }
 
+async fn connect_on_runtime(url: String, options: ClientOptions) -> Result<Client> {
+    let redis_client = redis::Client::open(url.as_str()).map_err(|err| {
+        Error::InvalidArgument(format!("bad Redis URL '{}': {err}", redact(&url)))
+    })?;
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(options.connect_timeout))
+        .set_response_timeout(Some(options.response_timeout))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(500));
+    let what = format!("connect to {}", redact(&url));
+    let as_connection_error = |err: Error| match err {
+        Error::Timeout(message) | Error::Redis(message) => Error::Connection(message),
+        other => other,
+    };
+    let connection = match tokio::time::timeout(
+        options.connect_timeout,
+        ConnectionManager::new_with_config(redis_client.clone(), config),
+    )
+    .await
+    {
+        Ok(Ok(connection)) => connection,
+        Ok(Err(err)) => return Err(as_connection_error(Error::from_redis(&what, err))),
+        Err(_) => {
+            return Err(Error::Connection(format!(
+                "{what}: no answer within {:?}",
+                options.connect_timeout
+            )))
+        }
+    };
+    let upkeep = Scheduler::start(connection.clone(), options.watchdog_timeout);
+    let on_reconnect = {
+        let upkeep = upkeep.clone();
+        Box::new(move || upkeep.check_now())
+    };
+    let timeouts = Timeouts {
+        connect: options.connect_timeout,
+        response: options.response_timeout,
+    };
+    let hub = match Hub::start(redis_client, timeouts, on_reconnect).await {
+        Ok(hub) => hub,
+        Err(err) => {
+            upkeep.stop();
+            return Err(as_connection_error(err));
+        }
+    };
+    let inner = ClientInner {
+        id: uuid::Uuid::new_v4().to_string(),
+        pid: current_pid(),
+        connection,
+        hub,
+        upkeep,
+        options,
+        registry: Mutex::new(Registry::default()),
+        closed: watch::Sender::new(false),
+        next_handle: AtomicU64::new(1),
+    };
+    Ok(Client {
+        inner: Arc::new(inner),
+    })
+}
+
 /// A connection to one Redis server, shared by every lock made from it. Cheap to clone.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<ClientInner>,
+}
+
+/// The holds made through a client, and whether it was closed (under one lock, so that
+/// nothing registers after `close`).
+#[derive(Default)]
+struct Registry {
+    closed: bool,
+    holds: HashMap<u64, Weak<LockCore>>,
 }
 
 pub(crate) struct ClientInner {
@@ -158,16 +144,31 @@ pub(crate) struct ClientInner {
     pid: u32,
     pub(crate) connection: ConnectionManager,
     pub(crate) hub: Hub,
-    pub(crate) watchdog: Arc<Watchdog>,
-    pub(crate) timeouts: Timeouts,
-    pub(crate) fair_queue_timeout: Duration,
-    closed: AtomicBool,
+    pub(crate) upkeep: Arc<Scheduler>,
+    pub(crate) options: ClientOptions,
+    registry: Mutex<Registry>,
+    closed: watch::Sender<bool>,
     next_handle: AtomicU64,
-    /// Handles that hold a lock now: handle id -> lock name (reported by `close`).
-    held: Mutex<HashMap<u64, String>>,
 }
 
 impl ClientInner {
+    fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn closed_error(&self, name: &str) -> Error {
+        Error::Connection(format!("lock '{name}': the client is closed"))
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    /// Turns `true` when the client is closed.
+    pub(crate) fn closed_receiver(&self) -> watch::Receiver<bool> {
+        self.closed.subscribe()
+    }
+
     /// Fails when the client was closed, or was made by the parent of this forked process.
     pub(crate) fn check_usable(&self, name: &str) -> Result<()> {
         if self.pid != current_pid() {
@@ -177,10 +178,8 @@ impl ClientInner {
                 self.pid
             )));
         }
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::Connection(format!(
-                "lock '{name}': the client is closed"
-            )));
+        if self.is_closed() {
+            return Err(self.closed_error(name));
         }
         Ok(())
     }
@@ -189,18 +188,37 @@ impl ClientInner {
         self.next_handle.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub(crate) fn set_held(&self, handle: u64, name: Option<&str>) {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        match name {
-            Some(name) => held.insert(handle, name.to_owned()),
-            None => held.remove(&handle),
-        };
+    /// Registers a hold (or updates its upkeep). Refused once the client is closed.
+    pub(crate) fn track_hold(&self, lock: &Arc<LockCore>, upkeep: Upkeep) -> Result<()> {
+        let mut registry = self.registry();
+        if registry.closed {
+            return Err(self.closed_error(lock.name()));
+        }
+        registry.holds.insert(lock.id, Arc::downgrade(lock));
+        self.upkeep.track(
+            lock.id,
+            lock.kind.renewal(&lock.owner),
+            upkeep,
+            Arc::downgrade(lock),
+        );
+        Ok(())
+    }
+
+    pub(crate) fn untrack_hold(&self, id: u64) {
+        self.registry().holds.remove(&id);
+        self.upkeep.untrack(id);
+    }
+
+    fn shutdown(&self) {
+        self.closed.send_replace(true);
+        self.upkeep.stop();
+        self.hub.shutdown();
     }
 }
 
 impl Drop for ClientInner {
     fn drop(&mut self) {
-        self.watchdog.shutdown();
+        self.shutdown();
     }
 }
 
@@ -215,17 +233,26 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// Connects with the default options.
     pub async fn connect(url: &str) -> Result<Client> {
-        Client::builder(url).connect().await
+        Client::connect_with(url, ClientOptions::default()).await
     }
 
-    /// Options: watchdog timeout, connect and response timeouts.
+    /// Connects with `options`. Fails with [`Error::InvalidArgument`] for a bad URL or option,
+    /// and with [`Error::Connection`] within the connect timeout when the server cannot be
+    /// reached.
+    pub async fn connect_with(url: &str, options: ClientOptions) -> Result<Client> {
+        options.validate()?;
+        // Connections live on the core's runtime, whatever runtime the caller awaits on.
+        runtime()
+            .spawn(connect_on_runtime(url.to_owned(), options))
+            .await
+            .map_err(|err| Error::Connection(format!("connect task failed: {err}")))?
+    }
+
+    /// Options one by one, from the defaults.
     pub fn builder(url: impl Into<String>) -> ClientBuilder {
         ClientBuilder {
             url: url.into(),
-            watchdog_timeout: DEFAULT_WATCHDOG_TIMEOUT,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
-            fair_queue_timeout: DEFAULT_FAIR_QUEUE_TIMEOUT,
+            options: ClientOptions::default(),
         }
     }
 
@@ -234,9 +261,17 @@ impl Client {
         &self.inner.id
     }
 
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
+    }
+
     /// The lease of watchdog-renewed locks.
     pub fn watchdog_timeout(&self) -> Duration {
-        self.inner.watchdog.lease()
+        self.inner.options.watchdog_timeout
+    }
+
+    fn handle(&self, kind: Arc<dyn LockKind>, holder_id: u64) -> Lock {
+        Lock::new(LockCore::new(self.inner.clone(), kind, holder_id))
     }
 
     /// A handle on the lock `name`, with a holder id of its own. No I/O.
@@ -249,7 +284,7 @@ impl Client {
     /// with the same holder id are the same owner and re-enter each other's holds. No I/O.
     pub fn lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
-        Ok(Lock::new(self.inner.clone(), name, holder_id, false))
+        Ok(self.handle(Arc::new(Reentrant::new(name)), holder_id))
     }
 
     /// A handle on the fair lock `name` (Redisson RFairLock layout): waiters are served in
@@ -262,27 +297,35 @@ impl Client {
     /// [`Client::fair_lock`] for the given holder id (a thread or task id). No I/O.
     pub fn fair_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
-        Ok(Lock::new(self.inner.clone(), name, holder_id, true))
+        Ok(self.handle(Arc::new(Fair::new(name)), holder_id))
     }
 
-    /// Stops the watchdog and the pub/sub connection. Returns the names of the locks still held
-    /// through this client (each also logged): they are not released, and expire with their
-    /// lease. Later calls on this client's locks fail with [`Error::Connection`].
+    /// Closes the client: pending waits end at once with [`Error::Connection`], nothing is
+    /// renewed or released any more, and the pub/sub connection and background tasks stop.
+    /// Returns the names of the locks still held: each handle reports its hold lost at once
+    /// (they are not released, and expire with their lease). Later calls fail with
+    /// [`Error::Connection`].
     pub fn close(&self) -> Vec<String> {
-        self.inner.closed.store(true, Ordering::Release);
-        self.inner.watchdog.shutdown();
-        let held: Vec<String> = self
-            .inner
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for name in &held {
-            tracing::warn!(lock = %name, "client closed while holding a lock; it will expire with its lease");
+        let holds: Vec<Arc<LockCore>> = {
+            let mut registry = self.inner.registry();
+            registry.closed = true;
+            registry
+                .holds
+                .drain()
+                .filter_map(|(_, lock)| lock.upgrade())
+                .collect()
+        };
+        self.inner.shutdown();
+        let mut names = Vec::with_capacity(holds.len());
+        for lock in holds {
+            names.push(lock.name().to_owned());
+            lock.mark_lost(Error::LockLost(format!(
+                "lock '{}' was lost: the client was closed while it was held; nothing renews \
+                 or releases it any more, and it expires with its lease",
+                lock.name()
+            )));
         }
-        held
+        names
     }
 
     /// Number of channels this client's waiters are subscribed to now.
@@ -292,6 +335,6 @@ impl Client {
 
     /// Number of locks the watchdog renews now.
     pub fn watched_locks(&self) -> usize {
-        self.inner.watchdog.len()
+        self.inner.upkeep.renewed()
     }
 }

@@ -80,6 +80,20 @@ impl Error {
         Error::Redis(format!("{what}: Redis replied with an error ({err})"))
     }
 
+    /// The same error with `note` appended to its message.
+    pub(crate) fn with_note(self, note: &str) -> Error {
+        let noted = |message: String| format!("{message}; {note}");
+        match self {
+            Error::InvalidArgument(m) => Error::InvalidArgument(noted(m)),
+            Error::NotHeld(m) => Error::NotHeld(noted(m)),
+            Error::LockLost(m) => Error::LockLost(noted(m)),
+            Error::Connection(m) => Error::Connection(noted(m)),
+            Error::Timeout(m) => Error::Timeout(noted(m)),
+            Error::WrongType(m) => Error::WrongType(noted(m)),
+            Error::Redis(m) => Error::Redis(noted(m)),
+        }
+    }
+
     pub(crate) fn timed_out(what: &str, after: Duration) -> Error {
         Error::Timeout(format!("{what}: no answer from Redis within {after:?}"))
     }

@@ -20,6 +20,12 @@ pub fn unlock_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", tagged("redisson_unlock_latch", name))
 }
 
+/// polylock's own latch of one acquire request: `1` once it acquired, `0` once it was undone.
+/// It makes an acquire whose reply was lost safe to retry and possible to undo.
+pub fn acquire_latch(name: &str, request_id: &str) -> String {
+    format!("{}:{request_id}", tagged("polylock_acquire_latch", name))
+}
+
 /// The fair lock's queue of waiting owners.
 pub fn fair_queue(name: &str) -> String {
     tagged("redisson_lock_queue", name)
@@ -52,6 +58,7 @@ mod tests {
         );
         assert_eq!(lock_channel("a{b}c"), "redisson_lock__channel:a{b}c");
         assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
+        assert_eq!(acquire_latch("x", "ab"), "polylock_acquire_latch:{x}:ab");
         assert_eq!(fair_queue("q"), "redisson_lock_queue:{q}");
         assert_eq!(fair_timeouts("q"), "redisson_lock_timeout:{q}");
         assert_eq!(fair_seen("q"), "redisson_lock_timeout:{q}:polylock_seen");

@@ -12,17 +12,19 @@
 //! ```
 
 mod client;
+mod engine;
 mod error;
 pub mod keys;
+mod kinds;
 mod lock;
+pub mod options;
+mod pubsub;
 mod runtime;
-mod script;
-mod waiter;
-mod watchdog;
 
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, ErrorKind, Result};
-pub use lock::{Lock, MAX_DURATION, MAX_NAME_BYTES};
+pub use lock::Lock;
+pub use options::{ClientOptions, MAX_DURATION, MAX_NAME_BYTES};
 pub use runtime::runtime;
 
 /// The README's Rust example, compiled as a doc test so it cannot drift from the API.

@@ -1,8 +1,13 @@
-//! The pub/sub waiter: one connection per client, one subscription per channel shared by all
+//! The pub/sub side of a client: one connection, one subscription per channel shared by all
 //! local waiters (reference-counted), resubscribed after a reconnect.
+//!
+//! The connection is opened with the client and kept open: when it drops, the hub reconnects,
+//! wakes every waiter (messages sent meanwhile are lost) and calls the client's reconnect hook
+//! (which re-checks every held lock at once: the server may have restarted).
 //!
 //! SUBSCRIBE and UNSUBSCRIBE go through one control task in order, so an unsubscribe of a
 //! channel whose last waiter left can never overtake the subscribe of the next waiter.
+//! `shutdown` ends the control task and the connection.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -11,6 +16,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use redis::aio::PubSubSink;
 use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
 
@@ -21,21 +27,12 @@ const READ_UNLOCKED: &[u8] = b"1";
 /// Delay before the next attempt to re-establish a broken pub/sub connection.
 const RECONNECT_DELAY: Duration = Duration::from_millis(200);
 
-/// The local waiters on one channel.
-pub(crate) struct ChannelWaiters {
-    notify: Notify,
-}
-
-impl ChannelWaiters {
-    /// Passes a wake-up on to another local waiter (used by a woken waiter that gives up).
-    pub(crate) fn pass_on(&self) {
-        self.notify.notify_one();
-    }
-}
+/// Called after the pub/sub connection came back.
+pub(crate) type ReconnectHook = Box<dyn Fn() + Send + Sync>;
 
 struct Entry {
     refs: usize,
-    waiters: Arc<ChannelWaiters>,
+    notify: Arc<Notify>,
 }
 
 #[derive(Default)]
@@ -50,8 +47,8 @@ impl Channels {
 
     fn wake_all(&self) {
         for entry in self.map().values() {
-            entry.waiters.notify.notify_waiters();
-            entry.waiters.notify.notify_one();
+            entry.notify.notify_waiters();
+            entry.notify.notify_one();
         }
     }
 }
@@ -61,10 +58,9 @@ enum Command {
     Unsubscribe(String),
     /// The message stream of connection `generation` ended.
     Disconnected(u64),
-    Reconnect,
+    Shutdown,
 }
 
-/// The pub/sub side of a client.
 pub(crate) struct Hub {
     channels: Arc<Channels>,
     commands: mpsc::UnboundedSender<Command>,
@@ -73,7 +69,7 @@ pub(crate) struct Hub {
 /// One waiter's hold on a channel subscription; dropping it releases the hold.
 pub(crate) struct Subscription {
     channel: String,
-    waiters: Arc<ChannelWaiters>,
+    notify: Arc<Notify>,
     channels: Arc<Channels>,
     commands: mpsc::UnboundedSender<Command>,
 }
@@ -82,13 +78,14 @@ impl Subscription {
     /// Waits for a wake-up message, at most `max`. True when woken by a message.
     pub(crate) async fn wait(&self, max: Duration) -> bool {
         tokio::select! {
-            _ = self.waiters.notify.notified() => true,
+            _ = self.notify.notified() => true,
             _ = tokio::time::sleep(max) => false,
         }
     }
 
-    pub(crate) fn waiters(&self) -> &ChannelWaiters {
-        &self.waiters
+    /// Passes a wake-up on to another local waiter (used by a woken waiter that leaves).
+    pub(crate) fn pass_on(&self) {
+        self.notify.notify_one();
     }
 }
 
@@ -106,42 +103,52 @@ impl Drop for Subscription {
     }
 }
 
+#[derive(Clone, Copy)]
+pub(crate) struct Timeouts {
+    pub connect: Duration,
+    pub response: Duration,
+}
+
 impl Hub {
-    /// Starts the control task on the current runtime. No connection is made until the first
-    /// subscription.
-    pub(crate) fn start(client: redis::Client, timeouts: Timeouts) -> Hub {
+    /// Opens the pub/sub connection and starts the control task on the current runtime.
+    pub(crate) async fn start(
+        client: redis::Client,
+        timeouts: Timeouts,
+        on_reconnect: ReconnectHook,
+    ) -> Result<Hub> {
         let channels = Arc::new(Channels::default());
         let (commands, receiver) = mpsc::unbounded_channel();
-        let control = Control {
+        let mut control = Control {
             client,
             timeouts,
             channels: channels.clone(),
             commands: commands.clone(),
             sink: None,
+            reader: None,
             generation: 0,
+            on_reconnect,
         };
+        control.connect().await?;
         tokio::spawn(control.run(receiver));
-        Hub { channels, commands }
+        Ok(Hub { channels, commands })
     }
 
     /// Subscribes to `channel` (or joins the existing subscription) and returns once Redis has
     /// confirmed it, so that no message sent after this returns can be missed.
     pub(crate) async fn subscribe(&self, channel: &str) -> Result<Subscription> {
-        let waiters = {
+        let notify = {
             let mut map = self.channels.map();
             let entry = map.entry(channel.to_owned()).or_insert_with(|| Entry {
                 refs: 0,
-                waiters: Arc::new(ChannelWaiters {
-                    notify: Notify::new(),
-                }),
+                notify: Arc::new(Notify::new()),
             });
             entry.refs += 1;
-            entry.waiters.clone()
+            entry.notify.clone()
         };
         // Made before the request so that an error or cancellation gives the reference back.
         let subscription = Subscription {
             channel: channel.to_owned(),
-            waiters,
+            notify,
             channels: self.channels.clone(),
             commands: self.commands.clone(),
         };
@@ -157,16 +164,17 @@ impl Hub {
     pub(crate) fn subscribed_channels(&self) -> usize {
         self.channels.map().len()
     }
+
+    /// Ends the control task and closes the connection; waiters are woken (and find the
+    /// client closed).
+    pub(crate) fn shutdown(&self) {
+        let _ = self.commands.send(Command::Shutdown);
+        self.channels.wake_all();
+    }
 }
 
 fn closed() -> Error {
     Error::Connection("the client is closed: its pub/sub connection was shut down".into())
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct Timeouts {
-    pub connect: Duration,
-    pub response: Duration,
 }
 
 struct Control {
@@ -175,52 +183,73 @@ struct Control {
     channels: Arc<Channels>,
     commands: mpsc::UnboundedSender<Command>,
     sink: Option<PubSubSink>,
+    /// The task reading the current connection's messages.
+    reader: Option<JoinHandle<()>>,
     generation: u64,
+    on_reconnect: ReconnectHook,
 }
 
 impl Control {
     async fn run(mut self, mut receiver: mpsc::UnboundedReceiver<Command>) {
-        // Ends when the hub and every subscription are gone: the client was dropped or closed.
-        while let Some(command) = receiver.recv().await {
+        loop {
+            let command = if self.sink.is_some() {
+                receiver.recv().await
+            } else {
+                // Disconnected: try again every RECONNECT_DELAY, commands still served.
+                tokio::select! {
+                    command = receiver.recv() => command,
+                    _ = tokio::time::sleep(RECONNECT_DELAY) => {
+                        self.reconnect().await;
+                        continue;
+                    }
+                }
+            };
             match command {
-                Command::Subscribe(channel, ack) => {
+                None | Some(Command::Shutdown) => break,
+                Some(Command::Subscribe(channel, ack)) => {
                     let result = self.subscribe(&channel).await;
                     let _ = ack.send(result);
                 }
-                Command::Unsubscribe(channel) => self.unsubscribe(channel).await,
-                Command::Disconnected(generation) if generation == self.generation => {
+                Some(Command::Unsubscribe(channel)) => self.unsubscribe(channel).await,
+                Some(Command::Disconnected(generation)) if generation == self.generation => {
                     tracing::warn!("pub/sub connection lost; reconnecting");
-                    self.sink = None;
+                    self.disconnect();
                     self.reconnect().await;
                 }
-                Command::Disconnected(_) => {}
-                Command::Reconnect => {
-                    if self.sink.is_none() {
-                        self.reconnect().await;
-                    }
-                }
+                Some(Command::Disconnected(_)) => {}
             }
+        }
+        self.disconnect();
+    }
+
+    fn disconnect(&mut self) {
+        self.sink = None;
+        if let Some(reader) = self.reader.take() {
+            reader.abort();
         }
     }
 
     async fn subscribe(&mut self, channel: &str) -> Result<()> {
-        if self.sink.is_none() {
-            // `connect` subscribes to every channel in use, this one included.
-            return self.connect().await;
-        }
-        let sink = self.sink.as_mut().expect("checked above");
+        let Some(sink) = self.sink.as_mut() else {
+            // `reconnect` subscribes to every channel in use, this one included.
+            return match self.connect().await {
+                Ok(()) => {
+                    self.after_reconnect();
+                    Ok(())
+                }
+                Err(err) => Err(err),
+            };
+        };
+        let what = format!("subscribe to '{channel}'");
         match tokio::time::timeout(self.timeouts.response, sink.subscribe(channel)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(err)) => {
-                self.sink = None;
-                Err(Error::from_redis(&format!("subscribe to '{channel}'"), err))
+                self.disconnect();
+                Err(Error::from_redis(&what, err))
             }
             Err(_) => {
-                self.sink = None;
-                Err(Error::timed_out(
-                    &format!("subscribe to '{channel}'"),
-                    self.timeouts.response,
-                ))
+                self.disconnect();
+                Err(Error::timed_out(&what, self.timeouts.response))
             }
         }
     }
@@ -239,8 +268,8 @@ impl Control {
         if let Some(sink) = self.sink.as_mut() {
             let done = tokio::time::timeout(self.timeouts.response, sink.unsubscribe(&channel));
             if !matches!(done.await, Ok(Ok(()))) {
-                // A connection that cannot unsubscribe is suspect; the next subscriber reconnects.
-                self.sink = None;
+                // A connection that cannot unsubscribe is suspect: start afresh.
+                self.disconnect();
             }
         }
     }
@@ -268,7 +297,7 @@ impl Control {
         let generation = self.generation;
         let channels = self.channels.clone();
         let commands = self.commands.clone();
-        tokio::spawn(async move {
+        self.reader = Some(tokio::spawn(async move {
             while let Some(message) = stream.next().await {
                 dispatch(
                     &channels,
@@ -277,27 +306,23 @@ impl Control {
                 );
             }
             let _ = commands.send(Command::Disconnected(generation));
-        });
+        }));
         self.sink = Some(sink);
         Ok(())
     }
 
     async fn reconnect(&mut self) {
-        if self.channels.map().is_empty() {
-            return; // nobody waits: the next subscriber connects
-        }
         match self.connect().await {
-            // Messages sent while we were away are lost: every waiter retries now.
-            Ok(()) => self.channels.wake_all(),
-            Err(err) => {
-                tracing::warn!(error = %err, "pub/sub reconnect failed; retrying");
-                let commands = self.commands.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(RECONNECT_DELAY).await;
-                    let _ = commands.send(Command::Reconnect);
-                });
-            }
+            Ok(()) => self.after_reconnect(),
+            Err(err) => tracing::debug!(error = %err, "pub/sub reconnect failed; retrying"),
         }
+    }
+
+    fn after_reconnect(&self) {
+        tracing::info!("pub/sub connection re-established");
+        // Messages sent while we were away are lost: every waiter looks again.
+        self.channels.wake_all();
+        (self.on_reconnect)();
     }
 }
 
@@ -307,12 +332,12 @@ fn dispatch(channels: &Channels, channel: &str, payload: &[u8]) {
         return;
     };
     match payload {
-        UNLOCKED => entry.waiters.notify.notify_one(),
+        UNLOCKED => entry.notify.notify_one(),
         READ_UNLOCKED => {
-            entry.waiters.notify.notify_waiters();
-            entry.waiters.notify.notify_one();
+            entry.notify.notify_waiters();
+            entry.notify.notify_one();
         }
         // Unknown payloads still mean the lock changed: let one waiter look.
-        _ => entry.waiters.notify.notify_one(),
+        _ => entry.notify.notify_one(),
     }
 }

@@ -1,0 +1,376 @@
+//! Acquire: each call runs as its own task, so a script already sent is always answered, and
+//! an acquisition nobody receives is undone (see [`Handoff`]).
+//!
+//! One request id per call makes every attempt idempotent: an attempt whose reply was lost
+//! (timeout, dropped connection) is retried with the same id within the caller's wait bound,
+//! and replays its first outcome. A call that ends while an attempt's outcome is unknown
+//! leaves a resolver behind that undoes the attempt as soon as the server answers again.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+use tracing::Instrument;
+
+use crate::engine::{latch_ms, request_id, Backoff, Lease, LockCore, LATCH_GRACE};
+use crate::error::{Error, Result};
+use crate::kinds::{AcquireArgs, Attempt, UndoArgs};
+use crate::options::validate_acquire;
+use crate::pubsub::Subscription;
+use crate::runtime::runtime;
+
+/// Longest single sleep of a waiter between two looks at the lock (it normally wakes by message).
+const MAX_WAIT_SLICE: Duration = Duration::from_secs(3600);
+
+/// Who owns an acquisition that completes while the caller may be dropping its future: the
+/// task commits it (then the caller's guard undoes it if the result never arrives), or the
+/// caller abandons first (then the task undoes it). Exactly one side wins the exchange.
+#[derive(Default)]
+struct Handoff(AtomicU8);
+
+const WAITING: u8 = 0;
+const COMMITTED: u8 = 1;
+const ABANDONED: u8 = 2;
+
+impl Handoff {
+    /// True when the acquisition now belongs to the caller.
+    fn commit(&self) -> bool {
+        self.0
+            .compare_exchange(WAITING, COMMITTED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    fn is_abandoned(&self) -> bool {
+        self.0.load(Ordering::Acquire) == ABANDONED
+    }
+
+    /// True when the task had already committed an acquisition the caller will never see.
+    fn abandon(&self) -> bool {
+        self.0
+            .compare_exchange(WAITING, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+            == Err(COMMITTED)
+    }
+}
+
+/// Lives in the caller's `acquire` future; dropping it before the result arrived abandons the
+/// attempt (and wakes the task through `_cancel`).
+struct CallerGuard {
+    handoff: Arc<Handoff>,
+    lock: Arc<LockCore>,
+    _cancel: oneshot::Sender<()>,
+    received: bool,
+}
+
+impl Drop for CallerGuard {
+    fn drop(&mut self) {
+        if self.received || !self.handoff.abandon() {
+            return;
+        }
+        // The task recorded the hold before committing it, so releasing one level undoes
+        // exactly that acquisition. The level comes off at once, so the handle never reports
+        // a hold its caller did not receive.
+        let Ok(reserved) = self.lock.reserve_level() else {
+            return;
+        };
+        let lock = self.lock.clone();
+        runtime().spawn(async move {
+            if let Err(err) = lock.finish_release(reserved).await {
+                tracing::warn!(lock = %lock.name(), error = %err, "could not undo an acquire whose caller went away");
+            }
+        });
+    }
+}
+
+/// A waiter's hold on its wait channel, and whether it used up a wake-up message that the
+/// next attempt has not answered yet (a waiter that leaves then passes it on).
+struct Waiting {
+    subscription: Option<Subscription>,
+    woken: bool,
+}
+
+/// How an attempt loop ended, and whether its last attempt's outcome is unknown.
+struct Ended {
+    outcome: Result<bool>,
+    unknown: bool,
+}
+
+fn remaining(deadline: Option<Instant>) -> Duration {
+    deadline.map_or(MAX_WAIT_SLICE, |deadline| {
+        deadline.saturating_duration_since(Instant::now())
+    })
+}
+
+impl LockCore {
+    /// Acquires or re-enters. `wait`: `None` no bound, zero one attempt. `lease`: `None` the
+    /// watchdog lease. Dropping the future leaves no lock held and no subscription behind.
+    pub(crate) async fn acquire(
+        self: &Arc<Self>,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<bool> {
+        validate_acquire(wait, lease)?;
+        self.client.check_usable(self.name())?;
+        let lease = lease.map_or(Lease::Watchdog, Lease::Fixed);
+        let deadline = wait.map(|wait| Instant::now() + wait);
+        let (cancel, cancelled) = oneshot::channel::<()>();
+        let handoff = Arc::new(Handoff::default());
+        let mut caller = CallerGuard {
+            handoff: handoff.clone(),
+            lock: self.clone(),
+            _cancel: cancel,
+            received: false,
+        };
+        let span = tracing::debug_span!("acquire", lock = %self.name(), owner = %self.owner);
+        let task = runtime().spawn(
+            self.clone()
+                .acquire_task(deadline, lease, cancelled, handoff)
+                .instrument(span),
+        );
+        let mut closed = self.client.closed_receiver();
+        tokio::select! {
+            joined = task => {
+                caller.received = true;
+                joined.map_err(|err| {
+                    Error::Redis(format!("lock '{}': acquire task failed: {err}", self.name()))
+                })?
+            }
+            // A pending wait ends at once when the client closes; the guard abandons the task.
+            _ = closed.wait_for(|closed| *closed) => Err(self.client.closed_error(self.name())),
+        }
+    }
+
+    async fn acquire_task(
+        self: Arc<Self>,
+        deadline: Option<Instant>,
+        lease: Lease,
+        mut cancelled: oneshot::Receiver<()>,
+        handoff: Arc<Handoff>,
+    ) -> Result<bool> {
+        let request = request_id();
+        let mut waiting = Waiting {
+            subscription: self.take_kept_subscription(),
+            woken: false,
+        };
+        let first_sent = Instant::now();
+        let ended = self
+            .acquire_loop(
+                &request,
+                deadline,
+                lease,
+                &mut cancelled,
+                &handoff,
+                &mut waiting,
+            )
+            .await;
+        if !matches!(ended.outcome, Ok(true)) {
+            if ended.unknown {
+                self.resolve_unknown(request, lease, first_sent);
+            } else {
+                self.leave_queue().await;
+            }
+            if let Some(subscription) = waiting.subscription.as_ref().filter(|_| waiting.woken) {
+                // Our wake-up went unused: another local waiter may be next.
+                subscription.pass_on();
+            }
+        }
+        self.keep_subscription(waiting.subscription);
+        ended.outcome
+    }
+
+    async fn acquire_loop(
+        self: &Arc<Self>,
+        request: &str,
+        deadline: Option<Instant>,
+        lease: Lease,
+        cancelled: &mut oneshot::Receiver<()>,
+        handoff: &Handoff,
+        waiting: &mut Waiting,
+    ) -> Ended {
+        let ended = |outcome: Result<bool>, unknown: bool| Ended { outcome, unknown };
+        let channel = self.kind.wait_channel(&self.owner);
+        let mut closed = self.client.closed_receiver();
+        let mut backoff = Backoff::default();
+        let mut unknown = false;
+        loop {
+            if handoff.is_abandoned() {
+                return ended(Ok(false), unknown);
+            }
+            if let Err(err) = self.client.check_usable(self.name()) {
+                return ended(Err(err), unknown);
+            }
+            let sent_at = Instant::now();
+            let holder_lease = match self.try_acquire(lease, request).await {
+                Ok(Attempt::Acquired) => {
+                    waiting.woken = false;
+                    // Record the hold, then hand it to the caller, unless the caller is gone.
+                    if let Err(err) = self.record_acquired(request.to_owned(), lease, sent_at) {
+                        // Closed meanwhile: nothing may hold now; the resolver undoes it.
+                        return ended(Err(err), true);
+                    }
+                    if handoff.commit() {
+                        return ended(Ok(true), false);
+                    }
+                    if let Err(err) = self.release().await {
+                        tracing::warn!(lock = %self.name(), error = %err, "could not undo an acquire whose caller went away");
+                    }
+                    return ended(Ok(false), false);
+                }
+                Ok(Attempt::Undone) => return ended(Ok(false), false),
+                Ok(Attempt::Busy(holder_lease)) => {
+                    unknown = false;
+                    waiting.woken = false;
+                    backoff = Backoff::default();
+                    holder_lease
+                }
+                Err(err) if err.is_transient() => {
+                    // The outcome is unknown: retry the same request within the wait bound.
+                    unknown = true;
+                    let left = remaining(deadline);
+                    if left.is_zero() {
+                        return ended(Err(err), true);
+                    }
+                    tracing::debug!(%err, "acquire attempt failed; retrying with the same request id");
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff.next_delay().min(left)) => {}
+                        _ = &mut *cancelled => return ended(Ok(false), true),
+                        _ = closed.wait_for(|closed| *closed) => {}
+                    }
+                    continue;
+                }
+                Err(err) => return ended(Err(err), false),
+            };
+            if handoff.is_abandoned() {
+                return ended(Ok(false), false);
+            }
+            let left = remaining(deadline);
+            if left.is_zero() {
+                return ended(Ok(false), false);
+            }
+            let Some(subscription) = waiting.subscription.as_ref() else {
+                // Subscribe before the retry, so an unlock after our attempt is never missed.
+                match self.client.hub.subscribe(&channel).await {
+                    Ok(subscription) => waiting.subscription = Some(subscription),
+                    Err(err) if err.is_transient() => {
+                        tracing::debug!(%err, "subscribe failed; retrying");
+                        tokio::select! {
+                            _ = tokio::time::sleep(backoff.next_delay().min(left)) => {}
+                            _ = &mut *cancelled => return ended(Ok(false), false),
+                            _ = closed.wait_for(|closed| *closed) => {}
+                        }
+                    }
+                    Err(err) => return ended(Err(err), false),
+                }
+                continue;
+            };
+            let mut slice = left
+                .min(holder_lease.unwrap_or(MAX_WAIT_SLICE))
+                .min(MAX_WAIT_SLICE);
+            if let Some(longest) = self.kind.longest_wait(&self.client.options) {
+                slice = slice.min(longest);
+            }
+            tokio::select! {
+                woken = subscription.wait(slice) => waiting.woken = woken,
+                _ = &mut *cancelled => return ended(Ok(false), false),
+                _ = closed.wait_for(|closed| *closed) => {}
+            }
+        }
+    }
+
+    /// One acquire attempt.
+    async fn try_acquire(&self, lease: Lease, request: &str) -> Result<Attempt> {
+        let mut connection = self.client.connection.clone();
+        let lease = self.lease_of(lease);
+        let args = AcquireArgs {
+            owner: &self.owner,
+            lease_ms: lease.as_millis() as u64,
+            request,
+            latch_ms: latch_ms(lease),
+        };
+        let reply: redis::Value = self
+            .kind
+            .acquire(&args, &self.client.options)
+            .invoke_async(&mut connection)
+            .await
+            .map_err(|err| Error::from_redis(&self.what("acquire"), err))?;
+        self.kind.read_acquire(reply).map_err(|other| {
+            Error::Redis(format!(
+                "{}: unexpected reply {other:?}",
+                self.what("acquire")
+            ))
+        })
+    }
+
+    /// The reply of acquire `request` was lost and its caller is gone: undo it (or make sure it
+    /// never takes effect) as soon as the server answers again.
+    fn resolve_unknown(self: &Arc<Self>, request: String, lease: Lease, first_sent: Instant) {
+        let lock = self.clone();
+        let lease = self.lease_of(lease);
+        // After this, whatever it acquired has expired, and the request can no longer arrive.
+        let until = first_sent + lease + LATCH_GRACE;
+        runtime().spawn(async move {
+            let mut backoff = Backoff::default();
+            loop {
+                let restore = lock.current_lease_ms();
+                let args = UndoArgs {
+                    owner: &lock.owner,
+                    request: &request,
+                    latch_ms: latch_ms(lease),
+                    lease_ms: restore,
+                };
+                let mut connection = lock.client.connection.clone();
+                let undone = lock
+                    .kind
+                    .undo_acquire(&args, &lock.client.options)
+                    .invoke_async::<i64>(&mut connection)
+                    .await
+                    .map_err(|err| Error::from_redis(&lock.what("undo an acquire of"), err));
+                match undone {
+                    Ok(undone) => {
+                        tracing::info!(lock = %lock.name(), undone, "resolved an acquire whose reply was lost");
+                        return;
+                    }
+                    Err(err)
+                        if err.is_transient()
+                            && Instant::now() < until
+                            && !lock.client.is_closed() =>
+                    {
+                        tokio::time::sleep(backoff.next_delay()).await;
+                    }
+                    Err(err) => {
+                        tracing::warn!(lock = %lock.name(), error = %err, "could not undo an acquire whose reply was lost; it expires with its lease");
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    /// A waiter that gives up leaves its queue at once (best effort: else its deadline or
+    /// queue timeout skips it later).
+    async fn leave_queue(&self) {
+        let Some(call) = self.kind.leave_queue(&self.owner, &self.client.options) else {
+            return;
+        };
+        let mut connection = self.client.connection.clone();
+        if let Err(err) = call.invoke_async::<i64>(&mut connection).await {
+            tracing::warn!(lock = %self.name(), error = %err, "could not leave the queue; its timeout will skip this waiter");
+        }
+    }
+
+    fn take_kept_subscription(&self) -> Option<Subscription> {
+        self.kept_subscription
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    fn keep_subscription(&self, subscription: Option<Subscription>) {
+        if self.kind.keeps_subscription() {
+            *self
+                .kept_subscription
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = subscription;
+        }
+    }
+}

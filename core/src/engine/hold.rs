@@ -1,0 +1,196 @@
+//! What a handle holds: one acquire request id per reentrant level, the lease Redis's TTL
+//! follows, and whether the hold was lost (with the signal that tells the holder).
+//!
+//! Every acquisition and every partial release resets the key's TTL to the hold's lease, so the
+//! hold's lease is always that of its latest acquisition, and its upkeep (watchdog renewal, or
+//! the expiry of a fixed lease) is re-registered after each of them.
+
+use std::sync::{Arc, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::engine::renew::Upkeep;
+use crate::engine::LockCore;
+use crate::error::{Error, Result};
+
+pub(crate) type LostCallback = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// The lease of a hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Lease {
+    /// The client's watchdog lease, renewed while held.
+    #[default]
+    Watchdog,
+    /// A fixed lease, never renewed.
+    Fixed(Duration),
+}
+
+#[derive(Default)]
+pub(crate) struct Hold {
+    /// The acquire request of each level, oldest first; its latch is deleted by its release.
+    levels: Vec<String>,
+    lease: Lease,
+    /// Set when the hold was lost; reported by the next release.
+    lost: Option<Error>,
+}
+
+/// A level taken off the hold for a release under way.
+pub(crate) struct Reserved {
+    pub acquired_by: String,
+    pub lease: Lease,
+}
+
+impl LockCore {
+    pub(super) fn hold(&self) -> MutexGuard<'_, Hold> {
+        self.hold.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn lease_of(&self, lease: Lease) -> Duration {
+        match lease {
+            Lease::Watchdog => self.client.options.watchdog_timeout,
+            Lease::Fixed(lease) => lease,
+        }
+    }
+
+    fn upkeep(&self, lease: Lease, sent_at: Instant) -> Upkeep {
+        match lease {
+            Lease::Watchdog => Upkeep::Renew {
+                last_renewed: sent_at,
+            },
+            // The script ran after it was sent: the key lives at least this long.
+            Lease::Fixed(lease) => Upkeep::Expire {
+                at: sent_at + lease,
+                lease,
+            },
+        }
+    }
+
+    /// Records an acquisition Redis confirmed for the request sent at `sent_at`: the key's TTL
+    /// is now `lease`. Fails, recording nothing, when the client was closed.
+    pub(super) fn record_acquired(
+        self: &Arc<Self>,
+        request: String,
+        lease: Lease,
+        sent_at: Instant,
+    ) -> Result<()> {
+        let mut hold = self.hold();
+        let fresh = hold.levels.is_empty() || hold.lost.is_some();
+        self.client.track_hold(self, self.upkeep(lease, sent_at))?;
+        if fresh {
+            hold.levels.clear();
+            hold.lost = None;
+            self.lost.send_replace(false);
+        }
+        hold.levels.push(request);
+        hold.lease = lease;
+        Ok(())
+    }
+
+    /// Takes one level off before its release script runs, so a concurrent release or
+    /// `is_held` sees it gone at once (never two releases of one level). Pauses the upkeep: a
+    /// "gone" renewal may now be this release deleting the key.
+    pub(super) fn reserve_level(&self) -> Result<Reserved> {
+        let mut hold = self.hold();
+        if let Some(lost) = hold.lost.take() {
+            hold.levels.clear();
+            drop(hold);
+            self.client.untrack_hold(self.id);
+            return Err(lost);
+        }
+        let Some(acquired_by) = hold.levels.pop() else {
+            return Err(Error::NotHeld(format!(
+                "lock '{}' is not held by this owner ({}): release without acquire, or released twice",
+                self.name(),
+                self.owner
+            )));
+        };
+        let lease = hold.lease;
+        drop(hold);
+        self.client.upkeep.pause(self.id, true);
+        Ok(Reserved { acquired_by, lease })
+    }
+
+    /// Gives a reserved level back after a release that did not happen.
+    pub(super) fn restore_level(&self, reserved: Reserved) {
+        self.hold().levels.push(reserved.acquired_by);
+        self.client.upkeep.pause(self.id, false);
+    }
+
+    /// Levels remain after a release that Redis confirmed at `sent_at`: the release reset the
+    /// TTL to the hold's lease, and the upkeep follows.
+    pub(super) fn partially_released(self: &Arc<Self>, sent_at: Instant) {
+        let hold = self.hold();
+        if hold.levels.is_empty() || hold.lost.is_some() {
+            return;
+        }
+        let upkeep = self.upkeep(hold.lease, sent_at);
+        // Fails only when the client was closed meanwhile, which marked this hold lost.
+        let _ = self.client.track_hold(self, upkeep);
+    }
+
+    /// The hold is over (released, or given up): no upkeep, no entry in the client's registry.
+    pub(super) fn forget_hold(&self) {
+        let mut hold = self.hold();
+        hold.levels.clear();
+        hold.lost = None;
+        drop(hold);
+        self.client.untrack_hold(self.id);
+    }
+
+    /// The levels and lease of the hold, emptied (for a release of everything).
+    pub(super) fn take_hold(&self) -> Option<(Vec<String>, Lease)> {
+        let mut hold = self.hold();
+        if hold.levels.is_empty() || hold.lost.is_some() {
+            return None;
+        }
+        Some((std::mem::take(&mut hold.levels), hold.lease))
+    }
+
+    pub(crate) fn is_held(&self) -> bool {
+        let hold = self.hold();
+        !hold.levels.is_empty() && hold.lost.is_none()
+    }
+
+    /// The TTL a hold of this handle keeps, in ms (0 when it holds nothing).
+    pub(super) fn current_lease_ms(&self) -> u64 {
+        let hold = self.hold();
+        if hold.levels.is_empty() || hold.lost.is_some() {
+            return 0;
+        }
+        self.lease_of(hold.lease).as_millis() as u64
+    }
+
+    pub(crate) fn hold_count(&self) -> u32 {
+        self.hold().levels.len() as u32
+    }
+
+    pub(crate) fn is_lost(&self) -> bool {
+        *self.lost.borrow()
+    }
+
+    /// Records that the current hold was lost and tells everyone listening (once per hold).
+    pub(crate) fn mark_lost(&self, error: Error) {
+        {
+            let mut hold = self.hold();
+            if hold.levels.is_empty() || hold.lost.is_some() {
+                return;
+            }
+            hold.lost = Some(error.clone());
+        }
+        self.client.untrack_hold(self.id);
+        tracing::warn!(lock = %self.name(), owner = %self.owner, %error, "lock lost");
+        self.lost.send_replace(true);
+        let callbacks: Vec<LostCallback> = self
+            .callbacks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if !callbacks.is_empty() {
+            // Never on the caller's thread nor a runtime worker: callbacks may block.
+            crate::runtime::runtime().spawn_blocking(move || {
+                for callback in callbacks {
+                    callback(&error);
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The engine every lock kind runs on. One concept per file:
+//! - `acquire`: the acquire task, its hand-off to the caller, the wait loop, and resolving an
+//!   acquire whose reply was lost;
+//! - `hold`: what a handle holds (levels, lease, expiry), the lost signal;
+//! - `release`: release with retries under one request id, then in the background;
+//! - `renew`: the client's one upkeep task (watchdog renewals, fixed-lease expiry, re-checks
+//!   after a reconnect).
+//!
+//! A kind (`crate::kinds`) brings its scripts, keys and replies.
+
+mod acquire;
+mod hold;
+mod release;
+pub(crate) mod renew;
+
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use redis::Script;
+use tokio::sync::watch;
+
+use crate::client::ClientInner;
+use crate::error::{Error, Result};
+use crate::kinds::LockKind;
+use crate::pubsub::Subscription;
+
+pub(crate) use hold::{Hold, Lease, LostCallback};
+
+/// Renews hash-based locks (reentrant, fair): see `scripts/renew.lua`.
+pub(crate) static HASH_RENEWAL: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/renew.lua")));
+/// The PTTL of a hash-based lock: see `scripts/inspect.lua`.
+pub(crate) static INSPECT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua")));
+
+/// How long a latch (the remembered outcome of an acquire or release request) outlives the
+/// lease it was written with. Every retry of one request is sent before the lease it guards
+/// would end, so the latch outlives every retry, whatever the timeouts.
+const LATCH_GRACE: Duration = Duration::from_secs(60);
+
+/// A fresh request id (32 hex characters), one per logical acquire or release.
+fn request_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+fn latch_ms(lease: Duration) -> u64 {
+    (lease + LATCH_GRACE).as_millis() as u64
+}
+
+/// Delays between retries of one request: 50 ms, doubling up to 1 s.
+struct Backoff(Duration);
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff(Duration::from_millis(50))
+    }
+}
+
+impl Backoff {
+    fn next_delay(&mut self) -> Duration {
+        let delay = self.0;
+        self.0 = (self.0 * 2).min(Duration::from_secs(1));
+        delay
+    }
+}
+
+/// One handle's engine: the lock kind, the owner, and what it holds. Clones of a
+/// [`crate::Lock`] share it.
+pub(crate) struct LockCore {
+    pub(crate) client: Arc<ClientInner>,
+    /// Identifies this handle in the client's registries.
+    pub(crate) id: u64,
+    pub(crate) kind: Arc<dyn LockKind>,
+    pub(crate) owner: String,
+    hold: Mutex<Hold>,
+    lost: watch::Sender<bool>,
+    callbacks: Mutex<Vec<LostCallback>>,
+    /// The wait channel, kept subscribed between waits by kinds with a channel per owner.
+    kept_subscription: Mutex<Option<Subscription>>,
+}
+
+impl LockCore {
+    pub(crate) fn new(client: Arc<ClientInner>, kind: Arc<dyn LockKind>, holder_id: u64) -> Self {
+        LockCore {
+            owner: format!("{}:{holder_id}", client.id),
+            id: client.next_handle_id(),
+            client,
+            kind,
+            hold: Mutex::new(Hold::default()),
+            lost: watch::Sender::new(false),
+            callbacks: Mutex::new(Vec::new()),
+            kept_subscription: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        self.kind.name()
+    }
+
+    fn what(&self, action: &str) -> String {
+        format!("{action} lock '{}'", self.name())
+    }
+
+    pub(crate) fn lost_receiver(&self) -> watch::Receiver<bool> {
+        self.lost.subscribe()
+    }
+
+    pub(crate) fn on_lost(&self, callback: LostCallback) {
+        self.callbacks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(callback);
+    }
+
+    /// Deletes the lock whoever holds it, and wakes a waiter. True when a lock was deleted.
+    pub(crate) async fn force_unlock(&self) -> Result<bool> {
+        self.client.check_usable(self.name())?;
+        let mut connection = self.client.connection.clone();
+        self.kind
+            .force_unlock()
+            .invoke_async::<i64>(&mut connection)
+            .await
+            .map(|deleted| deleted == 1)
+            .map_err(|err| Error::from_redis(&self.what("force-unlock"), err))
+    }
+
+    /// The holder's remaining lease: `None` when nobody holds it, `Duration::MAX` without expiry.
+    pub(crate) async fn remaining_lease(&self) -> Result<Option<Duration>> {
+        self.client.check_usable(self.name())?;
+        let mut connection = self.client.connection.clone();
+        let pttl: i64 = INSPECT
+            .key(self.name())
+            .invoke_async(&mut connection)
+            .await
+            .map_err(|err| Error::from_redis(&self.what("inspect"), err))?;
+        Ok(match pttl {
+            -2 => None,
+            ms if ms < 0 => Some(Duration::MAX),
+            ms => Some(Duration::from_millis(ms as u64)),
+        })
+    }
+}
+
+impl Drop for LockCore {
+    fn drop(&mut self) {
+        self.release_on_drop();
+    }
+}

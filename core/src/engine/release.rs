@@ -1,0 +1,175 @@
+//! Release: one request id per logical release, retried on a dropped connection (the unlock
+//! latch replays the first answer, and outlives every retry). When the retries in the
+//! caller's time run out, the hold is given up at once (never renewed again) and the same
+//! request is retried in the background until the lease would have ended.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::ClientInner;
+use crate::engine::hold::Reserved;
+use crate::engine::{latch_ms, request_id, Backoff, LockCore};
+use crate::error::{Error, Result};
+use crate::kinds::{LockKind, ReleaseArgs};
+use crate::runtime::runtime;
+
+/// One logical release of one level.
+struct ReleaseRequest {
+    client: Arc<ClientInner>,
+    kind: Arc<dyn LockKind>,
+    owner: String,
+    acquired_by: String,
+    lease: Duration,
+    request: String,
+}
+
+impl ReleaseRequest {
+    /// Runs the release script, retrying a dropped connection with the same request id until
+    /// `until`. Replies nil (not held), 0 (still held) or 1 (released).
+    async fn run(&self, until: Instant) -> Result<Option<i64>> {
+        let mut backoff = Backoff::default();
+        loop {
+            let mut connection = self.client.connection.clone();
+            let args = ReleaseArgs {
+                owner: &self.owner,
+                lease_ms: self.lease.as_millis() as u64,
+                request: &self.request,
+                acquired_by: &self.acquired_by,
+                latch_ms: latch_ms(self.lease),
+            };
+            let reply = self
+                .kind
+                .release(&args)
+                .invoke_async::<Option<i64>>(&mut connection)
+                .await
+                .map_err(|err| {
+                    Error::from_redis(&format!("release lock '{}'", self.kind.name()), err)
+                });
+            match reply {
+                Err(err) if err.is_transient() && Instant::now() < until => {
+                    tracing::debug!(%err, "release failed; retrying with the same request id");
+                    let left = until.saturating_duration_since(Instant::now());
+                    tokio::time::sleep(backoff.next_delay().min(left)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Keeps retrying in the background until `until`, when the lease would have ended anyway.
+    fn finish_in_background(self, until: Instant) {
+        runtime().spawn(async move {
+            match self.run(until).await {
+                Ok(_) => tracing::info!(lock = %self.kind.name(), "background release done"),
+                Err(err) => tracing::warn!(lock = %self.kind.name(), error = %err,
+                    "background release failed; the lock expires with its lease"),
+            }
+        });
+    }
+}
+
+impl LockCore {
+    /// Releases one level of the hold.
+    pub(crate) async fn release(self: &Arc<Self>) -> Result<()> {
+        let reserved = self.reserve_level()?;
+        self.finish_release(reserved).await
+    }
+
+    pub(super) async fn finish_release(self: &Arc<Self>, reserved: Reserved) -> Result<()> {
+        if let Err(err) = self.client.check_usable(self.name()) {
+            self.restore_level(reserved);
+            return Err(err);
+        }
+        let lease = self.lease_of(reserved.lease);
+        let horizon = self
+            .client
+            .upkeep
+            .horizon(self.id)
+            .unwrap_or_else(|| Instant::now() + lease);
+        let in_callers_time =
+            (Instant::now() + self.client.options.response_timeout * 2).min(horizon);
+        let call = ReleaseRequest {
+            client: self.client.clone(),
+            kind: self.kind.clone(),
+            owner: self.owner.clone(),
+            acquired_by: reserved.acquired_by.clone(),
+            lease,
+            request: request_id(),
+        };
+        let sent_at = Instant::now();
+        match call.run(in_callers_time).await {
+            Ok(Some(0)) if self.hold_count() > 0 => {
+                self.partially_released(sent_at);
+                Ok(())
+            }
+            Ok(Some(_)) => {
+                // Released (or still held only through another handle of the same owner).
+                self.forget_hold();
+                Ok(())
+            }
+            Ok(None) => {
+                self.forget_hold();
+                Err(Error::LockLost(format!(
+                    "lock '{}' was lost before release: its lease ran out or another client took or deleted it",
+                    self.name()
+                )))
+            }
+            Err(err) if err.is_transient() => {
+                // Never renew a lock whose release may have happened: give the hold up now.
+                if self.hold_count() > 0 {
+                    self.mark_lost(Error::LockLost(format!(
+                        "lock '{}' was given up: a release could not reach Redis, so it is no \
+                         longer renewed and expires with its lease",
+                        self.name()
+                    )));
+                } else {
+                    self.forget_hold();
+                }
+                call.finish_in_background(horizon);
+                Err(err.with_note("the release is retried in the background until the lease ends"))
+            }
+            Err(err) => {
+                self.restore_level(reserved);
+                Err(err)
+            }
+        }
+    }
+
+    /// A handle dropped while held: release every level in the background (Drop never blocks).
+    pub(super) fn release_on_drop(&self) {
+        let Some((levels, lease)) = self.take_hold() else {
+            self.client.untrack_hold(self.id);
+            return;
+        };
+        self.client.untrack_hold(self.id);
+        tracing::warn!(lock = %self.name(), holds = levels.len(), "lock handle dropped while held; releasing in the background");
+        if self.client.check_usable(self.name()).is_err() {
+            return;
+        }
+        let lease = self.lease_of(lease);
+        let client = self.client.clone();
+        let kind = self.kind.clone();
+        let owner = self.owner.clone();
+        runtime().spawn(async move {
+            let until = Instant::now() + lease;
+            for acquired_by in levels.into_iter().rev() {
+                let call = ReleaseRequest {
+                    client: client.clone(),
+                    kind: kind.clone(),
+                    owner: owner.clone(),
+                    acquired_by,
+                    lease,
+                    request: request_id(),
+                };
+                match call.run(until).await {
+                    Ok(Some(0)) => continue,
+                    Ok(_) => break,
+                    Err(err) => {
+                        tracing::warn!(lock = %kind.name(), error = %err, "background release failed; the lock expires with its lease");
+                        break;
+                    }
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,271 @@
+//! The client's one upkeep task: renews every watchdog-leased hold (up to [`BATCH`] per script
+//! call, every third of the lease), reports a fixed lease that ran out while held, and checks
+//! every hold at once when asked (after a reconnect). One task per client whatever the number of
+//! holds: memory follows the holds of now, never the acquisitions of the past.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use redis::aio::ConnectionManager;
+use tokio::sync::Notify;
+
+use crate::engine::LockCore;
+use crate::error::Error;
+use crate::kinds::Renewal;
+
+/// Holds renewed (or checked) by one script call.
+pub(crate) const BATCH: usize = 100;
+
+/// What keeps a hold alive, or tells when it ends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Upkeep {
+    /// Renewed by the watchdog; the key lives until `last_renewed` + the watchdog lease.
+    Renew { last_renewed: Instant },
+    /// A fixed lease that ends at `at` (reported lost then, if still held).
+    Expire { at: Instant, lease: Duration },
+}
+
+struct Entry {
+    renewal: Renewal,
+    upkeep: Upkeep,
+    /// A release is under way: a "gone" reply may be that release, and nothing is renewed.
+    paused: bool,
+    lock: Weak<LockCore>,
+}
+
+pub(crate) struct Scheduler {
+    entries: Mutex<HashMap<u64, Entry>>,
+    /// The watchdog lease.
+    lease: Duration,
+    wake: Notify,
+    check_requested: AtomicBool,
+    stopped: AtomicBool,
+}
+
+impl Scheduler {
+    /// Starts the upkeep task on the current runtime.
+    pub(crate) fn start(connection: ConnectionManager, lease: Duration) -> Arc<Scheduler> {
+        let scheduler = Arc::new(Scheduler {
+            entries: Mutex::new(HashMap::new()),
+            lease,
+            wake: Notify::new(),
+            check_requested: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+        });
+        tokio::spawn(run(scheduler.clone(), connection));
+        scheduler
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<u64, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts (or replaces) the upkeep of hold `id`.
+    pub(crate) fn track(&self, id: u64, renewal: Renewal, upkeep: Upkeep, lock: Weak<LockCore>) {
+        let entry = Entry {
+            renewal,
+            upkeep,
+            paused: false,
+            lock,
+        };
+        self.entries().insert(id, entry);
+        self.wake.notify_one();
+    }
+
+    pub(crate) fn untrack(&self, id: u64) {
+        self.entries().remove(&id);
+    }
+
+    pub(crate) fn pause(&self, id: u64, paused: bool) {
+        if let Some(entry) = self.entries().get_mut(&id) {
+            entry.paused = paused;
+        }
+        self.wake.notify_one();
+    }
+
+    /// When hold `id`'s key expires unless renewed.
+    pub(crate) fn horizon(&self, id: u64) -> Option<Instant> {
+        self.entries().get(&id).map(|entry| match entry.upkeep {
+            Upkeep::Renew { last_renewed } => last_renewed + self.lease,
+            Upkeep::Expire { at, .. } => at,
+        })
+    }
+
+    /// Checks every hold now (and renews the watchdog's), e.g. after a reconnect.
+    pub(crate) fn check_now(&self) {
+        self.check_requested.store(true, Ordering::Release);
+        self.wake.notify_one();
+    }
+
+    /// Ends the task; nothing is renewed any more.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        self.entries().clear();
+        self.wake.notify_one();
+    }
+
+    /// Holds the watchdog renews now.
+    pub(crate) fn renewed(&self) -> usize {
+        self.entries()
+            .values()
+            .filter(|entry| matches!(entry.upkeep, Upkeep::Renew { .. }) && !entry.paused)
+            .count()
+    }
+
+    fn end_of(&self, upkeep: Upkeep) -> Instant {
+        match upkeep {
+            Upkeep::Renew { last_renewed } => last_renewed + self.lease,
+            Upkeep::Expire { at, .. } => at,
+        }
+    }
+
+    /// The earliest end of a lease among the holds, if any.
+    fn earliest_end(&self) -> Option<Instant> {
+        self.entries()
+            .values()
+            .filter(|entry| !entry.paused)
+            .map(|entry| self.end_of(entry.upkeep))
+            .min()
+    }
+
+    /// Reports every hold whose lease has ended without renewal.
+    fn expire_due(&self, now: Instant) {
+        let due: Vec<(u64, String)> = self
+            .entries()
+            .iter()
+            .filter(|(_, entry)| !entry.paused && self.end_of(entry.upkeep) <= now)
+            .map(|(id, entry)| {
+                let message = match entry.upkeep {
+                    Upkeep::Expire { lease, .. } => format!(
+                        "lock '{}' was lost: its fixed lease of {lease:?} ran out while held",
+                        entry.renewal.key
+                    ),
+                    Upkeep::Renew { .. } => format!(
+                        "lock '{}' was lost: Redis could not be reached to renew it before its \
+                         lease of {:?} ran out",
+                        entry.renewal.key, self.lease
+                    ),
+                };
+                (*id, message)
+            })
+            .collect();
+        for (id, message) in due {
+            self.declare_lost(id, message);
+        }
+    }
+
+    fn declare_lost(&self, id: u64, message: String) {
+        let lock = {
+            let mut entries = self.entries();
+            match entries.get(&id) {
+                // A release under way: its own answer tells whether the hold was lost.
+                Some(entry) if !entry.paused => entries.remove(&id).map(|entry| entry.lock),
+                _ => None,
+            }
+        };
+        if let Some(lock) = lock.and_then(|weak| weak.upgrade()) {
+            lock.mark_lost(Error::LockLost(message));
+        }
+    }
+
+    /// Renews the watchdog's holds, and with `check_all` checks the fixed ones too. False when
+    /// Redis could not be reached.
+    async fn renew(&self, connection: &mut ConnectionManager, check_all: bool) -> bool {
+        // (script, renew?) -> holds; a check sends lease 0 (the script then only looks).
+        let mut groups: HashMap<(usize, bool), Vec<(u64, Renewal)>> = HashMap::new();
+        for (id, entry) in self.entries().iter() {
+            if entry.paused {
+                continue;
+            }
+            let renew = matches!(entry.upkeep, Upkeep::Renew { .. });
+            if renew || check_all {
+                let script = entry.renewal.script as *const redis::Script as usize;
+                groups
+                    .entry((script, renew))
+                    .or_default()
+                    .push((*id, entry.renewal.clone()));
+            }
+        }
+        let mut reachable = true;
+        for ((_, renew), holds) in groups {
+            let lease_ms = if renew {
+                self.lease.as_millis() as u64
+            } else {
+                0
+            };
+            for batch in holds.chunks(BATCH) {
+                let mut call = batch[0].1.script.prepare_invoke();
+                call.arg(lease_ms);
+                for (_, renewal) in batch {
+                    call.key(&renewal.key).arg(&renewal.owner);
+                }
+                let sent_at = Instant::now();
+                match call.invoke_async::<Vec<i64>>(connection).await {
+                    Ok(held) => {
+                        for ((id, renewal), flag) in batch.iter().zip(held) {
+                            if flag == 1 {
+                                self.renewed_at(*id, sent_at);
+                            } else {
+                                self.declare_lost(
+                                    *id,
+                                    format!(
+                                        "lock '{}' was lost: the watchdog found it expired, \
+                                         deleted or taken by another owner",
+                                        renewal.key
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                    Err(err) => {
+                        reachable = false;
+                        tracing::warn!(error = %err, "renewal failed; retrying soon");
+                    }
+                }
+            }
+        }
+        reachable
+    }
+
+    fn renewed_at(&self, id: u64, sent_at: Instant) {
+        if let Some(entry) = self.entries().get_mut(&id) {
+            if let Upkeep::Renew { last_renewed } = &mut entry.upkeep {
+                *last_renewed = (*last_renewed).max(sent_at);
+            }
+        }
+    }
+}
+
+async fn run(scheduler: Arc<Scheduler>, mut connection: ConnectionManager) {
+    let period = scheduler.lease / 3;
+    // After a failed renewal, try again sooner so a short outage costs no lock.
+    let retry = (period / 4).max(Duration::from_millis(50));
+    let mut next_renewal = Instant::now() + period;
+    // After an outage, fixed leases are checked too: the server may have restarted.
+    let mut suspect = false;
+    loop {
+        let wake_at = scheduler
+            .earliest_end()
+            .map_or(next_renewal, |end| end.min(next_renewal));
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake_at.into()) => {}
+            _ = scheduler.wake.notified() => {}
+        }
+        if scheduler.stopped.load(Ordering::Acquire) {
+            return;
+        }
+        let now = Instant::now();
+        let check = scheduler.check_requested.swap(false, Ordering::AcqRel);
+        if now >= next_renewal || check {
+            let reachable = scheduler.renew(&mut connection, check || suspect).await;
+            if scheduler.stopped.load(Ordering::Acquire) {
+                return;
+            }
+            suspect = !reachable;
+            next_renewal = Instant::now() + if reachable { period } else { retry };
+        }
+        scheduler.expire_due(Instant::now());
+    }
+}

@@ -1,0 +1,143 @@
+//! The fair lock (Redisson RFairLock): the reentrant lock's hash, plus a queue of waiting owners
+//! and their deadlines; a release wakes only the head, on its own channel.
+//!
+//! The deadline ZSET follows Redisson's arithmetic, because Redisson clients rewrite it: a new
+//! waiter's deadline is the last waiter's (or the lock's expiry) plus one allowance W, and each
+//! acquisition from the head (or cancellation) subtracts W from those behind. A live polylock
+//! waiter also raises its own deadline to at least now + (position + 1) * W, so no number of
+//! acquisitions ahead of it can make it stale. A dead polylock waiter is skipped one queue
+//! timeout after its last look, through a "seen" ZSET that only polylock reads.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::{Script, ScriptInvocation};
+
+use crate::engine::HASH_RENEWAL;
+use crate::keys;
+use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::options::ClientOptions;
+
+/// Redisson's default `fairLockWaitTimeout` (5 min): the allowance each queued waiter adds to
+/// the deadlines behind it, and which each acquisition from the head subtracts again.
+const WAIT_ALLOWANCE: Duration = Duration::from_secs(300);
+
+macro_rules! fair_script {
+    ($file:literal) => {
+        LazyLock::new(|| Script::new(concat!(include_str!("prelude.lua"), include_str!($file))))
+    };
+}
+
+static ACQUIRE: LazyLock<Script> = fair_script!("acquire.lua");
+static RELEASE: LazyLock<Script> = fair_script!("release.lua");
+static UNDO: LazyLock<Script> = fair_script!("undo.lua");
+static CANCEL: LazyLock<Script> = fair_script!("cancel.lua");
+static FORCE_UNLOCK: LazyLock<Script> = fair_script!("force_unlock.lua");
+
+pub(crate) struct Fair {
+    name: String,
+    queue: String,
+    timeouts: String,
+    seen: String,
+    /// `redisson_lock__channel:{name}`; each waiter listens on `<prefix>:<owner>`.
+    channel_prefix: String,
+}
+
+impl Fair {
+    pub(crate) fn new(name: &str) -> Fair {
+        Fair {
+            name: name.to_owned(),
+            queue: keys::fair_queue(name),
+            timeouts: keys::fair_timeouts(name),
+            seen: keys::fair_seen(name),
+            channel_prefix: keys::lock_channel(name),
+        }
+    }
+
+    /// A call of `script` with the keys every fair script starts with.
+    fn call(&self, script: &'static Script) -> ScriptInvocation<'static> {
+        let mut call = script.prepare_invoke();
+        call.key(&self.name)
+            .key(&self.queue)
+            .key(&self.timeouts)
+            .key(&self.channel_prefix)
+            .key(&self.seen);
+        call
+    }
+}
+
+fn allowance_ms() -> u64 {
+    WAIT_ALLOWANCE.as_millis() as u64
+}
+
+impl LockKind for Fair {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn wait_channel(&self, owner: &str) -> String {
+        keys::fair_waiter_channel(&self.name, owner)
+    }
+
+    fn keeps_subscription(&self) -> bool {
+        true
+    }
+
+    /// Look again before the queue timeout passes, or the waiter would lose its place.
+    fn longest_wait(&self, options: &ClientOptions) -> Option<Duration> {
+        Some(options.fair_queue_timeout / 2)
+    }
+
+    fn acquire(
+        &self,
+        args: &AcquireArgs<'_>,
+        options: &ClientOptions,
+    ) -> ScriptInvocation<'static> {
+        let mut call = self.call(&ACQUIRE);
+        call.key(keys::acquire_latch(&self.name, args.request))
+            .arg(args.lease_ms)
+            .arg(args.owner)
+            .arg(options.fair_queue_timeout.as_millis() as u64)
+            .arg(allowance_ms())
+            .arg(args.latch_ms);
+        call
+    }
+
+    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+        let mut call = self.call(&UNDO);
+        call.key(keys::acquire_latch(&self.name, args.request))
+            .arg(args.owner)
+            .arg(args.latch_ms)
+            .arg(args.lease_ms)
+            .arg(allowance_ms());
+        call
+    }
+
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+        let mut call = self.call(&RELEASE);
+        call.key(keys::unlock_latch(&self.name, args.request))
+            .key(keys::acquire_latch(&self.name, args.acquired_by))
+            .arg(args.lease_ms)
+            .arg(args.owner)
+            .arg(args.latch_ms);
+        call
+    }
+
+    fn leave_queue(&self, owner: &str, _: &ClientOptions) -> Option<ScriptInvocation<'static>> {
+        let mut call = self.call(&CANCEL);
+        call.arg(owner).arg(allowance_ms());
+        Some(call)
+    }
+
+    fn force_unlock(&self) -> ScriptInvocation<'static> {
+        self.call(&FORCE_UNLOCK)
+    }
+
+    fn renewal(&self, owner: &str) -> Renewal {
+        Renewal {
+            script: &HASH_RENEWAL,
+            key: self.name.clone(),
+            owner: owner.to_owned(),
+        }
+    }
+}

@@ -1,0 +1,27 @@
+-- Fair lock: release one level. KEYS[6] unlock latch of this release request, KEYS[7] acquire
+-- latch of the level released. ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner,
+-- ARGV[3] latch lifetime ms. Replies nil (not held), 0 (still held), 1 (released).
+-- Only the head of the queue is told, on its own channel. When the key is already gone the
+-- head is told all the same (the lock is free) and the caller learns it did not hold it.
+local replay = redis.call('get', KEYS[6])
+if replay then
+  return tonumber(replay)
+end
+if redis.call('exists', KEYS[1]) == 0 then
+  wake_head()
+  return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return nil
+end
+local result = 0
+if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+else
+  redis.call('del', KEYS[1])
+  wake_head()
+  result = 1
+end
+redis.call('del', KEYS[7])
+redis.call('set', KEYS[6], result, 'px', ARGV[3])
+return result

@@ -1,0 +1,122 @@
+//! Lock kinds. The engine (`crate::engine`) owns what every kind shares: the acquire task and
+//! its hand-off, the wait loop, hold state and lost signal, release with retries, renewal. A
+//! kind brings only its keys, its scripts (next to it, one `.lua` file each) and how to read
+//! their replies, behind [`LockKind`].
+
+pub(crate) mod fair;
+pub(crate) mod reentrant;
+
+use std::time::Duration;
+
+use redis::{ScriptInvocation, Value};
+
+use crate::options::ClientOptions;
+
+/// One acquire attempt. The request id makes it idempotent: a retry with the same id replays
+/// the first outcome (through the acquire latch), and [`LockKind::undo_acquire`] with the same
+/// id undoes it, or stops it from ever taking effect.
+pub(crate) struct AcquireArgs<'a> {
+    pub owner: &'a str,
+    pub lease_ms: u64,
+    pub request: &'a str,
+    pub latch_ms: u64,
+}
+
+/// Undoes an acquire request whose outcome is unknown (its reply was lost).
+pub(crate) struct UndoArgs<'a> {
+    pub owner: &'a str,
+    pub request: &'a str,
+    pub latch_ms: u64,
+    /// The TTL to restore when the owner still holds other levels (0: leave it).
+    pub lease_ms: u64,
+}
+
+/// Releases one level, idempotent per request id (the unlock latch replays the first answer).
+pub(crate) struct ReleaseArgs<'a> {
+    pub owner: &'a str,
+    /// The TTL to set when levels remain.
+    pub lease_ms: u64,
+    pub request: &'a str,
+    /// The acquire request of the level released: its latch is deleted with it.
+    pub acquired_by: &'a str,
+    pub latch_ms: u64,
+}
+
+/// What an acquire attempt found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    Acquired,
+    /// Someone else holds it; look again within this long at the latest (`None`: no expiry,
+    /// only a message will tell).
+    Busy(Option<Duration>),
+    /// The request was undone before it ran (a tombstone in its latch).
+    Undone,
+}
+
+/// What the watchdog sends to keep a hold alive: `script` renews `key` for `owner` and answers
+/// 1 (renewed) or 0 (gone). Renewals with the same script are batched.
+#[derive(Clone)]
+pub(crate) struct Renewal {
+    pub script: &'static redis::Script,
+    pub key: String,
+    pub owner: String,
+}
+
+/// A kind of lock: its keys, scripts and replies. Replies of `release`: nil (not held by the
+/// owner), 0 (still held), 1 (released).
+pub(crate) trait LockKind: Send + Sync + 'static {
+    /// The lock's name as the user gave it.
+    fn name(&self) -> &str;
+
+    /// The channel on which `owner` waits to be woken.
+    fn wait_channel(&self, owner: &str) -> String;
+
+    /// Whether a handle keeps its wait channel subscribed between waits (a channel of its own).
+    fn keeps_subscription(&self) -> bool {
+        false
+    }
+
+    /// The longest a waiter may sleep before looking again, whatever it was told.
+    fn longest_wait(&self, _options: &ClientOptions) -> Option<Duration> {
+        None
+    }
+
+    fn acquire(&self, args: &AcquireArgs<'_>, options: &ClientOptions)
+        -> ScriptInvocation<'static>;
+
+    /// Reads the reply of [`LockKind::acquire`]: nil acquired, an integer the holder's PTTL
+    /// (or how long to wait at most; negative: no expiry), `UNDONE` a tombstone.
+    fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
+        match reply {
+            Value::Nil => Ok(Attempt::Acquired),
+            Value::Int(ms) if ms >= 0 => {
+                Ok(Attempt::Busy(Some(Duration::from_millis(ms.max(1) as u64))))
+            }
+            Value::Int(_) => Ok(Attempt::Busy(None)),
+            Value::SimpleString(ref status) if status == "UNDONE" => Ok(Attempt::Undone),
+            other => Err(other),
+        }
+    }
+
+    fn undo_acquire(
+        &self,
+        args: &UndoArgs<'_>,
+        options: &ClientOptions,
+    ) -> ScriptInvocation<'static>;
+
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static>;
+
+    /// A waiter that gives up: leave whatever queue it joined (best effort).
+    fn leave_queue(
+        &self,
+        _owner: &str,
+        _options: &ClientOptions,
+    ) -> Option<ScriptInvocation<'static>> {
+        None
+    }
+
+    /// Deletes the lock whoever holds it and wakes a waiter; replies 1 when there was one.
+    fn force_unlock(&self) -> ScriptInvocation<'static>;
+
+    fn renewal(&self, owner: &str) -> Renewal;
+}

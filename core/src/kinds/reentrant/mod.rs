@@ -1,0 +1,88 @@
+//! The reentrant lock (Redisson RLock): a hash `name` of owner -> reentrancy count, unlock
+//! messages on `redisson_lock__channel:{name}`; any waiter may win after a release.
+
+use std::sync::LazyLock;
+
+use redis::{Script, ScriptInvocation};
+
+use crate::engine::HASH_RENEWAL;
+use crate::keys;
+use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::options::ClientOptions;
+
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("acquire.lua")));
+static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
+static UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("undo.lua")));
+static FORCE_UNLOCK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));
+
+pub(crate) struct Reentrant {
+    name: String,
+    channel: String,
+}
+
+impl Reentrant {
+    pub(crate) fn new(name: &str) -> Reentrant {
+        Reentrant {
+            name: name.to_owned(),
+            channel: keys::lock_channel(name),
+        }
+    }
+}
+
+impl LockKind for Reentrant {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn wait_channel(&self, _owner: &str) -> String {
+        self.channel.clone()
+    }
+
+    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+        let mut call = ACQUIRE.prepare_invoke();
+        call.key(&self.name)
+            .key(keys::acquire_latch(&self.name, args.request))
+            .arg(args.lease_ms)
+            .arg(args.owner)
+            .arg(args.latch_ms);
+        call
+    }
+
+    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+        let mut call = UNDO.prepare_invoke();
+        call.key(&self.name)
+            .key(&self.channel)
+            .key(keys::acquire_latch(&self.name, args.request))
+            .arg(args.owner)
+            .arg(args.latch_ms)
+            .arg(args.lease_ms);
+        call
+    }
+
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+        let mut call = RELEASE.prepare_invoke();
+        call.key(&self.name)
+            .key(&self.channel)
+            .key(keys::unlock_latch(&self.name, args.request))
+            .key(keys::acquire_latch(&self.name, args.acquired_by))
+            .arg(args.lease_ms)
+            .arg(args.owner)
+            .arg(args.latch_ms);
+        call
+    }
+
+    fn force_unlock(&self) -> ScriptInvocation<'static> {
+        let mut call = FORCE_UNLOCK.prepare_invoke();
+        call.key(&self.name).key(&self.channel);
+        call
+    }
+
+    fn renewal(&self, owner: &str) -> Renewal {
+        Renewal {
+            script: &HASH_RENEWAL,
+            key: self.name.clone(),
+            owner: owner.to_owned(),
+        }
+    }
+}

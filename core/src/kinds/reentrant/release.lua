@@ -1,0 +1,24 @@
+-- Reentrant lock: release one level.
+-- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] unlock latch of this release request,
+-- KEYS[4] acquire latch of the level released.
+-- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] latch lifetime ms.
+-- Replies nil (not held by the owner), 0 (still held), 1 (released); a retry of the same
+-- request replays its first answer from the unlock latch.
+local replay = redis.call('get', KEYS[3])
+if replay then
+  return tonumber(replay)
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return nil
+end
+local result = 0
+if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+else
+  redis.call('del', KEYS[1])
+  redis.call('publish', KEYS[2], 0)
+  result = 1
+end
+redis.call('del', KEYS[4])
+redis.call('set', KEYS[3], result, 'px', ARGV[3])
+return result

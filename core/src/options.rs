@@ -1,0 +1,209 @@
+//! Every option of polylock, its default, its limits and the one validation of it.
+//!
+//! Bindings only convert units: they hand numbers of milliseconds (as `f64`, whatever the
+//! language's own unit) to [`wait_from_millis`], [`lease_from_millis`] and [`option_from_millis`],
+//! so the same input gives the same error kind and message in every language.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Longest lock name accepted: a longer one is almost surely a bug (a payload used as a name).
+pub const MAX_NAME_BYTES: usize = 4096;
+/// Longest lease, wait or option accepted (10 years); for "forever" pass no wait or no lease.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+/// Shortest lease accepted.
+pub const MIN_LEASE: Duration = Duration::from_millis(1);
+/// Shortest watchdog lease: it is renewed every third of it.
+pub const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
+/// Shortest fair-queue timeout: live waiters look every half of it.
+pub const MIN_FAIR_QUEUE_TIMEOUT: Duration = Duration::from_millis(10);
+
+/// Options of a [`crate::Client`]. Start from `ClientOptions::default()` and set fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// The lease of locks acquired without one, renewed every third of it. Default 30 s.
+    pub watchdog_timeout: Duration,
+    /// How long connecting may take before [`Error::Connection`]. Default 5 s.
+    pub connect_timeout: Duration,
+    /// How long one command may wait for its answer before [`Error::Timeout`]. Default 5 s.
+    pub response_timeout: Duration,
+    /// How long a fair-lock waiter that stopped looking (its process died) keeps its place.
+    /// Live waiters look every half of it. Default 10 s.
+    pub fair_queue_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            watchdog_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(5),
+            fair_queue_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Checks every option against its limits.
+    pub fn validate(&self) -> Result<()> {
+        within(
+            "watchdog_timeout",
+            self.watchdog_timeout,
+            MIN_WATCHDOG_TIMEOUT,
+        )?;
+        within(
+            "connect_timeout",
+            self.connect_timeout,
+            Duration::from_millis(1),
+        )?;
+        within(
+            "response_timeout",
+            self.response_timeout,
+            Duration::from_millis(1),
+        )?;
+        within(
+            "fair_queue_timeout",
+            self.fair_queue_timeout,
+            MIN_FAIR_QUEUE_TIMEOUT,
+        )
+    }
+}
+
+/// Milliseconds as they appear in messages: `1500`, `0.5`, `-3`.
+fn ms(duration: Duration) -> String {
+    format!("{}", duration.as_secs_f64() * 1000.0)
+}
+
+fn invalid(message: String) -> Error {
+    Error::InvalidArgument(message)
+}
+
+fn within(what: &str, value: Duration, min: Duration) -> Result<()> {
+    if value < min || value > MAX_DURATION {
+        return Err(invalid(format!(
+            "{what} must be from {} ms to 10 years, got {} ms",
+            ms(min),
+            ms(value)
+        )));
+    }
+    Ok(())
+}
+
+/// A finite, non-negative number of milliseconds as a duration.
+fn from_millis(what: &str, millis: f64) -> Result<Duration> {
+    if millis.is_nan() || millis < 0.0 {
+        return Err(invalid(format!(
+            "{what} must be a number of milliseconds >= 0, got {millis}"
+        )));
+    }
+    if millis > MAX_DURATION.as_secs_f64() * 1000.0 {
+        return Err(invalid(format!(
+            "{what} of {millis} ms is longer than the 10 years accepted"
+        )));
+    }
+    Ok(Duration::from_secs_f64(millis / 1000.0))
+}
+
+/// A client option given in milliseconds (bindings); checked again by [`ClientOptions::validate`].
+pub fn option_from_millis(what: &str, millis: f64) -> Result<Duration> {
+    from_millis(what, millis)
+}
+
+/// The wait of an acquire given in milliseconds: `None` or infinity wait without bound, zero
+/// makes one attempt.
+pub fn wait_from_millis(millis: Option<f64>) -> Result<Option<Duration>> {
+    match millis {
+        None => Ok(None),
+        Some(millis) if millis == f64::INFINITY => Ok(None),
+        Some(millis) => from_millis("wait", millis).map(Some),
+    }
+}
+
+/// The lease of an acquire given in milliseconds: `None` takes the watchdog lease.
+pub fn lease_from_millis(millis: Option<f64>) -> Result<Option<Duration>> {
+    millis
+        .map(|millis| {
+            if millis.is_infinite() {
+                return Err(invalid(format!(
+                    "lease must be a finite number of milliseconds, got {millis}; \
+                     leave it out for a lease renewed by the watchdog"
+                )));
+            }
+            from_millis("lease", millis)
+        })
+        .transpose()
+}
+
+/// Checks a lock name: 1 to [`MAX_NAME_BYTES`] bytes.
+pub(crate) fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(invalid("lock name must not be empty".into()));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(invalid(format!(
+            "lock name is {} bytes long; at most {MAX_NAME_BYTES} are accepted",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks the wait and lease of an acquire.
+pub(crate) fn validate_acquire(wait: Option<Duration>, lease: Option<Duration>) -> Result<()> {
+    if let Some(wait) = wait {
+        if wait > MAX_DURATION {
+            return Err(invalid(format!(
+                "wait of {} ms is longer than the 10 years accepted; leave it out to wait without bound",
+                ms(wait)
+            )));
+        }
+    }
+    if let Some(lease) = lease {
+        within("lease", lease, MIN_LEASE)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_number_gives_the_same_message_whatever_the_path() {
+        let from_number = lease_from_millis(Some(0.5)).and_then(|l| validate_acquire(None, l));
+        let from_duration = validate_acquire(None, Some(Duration::from_micros(500)));
+        assert_eq!(from_number, from_duration);
+        assert_eq!(
+            from_number.unwrap_err().to_string(),
+            "invalid argument: lease must be from 1 ms to 10 years, got 0.5 ms"
+        );
+    }
+
+    #[test]
+    fn infinity_waits_without_bound_and_nan_or_negative_is_rejected() {
+        assert_eq!(wait_from_millis(Some(f64::INFINITY)), Ok(None));
+        assert_eq!(wait_from_millis(None), Ok(None));
+        assert_eq!(wait_from_millis(Some(0.0)), Ok(Some(Duration::ZERO)));
+        for bad in [f64::NAN, -1.0, f64::NEG_INFINITY] {
+            assert_eq!(
+                wait_from_millis(Some(bad)).unwrap_err().kind(),
+                crate::ErrorKind::InvalidArgument
+            );
+        }
+        assert!(lease_from_millis(Some(f64::INFINITY)).is_err());
+    }
+
+    #[test]
+    fn defaults_are_valid_and_limits_are_enforced() {
+        ClientOptions::default().validate().unwrap();
+        let options = ClientOptions {
+            watchdog_timeout: Duration::from_millis(29),
+            ..ClientOptions::default()
+        };
+        assert_eq!(
+            options.validate().unwrap_err().to_string(),
+            "invalid argument: watchdog_timeout must be from 30 ms to 10 years, got 29 ms"
+        );
+    }
+}
