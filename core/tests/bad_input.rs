@@ -1,0 +1,78 @@
+//! The bad-input table every binding checks (tests/conformance/bad_input.json) holds for the
+//! core itself: the same kind and message come from the core's one validation.
+
+use std::time::Duration;
+
+use polylock::options::{lease_from_millis, option_from_millis, wait_from_millis};
+use polylock::{ClientOptions, Error};
+use serde_json::Value;
+
+fn millis(value: &Value) -> Option<f64> {
+    match value {
+        Value::Null => None,
+        Value::String(text) => Some(text.parse().expect("NaN or Infinity")),
+        number => number.as_f64(),
+    }
+}
+
+fn option(name: &str, value: Duration) -> ClientOptions {
+    let mut options = ClientOptions::default();
+    match name {
+        "watchdog_timeout" => options.watchdog_timeout = value,
+        "connect_timeout" => options.connect_timeout = value,
+        "response_timeout" => options.response_timeout = value,
+        "fair_queue_timeout" => options.fair_queue_timeout = value,
+        other => panic!("unknown option {other}"),
+    }
+    options
+}
+
+async fn outcome(case: &Value) -> Result<(), Error> {
+    match case["call"].as_str().unwrap() {
+        "lock" => {
+            // Names are checked before any I/O: an unreachable URL is never dialled.
+            let server = polylock_testkit::RedisServer::start();
+            let client = polylock::Client::connect(&server.url()).await?;
+            client.lock(case["name"].as_str().unwrap()).map(drop)
+        }
+        "acquire" => {
+            let wait = wait_from_millis(millis(&case["wait_ms"]))?;
+            let lease = lease_from_millis(millis(&case["lease_ms"]))?;
+            let server = polylock_testkit::RedisServer::start();
+            let client = polylock::Client::connect(&server.url()).await?;
+            client
+                .lock("bad-input")?
+                .acquire(wait, lease)
+                .await
+                .map(drop)
+        }
+        "connect" => {
+            let name = case["option"].as_str().unwrap();
+            let value = option_from_millis(name, millis(&case["ms"]).unwrap())?;
+            polylock::Client::connect_with("redis://127.0.0.1:1", option(name, value))
+                .await
+                .map(drop)
+        }
+        other => panic!("unknown call {other}"),
+    }
+}
+
+#[tokio::test]
+async fn every_bad_input_gives_the_kind_and_message_of_the_table() {
+    let table: Value = serde_json::from_str(include_str!("../../tests/conformance/bad_input.json"))
+        .expect("the table is JSON");
+    for case in table["cases"].as_array().unwrap() {
+        let err = outcome(case).await.expect_err(&case.to_string());
+        assert_eq!(
+            format!("{:?}", err.kind()),
+            case["kind"].as_str().unwrap(),
+            "{case}"
+        );
+        assert_eq!(err.to_string(), case["message"].as_str().unwrap(), "{case}");
+    }
+}
+
+#[tokio::test]
+async fn an_infinite_wait_is_no_bound() {
+    assert_eq!(wait_from_millis(Some(f64::INFINITY)).unwrap(), None);
+}
