@@ -23,10 +23,10 @@ class AsyncClient:
         self,
         url: str,
         *,
-        watchdog_timeout: float = 30.0,
-        connect_timeout: float = 5.0,
-        response_timeout: float = 5.0,
-        fair_queue_timeout: float = 10.0,
+        watchdog_timeout: Optional[float] = None,
+        connect_timeout: Optional[float] = None,
+        response_timeout: Optional[float] = None,
+        fair_queue_timeout: Optional[float] = None,
     ) -> None:
         self._native = _native.Client(
             url,
@@ -41,10 +41,10 @@ class AsyncClient:
         cls,
         url: str,
         *,
-        watchdog_timeout: float = 30.0,
-        connect_timeout: float = 5.0,
-        response_timeout: float = 5.0,
-        fair_queue_timeout: float = 10.0,
+        watchdog_timeout: Optional[float] = None,
+        connect_timeout: Optional[float] = None,
+        response_timeout: Optional[float] = None,
+        fair_queue_timeout: Optional[float] = None,
     ) -> AsyncClient:
         native = await _native.Client.connect_async(
             url,

@@ -50,19 +50,19 @@ class Client:
         cls,
         url: str,
         *,
-        watchdog_timeout: float = 30.0,
-        connect_timeout: float = 5.0,
-        response_timeout: float = 5.0,
-        fair_queue_timeout: float = 10.0,
+        watchdog_timeout: float | None = None,
+        connect_timeout: float | None = None,
+        response_timeout: float | None = None,
+        fair_queue_timeout: float | None = None,
     ) -> Client: ...
     @staticmethod
     def connect_async(
         url: str,
         *,
-        watchdog_timeout: float = 30.0,
-        connect_timeout: float = 5.0,
-        response_timeout: float = 5.0,
-        fair_queue_timeout: float = 10.0,
+        watchdog_timeout: float | None = None,
+        connect_timeout: float | None = None,
+        response_timeout: float | None = None,
+        fair_queue_timeout: float | None = None,
     ) -> asyncio.Future[Client]: ...
     def lock_handle(self, name: str, holder_id: int) -> LockHandle: ...
     def fair_lock_handle(self, name: str, holder_id: int) -> LockHandle: ...

@@ -16,20 +16,23 @@ LostCallback = Callable[[LockLostError], object]
 class Client:
     """A connection to one Redis server, shared by every lock made from it.
 
-    Connects in the constructor (at most ``connect_timeout`` seconds). Times are seconds.
-    ``watchdog_timeout`` is the lease of locks acquired without one; it is renewed every third
-    of it while held. ``fair_queue_timeout`` is how long a fair-lock waiter that stopped
-    answering (its process died) keeps its place in the queue.
+    Connects in the constructor (at most ``connect_timeout`` seconds). Times are seconds; an
+    option left out (or None) takes the core's default. ``watchdog_timeout`` (default 30) is the
+    lease of locks acquired without one; it is renewed every third of it while held.
+    ``connect_timeout`` and ``response_timeout`` (default 5 each) bound connecting and each
+    command. ``fair_queue_timeout`` (default 10) is how long a fair-lock waiter that stopped
+    answering (its process died) keeps its place in the queue. Bad values raise
+    InvalidArgumentError with the core's message, the same in every polylock language.
     """
 
     def __init__(
         self,
         url: str,
         *,
-        watchdog_timeout: float = 30.0,
-        connect_timeout: float = 5.0,
-        response_timeout: float = 5.0,
-        fair_queue_timeout: float = 10.0,
+        watchdog_timeout: Optional[float] = None,
+        connect_timeout: Optional[float] = None,
+        response_timeout: Optional[float] = None,
+        fair_queue_timeout: Optional[float] = None,
     ) -> None:
         self._native = _native.Client(
             url,
@@ -129,8 +132,8 @@ class Lock:
     ) -> bool:
         """Acquires (or re-enters) the lock; True when acquired.
 
-        ``blocking=False`` makes one attempt; ``timeout`` bounds the wait (None or -1: no bound)
-        and False is returned when it passes. ``lease=None`` takes a watchdog-renewed lease; a
+        ``blocking=False`` makes one attempt; ``timeout`` bounds the wait (None, -1 or
+        ``math.inf``: no bound) and False is returned when it passes. ``lease=None`` takes a watchdog-renewed lease; a
         number of seconds is a fixed lease, never renewed. Ctrl-C interrupts the wait and leaves
         no lock held.
         """

@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
+use polylock::options::option_from_millis;
 use pyo3::prelude::*;
 
 use crate::asyncio::awaitable;
-use crate::errors::{invalid_argument, to_py_err};
+use crate::errors::to_py_err;
 use crate::lock::LockHandle;
 use crate::wait::wait_interruptibly;
 
@@ -14,83 +15,87 @@ pub(crate) struct Client {
     inner: polylock::Client,
 }
 
-/// A positive, finite number of seconds.
-pub(crate) fn positive_seconds(py: Python<'_>, what: &str, seconds: f64) -> PyResult<Duration> {
-    if !(seconds.is_finite() && seconds > 0.0) {
-        return Err(invalid_argument(
-            py,
-            format!("{what} must be a positive number of seconds, got {seconds}"),
-        ));
-    }
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|err| invalid_argument(py, format!("{what} of {seconds} s: {err}")))
-}
-
-fn builder(
-    py: Python<'_>,
-    url: &str,
-    watchdog_timeout: f64,
-    connect_timeout: f64,
-    response_timeout: f64,
-    fair_queue_timeout: f64,
-) -> PyResult<polylock::ClientBuilder> {
-    Ok(polylock::Client::builder(url)
-        .watchdog_timeout(positive_seconds(py, "watchdog_timeout", watchdog_timeout)?)
-        .connect_timeout(positive_seconds(py, "connect_timeout", connect_timeout)?)
-        .response_timeout(positive_seconds(py, "response_timeout", response_timeout)?)
-        .fair_queue_timeout(positive_seconds(
-            py,
+/// The core's client options from Python's seconds (`None`: the core's default). Only the unit
+/// is converted here: the core checks every value (`Client::connect_with`), so Python gives the
+/// same errors as every other binding.
+fn options(
+    watchdog_timeout: Option<f64>,
+    connect_timeout: Option<f64>,
+    response_timeout: Option<f64>,
+    fair_queue_timeout: Option<f64>,
+) -> polylock::Result<polylock::ClientOptions> {
+    let defaults = polylock::ClientOptions::default();
+    let option = |name: &str, seconds: Option<f64>, default: Duration| match seconds {
+        Some(seconds) => option_from_millis(name, seconds * 1000.0),
+        None => Ok(default),
+    };
+    Ok(polylock::ClientOptions {
+        watchdog_timeout: option(
+            "watchdog_timeout",
+            watchdog_timeout,
+            defaults.watchdog_timeout,
+        )?,
+        connect_timeout: option("connect_timeout", connect_timeout, defaults.connect_timeout)?,
+        response_timeout: option(
+            "response_timeout",
+            response_timeout,
+            defaults.response_timeout,
+        )?,
+        fair_queue_timeout: option(
             "fair_queue_timeout",
             fair_queue_timeout,
-        )?))
+            defaults.fair_queue_timeout,
+        )?,
+    })
 }
 
 #[pymethods]
 impl Client {
     /// Connects, waiting at most `connect_timeout` seconds (GIL released, Ctrl-C honoured).
     #[new]
-    #[pyo3(signature = (url, *, watchdog_timeout = 30.0, connect_timeout = 5.0, response_timeout = 5.0, fair_queue_timeout = 10.0))]
+    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None))]
     fn new(
         py: Python<'_>,
         url: &str,
-        watchdog_timeout: f64,
-        connect_timeout: f64,
-        response_timeout: f64,
-        fair_queue_timeout: f64,
+        watchdog_timeout: Option<f64>,
+        connect_timeout: Option<f64>,
+        response_timeout: Option<f64>,
+        fair_queue_timeout: Option<f64>,
     ) -> PyResult<Self> {
-        let builder = builder(
-            py,
-            url,
+        let options = options(
             watchdog_timeout,
             connect_timeout,
             response_timeout,
             fair_queue_timeout,
-        )?;
-        let inner = wait_interruptibly(py, builder.connect())?;
+        )
+        .map_err(|err| to_py_err(py, err))?;
+        let inner = wait_interruptibly(py, polylock::Client::connect_with(url, options))?;
         Ok(Client { inner })
     }
 
     /// Connects without blocking the event loop; the awaitable gives a `Client`.
     #[staticmethod]
-    #[pyo3(signature = (url, *, watchdog_timeout = 30.0, connect_timeout = 5.0, response_timeout = 5.0, fair_queue_timeout = 10.0))]
+    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: &str,
-        watchdog_timeout: f64,
-        connect_timeout: f64,
-        response_timeout: f64,
-        fair_queue_timeout: f64,
+        watchdog_timeout: Option<f64>,
+        connect_timeout: Option<f64>,
+        response_timeout: Option<f64>,
+        fair_queue_timeout: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let builder = builder(
-            py,
-            url,
+        let options = options(
             watchdog_timeout,
             connect_timeout,
             response_timeout,
             fair_queue_timeout,
-        )?;
+        )
+        .map_err(|err| to_py_err(py, err))?;
+        let url = url.to_owned();
         awaitable(py, async move {
-            builder.connect().await.map(|inner| Client { inner })
+            polylock::Client::connect_with(&url, options)
+                .await
+                .map(|inner| Client { inner })
         })
     }
 

@@ -4,45 +4,44 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use polylock::options::{lease_from_millis, wait_from_millis};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::asyncio::awaitable;
-use crate::client::positive_seconds;
 use crate::errors::{invalid_argument, to_py_err};
 use crate::wait::wait_interruptibly;
 
-/// The core's wait for the Python arguments `blocking` and `timeout` (as `threading.Lock`):
-/// `None`, `-1` or infinity wait without bound.
-fn wait_arg(py: Python<'_>, blocking: bool, timeout: Option<f64>) -> PyResult<Option<Duration>> {
-    let unbounded = |t: f64| t == -1.0 || t == f64::INFINITY;
-    if !blocking {
-        return match timeout {
-            Some(t) if !unbounded(t) => Err(invalid_argument(
-                py,
-                "can't specify a timeout for a non-blocking call".into(),
-            )),
-            _ => Ok(Some(Duration::ZERO)),
-        };
-    }
-    match timeout {
-        None => Ok(None),
-        Some(t) if unbounded(t) => Ok(None),
-        Some(t) if t.is_nan() || t < 0.0 => Err(invalid_argument(
+/// The core's wait and lease for the Python arguments `blocking`, `timeout` and `lease`
+/// (seconds). What is Python idiom is decided here, as `threading.Lock.acquire` does:
+/// `timeout=None` or `-1` waits without bound, and `blocking=False` makes one attempt and takes
+/// no timeout. Everything else is the core's: seconds become milliseconds and the core checks
+/// them (infinity waits without bound there), so the errors are those of every binding.
+fn acquire_args(
+    py: Python<'_>,
+    blocking: bool,
+    timeout: Option<f64>,
+    lease: Option<f64>,
+) -> PyResult<(Option<Duration>, Option<Duration>)> {
+    let timeout = timeout.filter(|&seconds| seconds != -1.0);
+    if !blocking && timeout.is_some() {
+        return Err(invalid_argument(
             py,
-            format!("timeout must be a number of seconds >= 0, or None or -1 to wait without bound; got {t}"),
-        )),
-        Some(t) => Duration::try_from_secs_f64(t)
-            .map(Some)
-            .map_err(|err| invalid_argument(py, format!("timeout of {t} s: {err}"))),
+            "can't specify a timeout for a non-blocking call".into(),
+        ));
     }
-}
-
-/// `None` is the watchdog-renewed lease; a number is a fixed lease in seconds.
-fn lease_arg(py: Python<'_>, lease: Option<f64>) -> PyResult<Option<Duration>> {
-    lease
-        .map(|seconds| positive_seconds(py, "lease", seconds))
-        .transpose()
+    let core_args = || -> polylock::Result<_> {
+        let wait = if blocking {
+            wait_from_millis(timeout.map(|seconds| seconds * 1000.0))?
+        } else {
+            Some(Duration::ZERO)
+        };
+        Ok((
+            wait,
+            lease_from_millis(lease.map(|seconds| seconds * 1000.0))?,
+        ))
+    };
+    core_args().map_err(|err| to_py_err(py, err))
 }
 
 #[pyclass(frozen, module = "polylock._native")]
@@ -78,8 +77,7 @@ impl LockHandle {
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<bool> {
-        let wait = wait_arg(py, blocking, timeout)?;
-        let lease = lease_arg(py, lease)?;
+        let (wait, lease) = acquire_args(py, blocking, timeout, lease)?;
         // Dropping the core future (Ctrl-C) leaves no lock held: the core undoes an acquisition
         // whose caller went away before receiving it.
         wait_interruptibly(py, self.lock.acquire(wait, lease))
@@ -104,8 +102,7 @@ impl LockHandle {
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let wait = wait_arg(py, blocking, timeout)?;
-        let lease = lease_arg(py, lease)?;
+        let (wait, lease) = acquire_args(py, blocking, timeout, lease)?;
         let lock = self.lock.clone();
         awaitable(py, async move {
             let acquired = lock.acquire(wait, lease).await?;

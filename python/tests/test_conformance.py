@@ -1,0 +1,124 @@
+"""The bad-input table every binding checks (tests/conformance/bad_input.json): Python gives the
+same kind (InvalidArgumentError) and the same message as the core and every other binding."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import socket
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+import polylock
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TABLE = json.loads((REPO_ROOT / "tests" / "conformance" / "bad_input.json").read_text())
+CASES: list[dict[str, Any]] = TABLE["cases"]
+
+
+def seconds(ms: Any) -> Optional[float]:
+    """The table's milliseconds (a number, "NaN" or "Infinity") as Python's seconds."""
+    if ms is None:
+        return None
+    return float(ms) / 1000.0  # float("NaN"), float("Infinity") are those floats
+
+
+def unreachable_url() -> str:
+    """A URL nobody listens on: a connect that dialled it would fail with ConnectionError."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
+
+
+def case_id(case: dict[str, Any]) -> str:
+    return "-".join(f"{k}={v}" for k, v in case.items() if k not in ("kind", "message", "integer_ms"))
+
+
+def check(raised: pytest.ExceptionInfo[BaseException], case: dict[str, Any]) -> None:
+    assert case["kind"] == "InvalidArgument"
+    assert type(raised.value) is polylock.InvalidArgumentError
+    assert str(raised.value) == case["message"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_blocking_api_gives_the_tables_error(case, url):
+    call = case["call"]
+    if call == "connect":
+        with pytest.raises(polylock.LockError) as raised:
+            polylock.Client(unreachable_url(), **{case["option"]: seconds(case["ms"])})
+        check(raised, case)
+        return
+    with polylock.Client(url) as client:
+        if call == "lock":
+            with pytest.raises(polylock.LockError) as raised:
+                client.lock(case["name"])
+        else:
+            assert call == "acquire"
+            lock = client.lock("conformance")
+            with pytest.raises(polylock.LockError) as raised:
+                lock.acquire(timeout=seconds(case.get("wait_ms")), lease=seconds(case.get("lease_ms")))
+            assert not lock.is_held()
+        check(raised, case)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_asyncio_api_gives_the_tables_error(case, url):
+    async def main() -> None:
+        call = case["call"]
+        if call == "connect":
+            with pytest.raises(polylock.LockError) as raised:
+                await polylock.AsyncClient.connect(unreachable_url(), **{case["option"]: seconds(case["ms"])})
+            check(raised, case)
+            return
+        async with await polylock.AsyncClient.connect(url) as client:
+            if call == "lock":
+                with pytest.raises(polylock.LockError) as raised:
+                    client.lock(case["name"])
+            else:
+                lock = client.lock("conformance")
+                with pytest.raises(polylock.LockError) as raised:
+                    await lock.acquire(timeout=seconds(case.get("wait_ms")), lease=seconds(case.get("lease_ms")))
+            check(raised, case)
+
+    asyncio.run(asyncio.wait_for(main(), timeout=60))
+
+
+def test_an_infinite_timeout_waits_without_bound(url, redis, name):
+    with polylock.Client(url) as client:
+        lock = client.lock(name)
+        assert lock.acquire(timeout=math.inf) is True
+        assert redis("PTTL", name) > 0
+        lock.release()
+        assert lock.acquire(timeout=-1) is True  # threading's "no bound"
+        lock.release()
+
+    async def main() -> None:
+        async with await polylock.AsyncClient.connect(url) as client:
+            lock = client.lock(name)
+            assert await lock.acquire(timeout=math.inf) is True
+            await lock.release()
+
+    asyncio.run(asyncio.wait_for(main(), timeout=60))
+
+
+@pytest.mark.parametrize("timeout", [0, 1, math.inf, math.nan])
+def test_a_non_blocking_call_takes_no_timeout(url, name, timeout):
+    with polylock.Client(url) as client:
+        lock = client.lock(name)
+        with pytest.raises(polylock.InvalidArgumentError) as raised:
+            lock.acquire(blocking=False, timeout=timeout)
+        assert isinstance(raised.value, ValueError)
+        assert str(raised.value) == "invalid argument: can't specify a timeout for a non-blocking call"
+        assert lock.acquire(blocking=False, timeout=-1) is True
+        lock.release()
+
+
+def test_a_value_that_is_not_a_number_is_pythons_type_error(url, name):
+    with polylock.Client(url) as client:
+        with pytest.raises(TypeError):
+            client.lock(name).acquire(timeout="5")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        polylock.Client(url, watchdog_timeout="30")  # type: ignore[arg-type]
