@@ -15,9 +15,9 @@ export interface ConnectOptions {
 
 /** Options of {@link Lock.acquire} and {@link Lock.using}. Times in milliseconds. */
 export interface AcquireOptions {
-  /** Longest wait: none = no bound, 0 = one attempt. A non-negative integer. */
+  /** Longest wait: none or `Infinity` = no bound, 0 = one attempt. Fractions of a ms are accepted. */
   waitMs?: number
-  /** A fixed lease, never renewed (at least 1). None = the watchdog-renewed lease. */
+  /** A fixed lease, never renewed (1 ms to 10 years). None = the watchdog-renewed lease. */
   leaseMs?: number
   /** Aborting it rejects the call with the signal's reason (an `AbortError`); no lock is left held. */
   signal?: AbortSignal

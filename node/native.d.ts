@@ -35,9 +35,10 @@ export declare class Client {
 /** One owner's handle on one lock (reentrant). Dropping it while held releases in the background. */
 export declare class Lock {
   /**
-   * Acquires or re-enters. `waitMs`: none = no bound, 0 = one attempt. `leaseMs`: none =
-   * watchdog-renewed. Resolves `false` when the wait runs out or `cancellation` fires (then
-   * no lock is held; a cancellation fired before the call makes no attempt at all).
+   * Acquires or re-enters. `waitMs`: none or `Infinity` = no bound, 0 = one attempt.
+   * `leaseMs`: none = watchdog-renewed. Resolves `false` when the wait runs out or
+   * `cancellation` fires (then no lock is held; a cancellation fired before the call makes no
+   * attempt at all).
    */
   acquire(options?: { waitMs?: number; leaseMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null): Promise<boolean>
   /** Releases one level of the hold: `ERR_NOT_HELD` when not held, `ERR_LOCK_LOST` when lost. */

@@ -246,12 +246,13 @@ describe('bad input', () => {
     const lock = client.lock(fresh('bad'))
     for (const options of [
       { waitMs: -1 },
-      { waitMs: 1.5 },
+      { waitMs: -Infinity },
       { waitMs: Number.NaN },
       { waitMs: '5' },
       { leaseMs: 0 },
       { leaseMs: -5 },
-      { leaseMs: 2.5 },
+      { leaseMs: Infinity },
+      { leaseMs: 0.5 },
       { signal: 5 },
       'fast',
     ]) {

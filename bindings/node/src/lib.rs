@@ -1,7 +1,8 @@
 //! The napi-rs binding of polylock: the native `Client`, `Lock` and `Cancellation` classes.
 //!
-//! `node/index.js` wraps them to give `using`, `AbortSignal` and `Symbol.asyncDispose`; all
-//! argument checks and the one error mapping live here. Times are milliseconds.
+//! `node/index.js` wraps them to give `using`, `AbortSignal` and `Symbol.asyncDispose`; the
+//! JavaScript type checks and the one error mapping live here, and the core checks every value
+//! (so a bad value gets the same message in every language). Times are milliseconds.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -12,6 +13,7 @@ use napi::bindgen_prelude::{Function, JsObjectValue, Object, ToNapiValue, Unknow
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, JsError, JsValue, ValueType};
 use napi_derive::napi;
+use polylock::options::{lease_from_millis, option_from_millis, wait_from_millis};
 use tokio::sync::watch;
 
 /// The `code` of the JS `Error` for each kind of core error. The one mapping of this binding.
@@ -66,8 +68,10 @@ where
     Ok(promise)
 }
 
-/// `undefined`/`null` -> `None`; a non-negative integer number of milliseconds -> a duration.
-fn millis(value: Option<Unknown>, what: &str) -> polylock::Result<Option<Duration>> {
+/// `undefined`/`null` -> `None`; a number -> itself, milliseconds for the core to check (the
+/// core's `options` functions). Only the type is checked here: anything but a number is an
+/// error of this binding, since the core never sees JavaScript values.
+fn millis(value: Option<Unknown>, what: &str) -> polylock::Result<Option<f64>> {
     let Some(value) = value else {
         return Ok(None);
     };
@@ -77,19 +81,9 @@ fn millis(value: Option<Unknown>, what: &str) -> polylock::Result<Option<Duratio
         _ => return Err(invalid(format!("{what} must be a number of milliseconds"))),
     }
     // SAFETY: the value was checked to be a number just above.
-    let ms: f64 = unsafe { value.cast() }
-        .map_err(|_| invalid(format!("{what} must be a number of milliseconds")))?;
-    if !ms.is_finite() || ms < 0.0 || ms.fract() != 0.0 {
-        return Err(invalid(format!(
-            "{what} must be a non-negative integer number of milliseconds, got {ms}"
-        )));
-    }
-    if ms > polylock::MAX_DURATION.as_millis() as f64 {
-        return Err(invalid(format!(
-            "{what} {ms} ms is longer than the 10 years accepted; leave it out for no bound"
-        )));
-    }
-    Ok(Some(Duration::from_millis(ms as u64)))
+    unsafe { value.cast::<f64>() }
+        .map(Some)
+        .map_err(|_| invalid(format!("{what} must be a number of milliseconds")))
 }
 
 /// The options object (or `undefined`/`null`) of a call, as an object to read fields from.
@@ -134,9 +128,9 @@ impl Client {
         url: Unknown,
         options: Option<Unknown>,
     ) -> napi::Result<Object<'env>> {
-        let builder = connect_options(url, options).map_err(|err| js_error(env, &err))?;
+        let (url, options) = connect_options(url, options).map_err(|err| js_error(env, &err))?;
         promise(env, async move {
-            let inner = builder.connect().await?;
+            let inner = polylock::Client::connect_with(&url, options).await?;
             Ok(Client { inner })
         })
     }
@@ -180,26 +174,43 @@ fn string(value: Unknown, what: &str) -> polylock::Result<String> {
     }
 }
 
+/// The URL and the core's client options from `Client.connect`'s arguments; an option left out
+/// takes the core's default. `Client::connect_with` checks the values.
 fn connect_options(
     url: Unknown,
     options: Option<Unknown>,
-) -> polylock::Result<polylock::ClientBuilder> {
+) -> polylock::Result<(String, polylock::ClientOptions)> {
     let url = string(url, "Redis URL")?;
     let options = options_object(options, "connect options")?;
-    let mut builder = polylock::Client::builder(url);
-    if let Some(timeout) = millis(field(&options, "watchdogTimeoutMs"), "watchdogTimeoutMs")? {
-        builder = builder.watchdog_timeout(timeout);
-    }
-    if let Some(timeout) = millis(field(&options, "connectTimeoutMs"), "connectTimeoutMs")? {
-        builder = builder.connect_timeout(timeout);
-    }
-    if let Some(timeout) = millis(field(&options, "responseTimeoutMs"), "responseTimeoutMs")? {
-        builder = builder.response_timeout(timeout);
-    }
-    if let Some(timeout) = millis(field(&options, "fairQueueTimeoutMs"), "fairQueueTimeoutMs")? {
-        builder = builder.fair_queue_timeout(timeout);
-    }
-    Ok(builder)
+    let defaults = polylock::ClientOptions::default();
+    // The core's name of each option goes into its messages, the same in every language.
+    let option = |js_name: &str, name: &str, default: Duration| {
+        let ms = millis(field(&options, js_name), js_name)?;
+        ms.map_or(Ok(default), |ms| option_from_millis(name, ms))
+    };
+    let options = polylock::ClientOptions {
+        watchdog_timeout: option(
+            "watchdogTimeoutMs",
+            "watchdog_timeout",
+            defaults.watchdog_timeout,
+        )?,
+        connect_timeout: option(
+            "connectTimeoutMs",
+            "connect_timeout",
+            defaults.connect_timeout,
+        )?,
+        response_timeout: option(
+            "responseTimeoutMs",
+            "response_timeout",
+            defaults.response_timeout,
+        )?,
+        fair_queue_timeout: option(
+            "fairQueueTimeoutMs",
+            "fair_queue_timeout",
+            defaults.fair_queue_timeout,
+        )?,
+    };
+    Ok((url, options))
 }
 
 /// One owner's handle on one lock (reentrant). Dropping it while held releases in the background.
@@ -210,9 +221,10 @@ pub struct Lock {
 
 #[napi]
 impl Lock {
-    /// Acquires or re-enters. `waitMs`: none = no bound, 0 = one attempt. `leaseMs`: none =
-    /// watchdog-renewed. Resolves `false` when the wait runs out or `cancellation` fires (then
-    /// no lock is held; a cancellation fired before the call makes no attempt at all).
+    /// Acquires or re-enters. `waitMs`: none or `Infinity` = no bound, 0 = one attempt.
+    /// `leaseMs`: none = watchdog-renewed. Resolves `false` when the wait runs out or
+    /// `cancellation` fires (then no lock is held; a cancellation fired before the call makes no
+    /// attempt at all).
     #[napi(
         ts_args_type = "options?: { waitMs?: number; leaseMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null",
         ts_return_type = "Promise<boolean>"
@@ -312,8 +324,8 @@ fn acquire_options(
     options: Option<Unknown>,
 ) -> polylock::Result<(Option<Duration>, Option<Duration>)> {
     let options = options_object(options, "acquire options")?;
-    let wait = millis(field(&options, "waitMs"), "waitMs")?;
-    let lease = millis(field(&options, "leaseMs"), "leaseMs")?;
+    let wait = wait_from_millis(millis(field(&options, "waitMs"), "waitMs")?)?;
+    let lease = lease_from_millis(millis(field(&options, "leaseMs"), "leaseMs")?)?;
     if let Some(signal) = field(&options, "signal") {
         if !matches!(signal.get_type(), Ok(ValueType::Undefined)) && !is_abort_signal(env, &signal)
         {

@@ -1,0 +1,110 @@
+'use strict'
+
+// The bad-input table every binding checks (tests/conformance/bad_input.json): Node gives the
+// same kind (`ERR_INVALID_ARGUMENT`) and the same message as the core and every other binding.
+
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { after, before, describe, test } = require('node:test')
+
+const { Client } = require('..')
+const { startRedis, freePort } = require('./redis.js')
+
+const table = JSON.parse(
+  fs.readFileSync(path.join(__dirname, '..', '..', 'tests', 'conformance', 'bad_input.json'), 'utf8'),
+)
+
+/** The table's milliseconds: a number, or "NaN" / "Infinity" for those numbers. */
+const ms = (value) => (value === undefined ? undefined : Number(value))
+
+/** Each core option's name in `Client.connect`'s options. */
+const OPTION = {
+  watchdog_timeout: 'watchdogTimeoutMs',
+  connect_timeout: 'connectTimeoutMs',
+  response_timeout: 'responseTimeoutMs',
+  fair_queue_timeout: 'fairQueueTimeoutMs',
+}
+
+const sleep = (delay) => new Promise((resolve) => setTimeout(resolve, delay))
+
+let redis
+let client
+let names = 0
+const fresh = (what) => `node:${what}:${process.pid}:${(names += 1)}`
+
+before(async () => {
+  redis = await startRedis()
+  client = await Client.connect(redis.url)
+})
+
+after(async () => {
+  await client?.close()
+  await redis?.stop()
+})
+
+describe('the bad-input table', () => {
+  for (const c of table.cases) {
+    const { kind, message, integer_ms: _, ...input } = c
+    test(JSON.stringify(input), async () => {
+      assert.equal(kind, 'InvalidArgument')
+      const expected = { code: 'ERR_INVALID_ARGUMENT', message }
+      if (c.call === 'lock') {
+        assert.throws(() => client.lock(c.name), expected)
+      } else if (c.call === 'acquire') {
+        const lock = client.lock(fresh('conformance'))
+        await assert.rejects(lock.acquire({ waitMs: ms(c.wait_ms), leaseMs: ms(c.lease_ms) }), expected)
+        assert.equal(lock.isHeld(), false)
+      } else {
+        assert.equal(c.call, 'connect')
+        // Nobody listens there: a connect that dialled would fail with ERR_CONNECTION instead.
+        const url = `redis://127.0.0.1:${await freePort()}`
+        await assert.rejects(Client.connect(url, { [OPTION[c.option]]: ms(c.ms) }), expected)
+      }
+    })
+  }
+})
+
+describe('accepted values', () => {
+  test('waitMs: Infinity waits without bound, like no waitMs', async () => {
+    const name = fresh('infinity')
+    const free = client.lock(name)
+    assert.equal(await free.acquire({ waitMs: Infinity }), true)
+    const waiter = client.lock(name)
+    let settled = false
+    const waiting = waiter.acquire({ waitMs: Infinity }).finally(() => {
+      settled = true
+    })
+    await sleep(500)
+    assert.equal(settled, false, 'an infinite wait is not one attempt')
+    await free.release()
+    assert.equal(await waiting, true)
+    await waiter.release()
+  })
+
+  test('fractional milliseconds are accepted', async () => {
+    const name = fresh('fraction')
+    const holder = client.lock(name)
+    assert.equal(await holder.acquire({ leaseMs: 60_000.5 }), true)
+    assert.equal(await client.lock(name).acquire({ waitMs: 1.5 }), false)
+    await holder.release()
+    const short = await Client.connect(redis.url, { watchdogTimeoutMs: 1500.5, responseTimeoutMs: 999.9 })
+    await short.close()
+  })
+
+  test('a value that is not a number is the binding\'s own ERR_INVALID_ARGUMENT', async () => {
+    const lock = client.lock(fresh('type'))
+    await assert.rejects(lock.acquire({ waitMs: '5' }), {
+      code: 'ERR_INVALID_ARGUMENT',
+      message: 'invalid argument: waitMs must be a number of milliseconds',
+    })
+    await assert.rejects(lock.acquire({ leaseMs: 10n }), {
+      code: 'ERR_INVALID_ARGUMENT',
+      message: 'invalid argument: leaseMs must be a number of milliseconds',
+    })
+    await assert.rejects(Client.connect(redis.url, { connectTimeoutMs: '5000' }), {
+      code: 'ERR_INVALID_ARGUMENT',
+      message: 'invalid argument: connectTimeoutMs must be a number of milliseconds',
+    })
+  })
+})
