@@ -1,5 +1,6 @@
 //! Real `redis-server` processes for tests: each on a free loopback port, in a temporary
-//! directory, without persistence, stopped (killed) when dropped.
+//! directory, without persistence, stopped (killed) when dropped. [`FaultProxy`] sits between
+//! a client and a server to inject network faults.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -7,6 +8,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use redis::ConnectionLike;
+
+mod proxy;
+
+pub use proxy::{Fault, FaultProxy};
 
 /// How long `command` waits to connect and for a reply.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
