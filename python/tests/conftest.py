@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import redis.exceptions as redis_errors
 
-from helpers import Resp
+from helpers import RedisConnection
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,8 +36,8 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def client(self) -> Resp:
-        return Resp(self.port)
+    def client(self) -> RedisConnection:
+        return RedisConnection(self.port)
 
 
 def _start(directory: str) -> RedisServer:
@@ -50,10 +51,10 @@ def _start(directory: str) -> RedisServer:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and process.poll() is None:
             try:
-                with Resp(port) as redis:
-                    if redis("PING") == "PONG":
+                with RedisConnection(port, timeout=1) as redis:
+                    if redis.ping():
                         return RedisServer(port, process)
-            except OSError:
+            except (redis_errors.ConnectionError, redis_errors.TimeoutError):  # not up yet
                 time.sleep(0.02)
         process.kill()
         process.wait()
@@ -77,7 +78,7 @@ def redis_server() -> Iterator[RedisServer]:
 
 
 @pytest.fixture
-def redis(redis_server: RedisServer) -> Iterator[Resp]:
+def redis(redis_server: RedisServer) -> Iterator[RedisConnection]:
     with redis_server.client() as connection:
         yield connection
 
