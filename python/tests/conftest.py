@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import redis.exceptions as redis_errors
 
+from faults import FaultProxy
 from helpers import RedisConnection
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +82,20 @@ def redis_server() -> Iterator[RedisServer]:
 def redis(redis_server: RedisServer) -> Iterator[RedisConnection]:
     with redis_server.client() as connection:
         yield connection
+
+
+@pytest.fixture(scope="session")
+def session_fault_proxy(redis_server: RedisServer) -> Iterator[FaultProxy]:
+    with FaultProxy(redis_server.port) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def fault_proxy(session_fault_proxy: FaultProxy) -> Iterator[FaultProxy]:
+    """A fault-injecting proxy in front of the session's redis-server (shared by the tests,
+    so it passes traffic again after each one)."""
+    yield session_fault_proxy
+    session_fault_proxy.pass_through()
 
 
 @pytest.fixture
