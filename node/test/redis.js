@@ -1,13 +1,15 @@
 'use strict'
 
 // Real redis-server processes for the tests: each on a free loopback port, in a temporary
-// directory, without persistence, killed by stop(). Commands go over a tiny RESP client.
+// directory, without persistence, killed by stop(). Commands go over ioredis.
 
 const { spawn } = require('node:child_process')
 const fs = require('node:fs')
 const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
+
+const Redis = require('ioredis')
 
 /** A loopback port that is free now (a race with another process is retried by start). */
 function freePort() {
@@ -21,72 +23,29 @@ function freePort() {
   })
 }
 
-/** Encodes a command as a RESP array of bulk strings. */
-function encode(args) {
-  let out = `*${args.length}\r\n`
-  for (const arg of args) {
-    const text = String(arg)
-    out += `$${Buffer.byteLength(text)}\r\n${text}\r\n`
-  }
-  return out
-}
-
-/** Parses one RESP reply at the start of `buffer`: `{ value, rest }` or null when incomplete. */
-function parse(buffer) {
-  const end = buffer.indexOf('\r\n')
-  if (end < 0) return null
-  const kind = buffer[0]
-  const line = buffer.slice(1, end)
-  const rest = buffer.slice(end + 2)
-  if (kind === '+') return { value: line, rest }
-  if (kind === '-') return { value: new Error(line), rest }
-  if (kind === ':') return { value: Number(line), rest }
-  if (kind === '$') {
-    const length = Number(line)
-    if (length < 0) return { value: null, rest }
-    if (Buffer.byteLength(rest) < length + 2) return null
-    return { value: rest.slice(0, length), rest: rest.slice(length + 2) }
-  }
-  if (kind === '*') {
-    const count = Number(line)
-    const values = []
-    let remaining = rest
-    for (let i = 0; i < count; i += 1) {
-      const item = parse(remaining)
-      if (item === null) return null
-      values.push(item.value)
-      remaining = item.rest
-    }
-    return { value: values, rest: remaining }
-  }
-  throw new Error(`unexpected RESP reply: ${buffer}`)
-}
-
-/** Sends one command on a fresh connection; resolves to its reply (rejects on -ERR). */
-function command(port, ...args) {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1')
-    let received = ''
-    const timer = setTimeout(() => {
-      socket.destroy()
-      reject(new Error(`redis on ${port}: no reply to ${args[0]} within 5 s`))
-    }, 5000)
-    socket.setEncoding('utf8')
-    socket.on('connect', () => socket.write(encode(args)))
-    socket.on('data', (chunk) => {
-      received += chunk
-      const reply = parse(received)
-      if (reply === null) return
-      clearTimeout(timer)
-      socket.end()
-      if (reply.value instanceof Error) reject(reply.value)
-      else resolve(reply.value)
-    })
-    socket.on('error', (error) => {
-      clearTimeout(timer)
-      reject(error)
-    })
+/**
+ * An ioredis client for a loopback port that gives up on connecting or on a reply after 5 s,
+ * and neither reconnects nor retries, so a test sees every failure. It connects with its
+ * first command (or `connect()`).
+ * @param {number} port
+ * @param {import('ioredis').RedisOptions} [options] overrides
+ */
+function connectRedis(port, options = {}) {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    connectTimeout: 5000,
+    commandTimeout: 5000,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    ...options,
   })
+  // Failures reach the test as rejected commands; without a listener ioredis would also log
+  // each one as an unhandled error event.
+  client.on('error', () => {})
+  return client
 }
 
 class RedisServer {
@@ -94,17 +53,26 @@ class RedisServer {
     this.port = port
     this.dir = dir
     this.child = child
+    /** The connection `command` uses, opened on first use. @type {Redis | undefined} */
+    this.client = undefined
   }
 
   get url() {
     return `redis://127.0.0.1:${this.port}`
   }
 
+  /**
+   * Runs one command on this server's helper connection (opened again if it closed); resolves
+   * to the reply as ioredis gives it: 'OK', a string for a bulk string, a number, null, an
+   * array. Rejects on an error reply.
+   */
   command(...args) {
-    return command(this.port, ...args)
+    if (this.client === undefined || this.client.status === 'end') this.client = connectRedis(this.port)
+    return this.client.call(...args)
   }
 
   async stop() {
+    this.client?.disconnect()
     if (this.child.exitCode === null && this.child.signalCode === null) {
       const exited = new Promise((resolve) => this.child.once('exit', resolve))
       this.child.kill('SIGKILL')
@@ -137,4 +105,4 @@ async function startRedis() {
   throw new Error('redis-server did not start; is it installed (apt-get install redis-server)?')
 }
 
-module.exports = { startRedis, freePort, command }
+module.exports = { startRedis, freePort, connectRedis }

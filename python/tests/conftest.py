@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import redis.exceptions as redis_errors
 
-from helpers import Resp
+from faults import FaultProxy
+from helpers import RedisConnection
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,8 +37,8 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def client(self) -> Resp:
-        return Resp(self.port)
+    def client(self) -> RedisConnection:
+        return RedisConnection(self.port)
 
 
 def _start(directory: str) -> RedisServer:
@@ -50,10 +52,10 @@ def _start(directory: str) -> RedisServer:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and process.poll() is None:
             try:
-                with Resp(port) as redis:
-                    if redis("PING") == "PONG":
+                with RedisConnection(port, timeout=1) as redis:
+                    if redis.ping():
                         return RedisServer(port, process)
-            except OSError:
+            except (redis_errors.ConnectionError, redis_errors.TimeoutError):  # not up yet
                 time.sleep(0.02)
         process.kill()
         process.wait()
@@ -77,9 +79,23 @@ def redis_server() -> Iterator[RedisServer]:
 
 
 @pytest.fixture
-def redis(redis_server: RedisServer) -> Iterator[Resp]:
+def redis(redis_server: RedisServer) -> Iterator[RedisConnection]:
     with redis_server.client() as connection:
         yield connection
+
+
+@pytest.fixture(scope="session")
+def session_fault_proxy(redis_server: RedisServer) -> Iterator[FaultProxy]:
+    with FaultProxy(redis_server.port) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def fault_proxy(session_fault_proxy: FaultProxy) -> Iterator[FaultProxy]:
+    """A fault-injecting proxy in front of the session's redis-server (shared by the tests,
+    so it passes traffic again after each one)."""
+    yield session_fault_proxy
+    session_fault_proxy.pass_through()
 
 
 @pytest.fixture

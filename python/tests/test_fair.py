@@ -12,7 +12,7 @@ import time
 import pytest
 
 import polylock
-from helpers import Resp, counter_worker, hash_count, wait_until
+from helpers import RedisConnection, counter_worker, hash_count, wait_until
 
 
 def queue_key(name: str) -> str:
@@ -23,9 +23,9 @@ def timeouts_key(name: str) -> str:
     return f"redisson_lock_timeout:{{{name}}}"
 
 
-def queued(redis: Resp, name: str) -> list[str]:
+def queued(redis: RedisConnection, name: str) -> list[str]:
     """The owners waiting in the fair queue, head first."""
-    return [entry.decode() for entry in redis("LRANGE", queue_key(name), 0, -1)]  # type: ignore[union-attr]
+    return [entry.decode() for entry in redis("LRANGE", queue_key(name), 0, -1)]
 
 
 def test_waiting_threads_get_the_lock_in_arrival_order(url, redis, name):
@@ -218,8 +218,8 @@ def test_spawned_processes_exclude_each_other_with_the_fair_lock(redis_server, n
     for process in processes:
         process.join(timeout=120)
     assert [process.exitcode for process in processes] == [0] * workers
-    with Resp(redis_server.port) as redis:
-        assert int(redis("GET", counter_key)) == workers * rounds  # type: ignore[arg-type]
+    with RedisConnection(redis_server.port) as redis:
+        assert int(redis("GET", counter_key)) == workers * rounds
         assert redis("EXISTS", name, queue_key(name), timeouts_key(name)) == 0
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import polylock
-from helpers import Resp, counter_worker, wait_until
+from helpers import RedisConnection, counter_worker, wait_until
 
 
 def test_spawned_processes_exclude_each_other(redis_server, name):
@@ -34,7 +34,7 @@ def test_spawned_processes_exclude_each_other(redis_server, name):
     for process in processes:
         process.join(timeout=120)
     assert [process.exitcode for process in processes] == [0] * workers
-    with Resp(redis_server.port) as redis:
+    with RedisConnection(redis_server.port) as redis:
         assert int(redis("GET", counter_key)) == workers * rounds
         assert redis("EXISTS", name) == 0
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import polylock
-from helpers import Resp, hash_count, wait_until
+from helpers import RedisConnection, hash_count, wait_until
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def test_threads_sharing_one_lock_exclude_each_other(client, redis_server, name)
 
     def work() -> None:
         try:
-            with Resp(redis_server.port) as redis:
+            with RedisConnection(redis_server.port) as redis:
                 for _ in range(rounds):
                     with lock:
                         assert lock.is_held() and lock.hold_count() == 1
@@ -49,7 +49,7 @@ def test_threads_sharing_one_lock_exclude_each_other(client, redis_server, name)
     for thread in threads:
         thread.join(timeout=60)
     assert not errors
-    with Resp(redis_server.port) as redis:
+    with RedisConnection(redis_server.port) as redis:
         assert int(redis("GET", counter_key)) == threads_count * rounds
         assert redis("EXISTS", name) == 0
 

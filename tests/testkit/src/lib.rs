@@ -1,16 +1,27 @@
 //! Real `redis-server` processes for tests: each on a free loopback port, in a temporary
-//! directory, without persistence, stopped (killed) when dropped.
+//! directory, without persistence, stopped (killed) when dropped. [`FaultProxy`] sits between
+//! a client and a server to inject network faults.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use redis::ConnectionLike;
+
+mod proxy;
+
+pub use proxy::{Fault, FaultProxy};
+
+/// How long `command` waits to connect and for a reply.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One running redis-server.
 pub struct RedisServer {
     port: u16,
     dir: PathBuf,
+    /// The `--option value` arguments it was started with, for `restart`.
+    extra: Vec<String>,
     child: Option<Child>,
 }
 
@@ -44,7 +55,19 @@ impl RedisServer {
         let dir =
             std::env::temp_dir().join(format!("polylock-redis-{port}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).ok()?;
-        let port_text = port.to_string();
+        let mut server = RedisServer {
+            port,
+            dir,
+            extra: extra.iter().map(|arg| arg.to_string()).collect(),
+            child: None,
+        };
+        server.launch().then_some(server)
+    }
+
+    /// Spawns redis-server with this server's port, directory and arguments and waits until
+    /// it answers PING; false if it exited (port taken) or never answered.
+    fn launch(&mut self) -> bool {
+        let port_text = self.port.to_string();
         let mut args = vec![
             "--port",
             &port_text,
@@ -59,32 +82,32 @@ impl RedisServer {
             "--loglevel",
             "warning",
         ];
-        args.extend_from_slice(extra);
-        let child = Command::new("redis-server")
+        args.extend(self.extra.iter().map(String::as_str));
+        let Ok(child) = Command::new("redis-server")
             .args(&args)
-            .current_dir(&dir)
+            .current_dir(&self.dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .ok()?;
-        let mut server = RedisServer {
-            port,
-            dir,
-            child: Some(child),
+        else {
+            return false;
         };
+        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if server.command(&["PING"]).as_deref() == Some("+PONG") {
-                return Some(server);
+            if self.command(&["PING"]).as_deref() == Some("+PONG") {
+                return true;
             }
-            if let Some(child) = server.child.as_mut() {
+            if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(_)) = child.try_wait() {
-                    return None; // exited: port taken
+                    self.child = None;
+                    return false;
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        None
+        self.kill();
+        false
     }
 
     pub fn port(&self) -> u16 {
@@ -95,26 +118,28 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    /// Sends one command (inline RESP) and returns the first reply line, e.g. `+OK`, `:1`.
-    /// For bulk replies, the line after the length is returned (`$-1` for nil).
+    /// A new connection to this server (redis crate, sync API) that gives up on connecting
+    /// or on a reply after 5 s.
+    pub fn connection(&self) -> redis::RedisResult<redis::Connection> {
+        let client = redis::Client::open(self.url())?;
+        let connection = client.get_connection_with_timeout(COMMAND_TIMEOUT)?;
+        connection.set_read_timeout(Some(COMMAND_TIMEOUT))?;
+        connection.set_write_timeout(Some(COMMAND_TIMEOUT))?;
+        Ok(connection)
+    }
+
+    /// Sends one command on a new connection and returns the reply as its first RESP line
+    /// would read: `+OK`, `:1`, `-ERR ...`, `*3`; a bulk string as its text, `$-1` for nil.
+    /// `None` if the server could not be reached or did not answer.
     pub fn command(&self, args: &[&str]) -> Option<String> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        let mut request = format!("*{}\r\n", args.len());
-        for arg in args {
-            request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        let (name, rest) = args.split_first()?;
+        let mut command = redis::cmd(name);
+        for arg in rest {
+            command.arg(*arg);
         }
-        stream.write_all(request.as_bytes()).ok()?;
-        let mut reader = BufReader::new(stream);
-        let mut line = String::new();
-        reader.read_line(&mut line).ok()?;
-        let line = line.trim_end().to_owned();
-        if line.starts_with('$') && line != "$-1" {
-            let mut value = String::new();
-            reader.read_line(&mut value).ok()?;
-            return Some(value.trim_end().to_owned());
-        }
-        Some(line)
+        // `req_command` hands back server errors as values, so they can be shown too.
+        let reply = self.connection().ok()?.req_command(&command).ok()?;
+        Some(reply_line(&reply))
     }
 
     /// The integer of an integer reply (`:N`), or panics with what came back.
@@ -126,12 +151,61 @@ impl RedisServer {
             .unwrap_or_else(|| panic!("{args:?} gave {reply:?}, not an integer"))
     }
 
+    /// Makes the server hold every client's commands for `duration` (CLIENT PAUSE ... ALL),
+    /// as a server stalled by a slow command or a fork would.
+    pub fn pause(&self, duration: Duration) {
+        let millis = duration.as_millis().to_string();
+        let reply = self.command(&["CLIENT", "PAUSE", &millis, "ALL"]);
+        assert_eq!(reply.as_deref(), Some("+OK"), "CLIENT PAUSE {millis} ALL");
+    }
+
+    /// Closes every client connection of one kind (`normal`, `pubsub`, `replica`, `master`)
+    /// from the server side (CLIENT KILL TYPE); returns how many were closed. The connection
+    /// sending the command is spared.
+    pub fn kill_clients(&self, kind: &str) -> i64 {
+        self.int(&["CLIENT", "KILL", "TYPE", kind])
+    }
+
     /// Kills the server at once (no shutdown save), as a crash would.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Kills the server and starts it again on the same port with the same arguments (its
+    /// data is gone: nothing is persisted). Panics if it does not come back.
+    pub fn restart(&mut self) {
+        self.kill();
+        // The port may stay busy for a moment after the kill.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.launch() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not restart on port {}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A reply written as its first RESP line (a bulk string as its text).
+fn reply_line(reply: &redis::Value) -> String {
+    use redis::Value;
+    match reply {
+        Value::Okay => "+OK".to_owned(),
+        Value::SimpleString(text) => format!("+{text}"),
+        Value::Int(number) => format!(":{number}"),
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::Nil => "$-1".to_owned(),
+        Value::Array(items) | Value::Set(items) => format!("*{}", items.len()),
+        Value::ServerError(err) => match err.details() {
+            Some(details) => format!("-{} {details}", err.code()),
+            None => format!("-{}", err.code()),
+        },
+        other => format!("{other:?}"),
     }
 }
 
