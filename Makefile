@@ -10,11 +10,12 @@ help:
 	@echo "make test   - every test: core, Redisson interop, Python, Node, Kotlin, Swift, CLI, bench smoke"
 	@echo "make bench  - the benchmark run, written to bench/results/RESULTS.md"
 
-# Installs redis-server from Debian's packages when it is missing.
+# Installs redis-server (and faketime, which skews one test peer's clock) from Debian's
+# packages when they are missing.
 redis-server:
-	@command -v redis-server >/dev/null || { \
-	  echo "redis-server is missing; installing it with apt-get"; \
-	  (apt-get update -qq && apt-get install -y -qq redis-server) >/dev/null; }
+	@command -v redis-server >/dev/null && command -v faketime >/dev/null || { \
+	  echo "redis-server or faketime is missing; installing them with apt-get"; \
+	  (apt-get update -qq && apt-get install -y -qq redis-server faketime) >/dev/null; }
 	@redis-server --version
 
 test-core: redis-server

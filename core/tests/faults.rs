@@ -1,0 +1,607 @@
+//! The promises that must hold under faults, each injected for real: `CLIENT PAUSE`,
+//! `CLIENT KILL`, a killed and restarted server, a client closed under a waiter, a skewed
+//! clock, the fault proxy (drop, cut, refuse). Each test fails on the bug it guards.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use polylock::{Client, ErrorKind};
+use polylock_testkit::{Fault, FaultProxy};
+
+const LONG_LEASE: Duration = Duration::from_secs(60);
+
+async fn client_with(server_url: &str, watchdog: Duration, response: Duration) -> Client {
+    Client::builder(server_url)
+        .watchdog_timeout(watchdog)
+        .connect_timeout(Duration::from_secs(2))
+        .response_timeout(response)
+        .connect()
+        .await
+        .expect("connect to the test server")
+}
+
+/// Connected clients of `kind` (`normal`, `pubsub`) as the server lists them.
+fn clients_of(server: &RedisServer, kind: &str) -> usize {
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_connection().unwrap();
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg(kind)
+        .query(&mut con)
+        .unwrap();
+    // The connection asking is a normal client itself.
+    list.lines().count() - usize::from(kind == "normal")
+}
+
+async fn wait_until(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    eventually(limit, || std::future::ready(check())).await
+}
+
+// ---- 1. a release's latch outlives every retry: see `proxy` below ----
+
+// ---- 2. close() with a waiter blocked in acquire ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_pending_waits_and_reports_held_locks_lost() {
+    let server = RedisServer::start();
+    let other = client(&server).await;
+    let blocker = other.lock("close-wait").unwrap();
+    assert!(blocker.acquire(None, None).await.unwrap());
+    let pubsub_before = clients_of(&server, "pubsub");
+
+    let closing = client(&server).await;
+    let held = closing.lock("close-held").unwrap();
+    assert!(held.acquire(None, None).await.unwrap());
+    let told = Arc::new(AtomicUsize::new(0));
+    held.on_lost({
+        let told = told.clone();
+        move |err| {
+            assert_eq!(err.kind(), ErrorKind::LockLost);
+            told.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let waiter = closing.lock("close-wait").unwrap();
+    let waiting = {
+        let waiter = waiter.clone();
+        tokio::spawn(async move { waiter.acquire(Some(Duration::from_secs(30)), None).await })
+    };
+    assert!(
+        wait_until(Duration::from_secs(5), || closing.subscribed_channels()
+            == 1)
+        .await
+    );
+
+    let closed_at = Instant::now();
+    assert_eq!(closing.close(), vec!["close-held".to_owned()]);
+    let err = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the pending wait ends at once")
+        .unwrap()
+        .unwrap_err();
+    assert!(closed_at.elapsed() < Duration::from_secs(2));
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    assert!(err.to_string().contains("client is closed"), "{err}");
+
+    // Its held lock is reported lost at once: nothing renews or releases it any more.
+    assert!(!held.is_held());
+    assert!(held.is_lost());
+    assert!(wait_until(Duration::from_secs(2), || told.load(Ordering::SeqCst) == 1).await);
+    assert_eq!(closing.watched_locks(), 0);
+    assert_eq!(
+        held.release().await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+
+    // The waiter never acquires later, and the client's pub/sub connection is gone.
+    blocker.release().await.unwrap();
+    let taker = other.lock("close-wait").unwrap();
+    assert!(taker
+        .acquire(Some(Duration::from_secs(5)), None)
+        .await
+        .unwrap());
+    assert!(!waiter.is_held());
+    assert!(
+        wait_until(Duration::from_secs(3), || clients_of(&server, "pubsub")
+            == pubsub_before)
+        .await
+    );
+}
+
+// ---- 3. no connection or task outlives a closed and dropped client ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_and_dropped_clients_leave_no_connection_behind() {
+    let server = RedisServer::start();
+    let holder = client(&server).await;
+    let blocker = holder.lock("leak").unwrap();
+    assert!(blocker.acquire(None, None).await.unwrap());
+    let before = clients_of(&server, "normal") + clients_of(&server, "pubsub");
+    for _ in 0..5 {
+        let client = client(&server).await;
+        // A wait subscribes: the pub/sub connection is in use.
+        let lock = client.lock("leak").unwrap();
+        assert!(!lock
+            .acquire(Some(Duration::from_millis(50)), None)
+            .await
+            .unwrap());
+        client.close();
+        drop(lock);
+        drop(client);
+    }
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            clients_of(&server, "normal") + clients_of(&server, "pubsub") == before
+        })
+        .await,
+        "connections left behind: {} normal, {} pub/sub",
+        clients_of(&server, "normal"),
+        clients_of(&server, "pubsub")
+    );
+}
+
+// ---- 4. reentrant acquisitions with different leases ----
+
+#[tokio::test]
+async fn a_shorter_reentrant_lease_is_the_lease_of_the_hold() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("mixed-short").unwrap();
+    assert!(lock
+        .acquire(None, Some(Duration::from_secs(5)))
+        .await
+        .unwrap());
+    assert!(lock
+        .acquire(None, Some(Duration::from_millis(300)))
+        .await
+        .unwrap());
+    // Redis now expires the key in 300 ms, and the handle knows it.
+    let mut lost = lock.lost_receiver();
+    tokio::time::timeout(Duration::from_secs(2), lost.wait_for(|lost| *lost))
+        .await
+        .expect("the handle learns its hold ended with the 300 ms lease")
+        .unwrap();
+    assert!(!lock.is_held());
+    let other = client.lock("mixed-short").unwrap();
+    assert!(other.acquire(Some(Duration::ZERO), None).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_watchdog_reentry_renews_a_fixed_hold() {
+    let server = RedisServer::start();
+    let client = client_with_watchdog(&server, Duration::from_millis(600)).await;
+    let lock = client.lock("mixed-renewed").unwrap();
+    assert!(lock
+        .acquire(None, Some(Duration::from_millis(300)))
+        .await
+        .unwrap());
+    assert!(lock.acquire(None, None).await.unwrap());
+    // Well past both the fixed lease and the watchdog lease: renewed all along.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(lock.is_held(), "lost: {}", lock.is_lost());
+    let mut con = raw(&server).await;
+    assert_eq!(hget(&mut con, "mixed-renewed", lock.owner()).await, Some(2));
+    lock.release().await.unwrap();
+    lock.release().await.unwrap();
+    assert!(!exists(&mut con, "mixed-renewed").await);
+}
+
+// ---- 5. a partial release of a fixed-lease hold resets its expiry ----
+
+#[tokio::test]
+async fn a_partial_release_of_a_fixed_hold_moves_its_expiry() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("partial").unwrap();
+    let lease = Some(Duration::from_millis(1000));
+    assert!(lock.acquire(None, lease).await.unwrap());
+    assert!(lock.acquire(None, lease).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    lock.release().await.unwrap(); // Redis resets the TTL to 1 s
+    tokio::time::sleep(Duration::from_millis(700)).await; // 1.3 s after the acquisition
+    assert!(!lock.is_lost(), "a false lost signal");
+    assert!(lock.is_held());
+    lock.release().await.unwrap();
+    assert!(!exists(&mut raw(&server).await, "partial").await);
+}
+
+// ---- 6. an acquire whose reply was lost is resolved ----
+
+fn pause(server: &RedisServer, ms: u64) {
+    assert_eq!(
+        server
+            .command(&["CLIENT", "PAUSE", &ms.to_string(), "ALL"])
+            .as_deref(),
+        Some("+OK")
+    );
+}
+
+#[tokio::test]
+async fn a_timed_out_acquire_leaves_no_phantom_lock() {
+    let server = RedisServer::start();
+    let client = client_with(
+        &server.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(1),
+    )
+    .await;
+    for (name, wait) in [
+        ("phantom-once", Duration::ZERO),
+        ("phantom-bounded", Duration::from_millis(1500)),
+    ] {
+        let lock = client.lock(name).unwrap();
+        pause(&server, 3000);
+        let paused_at = Instant::now();
+        let err = lock
+            .acquire(Some(wait), Some(Duration::from_secs(30)))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+        assert!(!lock.is_held());
+        // The server runs the paused acquire when the pause ends, and the client's undo right
+        // after it (queued behind it on the same connection). Look once both surely ran.
+        tokio::time::sleep(Duration::from_millis(3500).saturating_sub(paused_at.elapsed())).await;
+        let mut con = raw(&server).await;
+        assert!(!exists(&mut con, name).await, "{name} is held by a phantom");
+        let other = client.lock(name).unwrap();
+        assert!(other.acquire(Some(Duration::ZERO), None).await.unwrap());
+        other.release().await.unwrap();
+        assert!(!exists(&mut con, name).await);
+    }
+}
+
+#[tokio::test]
+async fn an_acquire_retried_through_a_pause_holds_one_level() {
+    let server = RedisServer::start();
+    let client = client_with(
+        &server.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(1),
+    )
+    .await;
+    let lock = client.lock("retried").unwrap();
+    pause(&server, 2500);
+    // Each attempt times out; all of them run after the pause, as one request.
+    assert!(lock
+        .acquire(Some(Duration::from_secs(20)), None)
+        .await
+        .unwrap());
+    assert_eq!(lock.hold_count(), 1);
+    let mut con = raw(&server).await;
+    assert_eq!(hget(&mut con, "retried", lock.owner()).await, Some(1));
+    lock.release().await.unwrap();
+    assert!(!exists(&mut con, "retried").await);
+}
+
+// ---- 8. waiters survive a dropped connection and pass wake-ups on ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_retry_through_killed_connections() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let holder = holder_client.lock("killed").unwrap();
+    assert!(holder.acquire(None, None).await.unwrap());
+    let waiters_client = client(&server).await;
+    let mut waiting = Vec::new();
+    for _ in 0..2 {
+        let waiter = waiters_client.lock("killed").unwrap();
+        waiting.push(tokio::spawn(async move {
+            let got = waiter.acquire(Some(Duration::from_secs(25)), None).await;
+            if matches!(got, Ok(true)) {
+                waiter.release().await.unwrap();
+            }
+            got
+        }));
+    }
+    assert!(
+        wait_until(Duration::from_secs(5), || waiters_client
+            .subscribed_channels()
+            == 1)
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Every command connection dies; the pub/sub ones (type pubsub) stay.
+    let killed = server.int(&["CLIENT", "KILL", "TYPE", "normal"]);
+    assert!(killed >= 2, "{killed}");
+    let released = Instant::now();
+    holder.release().await.unwrap();
+    for waiting in waiting {
+        let got = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("a waiter slept though the lock was free")
+            .unwrap();
+        assert!(got.unwrap(), "a waiter gave up");
+    }
+    // Long before the 30 s lease the waiters would otherwise have slept through.
+    assert!(
+        released.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        released.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_get_the_lock_soon_after_a_redis_restart() {
+    let mut server = RedisServer::start();
+    let port = server.port();
+    let holder_client = client(&server).await;
+    let holder = holder_client.lock("restarted").unwrap();
+    assert!(holder.acquire(None, None).await.unwrap());
+    let waiters_client = client(&server).await;
+    let mut waiting = Vec::new();
+    for _ in 0..2 {
+        let waiter = waiters_client.lock("restarted").unwrap();
+        waiting.push(tokio::spawn(async move {
+            let got = waiter.acquire(Some(Duration::from_secs(25)), None).await;
+            if matches!(got, Ok(true)) {
+                waiter.release().await.unwrap();
+            }
+            got
+        }));
+    }
+    assert!(
+        wait_until(Duration::from_secs(5), || waiters_client
+            .subscribed_channels()
+            == 1)
+        .await
+    );
+    server.kill();
+    let _server = RedisServer::start_on(port, &[]).expect("restart on the same port");
+    let restarted = Instant::now();
+    for waiting in waiting {
+        let got = tokio::time::timeout(Duration::from_secs(15), waiting)
+            .await
+            .expect("a waiter slept though the lock was free")
+            .unwrap();
+        assert!(got.unwrap(), "a waiter gave up");
+    }
+    assert!(
+        restarted.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        restarted.elapsed()
+    );
+}
+
+// ---- 9. after a restart the holder learns of its loss at once ----
+
+#[tokio::test]
+async fn a_holder_learns_of_a_restart_long_before_its_next_renewal() {
+    let mut server = RedisServer::start();
+    let port = server.port();
+    // Renewed every 10 s: the next renewal would find the loss only then.
+    let client = client_with_watchdog(&server, Duration::from_secs(30)).await;
+    let watched = client.lock("restart-watched").unwrap();
+    assert!(watched.acquire(None, None).await.unwrap());
+    let fixed = client.lock("restart-fixed").unwrap();
+    assert!(fixed.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    server.kill();
+    let _server = RedisServer::start_on(port, &[]).expect("restart on the same port");
+    let restarted = Instant::now();
+    for lock in [&watched, &fixed] {
+        let mut lost = lock.lost_receiver();
+        tokio::time::timeout(Duration::from_secs(5), lost.wait_for(|lost| *lost))
+            .await
+            .unwrap_or_else(|_| panic!("{} not reported lost", lock.name()))
+            .unwrap();
+    }
+    assert!(
+        restarted.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        restarted.elapsed()
+    );
+}
+
+// ---- 10. fair lock: a client whose clock is ahead prunes no live waiter ----
+
+/// The `peer` example under `faketime`: its wall clock runs `skew` ahead of ours.
+struct SkewedPeer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl SkewedPeer {
+    fn start(server: &RedisServer, skew: &str, queue_timeout_ms: u64) -> SkewedPeer {
+        let mut child = Command::new("faketime")
+            .arg("-f")
+            .arg(skew)
+            .arg(peer_binary())
+            .arg(server.url())
+            // Timers must not jump: only the wall clock is skewed.
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .env(
+                "POLYLOCK_FAIR_QUEUE_TIMEOUT_MS",
+                queue_timeout_ms.to_string(),
+            )
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("faketime is installed (apt-get install faketime; `make test` does it)");
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert!(line.starts_with("ready"), "{line}");
+        SkewedPeer {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+    }
+
+    fn owner(&mut self, name: &str) -> String {
+        self.send(&format!("fair_owner {name}"));
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.trim().strip_prefix("ok ").unwrap().to_owned()
+    }
+}
+
+impl Drop for SkewedPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn queue(server: &RedisServer, name: &str) -> Vec<String> {
+    use redis::AsyncCommands;
+    let mut con = raw(server).await;
+    con.lrange(polylock::keys::fair_queue(name), 0, -1)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skewed_clock_breaks_no_fair_queue() {
+    let server = RedisServer::start();
+    let queue_timeout = Duration::from_millis(2000);
+    let client = Client::builder(server.url())
+        .fair_queue_timeout(queue_timeout)
+        .connect()
+        .await
+        .unwrap();
+    let holder = client.fair_lock("skew").unwrap();
+    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    let first = client.fair_lock("skew").unwrap();
+    let first_waits = {
+        let first = first.clone();
+        tokio::spawn(async move { first.acquire(Some(Duration::from_secs(30)), None).await })
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            queue(&server, "skew").await.len() == 1
+        })
+        .await
+    );
+    let mut skewed = SkewedPeer::start(&server, "+6s", queue_timeout.as_millis() as u64);
+    let skewed_owner = skewed.owner("skew");
+    skewed.send("fair_acquire skew - -");
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            queue(&server, "skew").await.len() == 2
+        })
+        .await
+    );
+    // Both look every second for a few seconds: the skewed one must not prune the first.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(
+        queue(&server, "skew").await,
+        vec![first.owner().to_owned(), skewed_owner]
+    );
+    holder.release().await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_secs(5), first_waits)
+        .await
+        .expect("the first waiter is served first")
+        .unwrap()
+        .unwrap());
+    first.release().await.unwrap();
+}
+
+// ---- 1. a release's latch outlives every retry of that release ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_retried_after_a_long_outage_releases_once() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    // Retries may go on for twice the response timeout: longer than Redisson's 10 s latch.
+    let client = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(6),
+    )
+    .await;
+    let warm = client.lock("latched-warm-up").unwrap(); // scripts cached, as in any service
+    assert!(warm.acquire(None, None).await.unwrap());
+    warm.release().await.unwrap();
+    let lock = client.lock("latched").unwrap();
+    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(None, None).await.unwrap());
+    // The release script runs, its reply is cut off, then the server is unreachable for 10.5 s.
+    proxy.set(Fault::CutAfterForward);
+    let releasing = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.release().await })
+    };
+    let mut con = raw(&server).await;
+    assert!(eventually(Duration::from_secs(5), || release_ran(&server)).await);
+    proxy.refuse_for(Duration::from_millis(10_500));
+    releasing
+        .await
+        .unwrap()
+        .expect("the retried release replays its first answer");
+    // One level was released, not two: the lock is still held and excludes others.
+    assert_eq!(hget(&mut con, "latched", lock.owner()).await, Some(1));
+    assert!(lock.is_held());
+    let other = client.lock("latched").unwrap();
+    assert!(!other.acquire(Some(Duration::ZERO), None).await.unwrap());
+    lock.release().await.unwrap();
+    assert!(!exists(&mut con, "latched").await);
+}
+
+/// True once the release script ran on the server (the unlock latch is written with it).
+async fn release_ran(server: &RedisServer) -> bool {
+    use redis::AsyncCommands;
+    let mut con = raw(server).await;
+    let latches: Vec<String> = con
+        .keys(format!(
+            "{}:*",
+            polylock::keys::tagged("redisson_unlock_latch", "latched")
+        ))
+        .await
+        .unwrap();
+    !latches.is_empty()
+}
+
+// ---- 7. a release that fails is never renewed again ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_release_is_never_renewed_and_finishes_in_the_background() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = client_with(
+        &proxy.url(),
+        Duration::from_millis(1500),
+        Duration::from_millis(300),
+    )
+    .await;
+    let lock = client.lock("unreleased").unwrap();
+    assert!(lock.acquire(None, None).await.unwrap());
+    proxy.refuse_for(Duration::from_millis(1200));
+    let refused_at = Instant::now();
+    let err = lock.release().await.unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Connection | ErrorKind::Timeout),
+        "{err}"
+    );
+    assert!(!lock.is_held());
+    assert_eq!(
+        client.watched_locks(),
+        0,
+        "a lock whose release failed is still renewed"
+    );
+    // Reachable again: the background release (or the lease) ends it, and nothing renews it.
+    let mut con = raw(&server).await;
+    tokio::time::sleep(Duration::from_secs(3).saturating_sub(refused_at.elapsed())).await;
+    assert!(
+        !exists(&mut con, "unreleased").await,
+        "renewed after a failed release"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !exists(&mut con, "unreleased").await,
+        "renewed after a failed release"
+    );
+    let other = client.lock("unreleased").unwrap();
+    assert!(other.acquire(Some(Duration::ZERO), None).await.unwrap());
+}
