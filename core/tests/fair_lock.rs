@@ -2,8 +2,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -205,47 +203,6 @@ async fn a_waiter_that_times_out_or_is_cancelled_leaves_the_queue_at_once() {
     assert!(queue(&mut con, "skip").await.is_empty());
 }
 
-struct FairPeer {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl FairPeer {
-    fn start(server: &RedisServer, queue_timeout_ms: u64) -> FairPeer {
-        let mut child = Command::new(peer_binary())
-            .arg(server.url())
-            .env(
-                "POLYLOCK_FAIR_QUEUE_TIMEOUT_MS",
-                queue_timeout_ms.to_string(),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        assert!(line.starts_with("ready"), "{line}");
-        FairPeer {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").unwrap();
-    }
-
-    fn reply(&mut self) -> String {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        line.trim().to_owned()
-    }
-}
-
 #[tokio::test]
 async fn a_killed_waiter_is_skipped_after_its_queue_deadline() {
     let server = RedisServer::start();
@@ -253,7 +210,7 @@ async fn a_killed_waiter_is_skipped_after_its_queue_deadline() {
     let client = fair_client(&server, queue_timeout).await;
     let holder = client.fair_lock("dead").unwrap();
     assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
-    let mut peer = FairPeer::start(&server, queue_timeout.as_millis() as u64);
+    let mut peer = Peer::start(&server, queue_timeout.as_millis() as u64);
     peer.send("fair_acquire dead - -");
     assert!(
         eventually(Duration::from_secs(5), || async {
@@ -272,8 +229,7 @@ async fn a_killed_waiter_is_skipped_after_its_queue_deadline() {
         })
         .await
     );
-    peer.child.kill().unwrap();
-    let _ = peer.child.wait();
+    peer.kill();
     let killed = Instant::now();
     holder.release().await.unwrap();
     assert!(tokio::time::timeout(Duration::from_secs(10), waiting)
@@ -360,7 +316,7 @@ async fn fair_reentrancy_counts_in_the_hash() {
 #[tokio::test]
 async fn fair_lock_processes_lose_no_increment() {
     let server = RedisServer::start();
-    let mut peers: Vec<FairPeer> = (0..4).map(|_| FairPeer::start(&server, 10_000)).collect();
+    let mut peers: Vec<Peer> = (0..4).map(|_| Peer::start(&server, 10_000)).collect();
     for peer in &mut peers {
         peer.send("fair_increment shared counter 50");
     }

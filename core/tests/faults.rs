@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -281,16 +279,14 @@ async fn an_acquire_retried_through_a_pause_holds_one_level() {
 
 // ---- 8. waiters survive a dropped connection and pass wake-ups on ----
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiters_retry_through_killed_connections() {
-    let server = RedisServer::start();
-    let holder_client = client(&server).await;
-    let holder = holder_client.lock("killed").unwrap();
-    assert!(holder.acquire(None, None).await.unwrap());
-    let waiters_client = client(&server).await;
+type Waiting = Vec<tokio::task::JoinHandle<polylock::Result<bool>>>;
+
+/// Two waiters of one client on `name`, each releasing at once when it gets the lock; returns
+/// once they wait.
+async fn two_waiters(client: &Client, name: &str) -> Waiting {
     let mut waiting = Vec::new();
     for _ in 0..2 {
-        let waiter = waiters_client.lock("killed").unwrap();
+        let waiter = client.lock(name).unwrap();
         waiting.push(tokio::spawn(async move {
             let got = waiter.acquire(Some(Duration::from_secs(25)), None).await;
             if matches!(got, Ok(true)) {
@@ -299,25 +295,36 @@ async fn waiters_retry_through_killed_connections() {
             got
         }));
     }
-    assert!(
-        wait_until(Duration::from_secs(5), || waiters_client
-            .subscribed_channels()
-            == 1)
-        .await
-    );
+    assert!(wait_until(Duration::from_secs(5), || client.subscribed_channels() == 1).await);
+    waiting
+}
+
+/// Every waiter gets the lock: none gives up or sleeps through a free lock.
+async fn all_acquire(waiting: Waiting) {
+    for waiting in waiting {
+        let got = tokio::time::timeout(Duration::from_secs(15), waiting)
+            .await
+            .expect("a waiter slept though the lock was free")
+            .unwrap();
+        assert!(got.unwrap(), "a waiter gave up");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_retry_through_killed_connections() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let holder = holder_client.lock("killed").unwrap();
+    assert!(holder.acquire(None, None).await.unwrap());
+    let waiters_client = client(&server).await;
+    let waiting = two_waiters(&waiters_client, "killed").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Every command connection dies; the pub/sub ones (type pubsub) stay.
     let killed = server.int(&["CLIENT", "KILL", "TYPE", "normal"]);
     assert!(killed >= 2, "{killed}");
     let released = Instant::now();
     holder.release().await.unwrap();
-    for waiting in waiting {
-        let got = tokio::time::timeout(Duration::from_secs(10), waiting)
-            .await
-            .expect("a waiter slept though the lock was free")
-            .unwrap();
-        assert!(got.unwrap(), "a waiter gave up");
-    }
+    all_acquire(waiting).await;
     // Long before the 30 s lease the waiters would otherwise have slept through.
     assert!(
         released.elapsed() < Duration::from_secs(8),
@@ -334,33 +341,11 @@ async fn waiters_get_the_lock_soon_after_a_redis_restart() {
     let holder = holder_client.lock("restarted").unwrap();
     assert!(holder.acquire(None, None).await.unwrap());
     let waiters_client = client(&server).await;
-    let mut waiting = Vec::new();
-    for _ in 0..2 {
-        let waiter = waiters_client.lock("restarted").unwrap();
-        waiting.push(tokio::spawn(async move {
-            let got = waiter.acquire(Some(Duration::from_secs(25)), None).await;
-            if matches!(got, Ok(true)) {
-                waiter.release().await.unwrap();
-            }
-            got
-        }));
-    }
-    assert!(
-        wait_until(Duration::from_secs(5), || waiters_client
-            .subscribed_channels()
-            == 1)
-        .await
-    );
+    let waiting = two_waiters(&waiters_client, "restarted").await;
     server.kill();
     let _server = RedisServer::start_on(port, &[]).expect("restart on the same port");
     let restarted = Instant::now();
-    for waiting in waiting {
-        let got = tokio::time::timeout(Duration::from_secs(15), waiting)
-            .await
-            .expect("a waiter slept though the lock was free")
-            .unwrap();
-        assert!(got.unwrap(), "a waiter gave up");
-    }
+    all_acquire(waiting).await;
     assert!(
         restarted.elapsed() < Duration::from_secs(8),
         "{:?}",
@@ -399,61 +384,6 @@ async fn a_holder_learns_of_a_restart_long_before_its_next_renewal() {
 
 // ---- 10. fair lock: a client whose clock is ahead prunes no live waiter ----
 
-/// The `peer` example under `faketime`: its wall clock runs `skew` ahead of ours.
-struct SkewedPeer {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl SkewedPeer {
-    fn start(server: &RedisServer, skew: &str, queue_timeout_ms: u64) -> SkewedPeer {
-        let mut child = Command::new("faketime")
-            .arg("-f")
-            .arg(skew)
-            .arg(peer_binary())
-            .arg(server.url())
-            // Timers must not jump: only the wall clock is skewed.
-            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-            .env(
-                "POLYLOCK_FAIR_QUEUE_TIMEOUT_MS",
-                queue_timeout_ms.to_string(),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("faketime is installed (apt-get install faketime; `make test` does it)");
-        let stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        assert!(line.starts_with("ready"), "{line}");
-        SkewedPeer {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").unwrap();
-    }
-
-    fn owner(&mut self, name: &str) -> String {
-        self.send(&format!("fair_owner {name}"));
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        line.trim().strip_prefix("ok ").unwrap().to_owned()
-    }
-}
-
-impl Drop for SkewedPeer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 async fn queue(server: &RedisServer, name: &str) -> Vec<String> {
     use redis::AsyncCommands;
     let mut con = raw(server).await;
@@ -484,8 +414,9 @@ async fn a_skewed_clock_breaks_no_fair_queue() {
         })
         .await
     );
-    let mut skewed = SkewedPeer::start(&server, "+6s", queue_timeout.as_millis() as u64);
-    let skewed_owner = skewed.owner("skew");
+    let mut skewed = Peer::skewed(&server, "+6s", queue_timeout.as_millis() as u64);
+    skewed.send("fair_owner skew");
+    let skewed_owner = skewed.reply().strip_prefix("ok ").unwrap().to_owned();
     skewed.send("fair_acquire skew - -");
     assert!(
         eventually(Duration::from_secs(5), || async {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use polylock::Client;
@@ -82,4 +84,75 @@ pub fn peer_binary() -> std::path::PathBuf {
         peer.display()
     );
     peer
+}
+
+/// The `peer` example as a process (a holder in another process), driven line by line.
+pub struct Peer {
+    pub child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Peer {
+    /// A peer with the given fair queue timeout.
+    pub fn start(server: &RedisServer, queue_timeout_ms: u64) -> Peer {
+        Peer::spawn(Command::new(peer_binary()), server, queue_timeout_ms)
+    }
+
+    /// A peer whose wall clock runs `skew` (e.g. `+6s`) ahead, under `faketime`.
+    pub fn skewed(server: &RedisServer, skew: &str, queue_timeout_ms: u64) -> Peer {
+        let mut command = Command::new("faketime");
+        // Timers must not jump: only the wall clock is skewed.
+        command
+            .arg("-f")
+            .arg(skew)
+            .arg(peer_binary())
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        Peer::spawn(command, server, queue_timeout_ms)
+    }
+
+    fn spawn(mut command: Command, server: &RedisServer, queue_timeout_ms: u64) -> Peer {
+        let mut child = command
+            .arg(server.url())
+            .env(
+                "POLYLOCK_FAIR_QUEUE_TIMEOUT_MS",
+                queue_timeout_ms.to_string(),
+            )
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the peer (faketime for a skewed one: `make test` installs it)");
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert!(line.starts_with("ready"), "{line}");
+        Peer {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+    }
+
+    pub fn reply(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.trim().to_owned()
+    }
+
+    /// Kills the process, as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
