@@ -24,6 +24,14 @@ async fn client_with(server_url: &str, watchdog: Duration, response: Duration) -
         .expect("connect to the test server")
 }
 
+/// Runs an acquire and a release, so the server caches their scripts as in any running
+/// service (a first EVALSHA that meets a fault would only get NOSCRIPT, and guard nothing).
+async fn cache_scripts(client: &Client) {
+    let warm = client.lock("warm-up").unwrap();
+    assert!(warm.acquire(None, None).await.unwrap());
+    warm.release().await.unwrap();
+}
+
 /// Connected clients of `kind` (`normal`, `pubsub`) as the server lists them.
 fn clients_of(server: &RedisServer, kind: &str) -> usize {
     let client = redis::Client::open(server.url()).unwrap();
@@ -229,6 +237,7 @@ async fn a_timed_out_acquire_leaves_no_phantom_lock() {
         Duration::from_secs(1),
     )
     .await;
+    cache_scripts(&client).await;
     for (name, wait) in [
         ("phantom-once", Duration::ZERO),
         ("phantom-bounded", Duration::from_millis(1500)),
@@ -452,9 +461,7 @@ async fn a_release_retried_after_a_long_outage_releases_once() {
         Duration::from_secs(6),
     )
     .await;
-    let warm = client.lock("latched-warm-up").unwrap(); // scripts cached, as in any service
-    assert!(warm.acquire(None, None).await.unwrap());
-    warm.release().await.unwrap();
+    cache_scripts(&client).await;
     let lock = client.lock("latched").unwrap();
     assert!(lock.acquire(None, None).await.unwrap());
     assert!(lock.acquire(None, None).await.unwrap());
