@@ -1,0 +1,118 @@
+'use strict'
+
+// The Node worker of the history test (see README.md); the same behaviour as the Rust worker
+// (core/examples/history_worker.rs) and the Python worker (worker.py).
+//
+// Usage: node tests/history/worker.js <redis-url> <journal-path> <worker-id> [seconds]
+//
+// Until stdin closes (or `seconds` pass): acquire the lock `history` (watchdog lease 1500 ms,
+// response timeout 500 ms, wait bound 10 s), journal `enter`, hold 1-20 ms, journal `leave`
+// with the lock's lost flag, release. Transient errors are journaled and retried; any other
+// acquire error ends the worker with exit code 3. Each journal line is one write() on a file
+// opened with O_APPEND, stamped with process.hrtime.bigint() (CLOCK_MONOTONIC, as in the
+// other workers).
+
+const fs = require('node:fs')
+const path = require('node:path')
+
+const { Client } = require(path.join(__dirname, '..', '..', 'node'))
+
+const LOCK_NAME = 'history'
+const WATCHDOG_TIMEOUT_MS = 1500
+const RESPONSE_TIMEOUT_MS = 500
+const WAIT_BOUND_MS = 10_000
+const TRANSIENT = new Set(['ERR_CONNECTION', 'ERR_TIMEOUT'])
+const KINDS = {
+  ERR_INVALID_ARGUMENT: 'InvalidArgument',
+  ERR_NOT_HELD: 'NotHeld',
+  ERR_LOCK_LOST: 'LockLost',
+  ERR_CONNECTION: 'Connection',
+  ERR_TIMEOUT: 'Timeout',
+  ERR_WRONG_TYPE: 'WrongType',
+  ERR_REDIS: 'Redis',
+}
+
+/** The core's error kind: ERR_LOCK_LOST -> LockLost. */
+function kind(error) {
+  return KINDS[error?.code] ?? `Other(${error?.code ?? error?.name ?? typeof error})`
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function main() {
+  const args = process.argv.slice(2)
+  if (args.length < 3 || args.length > 4) {
+    console.error('usage: node worker.js <redis-url> <journal-path> <worker-id> [seconds]')
+    return 2
+  }
+  const [url, journalPath, worker] = args
+  const deadline = args.length === 4 ? Date.now() + Number(args[3]) * 1000 : undefined
+  const fd = fs.openSync(journalPath, 'a')
+  const journal = (event, seq, ...rest) => {
+    const line = Buffer.from(`${[event, worker, seq, process.hrtime.bigint(), ...rest].join(' ')}\n`)
+    if (fs.writeSync(fd, line) !== line.length) throw new Error('short write to the journal')
+  }
+
+  let closed = false
+  process.stdin.on('end', () => { closed = true })
+  process.stdin.on('close', () => { closed = true })
+  process.stdin.on('error', () => { closed = true })
+  process.stdin.resume()
+  const stop = () => closed || (deadline !== undefined && Date.now() >= deadline)
+
+  let client
+  while (client === undefined) {
+    if (stop()) return 0
+    try {
+      client = await Client.connect(url, {
+        watchdogTimeoutMs: WATCHDOG_TIMEOUT_MS,
+        responseTimeoutMs: RESPONSE_TIMEOUT_MS,
+      })
+    } catch (error) {
+      if (!TRANSIENT.has(error?.code)) {
+        console.error(`${worker}: connect failed:`, error)
+        return 3
+      }
+      console.error(`${worker}: connect failed, retrying: ${error.message}`)
+      await sleep(100)
+    }
+  }
+
+  const lock = client.lock(LOCK_NAME)
+  let seq = 0
+  while (!stop()) {
+    seq += 1
+    const called = process.hrtime.bigint()
+    try {
+      if (!(await lock.acquire({ waitMs: WAIT_BOUND_MS }))) {
+        journal('acquire-timeout', seq)
+        continue
+      }
+    } catch (error) {
+      journal('acquire-error', seq, kind(error))
+      console.error(`${worker}: acquire failed: ${error?.message}`)
+      if (!TRANSIENT.has(error?.code)) return 3
+      await sleep(50)
+      continue
+    }
+    journal('enter', seq, called)
+    await sleep(1 + Math.floor(Math.random() * 20))
+    journal('leave', seq, `lost=${lock.lost ? 'true' : 'false'}`)
+    try {
+      await lock.release()
+    } catch (error) {
+      journal('release-error', seq, kind(error))
+      console.error(`${worker}: release failed: ${error?.message}`)
+    }
+  }
+  await client.close()
+  return 0
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  },
+)
