@@ -1,0 +1,25 @@
+# The history test (tests/history, see its README): Rust, Python and Node workers on one lock
+# under random faults (SIGKILL, SIGSTOP, connection kills, proxy cuts and refusals, server
+# restarts); every critical section is journaled and the journal is checked for overlaps.
+# test-history:      the checker's own tests (it must fail on tests/history/fixtures/overlap.journal),
+#                    then a short run (20 s)
+# test-history-long: a 60 s run
+# Runner options go in HISTORY_ARGS, e.g. `make test-history HISTORY_ARGS="--seed 1234"`.
+
+HISTORY_PY := $(CURDIR)/python/.venv/bin/python
+HISTORY_ARGS ?=
+
+.PHONY: history-build test-history test-history-long
+
+## history-build: the Rust worker, the fault proxy, the Python and Node packages
+history-build: redis-server
+	cargo build -p polylock --example history_worker
+	cargo build -p polylock-testkit --bin polylock-fault-proxy
+	$(MAKE) build-python build-node
+
+test-history: history-build
+	$(HISTORY_PY) -m pytest -q -p no:cacheprovider tests/history/test_check.py
+	$(HISTORY_PY) tests/history/run.py --seconds 20 $(HISTORY_ARGS)
+
+test-history-long: history-build
+	$(HISTORY_PY) tests/history/run.py --seconds 60 $(HISTORY_ARGS)
