@@ -4,7 +4,8 @@
 //!
 //! Until stdin closes (or `seconds` pass): acquire the lock `history` (watchdog lease of
 //! 1500 ms, response timeout 500 ms, wait bound 10 s), append `enter` to the journal, hold for
-//! 1-20 ms, append `leave` with the handle's lost flag, release. Transient errors are journaled
+//! 1-20 ms (one time in 100: 500-1500 ms, so renewals meet the faults too), append `leave` with
+//! the handle's lost flag, release. Transient errors are journaled
 //! and retried; any other acquire error ends the worker with exit code 3. Every journal line
 //! is one `write()` on a file opened with `O_APPEND`, stamped with `CLOCK_MONOTONIC` in ns (the
 //! clock the Python and Node workers and the runner use):
@@ -106,6 +107,15 @@ impl Random {
     }
 }
 
+/// 1-20 ms; one section in 100 holds 500-1500 ms, across watchdog renewals (every 500 ms).
+fn hold_ms(random: &mut Random) -> u64 {
+    if random.below(100) == 0 {
+        500 + random.below(1001)
+    } else {
+        1 + random.below(20)
+    }
+}
+
 fn transient(kind: ErrorKind) -> bool {
     matches!(kind, ErrorKind::Connection | ErrorKind::Timeout)
 }
@@ -161,7 +171,7 @@ async fn run(url: String, journal: Journal, stop: impl Fn() -> bool) -> i32 {
             }
         }
         journal.write("enter", seq, &called.to_string());
-        tokio::time::sleep(Duration::from_millis(1 + random.below(20))).await;
+        tokio::time::sleep(Duration::from_millis(hold_ms(&mut random))).await;
         journal.write("leave", seq, &format!("lost={}", lock.is_lost()));
         if let Err(err) = lock.release().await {
             journal.write("release-error", seq, &format!("{:?}", err.kind()));

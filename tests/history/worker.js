@@ -6,11 +6,11 @@
 // Usage: node tests/history/worker.js <redis-url> <journal-path> <worker-id> [seconds]
 //
 // Until stdin closes (or `seconds` pass): acquire the lock `history` (watchdog lease 1500 ms,
-// response timeout 500 ms, wait bound 10 s), journal `enter`, hold 1-20 ms, journal `leave`
-// with the lock's lost flag, release. Transient errors are journaled and retried; any other
-// acquire error ends the worker with exit code 3. Each journal line is one write() on a file
-// opened with O_APPEND, stamped with process.hrtime.bigint() (CLOCK_MONOTONIC, as in the
-// other workers).
+// response timeout 500 ms, wait bound 10 s), journal `enter`, hold 1-20 ms (one time in 100:
+// 500-1500 ms, so renewals meet the faults too), journal `leave` with the lock's lost flag,
+// release. Transient errors are journaled and retried; any other acquire error ends the
+// worker with exit code 3. Each journal line is one write() on a file opened with O_APPEND,
+// stamped with process.hrtime.bigint() (CLOCK_MONOTONIC, as in the other workers).
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -35,6 +35,12 @@ const KINDS = {
 /** The core's error kind: ERR_LOCK_LOST -> LockLost. */
 function kind(error) {
   return KINDS[error?.code] ?? `Other(${error?.code ?? error?.name ?? typeof error})`
+}
+
+/** 1-20 ms; one section in 100 holds 500-1500 ms, across watchdog renewals (every 500 ms). */
+function holdMs() {
+  if (Math.random() < 0.01) return 500 + Math.floor(Math.random() * 1001)
+  return 1 + Math.floor(Math.random() * 20)
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -96,7 +102,7 @@ async function main() {
       continue
     }
     journal('enter', seq, called)
-    await sleep(1 + Math.floor(Math.random() * 20))
+    await sleep(holdMs())
     journal('leave', seq, `lost=${lock.lost ? 'true' : 'false'}`)
     try {
       await lock.release()

@@ -4,10 +4,11 @@
 Usage: python/.venv/bin/python tests/history/worker.py <redis-url> <journal-path> <worker-id> [seconds]
 
 Until stdin closes (or `seconds` pass): acquire the lock `history` (watchdog lease 1.5 s,
-response timeout 0.5 s, wait bound 10 s), journal `enter`, hold 1-20 ms, journal `leave` with
-the lock's lost flag, release. Transient errors are journaled and retried; any other acquire
-error ends the worker with exit code 3. Each journal line is one os.write() on a file opened
-with O_APPEND, stamped with time.monotonic_ns() (CLOCK_MONOTONIC, as in the other workers).
+response timeout 0.5 s, wait bound 10 s), journal `enter`, hold 1-20 ms (one time in 100:
+500-1500 ms, so renewals meet the faults too), journal `leave` with the lock's lost flag,
+release. Transient errors are journaled and retried; any other acquire error ends the worker
+with exit code 3. Each journal line is one os.write() on a file opened with O_APPEND, stamped
+with time.monotonic_ns() (CLOCK_MONOTONIC, as in the other workers).
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ WATCHDOG_TIMEOUT = 1.5
 RESPONSE_TIMEOUT = 0.5
 WAIT_BOUND = 10.0
 TRANSIENT = (polylock.ConnectionError, polylock.TimeoutError)
+
+
+def hold_seconds() -> float:
+    """1-20 ms; one section in 100 holds 500-1500 ms, across watchdog renewals (every 0.5 s)."""
+    if random.randrange(100) == 0:
+        return random.randint(500, 1500) / 1000
+    return random.randint(1, 20) / 1000
 
 
 def kind(error: BaseException) -> str:
@@ -96,7 +104,7 @@ def main() -> int:
             print(f"{worker}: acquire failed: {error}", file=sys.stderr)
             return 3
         journal.write("enter", seq, str(called))
-        time.sleep(random.randint(1, 20) / 1000)
+        time.sleep(hold_seconds())
         journal.write("leave", seq, f"lost={'true' if lock.lost else 'false'}")
         try:
             lock.release()
