@@ -170,8 +170,13 @@ class Run:
         far as the journal tells, a few ms late), if any is."""
         live = [w for slot, w in sorted(self.workers.items())
                 if w is not None and not w.exit_logged and slot not in self.stopped]
-        holding = [w for w in live if w.id in self.in_section]
         choose_holder = self.rng.random() < holder_odds
+        holding = [w for w in live if w.id in self.in_section]
+        until = time.monotonic() + 0.5
+        while choose_holder and not holding and time.monotonic() < until:
+            time.sleep(0.002)  # the lock is between holders (or unreachable): wait for one
+            self.follow_journal()
+            holding = [w for w in live if w.id in self.in_section]
         if choose_holder and holding:
             return self.rng.choice(holding)
         return self.rng.choice(live) if live else None
@@ -181,13 +186,15 @@ class Run:
             self.cycle = list(check.FAULT_KINDS)
             self.rng.shuffle(self.cycle)
         kind = self.cycle.pop()
-        getattr(self, "fault_" + kind.replace("-", "_"))()
-        self.injected[kind] += 1
+        if getattr(self, "fault_" + kind.replace("-", "_"))() is not False:
+            self.injected[kind] += 1
+        else:
+            self.cycle.append(kind)  # no worker to aim at: try again next time
 
-    def fault_kill(self) -> None:
+    def fault_kill(self) -> Optional[bool]:
         worker = self.pick_worker(holder_odds=0.5)
         if worker is None:
-            return
+            return False
         holding = worker.id in self.in_section
         start = now_ns()
         worker.killed = True
@@ -201,11 +208,11 @@ class Run:
                  f"restarted in {delay:.1f}s")
         self.later(delay, f"restart {worker.slot}", lambda: self.spawn(worker.slot))
 
-    def fault_stop(self) -> None:
+    def fault_stop(self) -> Optional[bool]:
         # Mostly a holder: a paused holder is the case the checker must tell apart.
         worker = self.pick_worker(holder_odds=0.75)
         if worker is None:
-            return
+            return False
         holding = worker.id in self.in_section
         self.stopped[worker.slot] = now_ns()
         os.kill(worker.process.pid, signal.SIGSTOP)
@@ -269,10 +276,12 @@ class Run:
             self.reap()
             self.follow_journal()
             now = time.monotonic()
-            # Past the deadline, go on (20 s at most) until every kind of fault happened once.
-            if now >= deadline and (all(self.injected.values()) or now >= deadline + 20):
+            # Past the deadline, go on (20 s at most) until every kind of fault happened once
+            # and every stopped worker was resumed (a pause cut short proves nothing).
+            if now >= deadline and ((all(self.injected.values()) and not self.stopped)
+                                    or now >= deadline + 20):
                 break
-            if now >= next_fault:
+            if now >= next_fault and (now < deadline or not all(self.injected.values())):
                 self.inject()
                 next_fault = time.monotonic() + self.rng.uniform(1, 3)
             time.sleep(0.01)
