@@ -7,7 +7,7 @@ SHELL := /bin/bash
 .PHONY: help test test-core lint redis-server
 help:
 	@echo "make demo   - the cross-language ticket-sale demo (builds what is missing)"
-	@echo "make test   - every test: core, Redisson interop, Python, Node, Kotlin, Swift, CLI, bench smoke"
+	@echo "make test   - every test: core and faults, Redisson interop, Python, Node, Kotlin, Swift, CLI, history under faults, demo, bench smoke"
 	@echo "make bench  - the benchmark run, written to bench/results/RESULTS.md"
 
 # Installs redis-server (and faketime, which skews one test peer's clock) from Debian's
@@ -29,5 +29,5 @@ include $(sort $(wildcard mk/*.mk))
 
 # Every suite, one after the other (each suite starts its own redis-server processes).
 .PHONY: test
-test: lint test-core test-interop test-python test-node test-kotlin test-swift test-cli test-demo bench-smoke
+test: lint test-core test-interop test-python test-node test-kotlin test-swift test-cli test-history test-demo bench-smoke
 	@echo "make test: every suite passed"

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import redis.exceptions as redis_errors
@@ -41,9 +42,11 @@ class RedisServer:
         return RedisConnection(self.port)
 
 
-def _start(directory: str) -> RedisServer:
+def start_redis(directory: str, port: Optional[int] = None) -> RedisServer:
+    """A redis-server in `directory`, on a free port, or on `port` (to restart one in place)."""
+    wanted = port
     for _ in range(5):
-        port = free_port()
+        port = wanted or free_port()
         process = subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"],
@@ -65,7 +68,7 @@ def _start(directory: str) -> RedisServer:
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     directory = tempfile.mkdtemp(prefix="polylock-py-redis-")
-    server = _start(directory)
+    server = start_redis(directory)
     try:
         yield server
     finally:

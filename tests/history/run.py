@@ -46,19 +46,6 @@ COMMANDS = {
 STOP_GRACE_S = 30.0
 
 
-def start_redis(directory: str, port: Optional[int] = None) -> conftest.RedisServer:
-    """The Python test kit's launcher (conftest._start); with `port`, on that port (a restart:
-    the fault proxy's upstream and so the workers' address stay the same)."""
-    if port is None:
-        return conftest._start(directory)
-    free_port = conftest.free_port
-    conftest.free_port = lambda: port
-    try:
-        return conftest._start(directory)
-    finally:
-        conftest.free_port = free_port
-
-
 class Journal:
     """The runner's side of the journal: one os.write() per line on an O_APPEND descriptor."""
 
@@ -251,7 +238,7 @@ class Run:
         start = now_ns()
         self.server.process.kill()  # SIGKILL: no shutdown, no save; the key is gone with it
         self.server.process.wait()
-        self.server = start_redis(self.redis_dir, port)
+        self.server = conftest.start_redis(self.redis_dir, port)
         end = now_ns()
         self.journal.write("fault", "restart", "server", start, end)
         self.say(f"fault restart (server down {(end - start) / 1e6:.0f} ms)")
@@ -260,7 +247,7 @@ class Run:
 
     def run(self) -> None:
         args = self.args
-        self.server = start_redis(self.redis_dir)
+        self.server = conftest.start_redis(self.redis_dir)
         self.proxy = FaultProxy(self.server.port)
         self.journal.write("run-start", now_ns(), f"seed={args.seed}", f"seconds={args.seconds}",
                            f"workers={args.workers}", f"languages={args.languages}")
