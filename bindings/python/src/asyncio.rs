@@ -2,6 +2,7 @@
 //!
 //! pyo3-async-runtimes' own tokio module keeps a runtime of its own, which is dead in a forked
 //! child; `polylock::runtime()` is rebuilt after a fork, so every spawn goes there instead.
+//! Its completions pass the gate of `interpreter.rs`, so none runs while Python exits.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,6 +13,7 @@ use pyo3_async_runtimes::generic::{self, ContextExt, Runtime};
 use pyo3_async_runtimes::TaskLocals;
 
 use crate::errors::to_py_err;
+use crate::interpreter;
 
 pub(crate) struct CoreRuntime;
 
@@ -45,7 +47,12 @@ impl Runtime for CoreRuntime {
     where
         F: FnOnce() + Send + 'static,
     {
-        let task = polylock::runtime().spawn_blocking(function);
+        // pyo3-async-runtimes passes only its completions here (`future_into_py_with_locals`:
+        // `Python::attach` to hand the result to the asyncio future); they must not run once
+        // the interpreter is exiting.
+        let task = polylock::runtime().spawn_blocking(|| {
+            interpreter::unless_exiting(function);
+        });
         Box::pin(async move { task.await.map_err(JoinFailed) })
     }
 }

@@ -5,6 +5,7 @@
 mod asyncio;
 mod client;
 mod errors;
+mod interpreter;
 mod lock;
 mod wait;
 
@@ -16,5 +17,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<lock::LockHandle>()?;
     module.add_class::<lock::Acquisition>()?;
     errors::register(module)?;
+    interpreter::register(module)?;
     Ok(())
 }

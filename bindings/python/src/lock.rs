@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 use crate::asyncio::awaitable;
 use crate::errors::{invalid_argument, to_py_err};
+use crate::interpreter;
 use crate::wait::wait_interruptibly;
 
 /// The core's wait and lease for the Python arguments `blocking`, `timeout` and `lease`
@@ -141,12 +142,15 @@ impl LockHandle {
             return Err(PyTypeError::new_err("on_lost expects a callable"));
         }
         self.lock.on_lost(move |err| {
-            // During interpreter shutdown there is nobody left to tell.
-            Python::try_attach(|py| {
-                let error = to_py_err(py, err.clone()).into_value(py);
-                if let Err(raised) = callback.call1(py, (error,)) {
-                    raised.write_unraisable(py, Some(callback.bind(py)));
-                }
+            // Called on a runtime thread; once Python is exiting there is nobody left to tell,
+            // and attaching then would crash the process (see interpreter.rs).
+            interpreter::unless_exiting(|| {
+                Python::try_attach(|py| {
+                    let error = to_py_err(py, err.clone()).into_value(py);
+                    if let Err(raised) = callback.call1(py, (error,)) {
+                        raised.write_unraisable(py, Some(callback.bind(py)));
+                    }
+                })
             });
         });
         Ok(())
