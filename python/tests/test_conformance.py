@@ -7,6 +7,7 @@ import asyncio
 import json
 import math
 import socket
+import threading
 from pathlib import Path
 from typing import Any, Optional
 
@@ -91,7 +92,19 @@ def test_an_infinite_timeout_waits_without_bound(url, redis, name):
         lock = client.lock(name)
         assert lock.acquire(timeout=math.inf) is True
         assert redis("PTTL", name) > 0
+        outcome: list[bool] = []
+
+        def wait_without_bound() -> None:
+            outcome.append(lock.acquire(timeout=math.inf))
+            lock.release()
+
+        waiter = threading.Thread(target=wait_without_bound)
+        waiter.start()
+        waiter.join(timeout=0.5)
+        assert waiter.is_alive() and not outcome, "an infinite wait is not one attempt"
         lock.release()
+        waiter.join(timeout=10)
+        assert outcome == [True]
         assert lock.acquire(timeout=-1) is True  # threading's "no bound"
         lock.release()
 
