@@ -303,8 +303,8 @@ impl Client {
     /// Closes the client: pending waits end at once with [`Error::Connection`], nothing is
     /// renewed or released any more, and the pub/sub connection and background tasks stop.
     /// Returns the names of the locks still held: each handle reports its hold lost at once
-    /// (they are not released, and expire with their lease). Later calls fail with
-    /// [`Error::Connection`].
+    /// (they are not released, and expire with their lease), so releasing one of them fails
+    /// with [`Error::LockLost`]. Every other later call fails with [`Error::Connection`].
     pub fn close(&self) -> Vec<String> {
         let holds: Vec<Arc<LockCore>> = {
             let mut registry = self.inner.registry();

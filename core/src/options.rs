@@ -79,35 +79,60 @@ fn invalid(message: String) -> Error {
     Error::InvalidArgument(message)
 }
 
+/// The one message of each limit, whichever way (a duration, or milliseconds from a binding)
+/// the value came.
+fn out_of_range(what: &str, min: Duration, millis: f64) -> Error {
+    invalid(format!(
+        "{what} must be from {} ms to 10 years, got {millis} ms",
+        ms(min)
+    ))
+}
+
+fn wait_too_long(millis: f64) -> Error {
+    invalid(format!(
+        "wait of {millis} ms is longer than the 10 years accepted; leave it out to wait without bound"
+    ))
+}
+
 fn within(what: &str, value: Duration, min: Duration) -> Result<()> {
     if value < min || value > MAX_DURATION {
-        return Err(invalid(format!(
-            "{what} must be from {} ms to 10 years, got {} ms",
-            ms(min),
-            ms(value)
-        )));
+        return Err(out_of_range(what, min, value.as_secs_f64() * 1000.0));
     }
     Ok(())
 }
 
-/// A finite, non-negative number of milliseconds as a duration.
-fn from_millis(what: &str, millis: f64) -> Result<Duration> {
+fn max_millis() -> f64 {
+    MAX_DURATION.as_secs_f64() * 1000.0
+}
+
+/// A non-negative number of milliseconds as a duration; `too_long` words a value past the
+/// 10 years (which a duration may not even hold).
+fn from_millis(what: &str, millis: f64, too_long: impl Fn(f64) -> Error) -> Result<Duration> {
     if millis.is_nan() || millis < 0.0 {
         return Err(invalid(format!(
             "{what} must be a number of milliseconds >= 0, got {millis}"
         )));
     }
-    if millis > MAX_DURATION.as_secs_f64() * 1000.0 {
-        return Err(invalid(format!(
-            "{what} of {millis} ms is longer than the 10 years accepted"
-        )));
+    if millis > max_millis() {
+        return Err(too_long(millis));
     }
     Ok(Duration::from_secs_f64(millis / 1000.0))
 }
 
+/// The shortest value of each client option.
+fn option_minimum(what: &str) -> Duration {
+    match what {
+        "watchdog_timeout" => MIN_WATCHDOG_TIMEOUT,
+        "fair_queue_timeout" => MIN_FAIR_QUEUE_TIMEOUT,
+        _ => Duration::from_millis(1),
+    }
+}
+
 /// A client option given in milliseconds (bindings); checked again by [`ClientOptions::validate`].
 pub fn option_from_millis(what: &str, millis: f64) -> Result<Duration> {
-    from_millis(what, millis)
+    from_millis(what, millis, |millis| {
+        out_of_range(what, option_minimum(what), millis)
+    })
 }
 
 /// The wait of an acquire given in milliseconds: `None` or infinity wait without bound, zero
@@ -116,7 +141,7 @@ pub fn wait_from_millis(millis: Option<f64>) -> Result<Option<Duration>> {
     match millis {
         None => Ok(None),
         Some(millis) if millis == f64::INFINITY => Ok(None),
-        Some(millis) => from_millis("wait", millis).map(Some),
+        Some(millis) => from_millis("wait", millis, wait_too_long).map(Some),
     }
 }
 
@@ -130,7 +155,9 @@ pub fn lease_from_millis(millis: Option<f64>) -> Result<Option<Duration>> {
                      leave it out for a lease renewed by the watchdog"
                 )));
             }
-            from_millis("lease", millis)
+            from_millis("lease", millis, |millis| {
+                out_of_range("lease", MIN_LEASE, millis)
+            })
         })
         .transpose()
 }
@@ -153,10 +180,7 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
 pub(crate) fn validate_acquire(wait: Option<Duration>, lease: Option<Duration>) -> Result<()> {
     if let Some(wait) = wait {
         if wait > MAX_DURATION {
-            return Err(invalid(format!(
-                "wait of {} ms is longer than the 10 years accepted; leave it out to wait without bound",
-                ms(wait)
-            )));
+            return Err(wait_too_long(wait.as_secs_f64() * 1000.0));
         }
     }
     if let Some(lease) = lease {

@@ -72,6 +72,32 @@ async fn every_bad_input_gives_the_kind_and_message_of_the_table() {
     }
 }
 
+/// A Rust caller passing durations gets the same message as a binding passing milliseconds.
+#[tokio::test]
+async fn durations_and_milliseconds_give_one_message() {
+    let table: Value = serde_json::from_str(include_str!("../../tests/conformance/bad_input.json"))
+        .expect("the table is JSON");
+    let server = polylock_testkit::RedisServer::start();
+    let client = polylock::Client::connect(&server.url()).await.unwrap();
+    let lock = client.lock("bad-input").unwrap();
+    let mut compared = 0;
+    for case in table["cases"].as_array().unwrap() {
+        let as_duration = |field: &str| {
+            millis(&case[field])
+                .filter(|ms| ms.is_finite() && *ms >= 0.0)
+                .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        };
+        let (wait, lease) = (as_duration("wait_ms"), as_duration("lease_ms"));
+        if case["call"] != "acquire" || (wait.is_none() && lease.is_none()) {
+            continue;
+        }
+        let err = lock.acquire(wait, lease).await.unwrap_err();
+        assert_eq!(err.to_string(), case["message"].as_str().unwrap(), "{case}");
+        compared += 1;
+    }
+    assert!(compared >= 3, "{compared}");
+}
+
 #[tokio::test]
 async fn an_infinite_wait_is_no_bound() {
     assert_eq!(wait_from_millis(Some(f64::INFINITY)).unwrap(), None);
