@@ -70,6 +70,14 @@ impl Error {
                  another program uses this name for something else"
             ));
         }
+        // Replies that mean "not now": the server is loading, busy with a script, failing
+        // over. Retried like a dropped connection.
+        if matches!(
+            err.code(),
+            Some("LOADING" | "BUSY" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "READONLY")
+        ) {
+            return Error::Connection(format!("{what}: Redis is not available for now ({err})"));
+        }
         if err.is_io_error()
             || err.is_connection_dropped()
             || err.is_connection_refusal()

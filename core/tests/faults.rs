@@ -543,3 +543,52 @@ async fn a_failed_release_is_never_renewed_and_finishes_in_the_background() {
     let other = client.lock("unreleased").unwrap();
     assert!(other.acquire(Some(Duration::ZERO), None).await.unwrap());
 }
+
+// ---- a server that answers "not now" (BUSY, LOADING, ...) is retried, not given up on ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_replies_are_retried_like_a_dropped_connection() {
+    // Past 50 ms, a running script makes the server answer every other command with BUSY.
+    let server = RedisServer::start_with(&["--busy-reply-threshold", "50"]);
+    let client = client_with(
+        &server.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(2),
+    )
+    .await;
+    cache_scripts(&client).await;
+    let holder = client.lock("busy").unwrap();
+    assert!(holder.acquire(None, None).await.unwrap());
+    let url = server.url();
+    let runaway = std::thread::spawn(move || {
+        let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+        // Ends with an error when SCRIPT KILL stops it.
+        let _ = redis::cmd("EVAL")
+            .arg("while true do end")
+            .arg(0)
+            .query::<()>(&mut con);
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let releasing = {
+        let holder = holder.clone();
+        tokio::spawn(async move { holder.release().await })
+    };
+    let waiter = client.lock("busy").unwrap();
+    let waiting = {
+        let waiter = waiter.clone();
+        tokio::spawn(async move { waiter.acquire(Some(Duration::from_secs(10)), None).await })
+    };
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(server.command(&["SCRIPT", "KILL"]).as_deref(), Some("+OK"));
+    runaway.join().unwrap();
+    releasing
+        .await
+        .unwrap()
+        .expect("the release retried through BUSY");
+    assert!(waiting
+        .await
+        .unwrap()
+        .expect("the waiter retried through BUSY"));
+    assert!(waiter.is_held());
+    waiter.release().await.unwrap();
+}

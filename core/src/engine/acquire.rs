@@ -238,7 +238,8 @@ impl LockCore {
                     }
                     continue;
                 }
-                Err(err) => return ended(Err(err), false),
+                // An earlier attempt's outcome stays unknown: the resolver must still run.
+                Err(err) => return ended(Err(err), unknown),
             };
             if handoff.is_abandoned() {
                 return ended(Ok(false), false);
@@ -249,7 +250,13 @@ impl LockCore {
             }
             let Some(subscription) = waiting.subscription.as_ref() else {
                 // Subscribe before the retry, so an unlock after our attempt is never missed.
-                match self.client.hub.subscribe(&channel).await {
+                let subscribed = tokio::select! {
+                    subscribed = self.client.hub.subscribe(&channel) => subscribed,
+                    _ = tokio::time::sleep(left) => return ended(Ok(false), false),
+                    _ = &mut *cancelled => return ended(Ok(false), false),
+                    _ = closed.wait_for(|closed| *closed) => continue,
+                };
+                match subscribed {
                     Ok(subscription) => waiting.subscription = Some(subscription),
                     Err(err) if err.is_transient() => {
                         tracing::debug!(%err, "subscribe failed; retrying");
@@ -285,7 +292,6 @@ impl LockCore {
             owner: &self.owner,
             lease_ms: lease.as_millis() as u64,
             request,
-            latch_ms: latch_ms(lease),
         };
         let reply: redis::Value = self
             .kind
@@ -319,6 +325,7 @@ impl LockCore {
                     lease_ms: restore,
                 };
                 let mut connection = lock.client.connection.clone();
+                let sent_at = Instant::now();
                 let undone = lock
                     .kind
                     .undo_acquire(&args, &lock.client.options)
@@ -327,6 +334,10 @@ impl LockCore {
                     .map_err(|err| Error::from_redis(&lock.what("undo an acquire of"), err));
                 match undone {
                     Ok(undone) => {
+                        if undone == 1 && restore > 0 {
+                            // The TTL of the levels still held was set again just now.
+                            lock.partially_released(sent_at);
+                        }
                         tracing::info!(lock = %lock.name(), undone, "resolved an acquire whose reply was lost");
                         return;
                     }

@@ -31,12 +31,15 @@ pub(crate) struct Hold {
     lease: Lease,
     /// Set when the hold was lost; reported by the next release.
     lost: Option<Error>,
+    /// Counts fresh holds, so that a release finishing late never touches a newer hold.
+    epoch: u64,
 }
 
 /// A level taken off the hold for a release under way.
 pub(crate) struct Reserved {
     pub acquired_by: String,
     pub lease: Lease,
+    epoch: u64,
 }
 
 impl LockCore {
@@ -78,6 +81,7 @@ impl LockCore {
         if fresh {
             hold.levels.clear();
             hold.lost = None;
+            hold.epoch += 1;
             self.lost.send_replace(false);
         }
         hold.levels.push(request);
@@ -103,15 +107,30 @@ impl LockCore {
                 self.owner
             )));
         };
-        let lease = hold.lease;
+        let (lease, epoch) = (hold.lease, hold.epoch);
         drop(hold);
         self.client.upkeep.pause(self.id, true);
-        Ok(Reserved { acquired_by, lease })
+        Ok(Reserved {
+            acquired_by,
+            lease,
+            epoch,
+        })
+    }
+
+    /// Whether `reserved` belongs to the hold of now (no fresh hold began since).
+    pub(super) fn is_current(&self, reserved: &Reserved) -> bool {
+        self.hold().epoch == reserved.epoch
     }
 
     /// Gives a reserved level back after a release that did not happen.
     pub(super) fn restore_level(&self, reserved: Reserved) {
-        self.hold().levels.push(reserved.acquired_by);
+        {
+            let mut hold = self.hold();
+            if hold.epoch != reserved.epoch {
+                return;
+            }
+            hold.levels.push(reserved.acquired_by);
+        }
         self.client.upkeep.pause(self.id, false);
     }
 
@@ -127,9 +146,13 @@ impl LockCore {
         let _ = self.client.track_hold(self, upkeep);
     }
 
-    /// The hold is over (released, or given up): no upkeep, no entry in the client's registry.
-    pub(super) fn forget_hold(&self) {
+    /// The hold of `reserved` is over (released, or given up): no upkeep, no entry in the
+    /// client's registry. A newer hold is left alone.
+    pub(super) fn forget_hold(&self, reserved: &Reserved) {
         let mut hold = self.hold();
+        if hold.epoch != reserved.epoch {
+            return;
+        }
         hold.levels.clear();
         hold.lost = None;
         drop(hold);

@@ -15,6 +15,8 @@ use crate::runtime::runtime;
 
 /// One logical release of one level.
 struct ReleaseRequest {
+    /// How long the caller retries (after a final release, its latch need live no longer).
+    in_callers_time: Duration,
     client: Arc<ClientInner>,
     kind: Arc<dyn LockKind>,
     owner: String,
@@ -25,10 +27,17 @@ struct ReleaseRequest {
 
 impl ReleaseRequest {
     /// Runs the release script, retrying a dropped connection with the same request id until
-    /// `until`. Replies nil (not held), 0 (still held) or 1 (released).
+    /// `until` (nothing is sent after it, nor once the client is closed). Replies nil (not
+    /// held), 0 (still held) or 1 (released).
     async fn run(&self, until: Instant) -> Result<Option<i64>> {
         let mut backoff = Backoff::default();
         loop {
+            if Instant::now() >= until {
+                return Err(Error::Timeout(format!(
+                    "release lock '{}': the lease it guarded has ended",
+                    self.kind.name()
+                )));
+            }
             let mut connection = self.client.connection.clone();
             let args = ReleaseArgs {
                 owner: &self.owner,
@@ -36,6 +45,7 @@ impl ReleaseRequest {
                 request: &self.request,
                 acquired_by: &self.acquired_by,
                 latch_ms: latch_ms(self.lease),
+                final_latch_ms: latch_ms(self.in_callers_time),
             };
             let reply = self
                 .kind
@@ -46,7 +56,7 @@ impl ReleaseRequest {
                     Error::from_redis(&format!("release lock '{}'", self.kind.name()), err)
                 });
             match reply {
-                Err(err) if err.is_transient() && Instant::now() < until => {
+                Err(err) if err.is_transient() && !self.client.is_closed() => {
                     tracing::debug!(%err, "release failed; retrying with the same request id");
                     let left = until.saturating_duration_since(Instant::now());
                     tokio::time::sleep(backoff.next_delay().min(left)).await;
@@ -77,7 +87,15 @@ impl LockCore {
 
     pub(super) async fn finish_release(self: &Arc<Self>, reserved: Reserved) -> Result<()> {
         if let Err(err) = self.client.check_usable(self.name()) {
+            let closed = self.client.is_closed();
             self.restore_level(reserved);
+            if closed {
+                // Closed while this release began: the hold is reported lost like any other.
+                self.mark_lost(Error::LockLost(format!(
+                    "lock '{}' was lost: the client was closed while it was held",
+                    self.name()
+                )));
+            }
             return Err(err);
         }
         let lease = self.lease_of(reserved.lease);
@@ -86,9 +104,10 @@ impl LockCore {
             .upkeep
             .horizon(self.id)
             .unwrap_or_else(|| Instant::now() + lease);
-        let in_callers_time =
-            (Instant::now() + self.client.options.response_timeout * 2).min(horizon);
+        let callers_retries = self.client.options.response_timeout * 2;
+        let in_callers_time = (Instant::now() + callers_retries).min(horizon);
         let call = ReleaseRequest {
+            in_callers_time: callers_retries,
             client: self.client.clone(),
             kind: self.kind.clone(),
             owner: self.owner.clone(),
@@ -98,17 +117,17 @@ impl LockCore {
         };
         let sent_at = Instant::now();
         match call.run(in_callers_time).await {
-            Ok(Some(0)) if self.hold_count() > 0 => {
+            Ok(Some(0)) if self.hold_count() > 0 && self.is_current(&reserved) => {
                 self.partially_released(sent_at);
                 Ok(())
             }
             Ok(Some(_)) => {
                 // Released (or still held only through another handle of the same owner).
-                self.forget_hold();
+                self.forget_hold(&reserved);
                 Ok(())
             }
             Ok(None) => {
-                self.forget_hold();
+                self.forget_hold(&reserved);
                 Err(Error::LockLost(format!(
                     "lock '{}' was lost before release: its lease ran out or another client took or deleted it",
                     self.name()
@@ -116,14 +135,16 @@ impl LockCore {
             }
             Err(err) if err.is_transient() => {
                 // Never renew a lock whose release may have happened: give the hold up now.
-                if self.hold_count() > 0 {
+                if !self.is_current(&reserved) {
+                    // A fresh hold began meanwhile: it is not this release's to give up.
+                } else if self.hold_count() > 0 {
                     self.mark_lost(Error::LockLost(format!(
                         "lock '{}' was given up: a release could not reach Redis, so it is no \
                          longer renewed and expires with its lease",
                         self.name()
                     )));
                 } else {
-                    self.forget_hold();
+                    self.forget_hold(&reserved);
                 }
                 call.finish_in_background(horizon);
                 Err(err.with_note("the release is retried in the background until the lease ends"))
@@ -137,6 +158,8 @@ impl LockCore {
 
     /// A handle dropped while held: release every level in the background (Drop never blocks).
     pub(super) fn release_on_drop(&self) {
+        // When the key expires unless renewed: the background release stops trying then.
+        let horizon = self.client.upkeep.horizon(self.id);
         let Some((levels, lease)) = self.take_hold() else {
             self.client.untrack_hold(self.id);
             return;
@@ -147,13 +170,15 @@ impl LockCore {
             return;
         }
         let lease = self.lease_of(lease);
+        let until = horizon.unwrap_or_else(|| Instant::now() + lease);
+        let in_callers_time = self.client.options.response_timeout * 2;
         let client = self.client.clone();
         let kind = self.kind.clone();
         let owner = self.owner.clone();
         runtime().spawn(async move {
-            let until = Instant::now() + lease;
             for acquired_by in levels.into_iter().rev() {
                 let call = ReleaseRequest {
+                    in_callers_time,
                     client: client.clone(),
                     kind: kind.clone(),
                     owner: owner.clone(),

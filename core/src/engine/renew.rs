@@ -240,8 +240,9 @@ impl Scheduler {
 
 async fn run(scheduler: Arc<Scheduler>, mut connection: ConnectionManager) {
     let period = scheduler.lease / 3;
-    // After a failed renewal, try again sooner so a short outage costs no lock.
-    let retry = (period / 4).max(Duration::from_millis(50));
+    // After a failed renewal or check, try again soon (the command connection reconnects on
+    // the failed attempt), so a short outage costs no lock and a restart is noticed at once.
+    let retry = (period / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
     let mut next_renewal = Instant::now() + period;
     // After an outage, fixed leases are checked too: the server may have restarted.
     let mut suspect = false;

@@ -19,7 +19,6 @@ pub(crate) struct AcquireArgs<'a> {
     pub owner: &'a str,
     pub lease_ms: u64,
     pub request: &'a str,
-    pub latch_ms: u64,
 }
 
 /// Undoes an acquire request whose outcome is unknown (its reply was lost).
@@ -39,7 +38,10 @@ pub(crate) struct ReleaseArgs<'a> {
     pub request: &'a str,
     /// The acquire request of the level released: its latch is deleted with it.
     pub acquired_by: &'a str,
+    /// How long the answer is remembered after a partial release (every retry's window) ...
     pub latch_ms: u64,
+    /// ... and after a final release (the caller's own retries).
+    pub final_latch_ms: u64,
 }
 
 /// What an acquire attempt found.

@@ -1,6 +1,6 @@
 -- Fair lock: acquire, re-enter, or queue. KEYS[6] acquire latch of this request.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] queue timeout ms, ARGV[4] wait allowance W ms
--- (Redisson's fairLockWaitTimeout), ARGV[5] latch lifetime ms.
+-- (Redisson's fairLockWaitTimeout). The latch of an acquisition lives as long as its lease.
 -- Replies nil when acquired (or already acquired by this request), UNDONE when the request was
 -- undone, else how long to wait at most before looking again (ms).
 local latch = redis.call('get', KEYS[6])
@@ -8,6 +8,9 @@ if latch == '0' then
   return redis.status_reply('UNDONE')
 end
 if latch == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  -- A retry of a request that acquired: the lease starts again now, as the client counts it.
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  redis.call('pexpire', KEYS[6], ARGV[1])
   return nil
 end
 local allowance = tonumber(ARGV[4])
@@ -25,14 +28,14 @@ if redis.call('exists', KEYS[1]) == 0 then
     end
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    redis.call('set', KEYS[6], '1', 'px', ARGV[5])
+    redis.call('set', KEYS[6], '1', 'px', ARGV[1])
     return nil
   end
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[6], '1', 'px', ARGV[5])
+  redis.call('set', KEYS[6], '1', 'px', ARGV[1])
   return nil
 end
 local queued = redis.call('lrange', KEYS[2], 0, -1)

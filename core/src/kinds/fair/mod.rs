@@ -98,8 +98,7 @@ impl LockKind for Fair {
             .arg(args.lease_ms)
             .arg(args.owner)
             .arg(options.fair_queue_timeout.as_millis() as u64)
-            .arg(allowance_ms())
-            .arg(args.latch_ms);
+            .arg(allowance_ms());
         call
     }
 
@@ -119,7 +118,8 @@ impl LockKind for Fair {
             .key(keys::acquire_latch(&self.name, args.acquired_by))
             .arg(args.lease_ms)
             .arg(args.owner)
-            .arg(args.latch_ms);
+            .arg(args.latch_ms)
+            .arg(args.final_latch_ms);
         call
     }
 

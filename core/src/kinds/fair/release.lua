@@ -1,6 +1,7 @@
 -- Fair lock: release one level. KEYS[6] unlock latch of this release request, KEYS[7] acquire
 -- latch of the level released. ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner,
--- ARGV[3] latch lifetime ms. Replies nil (not held), 0 (still held), 1 (released).
+-- ARGV[3] latch lifetime ms, ARGV[4] latch lifetime ms after a final release.
+-- Replies nil (not held), 0 (still held), 1 (released).
 -- Only the head of the queue is told, on its own channel. When the key is already gone the
 -- head is told all the same (the lock is free) and the caller learns it did not hold it.
 local replay = redis.call('get', KEYS[6])
@@ -23,5 +24,7 @@ else
   result = 1
 end
 redis.call('del', KEYS[7])
-redis.call('set', KEYS[6], result, 'px', ARGV[3])
+-- A retry after a final release finds no key and learns nothing wrong, so its latch need only
+-- cover the caller's own retries (ARGV[4]); a partial release's must cover every retry (ARGV[3]).
+redis.call('set', KEYS[6], result, 'px', result == 1 and ARGV[4] or ARGV[3])
 return result

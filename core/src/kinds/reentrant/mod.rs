@@ -44,8 +44,7 @@ impl LockKind for Reentrant {
         call.key(&self.name)
             .key(keys::acquire_latch(&self.name, args.request))
             .arg(args.lease_ms)
-            .arg(args.owner)
-            .arg(args.latch_ms);
+            .arg(args.owner);
         call
     }
 
@@ -68,7 +67,8 @@ impl LockKind for Reentrant {
             .key(keys::acquire_latch(&self.name, args.acquired_by))
             .arg(args.lease_ms)
             .arg(args.owner)
-            .arg(args.latch_ms);
+            .arg(args.latch_ms)
+            .arg(args.final_latch_ms);
         call
     }
 

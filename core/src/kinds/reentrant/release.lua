@@ -1,7 +1,8 @@
 -- Reentrant lock: release one level.
 -- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] unlock latch of this release request,
 -- KEYS[4] acquire latch of the level released.
--- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] latch lifetime ms.
+-- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] latch lifetime ms,
+-- ARGV[4] latch lifetime ms after a final release.
 -- Replies nil (not held by the owner), 0 (still held), 1 (released); a retry of the same
 -- request replays its first answer from the unlock latch.
 local replay = redis.call('get', KEYS[3])
@@ -20,5 +21,7 @@ else
   result = 1
 end
 redis.call('del', KEYS[4])
-redis.call('set', KEYS[3], result, 'px', ARGV[3])
+-- A retry after a final release finds no key and learns nothing wrong, so its latch need only
+-- cover the caller's own retries (ARGV[4]); a partial release's must cover every retry (ARGV[3]).
+redis.call('set', KEYS[3], result, 'px', result == 1 and ARGV[4] or ARGV[3])
 return result
