@@ -47,11 +47,14 @@ impl LockCore {
         self.hold.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The lease in whole milliseconds, as Redis keeps it (so the local count never runs
+    /// longer than the key).
     pub(crate) fn lease_of(&self, lease: Lease) -> Duration {
-        match lease {
+        let lease = match lease {
             Lease::Watchdog => self.client.options.watchdog_timeout,
             Lease::Fixed(lease) => lease,
-        }
+        };
+        Duration::from_millis(lease.as_millis() as u64)
     }
 
     fn upkeep(&self, lease: Lease, sent_at: Instant) -> Upkeep {

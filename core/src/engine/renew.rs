@@ -28,12 +28,18 @@ pub(crate) enum Upkeep {
 }
 
 struct Entry {
+    /// Tells this registration from a later one of the same handle: a reply about an older
+    /// one (sent before a release and a new acquisition) must not touch the newer.
+    generation: u64,
     renewal: Renewal,
     upkeep: Upkeep,
     /// A release is under way: a "gone" reply may be that release, and nothing is renewed.
     paused: bool,
     lock: Weak<LockCore>,
 }
+
+/// A hold to renew or check: its id, the generation of its registration, what to send.
+type Due = (u64, u64, Renewal);
 
 pub(crate) struct Scheduler {
     entries: Mutex<HashMap<u64, Entry>>,
@@ -42,6 +48,7 @@ pub(crate) struct Scheduler {
     wake: Notify,
     check_requested: AtomicBool,
     stopped: AtomicBool,
+    generations: std::sync::atomic::AtomicU64,
 }
 
 impl Scheduler {
@@ -53,6 +60,7 @@ impl Scheduler {
             wake: Notify::new(),
             check_requested: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
+            generations: std::sync::atomic::AtomicU64::new(0),
         });
         tokio::spawn(run(scheduler.clone(), connection));
         scheduler
@@ -65,6 +73,7 @@ impl Scheduler {
     /// Starts (or replaces) the upkeep of hold `id`.
     pub(crate) fn track(&self, id: u64, renewal: Renewal, upkeep: Upkeep, lock: Weak<LockCore>) {
         let entry = Entry {
+            generation: self.generations.fetch_add(1, Ordering::Relaxed),
             renewal,
             upkeep,
             paused: false,
@@ -132,7 +141,7 @@ impl Scheduler {
 
     /// Reports every hold whose lease has ended without renewal.
     fn expire_due(&self, now: Instant) {
-        let due: Vec<(u64, String)> = self
+        let due: Vec<(u64, u64, String)> = self
             .entries()
             .iter()
             .filter(|(_, entry)| !entry.paused && self.end_of(entry.upkeep) <= now)
@@ -148,20 +157,22 @@ impl Scheduler {
                         entry.renewal.key, self.lease
                     ),
                 };
-                (*id, message)
+                (*id, entry.generation, message)
             })
             .collect();
-        for (id, message) in due {
-            self.declare_lost(id, message);
+        for (id, generation, message) in due {
+            self.declare_lost(id, generation, message);
         }
     }
 
-    fn declare_lost(&self, id: u64, message: String) {
+    fn declare_lost(&self, id: u64, generation: u64, message: String) {
         let lock = {
             let mut entries = self.entries();
             match entries.get(&id) {
                 // A release under way: its own answer tells whether the hold was lost.
-                Some(entry) if !entry.paused => entries.remove(&id).map(|entry| entry.lock),
+                Some(entry) if !entry.paused && entry.generation == generation => {
+                    entries.remove(&id).map(|entry| entry.lock)
+                }
                 _ => None,
             }
         };
@@ -174,7 +185,7 @@ impl Scheduler {
     /// Redis could not be reached.
     async fn renew(&self, connection: &mut ConnectionManager, check_all: bool) -> bool {
         // (script, renew?) -> holds; a check sends lease 0 (the script then only looks).
-        let mut groups: HashMap<(usize, bool), Vec<(u64, Renewal)>> = HashMap::new();
+        let mut groups: HashMap<(usize, bool), Vec<Due>> = HashMap::new();
         for (id, entry) in self.entries().iter() {
             if entry.paused {
                 continue;
@@ -182,10 +193,11 @@ impl Scheduler {
             let renew = matches!(entry.upkeep, Upkeep::Renew { .. });
             if renew || check_all {
                 let script = entry.renewal.script as *const redis::Script as usize;
-                groups
-                    .entry((script, renew))
-                    .or_default()
-                    .push((*id, entry.renewal.clone()));
+                groups.entry((script, renew)).or_default().push((
+                    *id,
+                    entry.generation,
+                    entry.renewal.clone(),
+                ));
             }
         }
         let mut reachable = true;
@@ -196,20 +208,21 @@ impl Scheduler {
                 0
             };
             for batch in holds.chunks(BATCH) {
-                let mut call = batch[0].1.script.prepare_invoke();
+                let mut call = batch[0].2.script.prepare_invoke();
                 call.arg(lease_ms);
-                for (_, renewal) in batch {
+                for (_, _, renewal) in batch {
                     call.key(&renewal.key).arg(&renewal.owner);
                 }
                 let sent_at = Instant::now();
                 match call.invoke_async::<Vec<i64>>(connection).await {
                     Ok(held) => {
-                        for ((id, renewal), flag) in batch.iter().zip(held) {
+                        for ((id, generation, renewal), flag) in batch.iter().zip(held) {
                             if flag == 1 {
-                                self.renewed_at(*id, sent_at);
+                                self.renewed_at(*id, *generation, sent_at);
                             } else {
                                 self.declare_lost(
                                     *id,
+                                    *generation,
                                     format!(
                                         "lock '{}' was lost: the watchdog found it expired, \
                                          deleted or taken by another owner",
@@ -229,8 +242,12 @@ impl Scheduler {
         reachable
     }
 
-    fn renewed_at(&self, id: u64, sent_at: Instant) {
-        if let Some(entry) = self.entries().get_mut(&id) {
+    fn renewed_at(&self, id: u64, generation: u64, sent_at: Instant) {
+        if let Some(entry) = self
+            .entries()
+            .get_mut(&id)
+            .filter(|entry| entry.generation == generation)
+        {
             if let Upkeep::Renew { last_renewed } = &mut entry.upkeep {
                 *last_renewed = (*last_renewed).max(sent_at);
             }
