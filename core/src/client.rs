@@ -13,6 +13,7 @@ use crate::engine::renew::{Scheduler, Upkeep};
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
 use crate::kinds::fair::Fair;
+use crate::kinds::fenced::Fenced;
 use crate::kinds::reentrant::Reentrant;
 use crate::kinds::LockKind;
 use crate::lock::Lock;
@@ -298,6 +299,22 @@ impl Client {
     pub fn fair_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
         Ok(self.handle(Arc::new(Fair::new(name)), holder_id))
+    }
+
+    /// A handle on the fenced lock `name` (Redisson RFencedLock layout): the reentrant lock,
+    /// plus a fencing token per acquisition, read with [`Lock::token`]. Tokens only grow, across
+    /// every holder of the name (Redisson's too) and on reentry, so a resource that remembers
+    /// the highest token it saw can refuse a holder whose lease ran out meanwhile (see
+    /// [`Client::fenced_set`]). Same handle API as [`Client::lock`].
+    pub fn fenced_lock(&self, name: &str) -> Result<Lock> {
+        let holder = self.inner.next_handle_id();
+        self.fenced_lock_with_holder(name, holder)
+    }
+
+    /// [`Client::fenced_lock`] for the given holder id (a thread or task id). No I/O.
+    pub fn fenced_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
+        validate_name(name)?;
+        Ok(self.handle(Arc::new(Fenced::new(name)), holder_id))
     }
 
     /// Closes the client: pending waits end at once with [`Error::Connection`], nothing is

@@ -26,6 +26,11 @@ pub fn acquire_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", tagged("polylock_acquire_latch", name))
 }
 
+/// The fenced lock's token counter (a STRING, never expiring): every acquisition increments it.
+pub fn fenced_token(name: &str) -> String {
+    tagged("redisson_lock_token", name)
+}
+
 /// The fair lock's queue of waiting owners.
 pub fn fair_queue(name: &str) -> String {
     tagged("redisson_lock_queue", name)
@@ -59,6 +64,8 @@ mod tests {
         assert_eq!(lock_channel("a{b}c"), "redisson_lock__channel:a{b}c");
         assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
         assert_eq!(acquire_latch("x", "ab"), "polylock_acquire_latch:{x}:ab");
+        assert_eq!(fenced_token("f"), "redisson_lock_token:{f}");
+        assert_eq!(fenced_token("a{b}c"), "redisson_lock_token:a{b}c");
         assert_eq!(fair_queue("q"), "redisson_lock_queue:{q}");
         assert_eq!(fair_timeouts("q"), "redisson_lock_timeout:{q}");
         assert_eq!(fair_seen("q"), "redisson_lock_timeout:{q}:polylock_seen");

@@ -4,6 +4,7 @@
 //! their replies, behind [`LockKind`].
 
 pub(crate) mod fair;
+pub(crate) mod fenced;
 pub(crate) mod reentrant;
 
 use std::time::Duration;
