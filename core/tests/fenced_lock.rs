@@ -249,22 +249,35 @@ async fn a_name_or_counter_of_another_type_fails_and_writes_nothing() {
     assert!(err.to_string().contains("fenced:a-string"), "{err}");
     assert_eq!(counter(&mut con, "fenced:a-string").await, None);
 
-    // The counter is a hash, then text, then negative: refused before the lock is written.
+    // The counter is a hash, text, negative: refused, naming it, before the lock is written.
     let name = "fenced:bad-counter";
     let lock = client.fenced_lock(name).unwrap();
     let () = con.hset(counter_key(name), "f", 1).await.unwrap();
     let err = lock.acquire(Some(Duration::ZERO), None).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
-    assert!(!exists(&mut con, name).await);
-    let () = con.set(counter_key(name), "many").await.unwrap();
-    let err = lock.acquire(Some(Duration::ZERO), None).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
+    assert!(
+        err.to_string().contains("holds a hash, not a count"),
+        "{err}"
+    );
     assert!(!exists(&mut con, name).await);
-    let () = con.set(counter_key(name), -5).await.unwrap();
-    let err = lock.acquire(Some(Duration::ZERO), None).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
-    assert!(err.to_string().contains("not a token"), "{err}");
-    assert!(!exists(&mut con, name).await);
+    for bad in ["many", "-5"] {
+        let () = con.set(counter_key(name), bad).await.unwrap();
+        let err = lock.acquire(Some(Duration::ZERO), None).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
+        let expected = format!(
+            "the token counter {} holds \"{bad}\", not a count",
+            counter_key(name)
+        );
+        assert!(err.to_string().contains(&expected), "{err}");
+        assert!(!exists(&mut con, name).await);
+        assert_eq!(
+            con.get::<_, Option<String>>(counter_key(name))
+                .await
+                .unwrap()
+                .as_deref(),
+            Some(bad)
+        );
+    }
     assert!(!lock.is_held());
 
     // A bad name is refused before any I/O, as for every lock.

@@ -12,11 +12,14 @@ if latch and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   return {-1, tonumber(latch)}
 end
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  -- First, so that a counter that is not a number fails the script before anything is written.
-  local token = redis.call('incr', KEYS[2])
-  if token < 1 then
-    return redis.error_reply('ERR the token counter ' .. KEYS[2] .. ' is ' .. token .. ', not a token')
+  -- A counter that is not a count (another type, text, negative) fails before any write.
+  local kind = redis.call('type', KEYS[2])['ok']
+  local count = kind == 'string' and redis.call('get', KEYS[2])
+  if (kind ~= 'none' and kind ~= 'string') or (count and not string.match(count, '^%d+$')) then
+    local held = count and ('"' .. count .. '"') or ('a ' .. kind)
+    return redis.error_reply('ERR the token counter ' .. KEYS[2] .. ' holds ' .. held .. ', not a count')
   end
+  local token = redis.call('incr', KEYS[2])
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   redis.call('set', KEYS[3], token, 'px', ARGV[3])
