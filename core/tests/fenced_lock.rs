@@ -21,6 +21,10 @@ async fn counter(con: &mut redis::aio::MultiplexedConnection, name: &str) -> Opt
     con.get(counter_key(name)).await.unwrap()
 }
 
+async fn get(con: &mut redis::aio::MultiplexedConnection, key: &str) -> Option<String> {
+    con.get(key).await.unwrap()
+}
+
 async fn client_with(url: &str, response: Duration) -> Client {
     Client::builder(url)
         .connect_timeout(Duration::from_secs(2))
@@ -271,10 +275,7 @@ async fn a_name_or_counter_of_another_type_fails_and_writes_nothing() {
         assert!(err.to_string().contains(&expected), "{err}");
         assert!(!exists(&mut con, name).await);
         assert_eq!(
-            con.get::<_, Option<String>>(counter_key(name))
-                .await
-                .unwrap()
-                .as_deref(),
+            get(&mut con, &counter_key(name)).await.as_deref(),
             Some(bad)
         );
     }
@@ -285,4 +286,214 @@ async fn a_name_or_counter_of_another_type_fails_and_writes_nothing() {
         let err = client.fenced_lock(&bad).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
     }
+}
+
+// ---- fenced writes ----
+
+#[tokio::test]
+async fn a_holder_whose_lease_ran_out_cannot_overwrite_the_next_holders_write() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+    let (name, key) = ("fenced:stock", "stock:7");
+    let slow = client.fenced_lock(name).unwrap();
+    let next = client.fenced_lock(name).unwrap();
+
+    assert!(slow
+        .acquire(Some(Duration::ZERO), Some(Duration::from_millis(150)))
+        .await
+        .unwrap());
+    let stale = slow.token().unwrap();
+    client.fenced_set(key, "from slow", stale).await.unwrap();
+    // Equal tokens are accepted: one hold writes as often as it likes.
+    client
+        .fenced_set(key, "from slow, again", stale)
+        .await
+        .unwrap();
+
+    // The slow holder's lease runs out; the next holder takes the lock and writes.
+    assert!(next.acquire(Some(WAIT), None).await.unwrap());
+    let fresh = next.token().unwrap();
+    assert!(fresh > stale);
+    client.fenced_set(key, "from next", fresh).await.unwrap();
+
+    let err = client
+        .fenced_set(key, b"late write".as_slice(), stale)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::StaleToken, "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains(key)
+            && message.contains(&format!("token {stale} "))
+            && message.contains(&format!("token {fresh} ")),
+        "{message}"
+    );
+    assert_eq!(get(&mut con, key).await.as_deref(), Some("from next"));
+    assert_eq!(
+        get(&mut con, &polylock::keys::fence(key)).await,
+        Some(fresh.to_string())
+    );
+    // A reentry's higher token writes too, and then the earlier one of the same hold is stale.
+    assert!(next.acquire(Some(Duration::ZERO), None).await.unwrap());
+    client
+        .fenced_set(key, "from next, reentered", next.token().unwrap())
+        .await
+        .unwrap();
+    let err = client.fenced_set(key, "x", fresh).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::StaleToken, "{err}");
+    assert_eq!(
+        get(&mut con, key).await.as_deref(),
+        Some("from next, reentered")
+    );
+    next.release().await.unwrap();
+    next.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fenced_delete_is_guarded_and_the_fence_outlives_the_key() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+    for key in ["orders:9", "orders{eu}:9"] {
+        let fence = polylock::keys::fence(key);
+        client.fenced_set(key, "v", 5).await.unwrap();
+        let err = client.fenced_delete(key, 4).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::StaleToken, "{err}");
+        assert!(err.to_string().contains("delete"), "{err}");
+        assert_eq!(get(&mut con, key).await.as_deref(), Some("v"));
+
+        assert!(client.fenced_delete(key, 5).await.unwrap());
+        assert!(!exists(&mut con, key).await);
+        assert!(!client.fenced_delete(key, 5).await.unwrap(), "nothing left");
+        // The fence stays, without expiry: an older token cannot bring the key back.
+        let ttl: i64 = con.pttl(&fence).await.unwrap();
+        assert_eq!(ttl, -1);
+        let err = client.fenced_set(key, "zombie", 3).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::StaleToken, "{err}");
+        assert!(!exists(&mut con, key).await);
+        // An applied delete raises the fence even when there is no key.
+        assert!(!client.fenced_delete(key, 9).await.unwrap());
+        assert_eq!(get(&mut con, &fence).await, Some("9".to_owned()));
+        let err = client.fenced_set(key, "v", 8).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::StaleToken, "{err}");
+        // A first write to a key with no fence is applied; the value is stored as given.
+        let fresh = format!("{key}:fresh");
+        client
+            .fenced_set(&fresh, [0u8, 159, 255].as_slice(), 1)
+            .await
+            .unwrap();
+        let bytes: Vec<u8> = con.get(&fresh).await.unwrap();
+        assert_eq!(bytes, vec![0, 159, 255]);
+    }
+}
+
+#[tokio::test]
+async fn tokens_are_compared_exactly_up_to_the_largest() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    // 2^53 + 1 and 2^53 are one number as doubles (Lua's numbers), two tokens here.
+    let big = (1u64 << 53) + 1;
+    client.fenced_set("exact", "big", big).await.unwrap();
+    let err = client
+        .fenced_set("exact", "smaller", big - 1)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::StaleToken, "{err}");
+    // Fewer digits is lower, whatever the digits.
+    client.fenced_set("digits", "x", 10).await.unwrap();
+    let err = client.fenced_set("digits", "y", 9).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::StaleToken, "{err}");
+    client
+        .fenced_set("exact", "largest", i64::MAX as u64)
+        .await
+        .unwrap();
+    let mut con = raw(&server).await;
+    assert_eq!(get(&mut con, "exact").await.as_deref(), Some("largest"));
+}
+
+#[tokio::test]
+async fn a_fenced_write_to_a_key_or_fence_of_another_type_fails_and_writes_nothing() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+
+    let () = con.hset("a-hash", "field", "1").await.unwrap();
+    for result in [
+        client.fenced_set("a-hash", "v", 1).await.map(|_| false),
+        client.fenced_delete("a-hash", 1).await,
+    ] {
+        let err = result.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
+        assert!(
+            err.to_string().contains("'a-hash'") && err.to_string().contains("hash"),
+            "{err}"
+        );
+    }
+    assert_eq!(hget(&mut con, "a-hash", "field").await, Some(1));
+    assert!(!exists(&mut con, &polylock::keys::fence("a-hash")).await);
+
+    let () = con
+        .rpush(polylock::keys::fence("fenced-by-a-list"), "1")
+        .await
+        .unwrap();
+    let err = client
+        .fenced_set("fenced-by-a-list", "v", 1)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
+    assert!(err.to_string().contains("fence"), "{err}");
+    assert!(!exists(&mut con, "fenced-by-a-list").await);
+
+    let () = con
+        .set(polylock::keys::fence("fenced-by-text"), "soon")
+        .await
+        .unwrap();
+    let err = client
+        .fenced_set("fenced-by-text", "v", 1)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
+    assert!(err.to_string().contains("not a token"), "{err}");
+    assert!(!exists(&mut con, "fenced-by-text").await);
+}
+
+#[tokio::test]
+async fn bad_fenced_writes_are_refused_before_any_io() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let long = "k".repeat(polylock::MAX_NAME_BYTES + 1);
+    let cases: [(&str, u64, &str); 4] = [
+        ("", 1, "invalid argument: fenced key must not be empty"),
+        (
+            &long,
+            1,
+            "invalid argument: fenced key is 4097 bytes long; at most 4096 are accepted",
+        ),
+        (
+            "k",
+            0,
+            "invalid argument: token must be from 1 to 9223372036854775807 (a token a fenced lock gave), got 0",
+        ),
+        (
+            "k",
+            1 << 63,
+            "invalid argument: token must be from 1 to 9223372036854775807 (a token a fenced lock gave), got 9223372036854775808",
+        ),
+    ];
+    for (key, token, message) in cases {
+        let set = client.fenced_set(key, "v", token).await.unwrap_err();
+        let delete = client.fenced_delete(key, token).await.unwrap_err();
+        assert_eq!(set.kind(), ErrorKind::InvalidArgument);
+        assert_eq!(set.to_string(), message);
+        assert_eq!(delete, set);
+    }
+    let mut con = raw(&server).await;
+    let keys: i64 = redis::cmd("DBSIZE").query_async(&mut con).await.unwrap();
+    assert_eq!(keys, 0, "nothing was written");
+
+    client.close();
+    let err = client.fenced_set("k", "v", 1).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    assert_eq!(err.to_string(), "key 'k': the client is closed");
 }

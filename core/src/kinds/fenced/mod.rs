@@ -5,6 +5,10 @@
 //! Only acquiring differs from the reentrant lock: release, undo, force-unlock, renewal and
 //! waiting are the reentrant lock's own, by delegation. The counter never expires and nothing
 //! deletes it, so tokens stay monotonic across holders, Redisson's and polylock's alike.
+//!
+//! `fence` holds the writes guarded by those tokens (`Client::fenced_set`, `fenced_delete`).
+
+pub(crate) mod fence;
 
 use std::sync::LazyLock;
 
