@@ -32,6 +32,7 @@ export type PolylockErrorCode =
   | 'ERR_TIMEOUT'
   | 'ERR_WRONG_TYPE'
   | 'ERR_REDIS'
+  | 'ERR_STALE_TOKEN'
 
 /** An `Error` from polylock (abort rejections are the signal's reason instead). */
 export interface PolylockError extends Error {

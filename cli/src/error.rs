@@ -52,7 +52,9 @@ impl From<polylock::Error> for CliError {
             Error::Connection(message) | Error::Timeout(message) | Error::Redis(message) => {
                 CliError::Connection(message)
             }
-            Error::NotHeld(message) | Error::LockLost(message) => CliError::Failed(message),
+            Error::NotHeld(message) | Error::LockLost(message) | Error::StaleToken(message) => {
+                CliError::Failed(message)
+            }
         }
     }
 }

@@ -7,11 +7,13 @@
 //! - `hold_count NAME`                   -> `ok N`
 //! - `is_locked NAME`                    -> `ok true` / `ok false`
 //! - `owner NAME`                        -> `ok <client-uuid>:<holder-id>`
+//! - `token NAME`                        -> `ok N`, the token of the handle's hold, or `ok -`
 //! - `increment NAME COUNTER N`          -> `ok` after N times: acquire, GET and SET COUNTER+1
 //!   (a non-atomic increment, so only the lock keeps it exact), release
 //! - `quit`
 //! - every lock command prefixed with `fair_` (e.g. `fair_acquire NAME 0 -`) works on the fair
 //!   lock of that name instead. `POLYLOCK_FAIR_QUEUE_TIMEOUT_MS` sets the fair queue timeout.
+//! - likewise `fenced_` (e.g. `fenced_acquire NAME 0 -`, `fenced_token NAME`): the fenced lock.
 //!
 //! Errors reply `err <Kind> <message>`. One handle per name and kind, so reentrancy works
 //! across lines.
@@ -41,17 +43,17 @@ async fn run(
 ) -> Result<String, String> {
     let mut words = line.split_whitespace();
     let word = words.next().unwrap_or("");
-    let (fair, command) = match word.strip_prefix("fair_") {
-        Some(command) => (true, command),
-        None => (false, word),
-    };
+    let (kind, command) = ["fair_", "fenced_"]
+        .into_iter()
+        .find_map(|kind| word.strip_prefix(kind).map(|command| (kind, command)))
+        .unwrap_or(("", word));
     let name = words.next().ok_or("missing lock name")?.to_owned();
-    let key = format!("{}{name}", if fair { "fair_" } else { "" });
+    let key = format!("{kind}{name}");
     if !locks.contains_key(&key) {
-        let lock = if fair {
-            client.fair_lock(&name)
-        } else {
-            client.lock(&name)
+        let lock = match kind {
+            "fair_" => client.fair_lock(&name),
+            "fenced_" => client.fenced_lock(&name),
+            _ => client.lock(&name),
         };
         locks.insert(key.clone(), lock.map_err(describe)?);
     }
@@ -71,6 +73,10 @@ async fn run(
         "hold_count" => format!("ok {}", lock.hold_count()),
         "is_locked" => format!("ok {}", lock.is_locked().await.map_err(describe)?),
         "owner" => format!("ok {}", lock.owner()),
+        "token" => match lock.token() {
+            Some(token) => format!("ok {token}"),
+            None => "ok -".to_owned(),
+        },
         "increment" => {
             let counter = words.next().ok_or("missing counter key")?;
             let times: u32 = words

@@ -13,10 +13,11 @@ use crate::engine::renew::{Scheduler, Upkeep};
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
 use crate::kinds::fair::Fair;
+use crate::kinds::fenced::{fence, Fenced};
 use crate::kinds::reentrant::Reentrant;
 use crate::kinds::LockKind;
 use crate::lock::Lock;
-use crate::options::{validate_name, ClientOptions};
+use crate::options::{validate_fenced_write, validate_name, ClientOptions};
 use crate::pubsub::{Hub, Timeouts};
 use crate::runtime::{current_pid, runtime};
 
@@ -171,15 +172,20 @@ impl ClientInner {
 
     /// Fails when the client was closed, or was made by the parent of this forked process.
     pub(crate) fn check_usable(&self, name: &str) -> Result<()> {
+        self.check_usable_for(&format!("lock '{name}'"))
+    }
+
+    /// [`ClientInner::check_usable`] for `what` (e.g. `lock 'orders:42'`, `key 'stock:7'`).
+    pub(crate) fn check_usable_for(&self, what: &str) -> Result<()> {
         if self.pid != current_pid() {
             return Err(Error::Connection(format!(
-                "lock '{name}': this client was created in process {} before a fork; \
+                "{what}: this client was created in process {} before a fork; \
                  create a new client in the child process",
                 self.pid
             )));
         }
         if self.is_closed() {
-            return Err(self.closed_error(name));
+            return Err(Error::Connection(format!("{what}: the client is closed")));
         }
         Ok(())
     }
@@ -298,6 +304,60 @@ impl Client {
     pub fn fair_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
         Ok(self.handle(Arc::new(Fair::new(name)), holder_id))
+    }
+
+    /// A handle on the fenced lock `name` (Redisson RFencedLock layout): the reentrant lock,
+    /// plus a fencing token per acquisition, read with [`Lock::token`]. Tokens only grow, across
+    /// every holder of the name (Redisson's too) and on reentry, so a resource that remembers
+    /// the highest token it saw can refuse a holder whose lease ran out meanwhile: see
+    /// [`Client::fenced_set`]. Same handle API as [`Client::lock`].
+    pub fn fenced_lock(&self, name: &str) -> Result<Lock> {
+        let holder = self.inner.next_handle_id();
+        self.fenced_lock_with_holder(name, holder)
+    }
+
+    /// [`Client::fenced_lock`] for the given holder id (a thread or task id). No I/O.
+    pub fn fenced_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
+        validate_name(name)?;
+        Ok(self.handle(Arc::new(Fenced::new(name)), holder_id))
+    }
+
+    /// Sets `key` to `value` (as `SET`: a string, no expiry) only if `token` is at least the
+    /// highest token already applied to `key`, else fails with [`Error::StaleToken`] and writes
+    /// nothing. `token` is a [`Lock::token`] of one fenced lock that guards `key` (tokens of
+    /// different locks are not comparable). An equal token is accepted: one hold may write
+    /// many times. The highest token is kept in polylock's fence key `polylock_fence:{key}`,
+    /// which never expires (see `docs/PROTOCOL.md`).
+    ///
+    /// [`Error::InvalidArgument`] for an empty or too long key or a token out of 1..=`i64::MAX`,
+    /// [`Error::WrongType`] when `key` (or its fence) holds another type than a string. A
+    /// Connection or Timeout error leaves the outcome unknown; writing again with the same
+    /// token is safe.
+    pub async fn fenced_set(&self, key: &str, value: impl AsRef<[u8]>, token: u64) -> Result<()> {
+        let value = value.as_ref().to_vec();
+        self.fenced_write(key, token, fence::Write::Set(value))
+            .await
+            .map(|_| ())
+    }
+
+    /// Deletes `key` under the same rule as [`Client::fenced_set`]; true when a key was
+    /// deleted. An applied delete raises the fence to `token` even when there was no key, and
+    /// the fence stays after the key is gone, so an older token can never write it again.
+    pub async fn fenced_delete(&self, key: &str, token: u64) -> Result<bool> {
+        self.fenced_write(key, token, fence::Write::Delete)
+            .await
+            .map(|deleted| deleted > 0)
+    }
+
+    async fn fenced_write(&self, key: &str, token: u64, write: fence::Write) -> Result<i64> {
+        validate_fenced_write(key, token)?;
+        self.inner.check_usable_for(&format!("key '{key}'"))?;
+        let connection = self.inner.connection.clone();
+        let key = key.to_owned();
+        runtime()
+            .spawn(async move { fence::apply(connection, &key, token, write).await })
+            .await
+            .map_err(|err| Error::Redis(format!("fenced write task failed: {err}")))?
     }
 
     /// Closes the client: pending waits end at once with [`Error::Connection`], nothing is

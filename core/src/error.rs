@@ -26,6 +26,10 @@ pub enum Error {
     /// Redis answered with an error we did not expect.
     #[error("{0}")]
     Redis(String),
+    /// A fenced write (`Client::fenced_set`, `Client::fenced_delete`) was refused: its token
+    /// is lower than one already applied to that key (a newer holder of the lock wrote since).
+    #[error("{0}")]
+    StaleToken(String),
 }
 
 /// The kind of an [`Error`], for bindings that map kinds to their own exception types.
@@ -38,6 +42,7 @@ pub enum ErrorKind {
     Timeout,
     WrongType,
     Redis,
+    StaleToken,
 }
 
 impl Error {
@@ -50,6 +55,7 @@ impl Error {
             Error::Timeout(_) => ErrorKind::Timeout,
             Error::WrongType(_) => ErrorKind::WrongType,
             Error::Redis(_) => ErrorKind::Redis,
+            Error::StaleToken(_) => ErrorKind::StaleToken,
         }
     }
 
@@ -99,6 +105,7 @@ impl Error {
             Error::Timeout(m) => Error::Timeout(noted(m)),
             Error::WrongType(m) => Error::WrongType(noted(m)),
             Error::Redis(m) => Error::Redis(noted(m)),
+            Error::StaleToken(m) => Error::StaleToken(noted(m)),
         }
     }
 

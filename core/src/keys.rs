@@ -26,6 +26,17 @@ pub fn acquire_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", tagged("polylock_acquire_latch", name))
 }
 
+/// The fenced lock's token counter (a STRING, never expiring): every acquisition increments it.
+pub fn fenced_token(name: &str) -> String {
+    tagged("redisson_lock_token", name)
+}
+
+/// polylock's fence of a key written with `Client::fenced_set` / `fenced_delete`: a STRING, never
+/// expiring, holding the highest token applied to that key. In the key's hash slot.
+pub fn fence(key: &str) -> String {
+    tagged("polylock_fence", key)
+}
+
 /// The fair lock's queue of waiting owners.
 pub fn fair_queue(name: &str) -> String {
     tagged("redisson_lock_queue", name)
@@ -59,6 +70,10 @@ mod tests {
         assert_eq!(lock_channel("a{b}c"), "redisson_lock__channel:a{b}c");
         assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
         assert_eq!(acquire_latch("x", "ab"), "polylock_acquire_latch:{x}:ab");
+        assert_eq!(fenced_token("f"), "redisson_lock_token:{f}");
+        assert_eq!(fenced_token("a{b}c"), "redisson_lock_token:a{b}c");
+        assert_eq!(fence("stock:7"), "polylock_fence:{stock:7}");
+        assert_eq!(fence("stock{eu}:7"), "polylock_fence:stock{eu}:7");
         assert_eq!(fair_queue("q"), "redisson_lock_queue:{q}");
         assert_eq!(fair_timeouts("q"), "redisson_lock_timeout:{q}");
         assert_eq!(fair_seen("q"), "redisson_lock_timeout:{q}:polylock_seen");

@@ -26,6 +26,7 @@ impl std::fmt::Debug for Lock {
             .field("name", &self.name())
             .field("owner", &self.owner())
             .field("hold_count", &self.hold_count())
+            .field("token", &self.token())
             .finish()
     }
 }
@@ -117,6 +118,14 @@ impl Lock {
     /// How many times this handle has acquired without releasing. No I/O.
     pub fn hold_count(&self) -> u32 {
         self.core.hold_count()
+    }
+
+    /// The fencing token of the current hold (fenced locks, [`crate::Client::fenced_lock`]):
+    /// the token its latest acquisition took, reentrant ones included, so it only grows while
+    /// the lock is held, and a partial release keeps it. `None` when this handle holds nothing
+    /// (or lost its hold), and for kinds without tokens. No I/O.
+    pub fn token(&self) -> Option<u64> {
+        self.core.token()
     }
 
     /// Whether the current hold's lease was lost.

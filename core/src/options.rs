@@ -176,6 +176,28 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Checks the key and token of a fenced write: a key of 1 to [`MAX_NAME_BYTES`] bytes, a token
+/// from 1 to `i64::MAX` (the tokens a fenced lock gives: its counter is a Redis integer that
+/// starts at 1).
+pub(crate) fn validate_fenced_write(key: &str, token: u64) -> Result<()> {
+    if key.is_empty() {
+        return Err(invalid("fenced key must not be empty".into()));
+    }
+    if key.len() > MAX_NAME_BYTES {
+        return Err(invalid(format!(
+            "fenced key is {} bytes long; at most {MAX_NAME_BYTES} are accepted",
+            key.len()
+        )));
+    }
+    if token == 0 || token > i64::MAX as u64 {
+        return Err(invalid(format!(
+            "token must be from 1 to {} (a token a fenced lock gave), got {token}",
+            i64::MAX
+        )));
+    }
+    Ok(())
+}
+
 /// Checks the wait and lease of an acquire.
 pub(crate) fn validate_acquire(wait: Option<Duration>, lease: Option<Duration>) -> Result<()> {
     if let Some(wait) = wait {

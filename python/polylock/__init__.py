@@ -16,6 +16,7 @@ from ._native import (
     LockLostError,
     NotHeldError,
     RedisError,
+    StaleTokenError,
     TimeoutError,
     WrongTypeError,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "LockLostError",
     "NotHeldError",
     "RedisError",
+    "StaleTokenError",
     "TimeoutError",
     "WrongTypeError",
 ]

@@ -17,6 +17,7 @@ __all__ = [
     "ConnectionError",
     "TimeoutError",
     "RedisError",
+    "StaleTokenError",
 ]
 
 class LockError(Exception):
@@ -43,6 +44,9 @@ class TimeoutError(LockError, builtins.TimeoutError):
 
 class RedisError(LockError):
     """Redis answered with an unexpected error."""
+
+class StaleTokenError(LockError):
+    """A fenced write was refused: its token is lower than one already applied to the key."""
 
 @final
 class Client:

@@ -27,6 +27,7 @@ fn error_code(kind: polylock::ErrorKind) -> &'static str {
         Timeout => "ERR_TIMEOUT",
         WrongType => "ERR_WRONG_TYPE",
         Redis => "ERR_REDIS",
+        StaleToken => "ERR_STALE_TOKEN",
     }
 }
 

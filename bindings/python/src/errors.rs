@@ -14,6 +14,7 @@ pub(crate) struct Exceptions {
     connection: Py<PyType>,
     timeout: Py<PyType>,
     redis: Py<PyType>,
+    stale_token: Py<PyType>,
 }
 
 static EXCEPTIONS: PyOnceLock<Exceptions> = PyOnceLock::new();
@@ -86,6 +87,11 @@ fn make(py: Python<'_>) -> PyResult<Exceptions> {
             None,
             "Redis answered with an unexpected error.",
         )?,
+        stale_token: with(
+            "StaleTokenError",
+            None,
+            "A fenced write was refused: its token is lower than one already applied to the key.",
+        )?,
         lock_error,
     })
 }
@@ -103,6 +109,7 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
         &exceptions.connection,
         &exceptions.timeout,
         &exceptions.redis,
+        &exceptions.stale_token,
     ] {
         let class = class.bind(py);
         module.add(class.name()?, class)?;
@@ -124,6 +131,7 @@ pub(crate) fn to_py_err(py: Python<'_>, err: polylock::Error) -> PyErr {
         polylock::ErrorKind::Timeout => &exceptions.timeout,
         polylock::ErrorKind::WrongType => &exceptions.wrong_type,
         polylock::ErrorKind::Redis => &exceptions.redis,
+        polylock::ErrorKind::StaleToken => &exceptions.stale_token,
     };
     PyErr::from_type(class.bind(py).clone(), err.to_string())
 }

@@ -44,6 +44,9 @@ pub enum LockError {
     /// Redis answered with an unexpected error.
     #[error("{0}")]
     Redis(String),
+    /// A fenced write was refused: its token is lower than one already applied to the key.
+    #[error("{0}")]
+    StaleToken(String),
 }
 
 /// The one mapping from the core's errors. The core's message becomes the exception message.
@@ -58,6 +61,7 @@ impl From<polylock::Error> for LockError {
             polylock::Error::Timeout(_) => LockError::Timeout(message),
             polylock::Error::WrongType(_) => LockError::WrongType(message),
             polylock::Error::Redis(_) => LockError::Redis(message),
+            polylock::Error::StaleToken(_) => LockError::StaleToken(message),
         }
     }
 }

@@ -201,10 +201,12 @@ impl LockCore {
             }
             let sent_at = Instant::now();
             let holder_lease = match self.try_acquire(lease, request).await {
-                Ok(Attempt::Acquired) => {
+                Ok(Attempt::Acquired { token }) => {
                     waiting.woken = false;
                     // Record the hold, then hand it to the caller, unless the caller is gone.
-                    if let Err(err) = self.record_acquired(request.to_owned(), lease, sent_at) {
+                    if let Err(err) =
+                        self.record_acquired(request.to_owned(), token, lease, sent_at)
+                    {
                         // Closed meanwhile: nothing may hold now; the resolver undoes it.
                         return ended(Err(err), true);
                     }

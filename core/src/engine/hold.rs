@@ -4,6 +4,10 @@
 //! Every acquisition and every partial release resets the key's TTL to the hold's lease, so the
 //! hold's lease is always that of its latest acquisition, and its upkeep (watchdog renewal, or
 //! the expiry of a fixed lease) is re-registered after each of them.
+//!
+//! A kind may issue a token with each acquisition (the fenced lock). The hold keeps the
+//! highest one it received: the token of its latest acquisition, which stays through partial
+//! releases, so whatever was written with it stays writable while the lock is held.
 
 use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
@@ -29,6 +33,8 @@ pub(crate) struct Hold {
     /// The acquire request of each level, oldest first; its latch is deleted by its release.
     levels: Vec<String>,
     lease: Lease,
+    /// The highest token the hold's acquisitions took (kinds that issue tokens).
+    token: Option<u64>,
     /// Set when the hold was lost; reported by the next release.
     lost: Option<Error>,
     /// Counts fresh holds, so that a release finishing late never touches a newer hold.
@@ -70,11 +76,13 @@ impl LockCore {
         }
     }
 
-    /// Records an acquisition Redis confirmed for the request sent at `sent_at`: the key's TTL
-    /// is now `lease`. Fails, recording nothing, when the client was closed.
+    /// Records an acquisition Redis confirmed for the request sent at `sent_at`, with the
+    /// token it took (if the kind issues one): the key's TTL is now `lease`. Fails, recording
+    /// nothing, when the client was closed.
     pub(super) fn record_acquired(
         self: &Arc<Self>,
         request: String,
+        token: Option<u64>,
         lease: Lease,
         sent_at: Instant,
     ) -> Result<()> {
@@ -85,8 +93,11 @@ impl LockCore {
             hold.levels.clear();
             hold.lost = None;
             hold.epoch += 1;
+            hold.token = None;
             self.lost.send_replace(false);
         }
+        // Two acquisitions of one handle may be recorded in another order than they ran.
+        hold.token = hold.token.max(token);
         hold.levels.push(request);
         hold.lease = lease;
         Ok(())
@@ -158,6 +169,7 @@ impl LockCore {
         }
         hold.levels.clear();
         hold.lost = None;
+        hold.token = None;
         drop(hold);
         self.client.untrack_hold(self.id);
     }
@@ -183,6 +195,16 @@ impl LockCore {
             return 0;
         }
         self.lease_of(hold.lease).as_millis() as u64
+    }
+
+    /// The token of the hold's latest acquisition; `None` when nothing is held (or lost), or
+    /// the kind issues no tokens.
+    pub(crate) fn token(&self) -> Option<u64> {
+        let hold = self.hold();
+        if hold.levels.is_empty() || hold.lost.is_some() {
+            return None;
+        }
+        hold.token
     }
 
     pub(crate) fn hold_count(&self) -> u32 {

@@ -4,6 +4,7 @@
 //! their replies, behind [`LockKind`].
 
 pub(crate) mod fair;
+pub(crate) mod fenced;
 pub(crate) mod reentrant;
 
 use std::time::Duration;
@@ -47,12 +48,24 @@ pub(crate) struct ReleaseArgs<'a> {
 /// What an acquire attempt found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Attempt {
-    Acquired,
+    /// Acquired (or re-entered), with the token this acquisition took, for kinds that issue
+    /// one (a retry of the same request replays the same token).
+    Acquired { token: Option<u64> },
     /// Someone else holds it; look again within this long at the latest (`None`: no expiry,
     /// only a message will tell).
     Busy(Option<Duration>),
     /// The request was undone before it ran (a tombstone in its latch).
     Undone,
+}
+
+impl Attempt {
+    /// Busy, from the holder's PTTL as a script replies it (negative: no expiry).
+    pub(crate) fn busy(pttl_ms: i64) -> Attempt {
+        match pttl_ms {
+            ms if ms >= 0 => Attempt::Busy(Some(Duration::from_millis(ms.max(1) as u64))),
+            _ => Attempt::Busy(None),
+        }
+    }
 }
 
 /// What the watchdog sends to keep a hold alive: `script` renews `key` for `owner` and answers
@@ -90,11 +103,8 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     /// (or how long to wait at most; negative: no expiry), `UNDONE` a tombstone.
     fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
         match reply {
-            Value::Nil => Ok(Attempt::Acquired),
-            Value::Int(ms) if ms >= 0 => {
-                Ok(Attempt::Busy(Some(Duration::from_millis(ms.max(1) as u64))))
-            }
-            Value::Int(_) => Ok(Attempt::Busy(None)),
+            Value::Nil => Ok(Attempt::Acquired { token: None }),
+            Value::Int(ms) => Ok(Attempt::busy(ms)),
             Value::SimpleString(ref status) if status == "UNDONE" => Ok(Attempt::Undone),
             other => Err(other),
         }

@@ -1,0 +1,95 @@
+//! The fenced lock (Redisson RFencedLock): the reentrant lock, plus a token counter
+//! `redisson_lock_token:{name}` that every acquisition, reentrant ones too, increments in the
+//! same script. The acquisition carries its token to the engine, which keeps it in the hold.
+//!
+//! Only acquiring differs from the reentrant lock: release, undo, force-unlock, renewal and
+//! waiting are the reentrant lock's own, by delegation. The counter never expires and nothing
+//! deletes it, so tokens stay monotonic across holders, Redisson's and polylock's alike.
+//!
+//! `fence` holds the writes guarded by those tokens (`Client::fenced_set`, `fenced_delete`).
+
+pub(crate) mod fence;
+
+use std::sync::LazyLock;
+
+use redis::{Script, ScriptInvocation, Value};
+
+use crate::keys;
+use crate::kinds::reentrant::Reentrant;
+use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::options::ClientOptions;
+
+static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("acquire.lua")));
+
+pub(crate) struct Fenced {
+    lock: Reentrant,
+    token_counter: String,
+}
+
+impl Fenced {
+    pub(crate) fn new(name: &str) -> Fenced {
+        Fenced {
+            lock: Reentrant::new(name),
+            token_counter: keys::fenced_token(name),
+        }
+    }
+}
+
+impl LockKind for Fenced {
+    fn name(&self) -> &str {
+        self.lock.name()
+    }
+
+    fn wait_channel(&self, owner: &str) -> String {
+        self.lock.wait_channel(owner)
+    }
+
+    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+        let mut call = ACQUIRE.prepare_invoke();
+        call.key(self.name())
+            .key(&self.token_counter)
+            .key(keys::acquire_latch(self.name(), args.request))
+            .arg(args.lease_ms)
+            .arg(args.owner);
+        call
+    }
+
+    /// `{-1, token}` acquired, `{pttl, -1}` busy (a negative PTTL: no expiry), `UNDONE`. The
+    /// token (always >= 1) tells the two apart, not the PTTL, which is -1 for a key without
+    /// expiry too.
+    fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
+        match reply {
+            Value::Array(ref items) => match items.as_slice() {
+                [Value::Int(-1), Value::Int(token)] if *token >= 1 => Ok(Attempt::Acquired {
+                    token: Some(*token as u64),
+                }),
+                [Value::Int(pttl), Value::Int(-1)] => Ok(Attempt::busy(*pttl)),
+                _ => Err(reply),
+            },
+            Value::SimpleString(ref status) if status == "UNDONE" => Ok(Attempt::Undone),
+            other => Err(other),
+        }
+    }
+
+    /// The reentrant undo: it takes off a level whose latch is set (here, to its token).
+    fn undo_acquire(
+        &self,
+        args: &UndoArgs<'_>,
+        options: &ClientOptions,
+    ) -> ScriptInvocation<'static> {
+        self.lock.undo_acquire(args, options)
+    }
+
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+        self.lock.release(args)
+    }
+
+    /// Deletes the lock, not the counter (as Redisson's `forceUnlock`): tokens go on growing.
+    fn force_unlock(&self) -> ScriptInvocation<'static> {
+        self.lock.force_unlock()
+    }
+
+    fn renewal(&self, owner: &str) -> Renewal {
+        self.lock.renewal(owner)
+    }
+}
