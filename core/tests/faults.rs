@@ -14,16 +14,6 @@ use polylock_testkit::{Fault, FaultProxy};
 
 const LONG_LEASE: Duration = Duration::from_secs(60);
 
-async fn client_with(server_url: &str, watchdog: Duration, response: Duration) -> Client {
-    Client::builder(server_url)
-        .watchdog_timeout(watchdog)
-        .connect_timeout(Duration::from_secs(2))
-        .response_timeout(response)
-        .connect()
-        .await
-        .expect("connect to the test server")
-}
-
 /// Runs an acquire and a release, so the server caches their scripts as in any running
 /// service (a first EVALSHA that meets a fault would only get NOSCRIPT, and guard nothing).
 async fn cache_scripts(client: &Client) {

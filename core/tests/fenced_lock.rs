@@ -25,15 +25,6 @@ async fn get(con: &mut redis::aio::MultiplexedConnection, key: &str) -> Option<S
     con.get(key).await.unwrap()
 }
 
-async fn client_with(url: &str, response: Duration) -> Client {
-    Client::builder(url)
-        .connect_timeout(Duration::from_secs(2))
-        .response_timeout(response)
-        .connect()
-        .await
-        .expect("connect to the test server")
-}
-
 /// Runs a fenced acquire and release, so the server caches their scripts (a first EVALSHA
 /// that meets a fault only gets NOSCRIPT, and would guard nothing).
 async fn cache_scripts(client: &Client) {
@@ -164,7 +155,12 @@ async fn a_lost_hold_has_no_token() {
 async fn an_acquire_whose_reply_was_lost_replays_its_token() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
-    let client = client_with(&proxy.url(), Duration::from_millis(500)).await;
+    let client = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_millis(500),
+    )
+    .await;
     cache_scripts(&client).await;
     let mut con = raw(&server).await;
     let name = "fenced:replayed";
@@ -203,7 +199,12 @@ async fn an_acquire_whose_reply_was_lost_replays_its_token() {
 #[tokio::test]
 async fn a_timed_out_acquire_is_undone_and_leaves_no_phantom_lock() {
     let server = RedisServer::start();
-    let client = client_with(&server.url(), Duration::from_secs(1)).await;
+    let client = client_with(
+        &server.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(1),
+    )
+    .await;
     let name = "fenced:phantom";
     // A few tokens first: the acquire latch then holds a token other than `1`.
     let earlier = client.fenced_lock(name).unwrap();

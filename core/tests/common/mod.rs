@@ -32,6 +32,18 @@ pub async fn client_with_watchdog(server: &RedisServer, watchdog: Duration) -> C
         .expect("connect to the test server")
 }
 
+/// A client of `url` (a server, or a fault proxy in front of one) with the given watchdog lease
+/// and response timeout.
+pub async fn client_with(url: &str, watchdog: Duration, response: Duration) -> Client {
+    Client::builder(url)
+        .watchdog_timeout(watchdog)
+        .connect_timeout(Duration::from_secs(2))
+        .response_timeout(response)
+        .connect()
+        .await
+        .expect("connect to the test server")
+}
+
 pub async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
     redis::Client::open(server.url())
         .unwrap()

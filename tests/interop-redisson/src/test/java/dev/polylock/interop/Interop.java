@@ -1,7 +1,9 @@
 package dev.polylock.interop;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.Executors;
 import org.junit.jupiter.api.TestInfo;
 import org.redisson.Redisson;
@@ -43,5 +45,29 @@ final class Interop {
             thread.setDaemon(true);
             return thread;
         });
+    }
+
+    /**
+     * A test's tear-down, in order: Java waiters, polylock peers, Redisson clients, the server
+     * (each may be null: set-up can fail half way).
+     */
+    static void stopAll(ExecutorService javaThreads, List<Peer> peers, List<RedissonClient> clients,
+            RedisServer server) throws Exception {
+        if (javaThreads != null) {
+            javaThreads.shutdownNow();
+        }
+        for (Peer peer : peers) {
+            if (peer != null) {
+                peer.close();
+            }
+        }
+        for (RedissonClient client : clients) {
+            if (client != null) {
+                client.shutdown(0, 2, TimeUnit.SECONDS);
+            }
+        }
+        if (server != null) {
+            server.close();
+        }
     }
 }

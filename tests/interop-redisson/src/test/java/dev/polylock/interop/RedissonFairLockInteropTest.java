@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -79,23 +80,9 @@ class RedissonFairLockInteropTest {
 
     @AfterEach
     void stop() throws Exception {
-        if (javaThreads != null) {
-            javaThreads.shutdownNow();
-        }
-        for (Peer extra : extraPeers) {
-            extra.close();
-        }
-        if (peer != null) {
-            peer.close();
-        }
-        for (RedissonClient client : new RedissonClient[] {redisson, observer}) {
-            if (client != null) {
-                client.shutdown(0, 2, SECONDS);
-            }
-        }
-        if (server != null) {
-            server.close();
-        }
+        List<Peer> peers = new ArrayList<>(extraPeers);
+        peers.add(peer);
+        Interop.stopAll(javaThreads, peers, Arrays.asList(redisson, observer), server);
     }
 
     // --- 1. Redisson holds; a queued polylock fair waiter is woken by Redisson's unlock --------

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -62,20 +63,8 @@ class RedissonFencedLockInteropTest {
 
     @AfterEach
     void stop() throws Exception {
-        if (javaThreads != null) {
-            javaThreads.shutdownNow();
-        }
-        if (peer != null) {
-            peer.close();
-        }
-        for (RedissonClient client : new RedissonClient[] {redisson, observer}) {
-            if (client != null) {
-                client.shutdown(0, 2, SECONDS);
-            }
-        }
-        if (server != null) {
-            server.close();
-        }
+        Interop.stopAll(javaThreads, Arrays.asList(peer),
+                Arrays.asList(redisson, observer), server);
     }
 
     // --- 1. Tokens taken in turn by Java and polylock: one sequence, both ways excluded ---------

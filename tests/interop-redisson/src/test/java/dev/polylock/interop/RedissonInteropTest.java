@@ -10,6 +10,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ExecutorService;
@@ -73,20 +75,8 @@ class RedissonInteropTest {
 
     @AfterEach
     void stop() throws Exception {
-        if (javaThreads != null) {
-            javaThreads.shutdownNow();
-        }
-        if (peer != null) {
-            peer.close();
-        }
-        for (RedissonClient client : new RedissonClient[] {redisson, observer}) {
-            if (client != null) {
-                client.shutdown(0, 2, SECONDS);
-            }
-        }
-        if (server != null) {
-            server.close();
-        }
+        Interop.stopAll(javaThreads, Arrays.asList(peer),
+                Arrays.asList(redisson, observer), server);
     }
 
     // --- 1. Redisson holds, a polylock waiter is woken by Redisson's unlock message -------------
