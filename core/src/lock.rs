@@ -73,8 +73,10 @@ impl Lock {
     /// ones too, sets the lock's lease to its own (as Redis's TTL does).
     ///
     /// Transient errors (a dropped connection, a timeout) are retried within `wait`. Dropping
-    /// the returned future leaves no lock held and no subscription behind, and so does an
-    /// attempt whose reply was lost: it is undone as soon as the server answers again.
+    /// the returned future leaves no lock held, and so does an attempt whose reply was lost: it
+    /// is undone as soon as the server answers again. No subscription is left behind, except
+    /// that a handle on a lock with a channel per owner (the fair lock) keeps its own channel
+    /// subscribed for its next wait, until the handle is dropped.
     pub async fn acquire(&self, wait: Option<Duration>, lease: Option<Duration>) -> Result<bool> {
         self.core.acquire(wait, lease).await
     }
