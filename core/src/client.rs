@@ -12,14 +12,18 @@ use tokio::sync::watch;
 use crate::engine::renew::{Scheduler, Upkeep};
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
+use crate::expirable_semaphore::ExpirableSemaphore;
 use crate::kinds::fair::Fair;
 use crate::kinds::fenced::{fence, Fenced};
+use crate::kinds::read_write::{ReadLock, WriteLock};
 use crate::kinds::reentrant::Reentrant;
 use crate::kinds::LockKind;
 use crate::lock::Lock;
 use crate::options::{validate_fenced_write, validate_name, ClientOptions};
 use crate::pubsub::{Hub, Timeouts};
+use crate::read_write_lock::ReadWriteLock;
 use crate::runtime::{current_pid, runtime};
+use crate::semaphore::Semaphore;
 
 /// Builds a [`Client`] option by option; see [`ClientOptions`] for each option.
 #[derive(Debug, Clone)]
@@ -320,6 +324,35 @@ impl Client {
     pub fn fenced_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
         Ok(self.handle(Arc::new(Fenced::new(name)), holder_id))
+    }
+
+    /// A handle on the read-write lock `name` (Redisson RReadWriteLock layout), for a holder
+    /// of its own: `read_lock()` and `write_lock()` have the whole [`Lock`] API. No I/O.
+    pub fn read_write_lock(&self, name: &str) -> Result<ReadWriteLock> {
+        let holder = self.inner.next_handle_id();
+        self.read_write_lock_with_holder(name, holder)
+    }
+
+    /// [`Client::read_write_lock`] for the given holder id (a thread or task id). No I/O.
+    pub fn read_write_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<ReadWriteLock> {
+        validate_name(name)?;
+        Ok(ReadWriteLock::new(
+            self.handle(Arc::new(ReadLock::new(name)), holder_id),
+            self.handle(Arc::new(WriteLock::new(name)), holder_id),
+        ))
+    }
+
+    /// A handle on the semaphore `name` (Redisson RSemaphore layout). No I/O.
+    pub fn semaphore(&self, name: &str) -> Result<Semaphore> {
+        validate_name(name)?;
+        Ok(Semaphore::new(self.inner.clone(), name))
+    }
+
+    /// A handle on the expirable semaphore `name` (Redisson RPermitExpirableSemaphore layout):
+    /// permits with ids and leases. No I/O.
+    pub fn expirable_semaphore(&self, name: &str) -> Result<ExpirableSemaphore> {
+        validate_name(name)?;
+        Ok(ExpirableSemaphore::new(self.inner.clone(), name))
     }
 
     /// Sets `key` to `value` (as `SET`: a string, no expiry) only if `token` is at least the

@@ -72,8 +72,8 @@ impl Error {
         }
         if err.code() == Some("WRONGTYPE") || err.to_string().contains("WRONGTYPE") {
             return Error::WrongType(format!(
-                "{what}: the key holds a value that is not a lock (a Redis hash); \
-                 another program uses this name for something else"
+                "{what}: the key holds a value of another type than this kind of lock \
+                 keeps there; another program uses this name for something else"
             ));
         }
         // Replies that mean "not now": the server is loading, busy with a script, failing

@@ -10,6 +10,16 @@ pub fn tagged(prefix: &str, name: &str) -> String {
     }
 }
 
+/// `{name}:suffix`, or `name:suffix` when the name already carries a hash tag (Redisson's
+/// `suffixName`).
+pub fn suffixed(name: &str, suffix: &str) -> String {
+    if name.contains('{') {
+        format!("{name}:{suffix}")
+    } else {
+        format!("{{{name}}}:{suffix}")
+    }
+}
+
 /// The channel a reentrant lock's release publishes on.
 pub fn lock_channel(name: &str) -> String {
     tagged("redisson_lock__channel", name)
@@ -35,6 +45,33 @@ pub fn fenced_token(name: &str) -> String {
 /// expiring, holding the highest token applied to that key. In the key's hash slot.
 pub fn fence(key: &str) -> String {
     tagged("polylock_fence", key)
+}
+
+/// The channel of a read-write lock: `0` after a read release, `1` after a write release.
+pub fn rwlock_channel(name: &str) -> String {
+    tagged("redisson_rwlock", name)
+}
+
+/// The prefix of the keys that give each read level of `owner` its own lease (`<prefix>:<n>`
+/// for level n).
+pub fn rwlock_timeout_prefix(name: &str, owner: &str) -> String {
+    format!("{}:rwlock_timeout", suffixed(name, owner))
+}
+
+/// polylock's own ZSET of the writers waiting for a read-write lock (field -> server time ms
+/// until which the registration holds): while one is live, new polylock readers wait.
+pub fn rwlock_writers(name: &str) -> String {
+    tagged("polylock_rwlock_writers", name)
+}
+
+/// The channel of both semaphores: a release publishes the permits now available.
+pub fn semaphore_channel(name: &str) -> String {
+    tagged("redisson_sc", name)
+}
+
+/// The expirable semaphore's ZSET of acquired permits (16-byte id -> expiry, epoch ms).
+pub fn permit_timeouts(name: &str) -> String {
+    suffixed(name, "timeout")
 }
 
 /// The fair lock's queue of waiting owners.
@@ -75,6 +112,19 @@ mod tests {
         assert_eq!(fence("stock:7"), "polylock_fence:{stock:7}");
         assert_eq!(fence("stock{eu}:7"), "polylock_fence:stock{eu}:7");
         assert_eq!(fair_queue("q"), "redisson_lock_queue:{q}");
+        assert_eq!(rwlock_channel("rw"), "redisson_rwlock:{rw}");
+        assert_eq!(
+            rwlock_timeout_prefix("rw", "u:1"),
+            "{rw}:u:1:rwlock_timeout"
+        );
+        assert_eq!(
+            rwlock_timeout_prefix("a{b}", "u:1"),
+            "a{b}:u:1:rwlock_timeout"
+        );
+        assert_eq!(rwlock_writers("rw"), "polylock_rwlock_writers:{rw}");
+        assert_eq!(semaphore_channel("s"), "redisson_sc:{s}");
+        assert_eq!(permit_timeouts("s"), "{s}:timeout");
+        assert_eq!(permit_timeouts("s{t}"), "s{t}:timeout");
         assert_eq!(fair_timeouts("q"), "redisson_lock_timeout:{q}");
         assert_eq!(fair_seen("q"), "redisson_lock_timeout:{q}:polylock_seen");
         assert_eq!(

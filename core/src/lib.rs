@@ -14,18 +14,24 @@
 mod client;
 mod engine;
 mod error;
+mod expirable_semaphore;
 pub mod keys;
 mod kinds;
 mod lock;
 pub mod options;
 mod pubsub;
+mod read_write_lock;
 mod runtime;
+mod semaphore;
 
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, ErrorKind, Result};
+pub use expirable_semaphore::ExpirableSemaphore;
 pub use lock::Lock;
-pub use options::{ClientOptions, MAX_DURATION, MAX_NAME_BYTES};
+pub use options::{ClientOptions, MAX_DURATION, MAX_NAME_BYTES, MAX_PERMITS};
+pub use read_write_lock::ReadWriteLock;
 pub use runtime::runtime;
+pub use semaphore::Semaphore;
 
 /// The README's Rust example, compiled as a doc test so it cannot drift from the API.
 #[doc = include_str!("../../README.md")]

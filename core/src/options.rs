@@ -198,6 +198,33 @@ pub(crate) fn validate_fenced_write(key: &str, token: u64) -> Result<()> {
     Ok(())
 }
 
+/// Most permits one call may take, give or set (Redisson counts them in Java `int`s).
+pub const MAX_PERMITS: i64 = i32::MAX as i64;
+
+/// Checks a number of permits: from `min` to [`MAX_PERMITS`] (from -[`MAX_PERMITS`] when
+/// `min` is negative: `add_permits` may take some away).
+pub(crate) fn validate_permits(what: &str, permits: i64, min: i64) -> Result<()> {
+    let min = min.max(-MAX_PERMITS);
+    if permits < min || permits > MAX_PERMITS {
+        return Err(invalid(format!(
+            "{what} must be from {min} to {MAX_PERMITS}, got {permits}"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a permit id of an expirable semaphore: 32 hexadecimal characters (16 bytes, as
+/// Redisson's).
+pub(crate) fn validate_permit_id(id: &str) -> Result<()> {
+    if id.len() != 32 || !id.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        let shown: String = id.chars().take(64).collect();
+        return Err(invalid(format!(
+            "permit id must be 32 hexadecimal characters (an id that acquire returned), got '{shown}'"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks the wait and lease of an acquire.
 pub(crate) fn validate_acquire(wait: Option<Duration>, lease: Option<Duration>) -> Result<()> {
     if let Some(wait) = wait {

@@ -10,6 +10,7 @@
 //! `shutdown` ends the control task and the connection.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -30,9 +31,34 @@ const RECONNECT_DELAY: Duration = Duration::from_millis(200);
 /// Called after the pub/sub connection came back.
 pub(crate) type ReconnectHook = Box<dyn Fn() + Send + Sync>;
 
+/// The wake-ups of one channel, and how many messages it has had (a waiter that looked
+/// before a message and sleeps after it does not sleep: see [`Subscription::wait`]).
+#[derive(Default)]
+struct Wakeups {
+    notify: Notify,
+    messages: AtomicU64,
+}
+
+impl Wakeups {
+    fn message(&self) {
+        self.messages.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn wake_one(&self) {
+        self.message();
+        self.notify.notify_one();
+    }
+
+    fn wake_all(&self) {
+        self.message();
+        self.notify.notify_waiters();
+        self.notify.notify_one();
+    }
+}
+
 struct Entry {
     refs: usize,
-    notify: Arc<Notify>,
+    notify: Arc<Wakeups>,
 }
 
 #[derive(Default)]
@@ -47,8 +73,7 @@ impl Channels {
 
     fn wake_all(&self) {
         for entry in self.map().values() {
-            entry.notify.notify_waiters();
-            entry.notify.notify_one();
+            entry.notify.wake_all();
         }
     }
 }
@@ -69,23 +94,37 @@ pub(crate) struct Hub {
 /// One waiter's hold on a channel subscription; dropping it releases the hold.
 pub(crate) struct Subscription {
     channel: String,
-    notify: Arc<Notify>,
+    notify: Arc<Wakeups>,
     channels: Arc<Channels>,
     commands: mpsc::UnboundedSender<Command>,
 }
 
 impl Subscription {
-    /// Waits for a wake-up message, at most `max`. True when woken by a message.
-    pub(crate) async fn wait(&self, max: Duration) -> bool {
+    /// How many messages the channel has had: take it before looking at the lock, and pass
+    /// it to [`Subscription::wait`].
+    pub(crate) fn messages(&self) -> u64 {
+        self.notify.messages.load(Ordering::SeqCst)
+    }
+
+    /// Waits for a wake-up message, at most `max`; returns at once when a message came since
+    /// `messages` was taken (so no wake-up meant for a waiter busy looking is lost). True when
+    /// woken by a message.
+    pub(crate) async fn wait(&self, max: Duration, messages: u64) -> bool {
+        let notified = self.notify.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if self.messages() != messages {
+            return true;
+        }
         tokio::select! {
-            _ = self.notify.notified() => true,
+            _ = notified => true,
             _ = tokio::time::sleep(max) => false,
         }
     }
 
     /// Passes a wake-up on to another local waiter (used by a woken waiter that leaves).
     pub(crate) fn pass_on(&self) {
-        self.notify.notify_one();
+        self.notify.notify.notify_one();
     }
 }
 
@@ -140,7 +179,7 @@ impl Hub {
             let mut map = self.channels.map();
             let entry = map.entry(channel.to_owned()).or_insert_with(|| Entry {
                 refs: 0,
-                notify: Arc::new(Notify::new()),
+                notify: Arc::new(Wakeups::default()),
             });
             entry.refs += 1;
             entry.notify.clone()
@@ -332,12 +371,11 @@ fn dispatch(channels: &Channels, channel: &str, payload: &[u8]) {
         return;
     };
     match payload {
-        UNLOCKED => entry.notify.notify_one(),
-        READ_UNLOCKED => {
-            entry.notify.notify_waiters();
-            entry.notify.notify_one();
-        }
-        // Unknown payloads still mean the lock changed: let one waiter look.
-        _ => entry.notify.notify_one(),
+        UNLOCKED => entry.notify.wake_one(),
+        READ_UNLOCKED => entry.notify.wake_all(),
+        // A semaphore's release publishes the permits now available (any number): every local
+        // waiter looks, since which of them the permits suit (one needing 1 or 3) only the
+        // server can tell. Unknown payloads also mean the lock changed.
+        _ => entry.notify.wake_all(),
     }
 }

@@ -43,3 +43,15 @@ pub fn runtime() -> &'static Runtime {
 pub(crate) fn current_pid() -> u32 {
     std::process::id()
 }
+
+/// Runs `work` on the core's runtime (whatever runtime, if any, the caller awaits on).
+pub(crate) async fn on_runtime<T, F>(what: &str, work: F) -> crate::Result<T>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = crate::Result<T>> + Send + 'static,
+{
+    runtime()
+        .spawn(work)
+        .await
+        .map_err(|err| crate::Error::Redis(format!("{what}: task failed: {err}")))?
+}

@@ -209,15 +209,6 @@ async fn a_partial_release_of_a_fixed_hold_moves_its_expiry() {
 
 // ---- 6. an acquire whose reply was lost is resolved ----
 
-fn pause(server: &RedisServer, ms: u64) {
-    assert_eq!(
-        server
-            .command(&["CLIENT", "PAUSE", &ms.to_string(), "ALL"])
-            .as_deref(),
-        Some("+OK")
-    );
-}
-
 #[tokio::test]
 async fn a_timed_out_acquire_leaves_no_phantom_lock() {
     let server = RedisServer::start();

@@ -199,6 +199,11 @@ impl LockCore {
             if let Err(err) = self.client.check_usable(self.name()) {
                 return ended(Err(err), unknown);
             }
+            // Messages after this look are not missed by the sleep after it.
+            let messages = waiting
+                .subscription
+                .as_ref()
+                .map_or(0, Subscription::messages);
             let sent_at = Instant::now();
             let holder_lease = match self.try_acquire(lease, request).await {
                 Ok(Attempt::Acquired { token }) => {
@@ -279,7 +284,7 @@ impl LockCore {
                 slice = slice.min(longest);
             }
             tokio::select! {
-                woken = subscription.wait(slice) => waiting.woken = woken,
+                woken = subscription.wait(slice, messages) => waiting.woken = woken,
                 _ = &mut *cancelled => return ended(Ok(false), false),
                 _ = closed.wait_for(|closed| *closed) => {}
             }

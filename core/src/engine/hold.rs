@@ -183,6 +183,20 @@ impl LockCore {
         Some((std::mem::take(&mut hold.levels), hold.lease))
     }
 
+    /// Hands the hold over to the caller for good, without releasing it (a semaphore's permits
+    /// belong to nobody once acquired): nothing renews, expires or releases it any more.
+    /// Returns the acquire request of each level, whose latches the caller may delete.
+    pub(crate) fn detach(&self) -> Vec<String> {
+        let levels = {
+            let mut hold = self.hold();
+            hold.lost = None;
+            hold.token = None;
+            std::mem::take(&mut hold.levels)
+        };
+        self.client.untrack_hold(self.id);
+        levels
+    }
+
     pub(crate) fn is_held(&self) -> bool {
         let hold = self.hold();
         !hold.levels.is_empty() && hold.lost.is_none()

@@ -39,16 +39,16 @@ pub(crate) static INSPECT: LazyLock<Script> =
 const LATCH_GRACE: Duration = Duration::from_secs(60);
 
 /// A fresh request id (32 hex characters), one per logical acquire or release.
-fn request_id() -> String {
+pub(crate) fn request_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-fn latch_ms(lease: Duration) -> u64 {
+pub(crate) fn latch_ms(lease: Duration) -> u64 {
     (lease + LATCH_GRACE).as_millis() as u64
 }
 
 /// Delays between retries of one request: 50 ms, doubling up to 1 s.
-struct Backoff(Duration);
+pub(crate) struct Backoff(Duration);
 
 impl Default for Backoff {
     fn default() -> Self {
@@ -57,10 +57,37 @@ impl Default for Backoff {
 }
 
 impl Backoff {
-    fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         let delay = self.0;
         self.0 = (self.0 * 2).min(Duration::from_secs(1));
         delay
+    }
+}
+
+/// Runs `call`, a script made idempotent by the request id among its keys, retrying a dropped
+/// connection with the same call for up to twice the response timeout (so its latch must live
+/// at least `latch_ms(2 * response_timeout)`).
+pub(crate) async fn run_idempotent<T: redis::FromRedisValue>(
+    client: &ClientInner,
+    what: &str,
+    call: &redis::ScriptInvocation<'static>,
+) -> Result<T> {
+    let until = std::time::Instant::now() + client.options.response_timeout * 2;
+    let mut backoff = Backoff::default();
+    loop {
+        client.check_usable_for(what)?;
+        let mut connection = client.connection.clone();
+        match call.invoke_async::<T>(&mut connection).await {
+            Ok(reply) => return Ok(reply),
+            Err(err) => {
+                let err = Error::from_redis(what, err);
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if !err.is_transient() || left.is_zero() {
+                    return Err(err);
+                }
+                tokio::time::sleep(backoff.next_delay().min(left)).await;
+            }
+        }
     }
 }
 
@@ -81,8 +108,18 @@ pub(crate) struct LockCore {
 
 impl LockCore {
     pub(crate) fn new(client: Arc<ClientInner>, kind: Arc<dyn LockKind>, holder_id: u64) -> Self {
+        let owner = format!("{}:{holder_id}", client.id);
+        LockCore::with_owner(client, kind, owner)
+    }
+
+    /// A handle whose owner is `owner` as given (an expirable semaphore's permit id).
+    pub(crate) fn with_owner(
+        client: Arc<ClientInner>,
+        kind: Arc<dyn LockKind>,
+        owner: String,
+    ) -> Self {
         LockCore {
-            owner: format!("{}:{holder_id}", client.id),
+            owner,
             id: client.next_handle_id(),
             client,
             kind,
@@ -115,10 +152,11 @@ impl LockCore {
     /// Deletes the lock whoever holds it, and wakes a waiter. True when a lock was deleted.
     pub(crate) async fn force_unlock(&self) -> Result<bool> {
         self.client.check_usable(self.name())?;
+        let Some(call) = self.kind.force_unlock() else {
+            return Ok(false);
+        };
         let mut connection = self.client.connection.clone();
-        self.kind
-            .force_unlock()
-            .invoke_async::<i64>(&mut connection)
+        call.invoke_async::<i64>(&mut connection)
             .await
             .map(|deleted| deleted == 1)
             .map_err(|err| Error::from_redis(&self.what("force-unlock"), err))

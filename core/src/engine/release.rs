@@ -156,6 +156,25 @@ impl LockCore {
         }
     }
 
+    /// Runs the kind's release for this owner although this handle holds nothing (an
+    /// expirable semaphore's permit acquired by another handle, client or Redisson): one
+    /// request, retried on a dropped connection in the caller's time. Replies as the script.
+    pub(crate) async fn release_unheld(self: &Arc<Self>) -> Result<Option<i64>> {
+        self.client.check_usable(self.name())?;
+        let in_callers_time = self.client.options.response_timeout * 2;
+        let request = request_id();
+        let call = ReleaseRequest {
+            in_callers_time,
+            client: self.client.clone(),
+            kind: self.kind.clone(),
+            owner: self.owner.clone(),
+            acquired_by: request.clone(),
+            lease: self.lease_of(super::Lease::Watchdog),
+            request,
+        };
+        call.run(Instant::now() + in_callers_time).await
+    }
+
     /// A handle dropped while held: release every level in the background (Drop never blocks).
     pub(super) fn release_on_drop(&self) {
         // When the key expires unless renewed: the background release stops trying then.

@@ -3,9 +3,12 @@
 //! kind brings only its keys, its scripts (next to it, one `.lua` file each) and how to read
 //! their replies, behind [`LockKind`].
 
+pub(crate) mod expirable_semaphore;
 pub(crate) mod fair;
 pub(crate) mod fenced;
+pub(crate) mod read_write;
 pub(crate) mod reentrant;
+pub(crate) mod semaphore;
 
 use std::time::Duration;
 
@@ -128,7 +131,8 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     }
 
     /// Deletes the lock whoever holds it and wakes a waiter; replies 1 when there was one.
-    fn force_unlock(&self) -> ScriptInvocation<'static>;
+    /// `None` for kinds that have no such thing (a semaphore's permits).
+    fn force_unlock(&self) -> Option<ScriptInvocation<'static>>;
 
     fn renewal(&self, owner: &str) -> Renewal;
 }

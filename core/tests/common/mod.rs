@@ -44,6 +44,16 @@ pub async fn client_with(url: &str, watchdog: Duration, response: Duration) -> C
         .expect("connect to the test server")
 }
 
+/// `CLIENT PAUSE ms ALL`: the server answers nobody for that long, then runs what queued up.
+pub fn pause(server: &RedisServer, ms: u64) {
+    assert_eq!(
+        server
+            .command(&["CLIENT", "PAUSE", &ms.to_string(), "ALL"])
+            .as_deref(),
+        Some("+OK")
+    );
+}
+
 pub async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
     redis::Client::open(server.url())
         .unwrap()

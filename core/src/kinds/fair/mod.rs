@@ -129,8 +129,8 @@ impl LockKind for Fair {
         Some(call)
     }
 
-    fn force_unlock(&self) -> ScriptInvocation<'static> {
-        self.call(&FORCE_UNLOCK)
+    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
+        Some(self.call(&FORCE_UNLOCK))
     }
 
     fn renewal(&self, owner: &str) -> Renewal {

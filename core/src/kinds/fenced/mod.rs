@@ -85,7 +85,7 @@ impl LockKind for Fenced {
     }
 
     /// Deletes the lock, not the counter (as Redisson's `forceUnlock`): tokens go on growing.
-    fn force_unlock(&self) -> ScriptInvocation<'static> {
+    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
         self.lock.force_unlock()
     }
 

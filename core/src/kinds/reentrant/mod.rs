@@ -72,10 +72,10 @@ impl LockKind for Reentrant {
         call
     }
 
-    fn force_unlock(&self) -> ScriptInvocation<'static> {
+    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
         let mut call = FORCE_UNLOCK.prepare_invoke();
         call.key(&self.name).key(&self.channel);
-        call
+        Some(call)
     }
 
     fn renewal(&self, owner: &str) -> Renewal {

@@ -1,0 +1,107 @@
+//! The expirable semaphore (Redisson RPermitExpirableSemaphore): the semaphore's permit counter
+//! and channel, plus a ZSET `{name}:timeout` of acquired permits (16-byte ids) scored by their
+//! expiry. A permit whose lease runs out comes back at the next look by anyone.
+//!
+//! Each permit runs on the engine as a hold whose owner is the permit id: a fixed lease, or the
+//! watchdog's lease renewed while its holder lives (Redisson has only fixed or endless ones).
+
+use std::sync::LazyLock;
+
+use redis::{Script, ScriptInvocation};
+
+use crate::keys;
+use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::options::ClientOptions;
+
+macro_rules! permit_script {
+    ($file:literal) => {
+        LazyLock::new(|| Script::new(concat!(include_str!("prelude.lua"), include_str!($file))))
+    };
+}
+
+static ACQUIRE: LazyLock<Script> = permit_script!("acquire.lua");
+static RELEASE: LazyLock<Script> = permit_script!("release.lua");
+static UNDO: LazyLock<Script> = permit_script!("undo.lua");
+static RENEWAL: LazyLock<Script> = permit_script!("renew.lua");
+pub(crate) static AVAILABLE: LazyLock<Script> = permit_script!("available.lua");
+
+/// The permits of one expirable semaphore; the owner of each hold is its permit id.
+pub(crate) struct Permit {
+    name: String,
+    timeouts: String,
+    channel: String,
+}
+
+impl Permit {
+    pub(crate) fn new(name: &str) -> Permit {
+        Permit {
+            name: name.to_owned(),
+            timeouts: keys::permit_timeouts(name),
+            channel: keys::semaphore_channel(name),
+        }
+    }
+
+    /// The permits available now (expired ones come back first).
+    pub(crate) fn available(&self) -> ScriptInvocation<'static> {
+        let mut call = AVAILABLE.prepare_invoke();
+        call.key(&self.name).key(&self.timeouts).key(&self.channel);
+        call
+    }
+}
+
+impl LockKind for Permit {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn wait_channel(&self, _owner: &str) -> String {
+        self.channel.clone()
+    }
+
+    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+        let mut call = ACQUIRE.prepare_invoke();
+        call.key(&self.name)
+            .key(&self.timeouts)
+            .key(&self.channel)
+            .key(keys::acquire_latch(&self.name, args.request))
+            .arg(args.lease_ms)
+            .arg(args.owner);
+        call
+    }
+
+    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+        let mut call = UNDO.prepare_invoke();
+        call.key(&self.name)
+            .key(&self.timeouts)
+            .key(&self.channel)
+            .key(keys::acquire_latch(&self.name, args.request))
+            .arg(args.owner)
+            .arg(args.latch_ms);
+        call
+    }
+
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+        let mut call = RELEASE.prepare_invoke();
+        call.key(&self.name)
+            .key(&self.timeouts)
+            .key(&self.channel)
+            .key(keys::unlock_latch(&self.name, args.request))
+            .key(keys::acquire_latch(&self.name, args.acquired_by))
+            .arg(args.owner)
+            .arg(0)
+            .arg(args.final_latch_ms);
+        call
+    }
+
+    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
+        None
+    }
+
+    fn renewal(&self, owner: &str) -> Renewal {
+        Renewal {
+            script: &RENEWAL,
+            key: self.timeouts.clone(),
+            owner: owner.to_owned(),
+        }
+    }
+}

@@ -1,0 +1,23 @@
+-- Semaphore: take ARGV[2] permits if that many are available.
+-- KEYS[1] permit counter, KEYS[2] acquire latch of this request.
+-- ARGV[1] latch lifetime ms (every retry of the request comes within it), ARGV[2] permits.
+-- Replies nil when taken (a retry of the request that took them replies nil again, taking
+-- nothing), -1 when too few are available (a release message tells when to look again),
+-- UNDONE when the request was undone.
+local latch = redis.call('get', KEYS[2])
+if latch == '0' then
+  return redis.status_reply('UNDONE')
+end
+if latch == '1' then
+  return nil
+end
+local permits = available(KEYS[1])
+if type(permits) == 'table' then
+  return permits
+end
+if permits >= tonumber(ARGV[2]) then
+  redis.call('decrby', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[2], '1', 'px', ARGV[1])
+  return nil
+end
+return -1

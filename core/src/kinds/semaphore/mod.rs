@@ -1,0 +1,101 @@
+//! The semaphore (Redisson RSemaphore): a STRING at the name holding the available permits;
+//! every change that adds permits publishes the count now available on `redisson_sc:{name}`.
+//!
+//! An acquisition runs on the engine like a lock's (waiting for messages, retries under one
+//! request id, undo of an attempt whose reply was lost, give-back when its caller went away),
+//! then is handed over to its caller for good: permits belong to nobody, and any caller may
+//! release them (`crate::Semaphore::release`). They never expire: a holder that dies keeps
+//! them away for ever (the expirable semaphore gives them back).
+
+use std::sync::LazyLock;
+
+use redis::{Script, ScriptInvocation};
+
+use crate::keys;
+use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::options::ClientOptions;
+
+macro_rules! semaphore_script {
+    ($file:literal) => {
+        LazyLock::new(|| Script::new(concat!(include_str!("prelude.lua"), include_str!($file))))
+    };
+}
+
+static ACQUIRE: LazyLock<Script> = semaphore_script!("acquire.lua");
+static UNDO: LazyLock<Script> = semaphore_script!("undo.lua");
+static GIVE_BACK: LazyLock<Script> = semaphore_script!("give_back.lua");
+static HELD: LazyLock<Script> = semaphore_script!("held.lua");
+pub(crate) static ADD: LazyLock<Script> = semaphore_script!("add.lua");
+pub(crate) static TRY_SET: LazyLock<Script> = semaphore_script!("try_set.lua");
+pub(crate) static AVAILABLE: LazyLock<Script> = semaphore_script!("available.lua");
+
+/// One acquisition of `permits` permits.
+pub(crate) struct SemaphoreAcquisition {
+    name: String,
+    channel: String,
+    permits: i64,
+}
+
+impl SemaphoreAcquisition {
+    pub(crate) fn new(name: &str, permits: i64) -> SemaphoreAcquisition {
+        SemaphoreAcquisition {
+            name: name.to_owned(),
+            channel: keys::semaphore_channel(name),
+            permits,
+        }
+    }
+}
+
+impl LockKind for SemaphoreAcquisition {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn wait_channel(&self, _owner: &str) -> String {
+        self.channel.clone()
+    }
+
+    /// The lease is the lifetime of the request's latch (permits do not expire).
+    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+        let mut call = ACQUIRE.prepare_invoke();
+        call.key(&self.name)
+            .key(keys::acquire_latch(&self.name, args.request))
+            .arg(args.lease_ms)
+            .arg(self.permits);
+        call
+    }
+
+    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+        let mut call = UNDO.prepare_invoke();
+        call.key(&self.name)
+            .key(&self.channel)
+            .key(keys::acquire_latch(&self.name, args.request))
+            .arg(args.latch_ms)
+            .arg(self.permits);
+        call
+    }
+
+    /// Gives the permits back (only for an acquisition whose caller went away).
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+        let mut call = GIVE_BACK.prepare_invoke();
+        call.key(&self.name)
+            .key(&self.channel)
+            .key(keys::unlock_latch(&self.name, args.request))
+            .key(keys::acquire_latch(&self.name, args.acquired_by))
+            .arg(self.permits)
+            .arg(args.final_latch_ms);
+        call
+    }
+
+    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
+        None
+    }
+
+    fn renewal(&self, owner: &str) -> Renewal {
+        Renewal {
+            script: &HELD,
+            key: self.name.clone(),
+            owner: owner.to_owned(),
+        }
+    }
+}

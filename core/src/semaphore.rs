@@ -1,0 +1,161 @@
+//! The semaphore handle (`Client::semaphore`): permits counted in Redis, shared by every client
+//! (Redisson RSemaphore layout).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::ClientInner;
+use crate::engine::{latch_ms, request_id, run_idempotent, LockCore};
+use crate::error::Result;
+use crate::keys;
+use crate::kinds::semaphore::{SemaphoreAcquisition, ADD, AVAILABLE, TRY_SET};
+use crate::options::validate_permits;
+use crate::runtime::{on_runtime, runtime};
+
+/// How long an acquire request's latch lives: every retry of one request (a reply lost to a
+/// dropped connection) must arrive within it, or it could take its permits twice.
+pub(crate) const REQUEST_WINDOW: Duration = Duration::from_secs(3600);
+
+/// A counting semaphore: `acquire` takes permits (waiting for a release message when too few
+/// are available), `release` gives permits back, from any client. Permits belong to nobody and
+/// never expire: permits taken by a process that dies are gone until someone adds them back
+/// (use [`crate::ExpirableSemaphore`] when holders may die). Cheap to clone.
+#[derive(Clone)]
+pub struct Semaphore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Arc<ClientInner>,
+    name: String,
+    channel: String,
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("name", &self.inner.name)
+            .finish()
+    }
+}
+
+impl Semaphore {
+    pub(crate) fn new(client: Arc<ClientInner>, name: &str) -> Semaphore {
+        Semaphore {
+            inner: Arc::new(Inner {
+                client,
+                name: name.to_owned(),
+                channel: keys::semaphore_channel(name),
+            }),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn what(&self, action: &str) -> String {
+        format!("{action} semaphore '{}'", self.inner.name)
+    }
+
+    /// Sets the number of permits if it was never set (no key); true when set. Wakes waiters.
+    pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
+        validate_permits("permits", permits, 0)?;
+        let mut call = TRY_SET.prepare_invoke();
+        call.key(&self.inner.name)
+            .key(&self.inner.channel)
+            .arg(permits);
+        // Not retried: a retry after a lost reply would find the key and answer false.
+        let set = query::<i64>(&self.inner.client, self.what("set the permits of"), call).await?;
+        Ok(set == 1)
+    }
+
+    /// Adds permits (a negative number takes some away, even below zero); waiters are woken
+    /// when permits became available. Retried on a dropped connection without adding twice.
+    pub async fn add_permits(&self, permits: i64) -> Result<()> {
+        validate_permits("permits", permits, i64::MIN)?;
+        self.add(permits, self.what("add permits to")).await
+    }
+
+    /// Gives `permits` permits back (whoever took them) and wakes as many waiters. Retried on a
+    /// dropped connection without giving back twice.
+    pub async fn release(&self, permits: i64) -> Result<()> {
+        validate_permits("permits", permits, 1)?;
+        self.add(permits, self.what("release")).await
+    }
+
+    async fn add(&self, permits: i64, what: String) -> Result<()> {
+        let mut call = ADD.prepare_invoke();
+        let client = &self.inner.client;
+        call.key(&self.inner.name)
+            .key(&self.inner.channel)
+            .key(keys::unlock_latch(&self.inner.name, &request_id()))
+            .arg(permits)
+            .arg(latch_ms(client.options.response_timeout * 2));
+        let inner = self.inner.clone();
+        on_runtime(&what.clone(), async move {
+            run_idempotent::<i64>(&inner.client, &what, &call)
+                .await
+                .map(|_| ())
+        })
+        .await
+    }
+
+    /// Takes `permits` permits, waiting for them up to `wait` (`None`: without bound, zero:
+    /// one attempt); false when the wait ran out. Waiters are woken by release messages, not
+    /// by polling. Dropping the future, or an attempt whose reply was lost, takes nothing: the
+    /// attempt is undone as soon as the server answers again.
+    pub async fn acquire(&self, permits: i64, wait: Option<Duration>) -> Result<bool> {
+        validate_permits("permits", permits, 1)?;
+        let kind = Arc::new(SemaphoreAcquisition::new(&self.inner.name, permits));
+        let core = Arc::new(LockCore::with_owner(
+            self.inner.client.clone(),
+            kind,
+            self.inner.client.id.clone(),
+        ));
+        if !core.acquire(wait, Some(REQUEST_WINDOW)).await? {
+            return Ok(false);
+        }
+        // The permits are the caller's now; their request latches have done their work.
+        let latches: Vec<String> = core
+            .detach()
+            .iter()
+            .map(|request| keys::acquire_latch(&self.inner.name, request))
+            .collect();
+        let mut connection = self.inner.client.connection.clone();
+        runtime().spawn(async move {
+            let deleted: redis::RedisResult<i64> = redis::cmd("DEL")
+                .arg(&latches)
+                .query_async(&mut connection)
+                .await;
+            if let Err(err) = deleted {
+                tracing::debug!(%err, "could not delete a semaphore request latch; it expires");
+            }
+        });
+        Ok(true)
+    }
+
+    /// The permits available now (0 when never set).
+    pub async fn available_permits(&self) -> Result<i64> {
+        let mut call = AVAILABLE.prepare_invoke();
+        call.key(&self.inner.name);
+        query(&self.inner.client, self.what("count the permits of"), call).await
+    }
+}
+
+/// Runs `call` once on the core's runtime.
+pub(crate) async fn query<T: redis::FromRedisValue + Send + 'static>(
+    client: &Arc<ClientInner>,
+    what: String,
+    call: redis::ScriptInvocation<'static>,
+) -> Result<T> {
+    let client = client.clone();
+    on_runtime(&what.clone(), async move {
+        client.check_usable_for(&what)?;
+        let mut connection = client.connection.clone();
+        call.invoke_async::<T>(&mut connection)
+            .await
+            .map_err(|err| crate::Error::from_redis(&what, err))
+    })
+    .await
+}
