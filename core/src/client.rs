@@ -366,7 +366,7 @@ impl Client {
     /// [`Error::WrongType`] when `key` (or its fence) holds another type than a string. A
     /// Connection or Timeout error leaves the outcome unknown; writing again with the same
     /// token is safe.
-    pub async fn fenced_set(&self, key: &str, value: impl AsRef<[u8]>, token: u64) -> Result<()> {
+    pub async fn fenced_set(&self, key: &str, value: impl AsRef<[u8]>, token: i64) -> Result<()> {
         let value = value.as_ref().to_vec();
         self.fenced_write(key, token, fence::Write::Set(value))
             .await
@@ -376,13 +376,13 @@ impl Client {
     /// Deletes `key` under the same rule as [`Client::fenced_set`]; true when a key was
     /// deleted. An applied delete raises the fence to `token` even when there was no key, and
     /// the fence stays after the key is gone, so an older token can never write it again.
-    pub async fn fenced_delete(&self, key: &str, token: u64) -> Result<bool> {
+    pub async fn fenced_delete(&self, key: &str, token: i64) -> Result<bool> {
         self.fenced_write(key, token, fence::Write::Delete)
             .await
             .map(|deleted| deleted > 0)
     }
 
-    async fn fenced_write(&self, key: &str, token: u64, write: fence::Write) -> Result<i64> {
+    async fn fenced_write(&self, key: &str, token: i64, write: fence::Write) -> Result<i64> {
         validate_fenced_write(key, token)?;
         self.inner.check_usable_for(&format!("key '{key}'"))?;
         let connection = self.inner.connection.clone();

@@ -126,7 +126,7 @@ impl Lock {
     /// the token its latest acquisition took, reentrant ones included, so it only grows while
     /// the lock is held, and a partial release keeps it. `None` when this handle holds nothing
     /// (or lost its hold), and for kinds without tokens. No I/O.
-    pub fn token(&self) -> Option<u64> {
+    pub fn token(&self) -> Option<i64> {
         self.core.token()
     }
 

@@ -179,7 +179,7 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
 /// Checks the key and token of a fenced write: a key of 1 to [`MAX_NAME_BYTES`] bytes, a token
 /// from 1 to `i64::MAX` (the tokens a fenced lock gives: its counter is a Redis integer that
 /// starts at 1).
-pub(crate) fn validate_fenced_write(key: &str, token: u64) -> Result<()> {
+pub(crate) fn validate_fenced_write(key: &str, token: i64) -> Result<()> {
     if key.is_empty() {
         return Err(invalid("fenced key must not be empty".into()));
     }
@@ -189,7 +189,7 @@ pub(crate) fn validate_fenced_write(key: &str, token: u64) -> Result<()> {
             key.len()
         )));
     }
-    if token == 0 || token > i64::MAX as u64 {
+    if token < 1 {
         return Err(invalid(format!(
             "token must be from 1 to {} (a token a fenced lock gave), got {token}",
             i64::MAX

@@ -46,6 +46,13 @@ async fn outcome(case: &Value) -> Result<(), Error> {
                 .await
                 .map(drop)
         }
+        "read_write_lock" => {
+            let server = polylock_testkit::RedisServer::start();
+            let client = polylock::Client::connect(&server.url()).await?;
+            client
+                .read_write_lock(case["name"].as_str().unwrap())
+                .map(drop)
+        }
         "connect" => {
             let name = case["option"].as_str().unwrap();
             let value = option_from_millis(name, millis(&case["ms"]).unwrap())?;
@@ -53,6 +60,67 @@ async fn outcome(case: &Value) -> Result<(), Error> {
                 .await
                 .map(drop)
         }
+        kind_call => {
+            let server = polylock_testkit::RedisServer::start();
+            let client = polylock::Client::connect(&server.url()).await?;
+            let outcome = kind_outcome(&client, kind_call, case).await;
+            let mut con = redis::Client::open(server.url())
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap();
+            let keys: i64 = redis::cmd("DBSIZE").query_async(&mut con).await.unwrap();
+            assert_eq!(keys, 0, "{case}: bad input wrote nothing");
+            outcome
+        }
+    }
+}
+
+/// The calls on the other lock kinds, all on the name "conformance".
+async fn kind_outcome(client: &polylock::Client, call: &str, case: &Value) -> Result<(), Error> {
+    let permits = case["permits"].as_i64().unwrap_or(1);
+    let wait = || wait_from_millis(millis(&case["wait_ms"]));
+    let lease = || lease_from_millis(millis(&case["lease_ms"]));
+    let token = || case["token"].as_i64().unwrap();
+    let key = || case["key"].as_str().unwrap();
+    match call {
+        "read_lock_acquire" => {
+            let lock = client.read_write_lock("conformance")?.read_lock();
+            lock.acquire(wait()?, lease()?).await.map(drop)
+        }
+        "write_lock_acquire" => {
+            let lock = client.read_write_lock("conformance")?.write_lock();
+            lock.acquire(wait()?, lease()?).await.map(drop)
+        }
+        "semaphore_acquire" => {
+            let semaphore = client.semaphore("conformance")?;
+            semaphore.acquire(permits, wait()?).await.map(drop)
+        }
+        "semaphore_release" => client.semaphore("conformance")?.release(permits).await,
+        "semaphore_try_set_permits" => client
+            .semaphore("conformance")?
+            .try_set_permits(permits)
+            .await
+            .map(drop),
+        "semaphore_add_permits" => client.semaphore("conformance")?.add_permits(permits).await,
+        "expirable_semaphore_acquire" => client
+            .expirable_semaphore("conformance")?
+            .acquire(wait()?, lease()?)
+            .await
+            .map(drop),
+        "expirable_semaphore_release" => {
+            let semaphore = client.expirable_semaphore("conformance")?;
+            semaphore
+                .release(case["permit_id"].as_str().unwrap())
+                .await
+        }
+        "expirable_semaphore_try_set_permits" => client
+            .expirable_semaphore("conformance")?
+            .try_set_permits(permits)
+            .await
+            .map(drop),
+        "fenced_set" => client.fenced_set(key(), "v", token()).await,
+        "fenced_delete" => client.fenced_delete(key(), token()).await.map(drop),
         other => panic!("unknown call {other}"),
     }
 }

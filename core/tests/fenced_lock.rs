@@ -17,7 +17,7 @@ fn counter_key(name: &str) -> String {
     polylock::keys::fenced_token(name)
 }
 
-async fn counter(con: &mut redis::aio::MultiplexedConnection, name: &str) -> Option<u64> {
+async fn counter(con: &mut redis::aio::MultiplexedConnection, name: &str) -> Option<i64> {
     con.get(counter_key(name)).await.unwrap()
 }
 
@@ -109,7 +109,7 @@ async fn tokens_grow_across_holders_and_on_reentry_and_survive_the_hold() {
             seen.push(b.token().unwrap());
             b.release().await.unwrap();
         }
-        assert_eq!(seen, (1..=9).collect::<Vec<u64>>(), "{name}");
+        assert_eq!(seen, (1..=9).collect::<Vec<i64>>(), "{name}");
         assert_eq!(counter(&mut con, name).await, Some(9));
         let ttl: i64 = con.pttl(counter_key(name)).await.unwrap();
         assert_eq!(ttl, -1, "the counter never expires");
@@ -394,7 +394,7 @@ async fn tokens_are_compared_exactly_up_to_the_largest() {
     let server = RedisServer::start();
     let client = client(&server).await;
     // 2^53 + 1 and 2^53 are one number as doubles (Lua's numbers), two tokens here.
-    let big = (1u64 << 53) + 1;
+    let big = (1i64 << 53) + 1;
     client.fenced_set("exact", "big", big).await.unwrap();
     let err = client
         .fenced_set("exact", "smaller", big - 1)
@@ -406,7 +406,7 @@ async fn tokens_are_compared_exactly_up_to_the_largest() {
     let err = client.fenced_set("digits", "y", 9).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::StaleToken, "{err}");
     client
-        .fenced_set("exact", "largest", i64::MAX as u64)
+        .fenced_set("exact", "largest", i64::MAX)
         .await
         .unwrap();
     let mut con = raw(&server).await;
@@ -464,7 +464,7 @@ async fn bad_fenced_writes_are_refused_before_any_io() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let long = "k".repeat(polylock::MAX_NAME_BYTES + 1);
-    let cases: [(&str, u64, &str); 4] = [
+    let cases: [(&str, i64, &str); 4] = [
         ("", 1, "invalid argument: fenced key must not be empty"),
         (
             &long,
@@ -478,8 +478,8 @@ async fn bad_fenced_writes_are_refused_before_any_io() {
         ),
         (
             "k",
-            1 << 63,
-            "invalid argument: token must be from 1 to 9223372036854775807 (a token a fenced lock gave), got 9223372036854775808",
+            -5,
+            "invalid argument: token must be from 1 to 9223372036854775807 (a token a fenced lock gave), got -5",
         ),
     ];
     for (key, token, message) in cases {

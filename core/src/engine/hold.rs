@@ -34,7 +34,7 @@ pub(crate) struct Hold {
     levels: Vec<String>,
     lease: Lease,
     /// The highest token the hold's acquisitions took (kinds that issue tokens).
-    token: Option<u64>,
+    token: Option<i64>,
     /// Set when the hold was lost; reported by the next release.
     lost: Option<Error>,
     /// Counts fresh holds, so that a release finishing late never touches a newer hold.
@@ -82,7 +82,7 @@ impl LockCore {
     pub(super) fn record_acquired(
         self: &Arc<Self>,
         request: String,
-        token: Option<u64>,
+        token: Option<i64>,
         lease: Lease,
         sent_at: Instant,
     ) -> Result<()> {
@@ -213,7 +213,7 @@ impl LockCore {
 
     /// The token of the hold's latest acquisition; `None` when nothing is held (or lost), or
     /// the kind issues no tokens.
-    pub(crate) fn token(&self) -> Option<u64> {
+    pub(crate) fn token(&self) -> Option<i64> {
         let hold = self.hold();
         if hold.levels.is_empty() || hold.lost.is_some() {
             return None;

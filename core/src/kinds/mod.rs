@@ -53,7 +53,7 @@ pub(crate) struct ReleaseArgs<'a> {
 pub(crate) enum Attempt {
     /// Acquired (or re-entered), with the token this acquisition took, for kinds that issue
     /// one (a retry of the same request replays the same token).
-    Acquired { token: Option<u64> },
+    Acquired { token: Option<i64> },
     /// Someone else holds it; look again within this long at the latest (`None`: no expiry,
     /// only a message will tell).
     Busy(Option<Duration>),

@@ -24,7 +24,7 @@ pub(crate) enum Write {
 pub(crate) async fn apply(
     mut connection: ConnectionManager,
     key: &str,
-    token: u64,
+    token: i64,
     write: Write,
 ) -> Result<i64> {
     let mut call = FENCE.prepare_invoke();

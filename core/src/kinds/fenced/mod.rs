@@ -61,7 +61,7 @@ impl LockKind for Fenced {
         match reply {
             Value::Array(ref items) => match items.as_slice() {
                 [Value::Int(-1), Value::Int(token)] if *token >= 1 => Ok(Attempt::Acquired {
-                    token: Some(*token as u64),
+                    token: Some(*token),
                 }),
                 [Value::Int(pttl), Value::Int(-1)] => Ok(Attempt::busy(*pttl)),
                 _ => Err(reply),
