@@ -13,7 +13,15 @@
 //! - `quit`
 //! - every lock command prefixed with `fair_` (e.g. `fair_acquire NAME 0 -`) works on the fair
 //!   lock of that name instead. `POLYLOCK_FAIR_QUEUE_TIMEOUT_MS` sets the fair queue timeout.
-//! - likewise `fenced_` (e.g. `fenced_acquire NAME 0 -`, `fenced_token NAME`): the fenced lock.
+//! - likewise `fenced_` (e.g. `fenced_acquire NAME 0 -`, `fenced_token NAME`): the fenced lock,
+//!   and `read_` / `write_` (e.g. `write_acquire NAME - -`): the read or the write lock of the
+//!   read-write lock NAME (one read-write lock per name, so the writer's reads are its own).
+//! - `sem_acquire NAME PERMITS WAIT_MS|-` -> `ok true` / `ok false`; `sem_release NAME PERMITS`,
+//!   `sem_add NAME PERMITS` -> `ok`; `sem_try_set NAME PERMITS` -> `ok true|false`;
+//!   `sem_available NAME` -> `ok N`: the semaphore NAME.
+//! - `xsem_acquire NAME WAIT_MS|- LEASE_MS|-` -> `ok <permit-id>` / `ok -`;
+//!   `xsem_release NAME ID` -> `ok`; `xsem_try_set NAME PERMITS` -> `ok true|false`;
+//!   `xsem_available NAME` -> `ok N`: the expirable semaphore NAME.
 //!
 //! Errors reply `err <Kind> <message>`. One handle per name and kind, so reentrancy works
 //! across lines.
@@ -23,7 +31,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
-use polylock::{Client, Lock};
+use polylock::{Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore};
 
 fn millis(arg: Option<&str>) -> Result<Option<Duration>, String> {
     match arg {
@@ -35,29 +43,72 @@ fn millis(arg: Option<&str>) -> Result<Option<Duration>, String> {
     }
 }
 
+fn number<T: std::str::FromStr>(arg: Option<&str>, what: &str) -> Result<T, String> {
+    arg.and_then(|arg| arg.parse().ok())
+        .ok_or_else(|| format!("missing or bad {what}"))
+}
+
+/// The handles a peer keeps, one per name and kind, so holds persist across lines.
+#[derive(Default)]
+struct Handles {
+    locks: HashMap<String, Lock>,
+    read_write: HashMap<String, ReadWriteLock>,
+    semaphores: HashMap<String, Semaphore>,
+    expirable: HashMap<String, ExpirableSemaphore>,
+}
+
 async fn run(
     client: &Client,
     url: &str,
-    locks: &mut HashMap<String, Lock>,
+    handles: &mut Handles,
     line: &str,
 ) -> Result<String, String> {
     let mut words = line.split_whitespace();
     let word = words.next().unwrap_or("");
-    let (kind, command) = ["fair_", "fenced_"]
+    let (kind, command) = ["fair_", "fenced_", "read_", "write_", "sem_", "xsem_"]
         .into_iter()
         .find_map(|kind| word.strip_prefix(kind).map(|command| (kind, command)))
         .unwrap_or(("", word));
     let name = words.next().ok_or("missing lock name")?.to_owned();
+    match kind {
+        "sem_" => {
+            if !handles.semaphores.contains_key(&name) {
+                let semaphore = client.semaphore(&name).map_err(describe)?;
+                handles.semaphores.insert(name.clone(), semaphore);
+            }
+            return semaphore(&handles.semaphores[&name], command, words).await;
+        }
+        "xsem_" => {
+            if !handles.expirable.contains_key(&name) {
+                let semaphore = client.expirable_semaphore(&name).map_err(describe)?;
+                handles.expirable.insert(name.clone(), semaphore);
+            }
+            return expirable(&handles.expirable[&name], command, words).await;
+        }
+        _ => {}
+    }
     let key = format!("{kind}{name}");
-    if !locks.contains_key(&key) {
+    if !handles.locks.contains_key(&key) {
         let lock = match kind {
             "fair_" => client.fair_lock(&name),
             "fenced_" => client.fenced_lock(&name),
+            "read_" | "write_" => {
+                if !handles.read_write.contains_key(&name) {
+                    let read_write = client.read_write_lock(&name).map_err(describe)?;
+                    handles.read_write.insert(name.clone(), read_write);
+                }
+                let read_write = &handles.read_write[&name];
+                Ok(if kind == "read_" {
+                    read_write.read_lock()
+                } else {
+                    read_write.write_lock()
+                })
+            }
             _ => client.lock(&name),
         };
-        locks.insert(key.clone(), lock.map_err(describe)?);
+        handles.locks.insert(key.clone(), lock.map_err(describe)?);
     }
-    let lock = &locks[&key];
+    let lock = &handles.locks[&key];
     Ok(match command {
         "acquire" => {
             let wait = millis(words.next())?;
@@ -87,6 +138,73 @@ async fn run(
             "ok".to_owned()
         }
         other => return Err(format!("Usage unknown command '{other}'")),
+    })
+}
+
+async fn semaphore<'a>(
+    semaphore: &Semaphore,
+    command: &str,
+    mut words: impl Iterator<Item = &'a str>,
+) -> Result<String, String> {
+    Ok(match command {
+        "acquire" => {
+            let permits = number(words.next(), "permits")?;
+            let wait = millis(words.next())?;
+            let acquired = semaphore.acquire(permits, wait).await;
+            format!("ok {}", acquired.map_err(describe)?)
+        }
+        "release" => {
+            let permits = number(words.next(), "permits")?;
+            semaphore.release(permits).await.map_err(describe)?;
+            "ok".to_owned()
+        }
+        "add" => {
+            let permits = number(words.next(), "permits")?;
+            semaphore.add_permits(permits).await.map_err(describe)?;
+            "ok".to_owned()
+        }
+        "try_set" => {
+            let permits = number(words.next(), "permits")?;
+            let set = semaphore.try_set_permits(permits).await;
+            format!("ok {}", set.map_err(describe)?)
+        }
+        "available" => {
+            let available = semaphore.available_permits().await;
+            format!("ok {}", available.map_err(describe)?)
+        }
+        other => return Err(format!("Usage unknown command 'sem_{other}'")),
+    })
+}
+
+async fn expirable<'a>(
+    semaphore: &ExpirableSemaphore,
+    command: &str,
+    mut words: impl Iterator<Item = &'a str>,
+) -> Result<String, String> {
+    Ok(match command {
+        "acquire" => {
+            let wait = millis(words.next())?;
+            let lease = millis(words.next())?;
+            match semaphore.acquire(wait, lease).await.map_err(describe)? {
+                Some(id) => format!("ok {id}"),
+                None => "ok -".to_owned(),
+            }
+        }
+        "release" => {
+            let id = words.next().ok_or("missing permit id")?;
+            semaphore.release(id).await.map_err(describe)?;
+            "ok".to_owned()
+        }
+        "try_set" => {
+            let permits = number(words.next(), "permits")?;
+            let set = semaphore.try_set_permits(permits).await;
+            format!("ok {}", set.map_err(describe)?)
+        }
+        "available" => {
+            let available = semaphore.available_permits().await;
+            format!("ok {}", available.map_err(describe)?)
+        }
+        other => return Err(format!("Usage unknown command 'xsem_{other}'")),
     })
 }
 
@@ -141,7 +259,7 @@ fn main() {
         }
     };
     println!("ready {}", client.id());
-    let mut locks = HashMap::new();
+    let mut handles = Handles::default();
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
@@ -153,7 +271,7 @@ fn main() {
             break;
         }
         let reply = runtime
-            .block_on(run(&client, &url, &mut locks, line))
+            .block_on(run(&client, &url, &mut handles, line))
             .unwrap_or_else(|err| format!("err {err}"));
         println!("{reply}");
         let _ = std::io::stdout().flush();

@@ -56,13 +56,24 @@ final class Peer implements AutoCloseable {
 
     /** Starts the peer binary (system property {@code polylock.peer}) against {@code redisUrl}. */
     static Peer start(String redisUrl) throws IOException, InterruptedException {
+        return start(redisUrl, List.of());
+    }
+
+    /** Starts a peer whose client renews held locks with this watchdog timeout. */
+    static Peer start(String redisUrl, long watchdogTimeoutMs) throws IOException, InterruptedException {
+        return start(redisUrl, List.of(String.valueOf(watchdogTimeoutMs)));
+    }
+
+    private static Peer start(String redisUrl, List<String> options) throws IOException, InterruptedException {
         Path binary = Path.of(System.getProperty("polylock.peer", "../../target/debug/examples/peer"));
         if (!Files.isExecutable(binary)) {
             fail("polylock peer not found at " + binary.toAbsolutePath()
                     + "; build it with `cargo build --example peer -p polylock`");
         }
         Path stderr = Files.createTempFile("polylock-peer-", ".log");
-        Process process = new ProcessBuilder(List.of(binary.toString(), redisUrl))
+        List<String> command = new java.util.ArrayList<>(List.of(binary.toString(), redisUrl));
+        command.addAll(options);
+        Process process = new ProcessBuilder(command)
                 .redirectError(stderr.toFile())
                 .start();
         return new Peer(process, stderr);
