@@ -54,6 +54,10 @@ M_CONTENDERS = [
     ("node", "polylock"), ("node", "raw"),
     ("python", "polylock"), ("python", "raw"),
 ]
+# The read-write lock (RW) and semaphore (S) scenarios: polylock in each language, and the one
+# peer that has a semaphore (redis-semaphore's Semaphore); no peer here has a read-write lock.
+RW_CONTENDERS = [("rust", "polylock"), ("python", "polylock"), ("node", "polylock")]
+S_CONTENDERS = RW_CONTENDERS + [("node", "redis-semaphore")]
 SCRIPT_COMMANDS = ("evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro")
 SUBSCRIPTION_COMMANDS = ("subscribe", "unsubscribe", "psubscribe", "punsubscribe",
                          "ssubscribe", "sunsubscribe")
@@ -221,10 +225,16 @@ class Run:
 
 def run_workers(server: RedisServer, lang: str, contender: str, scenario: str, name: str,
                 options: dict, processes: int, duration: float, monitor: bool = False) -> Run:
-    command = LANGS[lang]() + [scenario, contender, server.url, name, json.dumps(options)]
-    procs = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    # "roles" (a list) gives process i the option "role": roles[i % len(roles)].
+    roles = options.pop("roles", None)
+
+    def command(index: int) -> list:
+        own = dict(options, role=roles[index % len(roles)]) if roles else options
+        return LANGS[lang]() + [scenario, contender, server.url, name, json.dumps(own)]
+
+    procs = [subprocess.Popen(command(index), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, cwd=BENCH)
-             for _ in range(processes)]
+             for index in range(processes)]
     # Nothing may hang: a stuck run is killed, and its empty replies become an error.
     budget = 180 + duration * 3 + processes * 2
     timer = threading.Timer(budget, lambda: [p.kill() for p in procs])
@@ -382,6 +392,106 @@ def scenario_m(server, duration, holders, contenders, log) -> dict:
     return rows
 
 
+def max_overlap(intervals: list) -> int:
+    """The most intervals [begin, end] open at one instant."""
+    events = sorted([(begin, 1) for begin, _ in intervals] + [(end, -1) for _, end in intervals],
+                    key=lambda event: (event[0], event[1]))
+    open_now = most = 0
+    for _, step in events:
+        open_now += step
+        most = max(most, open_now)
+    return most
+
+
+def crossed_writes(read_holds: list, write_holds: list) -> int:
+    """How many write holds overlap any other hold (a writer must hold alone)."""
+    every = sorted([(begin, end, False) for begin, end in read_holds]
+                   + [(begin, end, True) for begin, end in write_holds])
+    crossed, latest_end = 0, float("-inf")
+    for index, (begin, end, write) in enumerate(every):
+        if write:
+            starts_later = every[index + 1][0] if index + 1 < len(every) else float("inf")
+            crossed += begin < latest_end or starts_later < end
+        latest_end = max(latest_end, end)
+    return crossed
+
+
+def scenario_rw(server, duration, processes, writers, contenders, log) -> dict:
+    """RW: `processes` holders of one read-write lock, `writers` of them writers."""
+    rows = {}
+    roles = ["writer"] * writers + ["reader"] * (processes - writers)
+    for lang, contender in contenders:
+        name = f"bench:rw:{uuid.uuid4().hex[:8]}"
+        run = run_workers(server, lang, contender, "rwmix", name,
+                          {"hold_us": HOLD_US, "roles": roles}, processes, duration)
+        row = {"run": run}
+        if run.results:
+            reads = [r for r in run.results if r["role"] == "reader"]
+            writes = [r for r in run.results if r["role"] == "writer"]
+            read_holds = [tuple(h) for r in reads for h in r["holds"]]
+            write_holds = [tuple(h) for r in writes for h in r["holds"]]
+            every = read_holds + write_holds
+            wall_s = (max(end for _, end in every) - run.start_us) / 1e6 if every else 1.0
+            crossed = crossed_writes(read_holds, write_holds)
+            read_waits = [w for r in reads for w in r["waits_us"]]
+            write_waits = [w for r in writes for w in r["waits_us"]]
+            final = int(server.command("GET", f"{name}:a") or 0)
+            row.update({
+                "reads_per_s": len(read_holds) / wall_s,
+                "writes_per_s": len(write_holds) / wall_s,
+                "max_readers": max_overlap(read_holds),
+                "read_wait_p50_ms": percentile(read_waits, 0.5) / 1000,
+                "read_wait_p99_ms": percentile(read_waits, 0.99) / 1000,
+                "write_wait_p50_ms": percentile(write_waits, 0.5) / 1000,
+                "write_wait_p99_ms": percentile(write_waits, 0.99) / 1000,
+                "write_wait_max_ms": max(write_waits, default=float("nan")) / 1000,
+                "writes": len(write_holds),
+                "mismatches": sum(r["mismatches"] for r in reads),
+                "crossed": crossed,
+                "lost": len(write_holds) - final,
+            })
+        rows[(lang, contender)] = row
+        log(f"RW {label(lang, contender)}: {describe(run, row.get('reads_per_s'), 'reads/s')}"
+            + (f" writes/s={row['writes_per_s']:.0f} max readers={row['max_readers']} "
+               f"mismatches={row['mismatches']} crossed={row['crossed']} lost={row['lost']}"
+               if run.results else ""))
+    return rows
+
+
+def scenario_s(server, duration, processes, permits, contenders, log) -> dict:
+    """S: `processes` holders of one semaphore of `permits` permits, one permit per hold."""
+    rows = {}
+    for lang, contender in contenders:
+        name = f"bench:s:{uuid.uuid4().hex[:8]}"
+        if contender == "polylock":
+            server.command("SET", name, str(permits))  # Redisson's layout: the free permits
+        run = run_workers(server, lang, contender, "permits", name,
+                          {"hold_us": HOLD_US, "permits": permits}, processes, duration)
+        row = {"run": run}
+        if run.results:
+            holds = [tuple(h) for r in run.results for h in r["holds"]]
+            waits = [w for r in run.results for w in r["waits_us"]]
+            wall_us = max((end for _, end in holds), default=run.start_us + 1) - run.start_us
+            row.update({
+                "rate": len(holds) / (wall_us / 1e6),
+                "utilisation": sum(end - begin for begin, end in holds) / (wall_us * permits),
+                "max_holders": max(max_overlap(holds),
+                                   max(r["max_gauge"] for r in run.results)),
+                "wait_p50_ms": percentile(waits, 0.5) / 1000,
+                "wait_p99_ms": percentile(waits, 0.99) / 1000,
+                "jain": jain([r["cycles"] for r in run.results]),
+                "acquisitions": len(holds),
+                # Every permit back once all holders released (polylock's layout only).
+                "permits_after": int(server.command("GET", name) or 0)
+                if contender == "polylock" else permits,
+            })
+        rows[(lang, contender)] = row
+        log(f"S {label(lang, contender)}: {describe(run, row.get('rate'), 'acquisitions/s')}"
+            + (f" utilisation={row['utilisation']:.2f} max holders={row['max_holders']} "
+               f"permits after={row['permits_after']}" if run.results else ""))
+    return rows
+
+
 def evalsha_benchmark(server, requests: int, clients: int, pipeline: int) -> float:
     """EVALSHA/s the server sustains from redis-benchmark's C client."""
     sha = server.command("SCRIPT", "LOAD", "return 1")
@@ -504,7 +614,7 @@ def target_line(name: str, met: Optional[bool], detail: str) -> str:
 
 
 def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: float, r: dict,
-                 workers: list, durations: dict) -> None:
+                 workers: list, durations: dict, rw: dict, sem: dict) -> None:
     lines = ["# polylock benchmarks", "",
              f"Run {info['started']} – {info['finished']} (UTC), `make bench` "
              f"(`python bench/run.py`). One redis-server {info['redis']} on a loopback port, "
@@ -623,6 +733,8 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
                   f"{fmt(r['cpu_percent'], 1)} % of a core | "
                   f"{fmt(r['cpu_ms_per_tick'], 1)} | {r['lost']} |"]
 
+    lines += kinds_report(info, durations, rw, sem)
+
     lines += ["", "## Targets", "", "| target | status | measured |", "|---|---|---|"]
     lines += targets(u, c, m, ceiling, r, workers)
 
@@ -630,6 +742,59 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
     if notes.exists():
         lines += ["", notes.read_text().strip()]
     (out / "RESULTS.md").write_text("\n".join(lines) + "\n")
+
+
+def kinds_report(info: dict, durations: dict, rw: dict, sem: dict) -> list[str]:
+    """The RW and S sections of RESULTS.md."""
+    lines = []
+    if rw:
+        processes, writers = info["kinds"]["rw"]
+        lines += ["", "## RW: read-write lock, readers and writers mixed", "",
+                  f"{processes} worker processes on one read-write lock for {durations['rw']:g} s, "
+                  f"{writers} of them writers: a writer sets key a, holds "
+                  f"{HOLD_US / 1000:g} ms, then sets key b to the same value; a reader reads a and "
+                  f"b, holds {HOLD_US / 1000:g} ms and counts a mismatch if they differ. Max "
+                  "readers = most read holds seen at one instant; crossed = write holds that "
+                  "overlapped any other hold; lost = writes minus the final value of a. No peer "
+                  "library here has a read-write lock.", "",
+                  "| contender | reads/s | writes/s | max readers | read wait p50 / p99 ms | "
+                  "write wait p50 / p99 / max ms | mismatches | crossed | lost |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for (lang, contender), row in rw.items():
+            problem = status(row["run"])
+            if problem:
+                lines.append(f"| {label(lang, contender)} | {problem} | | | | | | | |")
+                continue
+            lines.append(
+                f"| {label(lang, contender)} | {fmt(row['reads_per_s'], 0)} | "
+                f"{fmt(row['writes_per_s'], 0)} | {row['max_readers']} | "
+                f"{fmt(row['read_wait_p50_ms'])} / {fmt(row['read_wait_p99_ms'])} | "
+                f"{fmt(row['write_wait_p50_ms'])} / {fmt(row['write_wait_p99_ms'])} / "
+                f"{fmt(row['write_wait_max_ms'])} | {row['mismatches']} | {row['crossed']} | "
+                f"{row['lost']} |")
+    if sem:
+        processes, permits = info["kinds"]["s"]
+        lines += ["", "## S: semaphore", "",
+                  f"{processes} worker processes on one semaphore of {permits} permits for "
+                  f"{durations['s']:g} s: acquire one permit, INCR a gauge, hold "
+                  f"{HOLD_US / 1000:g} ms, DECR it, release. Utilisation = sum of hold times / "
+                  "(wall time x permits); max holders = the most holds at one instant (from the "
+                  "timestamps and the gauge); permits after = the free permits once every "
+                  "holder released (polylock's Redisson layout).", "",
+                  "| contender | acquisitions/s | utilisation | max holders | wait p50 / p99 ms | "
+                  "Jain | permits after |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        for (lang, contender), row in sem.items():
+            problem = status(row["run"])
+            if problem:
+                lines.append(f"| {label(lang, contender)} | {problem} | | | | | |")
+                continue
+            lines.append(
+                f"| {label(lang, contender)} | {fmt(row['rate'], 0)} | "
+                f"{fmt(row['utilisation'])} | {row['max_holders']} | "
+                f"{fmt(row['wait_p50_ms'])} / {fmt(row['wait_p99_ms'])} | {fmt(row['jain'], 3)} | "
+                f"{row['permits_after']} |")
+    return lines
 
 
 def targets(u, c, m, ceiling, r, workers) -> list[str]:
@@ -769,7 +934,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="a few seconds; check, no report")
     parser.add_argument("--out", type=Path, default=BENCH / "results")
-    parser.add_argument("--only", default="UCMR", help="scenarios to run, e.g. UC")
+    parser.add_argument("--only", default="UCMRWS", help="scenarios to run, e.g. UC (W: read-write, S: semaphore)")
     parser.add_argument("--langs", default="rust,python,node", help="languages to run")
     parser.add_argument("--workers", help="C's worker counts, e.g. 8,32")
     parser.add_argument("--duration", type=float, help="override every scenario's duration")
@@ -790,11 +955,16 @@ def main() -> int:
                   ("node", "polylock")]
         m_list = [("rust", "polylock"), ("rust", "raw")]
         r_locks, r_watchdog = 200, 300
+        rw_processes, rw_writers, s_processes, s_permits = 3, 1, 4, 2
     else:
         durations = {"u": 5.0, "c": 5.0, "m": 5.0, "r": 30.0}
         workers = [8, 32, 64]
         u_list, c_list, m_list = U_CONTENDERS, C_CONTENDERS, M_CONTENDERS
         r_locks, r_watchdog = 10_000, 3000
+        rw_processes, rw_writers, s_processes, s_permits = 8, 2, 8, 3
+    durations["rw"], durations["s"] = durations["c"], durations["c"]
+    rw_list = [x for x in RW_CONTENDERS if x[0] in args.langs.split(",")]
+    s_list = [x for x in S_CONTENDERS if x[0] in args.langs.split(",")]
     langs = args.langs.split(",")
     u_list, c_list, m_list = ([x for x in chosen if x[0] in langs]
                               for chosen in (u_list, c_list, m_list))
@@ -807,7 +977,7 @@ def main() -> int:
     server = RedisServer()
     info["redis"] = server.version()
     log(f"redis-server {info['redis']} on port {server.port}; load {info['load_start']}")
-    u = c = m = {}
+    u = c = m = rw = sem = {}
     r = {"run": Run(unsupported="not selected")}
     ceiling, benchmarks = 0.0, {}
     try:
@@ -828,22 +998,27 @@ def main() -> int:
             log(f"M ceiling: {ceiling:,.0f} EVALSHA/s; redis-benchmark {benchmarks}")
         if "R" in args.only:
             r = scenario_r(server, durations["r"], r_locks, r_watchdog, log)
+        if "W" in args.only:
+            rw = scenario_rw(server, durations["rw"], rw_processes, rw_writers, rw_list, log)
+        if "S" in args.only:
+            sem = scenario_s(server, durations["s"], s_processes, s_permits, s_list, log)
     finally:
         server.stop()
     info["finished"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     info["load_end"] = load()
 
     if args.smoke:
-        return smoke_verdict(u, c, m, r)
+        return smoke_verdict(u, c, m, r, rw, sem, s_permits)
     info["benchmarks"] = benchmarks
-    write_report(args.out, info, u, c, m, ceiling, r, workers, durations)
+    info["kinds"] = {"rw": (rw_processes, rw_writers), "s": (s_processes, s_permits)}
+    write_report(args.out, info, u, c, m, ceiling, r, workers, durations, rw, sem)
     if c:
         plot(args.out, c, workers)
     log(f"wrote {args.out / 'RESULTS.md'}")
     return 0
 
 
-def smoke_verdict(u, c, m, r) -> int:
+def smoke_verdict(u, c, m, r, rw, sem, permits) -> int:
     """The smoke run passes when every contender that can run here ran, and nothing was lost."""
     passed, failed = 0, 0
 
@@ -877,6 +1052,21 @@ def smoke_verdict(u, c, m, r) -> int:
               f"{r['renewals']} renewals, {r['script_calls']} script calls, lost {r['lost']}")
     elif r["run"].error:
         check("R renewal", False, r["run"].error)
+    for (lang, contender), row in rw.items():
+        run = row["run"]
+        ok = not run.error and row.get("writes", 0) > 0 and row.get("reads_per_s", 0) > 0 \
+            and row.get("mismatches") == 0 and row.get("crossed") == 0 and row.get("lost") == 0
+        check(f"RW {label(lang, contender)}", ok, run.error or
+              f"{row.get('writes')} writes, mismatches {row.get('mismatches')}, "
+              f"crossed {row.get('crossed')}, lost {row.get('lost')}")
+    for (lang, contender), row in sem.items():
+        run = row["run"]
+        ok = not run.error and row.get("acquisitions", 0) > 0 \
+            and row.get("max_holders", permits + 1) <= permits \
+            and row.get("permits_after") == permits
+        check(f"S {label(lang, contender)}", ok, run.error or
+              f"{row.get('acquisitions')} acquisitions, max holders {row.get('max_holders')}, "
+              f"permits after {row.get('permits_after')}")
     print(f"bench-smoke: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

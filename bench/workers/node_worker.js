@@ -2,8 +2,9 @@
 // Benchmark worker for Node contenders, driven by bench/run.py.
 //
 // Usage: node node_worker.js <scenario> <contender> <redis-url> <lock-name> [options as JSON]
-//   scenario:  uncontended | contended | many
+//   scenario:  uncontended | contended | many | rwmix | permits
 //   contender: polylock | polylock-fair | redlock | redis-semaphore | raw
+//              (rwmix: polylock only; permits: polylock and redis-semaphore)
 //
 // Protocol (the same as the Rust and Python workers): connect and warm up, print `ready` (or
 // `unsupported <reason>` and exit); read `go <start-epoch-us> <duration-s>`, wait for the start,
@@ -157,11 +158,84 @@ async function many(factory, name, options) {
   return { cycles, seconds: (performance.now() - started) / 1000 }
 }
 
+/** The acquire and release of one holder of the rwmix (read or write lock) or permits scenario. */
+async function kindHandle(scenario, kind, url, name, options) {
+  if (scenario === 'permits' && kind === 'redis-semaphore') {
+    const { Semaphore } = benchRequire('redis-semaphore')
+    // acquireTimeout raised from its 10 s default so that no waiter gives up.
+    const semaphore = new Semaphore(new Redis(url), name, options.permits, {
+      lockTimeout: PEER_LEASE_MS,
+      acquireTimeout: 600000,
+    })
+    return { role: 'holder', acquire: () => semaphore.acquire(), release: () => semaphore.release() }
+  }
+  if (kind !== 'polylock') unsupported(`no ${scenario} in ${kind}`)
+  const { Client } = require(path.join(benchDir, '..', 'node'))
+  const client = await Client.connect(url)
+  if (scenario === 'rwmix') {
+    const role = options.role === 'writer' ? 'writer' : 'reader'
+    const readWrite = client.readWriteLock(name)
+    const lock = role === 'writer' ? readWrite.writeLock() : readWrite.readLock()
+    return { role, acquire: () => lock.acquire({}), release: () => lock.release() }
+  }
+  const semaphore = client.semaphore(name)
+  return { role: 'holder', acquire: () => semaphore.acquire({}), release: () => semaphore.release() }
+}
+
+// RW and S: one holder per process on one read-write lock (readers check that the two data
+// keys agree, writers update both) or one semaphore (holders count themselves in a gauge key).
+async function kindScenario(scenario, kind, url, name, options) {
+  const holdMs = (options.hold_us ?? 1000) / 1000
+  const handle = await kindHandle(scenario, kind, url, name, options)
+  const data = new Redis(url)
+  const [a, b, gauge] = [`${name}:a`, `${name}:b`, `${name}:gauge`]
+  await handle.acquire()
+  await handle.release()
+  const { startUs, duration } = await handshake()
+  const endUs = startUs + duration * 1e6
+  const waits = []
+  const holds = []
+  let mismatches = 0
+  let maxGauge = 0
+  while (nowUs() < endUs) {
+    const asked = nowUs()
+    await handle.acquire()
+    const got = nowUs()
+    if (handle.role === 'reader') {
+      const [first, second] = await data.mget(a, b)
+      blockFor(holdMs)
+      if (first !== second) mismatches++
+    } else if (handle.role === 'writer') {
+      const value = Number((await data.get(a)) ?? 0) + 1
+      await data.set(a, value)
+      blockFor(holdMs)
+      await data.set(b, value)
+    } else {
+      maxGauge = Math.max(maxGauge, await data.incr(gauge))
+      blockFor(holdMs)
+      await data.decr(gauge)
+    }
+    const releasing = nowUs()
+    await handle.release()
+    waits.push(got - asked)
+    holds.push([got, releasing])
+  }
+  return { role: handle.role, cycles: holds.length, waits_us: waits, holds, mismatches, max_gauge: maxGauge }
+}
+
 async function main() {
   const [scenario, kind, url, name, optionsText] = process.argv.slice(2)
   const options = optionsText ? JSON.parse(optionsText) : {}
-  const factory = await makeContender(kind, url)
   let result
+  if (scenario === 'rwmix' || scenario === 'permits') {
+    result = await kindScenario(scenario, kind, url, name, options)
+    process.stdout.write(JSON.stringify(result) + '\n')
+    while ((await nextLine()) !== null) {
+      // Keep connections open until the driver has read the counters.
+    }
+    process.exit(0)
+  }
+  const factory = await makeContender(kind, url)
   if (scenario === 'uncontended') result = await uncontended(factory, name)
   else if (scenario === 'contended') result = await contended(factory, name, options, url)
   else if (scenario === 'many') result = await many(factory, name, options)

@@ -1,8 +1,9 @@
 """Benchmark worker for Python contenders, driven by bench/run.py.
 
 Usage: py_worker.py <scenario> <contender> <redis-url> <lock-name> [options as JSON]
-  scenario:  uncontended | contended | many
+  scenario:  uncontended | contended | many | rwmix | permits
   contender: polylock | polylock-fair | redis-py | python-redis-lock | pottery | raw
+             (rwmix and permits: polylock only)
 
 Protocol (the same as the Rust and Node workers): connect and warm up, print "ready" (or
 "unsupported <reason>" and exit); read
@@ -170,9 +171,66 @@ def many(factory: Callable[[str], Cycle], name: str, options: dict) -> dict:
     return {"cycles": sum(counts), "seconds": time.perf_counter() - started}
 
 
+def kind_scenario(scenario: str, kind: str, url: str, name: str, options: dict) -> dict:
+    """RW and S: one holder per process on one read-write lock (readers check that the two data
+    keys agree, writers update both) or one semaphore (holders count themselves in a gauge)."""
+    if kind != "polylock":
+        unsupported(f"no {scenario} in {kind}")
+    import polylock
+
+    client = polylock.Client(url)
+    data = redis.Redis.from_url(url)
+    a, b, gauge = f"{name}:a", f"{name}:b", f"{name}:gauge"
+    role = "holder"
+    if scenario == "rwmix":
+        role = "writer" if options.get("role") == "writer" else "reader"
+        read_write = client.read_write_lock(name)
+        lock = read_write.write_lock() if role == "writer" else read_write.read_lock()
+        acquire: Callable[[], Any] = lock.acquire
+        release: Callable[[], Any] = lock.release
+    else:
+        semaphore = client.semaphore(name)
+        acquire, release = semaphore.acquire, semaphore.release
+    hold_s = options.get("hold_us", 1000) / 1e6
+    acquire()
+    release()
+    start_us, duration = handshake()
+    end_us = start_us + int(duration * 1e6)
+    waits, holds = [], []
+    mismatches = max_gauge = 0
+    while now_us() < end_us:
+        asked = now_us()
+        acquire()
+        got = now_us()
+        if role == "reader":
+            first, second = data.mget(a, b)
+            time.sleep(hold_s)
+            mismatches += first != second
+        elif role == "writer":
+            value = int(data.get(a) or 0) + 1
+            data.set(a, value)
+            time.sleep(hold_s)
+            data.set(b, value)
+        else:
+            max_gauge = max(max_gauge, int(data.incr(gauge)))
+            time.sleep(hold_s)
+            data.decr(gauge)
+        releasing = now_us()
+        release()
+        waits.append(got - asked)
+        holds.append((got, releasing))
+    return {"role": role, "cycles": len(holds), "waits_us": waits, "holds": holds,
+            "mismatches": mismatches, "max_gauge": max_gauge}
+
+
 def main() -> None:
     scenario, kind, url, name = sys.argv[1:5]
     options = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
+    if scenario in ("rwmix", "permits"):
+        print(json.dumps(kind_scenario(scenario, kind, url, name, options)), flush=True)
+        for _ in sys.stdin:
+            pass
+        return
     factory = make_contender(kind, url)
     if scenario == "uncontended":
         result = uncontended(factory, name, options)

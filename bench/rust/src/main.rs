@@ -1,8 +1,8 @@
 //! Benchmark worker for Rust contenders, driven by `bench/run.py`.
 //!
 //! Usage: `polylock-bench <scenario> <contender> <redis-url> <lock-name> [options as JSON]`
-//!   scenario:  uncontended | contended | many | renewal
-//!   contender: polylock | polylock-fair | rslock | raw
+//!   scenario:  uncontended | contended | many | renewal | rwmix | permits
+//!   contender: polylock | polylock-fair | rslock | raw (rwmix and permits: polylock only)
 //!
 //! Protocol (the same for the Python and Node workers): connect and warm up, print `ready`;
 //! read `go <start-epoch-us> <duration-s>` from stdin, wait for the start, run for the duration,
@@ -280,6 +280,136 @@ async fn contended(args: &Args) -> Result<Value, BoxError> {
     Ok(json!({ "cycles": holds.len(), "waits_us": waits_us, "holds": holds }))
 }
 
+/// What a worker of the read-write (`rwmix`) and semaphore (`permits`) scenarios does in one
+/// hold, between its acquire and its release.
+enum KindHandle {
+    Read(polylock::Lock),
+    Write(polylock::Lock),
+    Permit(polylock::Semaphore),
+}
+
+impl KindHandle {
+    /// polylock's read or write lock of `name`, or its semaphore; peers have none here.
+    fn new(args: &Args, client: &polylock::Client) -> Result<Self, BoxError> {
+        Ok(match args.scenario.as_str() {
+            "rwmix" => {
+                let read_write = client.read_write_lock(&args.name)?;
+                match args.options.get("role").and_then(Value::as_str) {
+                    Some("writer") => KindHandle::Write(read_write.write_lock()),
+                    _ => KindHandle::Read(read_write.read_lock()),
+                }
+            }
+            _ => KindHandle::Permit(client.semaphore(&args.name)?),
+        })
+    }
+
+    async fn acquire(&self) -> Result<(), BoxError> {
+        match self {
+            KindHandle::Read(lock) | KindHandle::Write(lock) => {
+                lock.acquire(None, None).await?;
+            }
+            KindHandle::Permit(semaphore) => {
+                semaphore.acquire(1, None).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn release(&self) -> Result<(), BoxError> {
+        match self {
+            KindHandle::Read(lock) | KindHandle::Write(lock) => lock.release().await?,
+            KindHandle::Permit(semaphore) => semaphore.release(1).await?,
+        }
+        Ok(())
+    }
+}
+
+/// RW and S: one holder per process on one read-write lock (readers check that the two data
+/// keys agree, writers update both) or one semaphore (holders count themselves in a gauge key),
+/// each hold lasting `hold_us`.
+async fn kind_scenario(args: &Args) -> Result<Value, BoxError> {
+    if args.contender != "polylock" {
+        println!("unsupported no {} in {}", args.scenario, args.contender);
+        std::process::exit(0);
+    }
+    let hold = Duration::from_micros(args.option_u64("hold_us", 1000));
+    let data_key = |suffix: &str| format!("{}:{suffix}", args.name);
+    let client = polylock::Client::connect(&args.url).await?;
+    let handle = KindHandle::new(args, &client)?;
+    let mut data = redis::Client::open(args.url.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+    handle.acquire().await?;
+    handle.release().await?;
+    let (start_us, duration) = handshake().await?;
+    let end_us = start_us + duration.as_micros() as i64;
+    let (mut waits_us, mut holds) = (Vec::new(), Vec::new());
+    let (mut mismatches, mut max_gauge) = (0u64, 0i64);
+    while now_us() < end_us {
+        let asked = now_us();
+        handle.acquire().await?;
+        let got = now_us();
+        match &handle {
+            KindHandle::Read(_) => {
+                let (a, b): (Option<i64>, Option<i64>) = redis::pipe()
+                    .get(data_key("a"))
+                    .get(data_key("b"))
+                    .query_async(&mut data)
+                    .await?;
+                std::thread::sleep(hold);
+                mismatches += u64::from(a != b);
+            }
+            KindHandle::Write(_) => {
+                let a: Option<i64> = redis::cmd("GET")
+                    .arg(data_key("a"))
+                    .query_async(&mut data)
+                    .await?;
+                let next = a.unwrap_or(0) + 1;
+                redis::cmd("SET")
+                    .arg(data_key("a"))
+                    .arg(next)
+                    .query_async::<()>(&mut data)
+                    .await?;
+                std::thread::sleep(hold);
+                redis::cmd("SET")
+                    .arg(data_key("b"))
+                    .arg(next)
+                    .query_async::<()>(&mut data)
+                    .await?;
+            }
+            KindHandle::Permit(_) => {
+                let gauge: i64 = redis::cmd("INCR")
+                    .arg(data_key("gauge"))
+                    .query_async(&mut data)
+                    .await?;
+                max_gauge = max_gauge.max(gauge);
+                std::thread::sleep(hold);
+                redis::cmd("DECR")
+                    .arg(data_key("gauge"))
+                    .query_async::<()>(&mut data)
+                    .await?;
+            }
+        }
+        let releasing = now_us();
+        handle.release().await?;
+        waits_us.push(got - asked);
+        holds.push([got, releasing]);
+    }
+    let role = match handle {
+        KindHandle::Read(_) => "reader",
+        KindHandle::Write(_) => "writer",
+        KindHandle::Permit(_) => "holder",
+    };
+    Ok(json!({
+        "role": role,
+        "cycles": holds.len(),
+        "waits_us": waits_us,
+        "holds": holds,
+        "mismatches": mismatches,
+        "max_gauge": max_gauge,
+    }))
+}
+
 /// M: `holders` concurrent tasks in this process, each cycling on its own lock name.
 async fn many(args: &Args) -> Result<Value, BoxError> {
     let holders = args.option_u64("holders", 64) as usize;
@@ -437,6 +567,7 @@ async fn main() {
             "contended" => contended(&args).await?,
             "many" => many(&args).await?,
             "renewal" => renewal(&args).await?,
+            "rwmix" | "permits" => kind_scenario(&args).await?,
             other => return Err::<(), BoxError>(format!("unknown scenario '{other}'").into()),
         };
         report(result)
