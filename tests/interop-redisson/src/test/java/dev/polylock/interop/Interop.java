@@ -1,13 +1,18 @@
 package dev.polylock.interop;
 
+import static org.junit.jupiter.api.Assertions.fail;
+
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.Executors;
 import org.junit.jupiter.api.TestInfo;
 import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 
 /** Set-up shared by the interop test classes. */
@@ -69,5 +74,33 @@ final class Interop {
         if (server != null) {
             server.close();
         }
+    }
+
+    /** The text after a peer's {@code ok }; fails the test on any other reply. */
+    static String ok(String reply) {
+        if (!reply.startsWith("ok ")) {
+            fail("peer replied '" + reply + "'");
+        }
+        return reply.substring("ok ".length());
+    }
+
+    /** The hash at {@code name} exactly as stored (HGETALL), fields and values as strings. */
+    static Map<String, String> rawHash(RedissonClient observer, String name) {
+        return observer.<String, String>getMap(name, StringCodec.INSTANCE).readAllMap();
+    }
+
+    /** Waits (10 s at most) until exactly {@code count} connections subscribe to {@code channel}. */
+    static void awaitSubscribers(RedissonClient observer, String channel, long count)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        long seen = -1;
+        while (System.nanoTime() < deadline) {
+            seen = observer.getTopic(channel).countSubscribers();
+            if (seen == count) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        fail(count + " subscriber(s) expected on " + channel + ", found " + seen);
     }
 }

@@ -93,7 +93,7 @@ class RedissonFairLockInteropTest {
         RLock lock = redisson.getFairLock(name);
         lock.lock(LEASE_S, SECONDS);
 
-        String peerOwner = ok(peer.call("fair_owner " + name));
+        String peerOwner = Interop.ok(peer.call("fair_owner " + name));
         peer.send("fair_acquire " + name + " - -");
         awaitQueue(name, List.of(peerOwner));
         // The waiter listens on its own channel, the one Redisson's unlock tells the head on.
@@ -115,7 +115,7 @@ class RedissonFairLockInteropTest {
         assertEquals("ok true", reply);
         assertTrue(woken.compareTo(PROMPTLY) < 0,
                 "polylock acquired " + woken + " after Redisson's unlock; a 60 s lease means it was not woken by the message");
-        assertEquals(Map.of(peerOwner, "1"), rawHash(name));
+        assertEquals(Map.of(peerOwner, "1"), Interop.rawHash(observer, name));
         assertEquals(List.of(), queue(name), "the new holder left the queue");
         assertNull(deadline(name, peerOwner), "the new holder left the timeout set");
         assertFalse(lock.tryLock(0, LEASE_S, SECONDS), "Redisson must not get the fair lock polylock holds");
@@ -157,7 +157,7 @@ class RedissonFairLockInteropTest {
                 "Redisson's waiter got the lock " + after + " after polylock's release; not woken by the message");
         assertEquals("0", messages.poll(PROMPTLY.toMillis(), MILLISECONDS),
                 "polylock's release tells the head on its own channel " + waiterChannel(name, javaOwner));
-        assertEquals(Map.of(javaOwner, "1"), rawHash(name));
+        assertEquals(Map.of(javaOwner, "1"), Interop.rawHash(observer, name));
         assertEquals(List.of(), queue(name), "Redisson's new holder left the queue");
         assertEquals("ok false", peer.call("fair_acquire " + name + " 0 -"));
         assertEquals(List.of(), queue(name), "a failed zero-wait attempt leaves no trace in the queue");
@@ -179,7 +179,7 @@ class RedissonFairLockInteropTest {
         String ownerA = javaOwner(javaA.threadId.get(PROMPTLY.toSeconds(), SECONDS));
         awaitQueue(name, List.of(ownerA));
 
-        String ownerB = ok(peerB.call("fair_owner " + name));
+        String ownerB = Interop.ok(peerB.call("fair_owner " + name));
         peerB.send("fair_acquire " + name + " - -");
         awaitQueue(name, List.of(ownerA, ownerB));
 
@@ -200,7 +200,7 @@ class RedissonFairLockInteropTest {
             assertNotNull(next, "nobody got the fair lock after " + order + " released it; queue "
                     + queue(name) + ", deadlines " + deadlines(name));
             order.add(next);
-            assertEquals(Map.of(owners.get(next), "1"), rawHash(name),
+            assertEquals(Map.of(owners.get(next), "1"), Interop.rawHash(observer, name),
                     next + " got the lock, so it alone holds it (order so far " + order + ")");
             switch (next) {
                 case "A" -> javaA.release.countDown();
@@ -340,7 +340,7 @@ class RedissonFairLockInteropTest {
 
         assertTrue(after.compareTo(PROMPTLY) < 0,
                 "Redisson's fair waiter got the lock " + after + " after fair_force_unlock; not woken by the message");
-        assertEquals(Map.of(javaOwner, "1"), rawHash(name), "the waiter's thread now holds it");
+        assertEquals(Map.of(javaOwner, "1"), Interop.rawHash(observer, name), "the waiter's thread now holds it");
         assertEquals(List.of(), queue(name));
         assertThrows(IllegalMonitorStateException.class, holder::unlock,
                 "the first holder's lock was deleted by fair_force_unlock");
@@ -375,17 +375,6 @@ class RedissonFairLockInteropTest {
 
     private String javaOwner(long threadId) {
         return redisson.getId() + ":" + threadId;
-    }
-
-    private static String ok(String reply) {
-        if (!reply.startsWith("ok ")) {
-            fail("peer replied '" + reply + "'");
-        }
-        return reply.substring("ok ".length());
-    }
-
-    private Map<String, String> rawHash(String name) {
-        return observer.<String, String>getMap(name, StringCodec.INSTANCE).readAllMap();
     }
 
     private boolean exists(String name) {

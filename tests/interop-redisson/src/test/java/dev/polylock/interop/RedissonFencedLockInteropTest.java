@@ -80,7 +80,7 @@ class RedissonFencedLockInteropTest {
         tokens.add(lock.lockAndGetToken());
         assertEquals(tokens.get(1), counter(name), "Redisson's counter is " + tokenKey(name));
         String javaOwner = redisson.getId() + ":" + Thread.currentThread().getId();
-        assertEquals(Map.of(javaOwner, "2"), rawHash(name));
+        assertEquals(Map.of(javaOwner, "2"), Interop.rawHash(observer, name));
 
         // polylock is excluded, and a refused attempt takes no token.
         assertEquals("ok false", peer.call("fenced_acquire " + name + " 0 -"));
@@ -96,8 +96,8 @@ class RedissonFencedLockInteropTest {
         assertEquals("ok true", peer.call("fenced_acquire " + name + " 0 " + LEASE_S * 1000));
         tokens.add(token(name));
         assertEquals(tokens.get(3), lock.getToken(), "Redisson's getToken reads the counter polylock increments");
-        String peerOwner = ok(peer.call("fenced_owner " + name));
-        assertEquals(Map.of(peerOwner, "2"), rawHash(name));
+        String peerOwner = Interop.ok(peer.call("fenced_owner " + name));
+        assertEquals(Map.of(peerOwner, "2"), Interop.rawHash(observer, name));
 
         // Java is excluded, and a refused attempt takes no token.
         assertNull(lock.tryLockAndGetToken(0, LEASE_S, SECONDS), "Redisson must not get a lock polylock holds");
@@ -106,7 +106,7 @@ class RedissonFencedLockInteropTest {
         assertEquals(tokens.get(3), counter(name));
         assertEquals("ok", peer.call("fenced_release " + name));
         assertNull(lock.tryLockAndGetToken(0, LEASE_S, SECONDS), "polylock still holds one level");
-        assertEquals(tokens.get(3), Long.valueOf(ok(peer.call("fenced_token " + name))),
+        assertEquals(tokens.get(3), Long.valueOf(Interop.ok(peer.call("fenced_token " + name))),
                 "a partial release keeps the hold's latest token");
         assertEquals("ok", peer.call("fenced_release " + name));
         assertFalse(lock.isLocked(), "polylock's last release deletes the lock hash");
@@ -141,7 +141,7 @@ class RedissonFencedLockInteropTest {
         assertNotNull(javaToken);
 
         peer.send("fenced_acquire " + name + " - -");
-        awaitSubscribers(channel(name), 1);
+        Interop.awaitSubscribers(observer, channel(name), 1);
         assertNull(peer.pollReply(Duration.ofMillis(300)), "polylock must wait while Redisson holds the lock");
         long unlockedAt = System.nanoTime();
         lock.unlock();
@@ -150,11 +150,11 @@ class RedissonFencedLockInteropTest {
         assertTrue(woken.compareTo(PROMPTLY) < 0, "polylock acquired " + woken + " after Redisson's unlock");
         long polylockToken = token(name);
         assertEquals(javaToken + 1, polylockToken);
-        awaitSubscribers(channel(name), 0); // the polylock waiter left the channel once it got the lock
+        Interop.awaitSubscribers(observer, channel(name), 0); // the polylock waiter left the channel once it got the lock
 
         Future<Long> waiter = javaThreads.submit(() ->
                 redisson.getFencedLock(name).tryLockAndGetToken(BOUND.toSeconds(), LEASE_S, SECONDS));
-        awaitSubscribers(channel(name), 1);
+        Interop.awaitSubscribers(observer, channel(name), 1);
         assertThrows(TimeoutException.class, () -> waiter.get(300, MILLISECONDS),
                 "the Java waiter must wait while polylock holds the lock");
         long releasedAt = System.nanoTime();
@@ -185,32 +185,7 @@ class RedissonFencedLockInteropTest {
 
     /** The token of the peer's current hold. */
     private long token(String name) throws Exception {
-        return Long.parseLong(ok(peer.call("fenced_token " + name)));
+        return Long.parseLong(Interop.ok(peer.call("fenced_token " + name)));
     }
 
-    private static String ok(String reply) {
-        if (!reply.startsWith("ok ")) {
-            fail("peer replied '" + reply + "'");
-        }
-        return reply.substring("ok ".length());
-    }
-
-    /** The lock's hash exactly as stored (HGETALL). */
-    private Map<String, String> rawHash(String name) {
-        return observer.<String, String>getMap(name, StringCodec.INSTANCE).readAllMap();
-    }
-
-    /** Waits (bounded) until exactly {@code count} connections subscribe to {@code channel}. */
-    private void awaitSubscribers(String channel, long count) throws InterruptedException {
-        long deadline = System.nanoTime() + PROMPTLY.toNanos();
-        long seen = -1;
-        while (System.nanoTime() < deadline) {
-            seen = observer.getTopic(channel).countSubscribers();
-            if (seen == count) {
-                return;
-            }
-            Thread.sleep(20);
-        }
-        fail(count + " subscriber(s) expected on " + channel + ", found " + seen);
-    }
 }

@@ -101,8 +101,8 @@ class RedissonInteropTest {
         assertEquals("ok true", reply);
         assertTrue(woken.compareTo(PROMPTLY) < 0,
                 "polylock acquired " + woken + " after Redisson's unlock; a 60 s lease means it was not woken by the message");
-        String peerOwner = ok(peer.call("owner " + name));
-        assertEquals(Map.of(peerOwner, "1"), rawHash(name));
+        String peerOwner = Interop.ok(peer.call("owner " + name));
+        assertEquals(Map.of(peerOwner, "1"), Interop.rawHash(observer, name));
         assertFalse(lock.tryLock(0, LEASE_S, SECONDS), "Redisson must not get the lock polylock now holds");
         assertEquals("ok", peer.call("release " + name));
         assertFalse(exists(name), "the last release deletes the key");
@@ -145,11 +145,11 @@ class RedissonInteropTest {
         assertEquals("ok true", peer.call("acquire " + name + " 0 -"));
         assertEquals("ok 2", peer.call("hold_count " + name));
 
-        String peerOwner = ok(peer.call("owner " + name));
+        String peerOwner = Interop.ok(peer.call("owner " + name));
         assertTrue(OWNER.matcher(peerOwner).matches(), "owner field '" + peerOwner + "' is not <uuid>:<id>");
         assertTrue(peerOwner.startsWith(peer.clientId() + ":"), "owner field must start with the client id");
         assertEquals(RType.MAP, observer.getKeys().getType(name), "the lock is a Redis hash");
-        assertEquals(Map.of(peerOwner, "2"), rawHash(name), "one field, the owner, holding the count");
+        assertEquals(Map.of(peerOwner, "2"), Interop.rawHash(observer, name), "one field, the owner, holding the count");
         long ttl = observer.getMap(name, StringCodec.INSTANCE).remainTimeToLive();
         assertTrue(ttl > 0 && ttl <= 30_000, "watchdog lease of 30 s expected, PTTL " + ttl);
 
@@ -158,7 +158,7 @@ class RedissonInteropTest {
         assertFalse(lock.tryLock(), "Redisson must not enter polylock's hold");
 
         assertEquals("ok", peer.call("release " + name));
-        assertEquals(Map.of(peerOwner, "1"), rawHash(name));
+        assertEquals(Map.of(peerOwner, "1"), Interop.rawHash(observer, name));
         assertFalse(lock.tryLock(), "still held once after one of two releases");
 
         assertEquals("ok", peer.call("release " + name));
@@ -177,16 +177,16 @@ class RedissonInteropTest {
 
         String javaOwner = javaOwner(Thread.currentThread().getId());
         assertTrue(OWNER.matcher(javaOwner).matches(), "Redisson's owner '" + javaOwner + "' is not <uuid>:<id>");
-        assertEquals(Map.of(javaOwner, "2"), rawHash(name), "Redisson writes <client id>:<thread id> -> count");
+        assertEquals(Map.of(javaOwner, "2"), Interop.rawHash(observer, name), "Redisson writes <client id>:<thread id> -> count");
 
         assertEquals("ok true", peer.call("is_locked " + name));
         assertEquals("ok false", peer.call("acquire " + name + " 0 -"));
         assertTrue(peer.call("release " + name).startsWith("err NotHeld"),
                 "polylock must refuse to release a lock Redisson holds");
-        assertEquals(Map.of(javaOwner, "2"), rawHash(name), "a refused release leaves the count alone");
+        assertEquals(Map.of(javaOwner, "2"), Interop.rawHash(observer, name), "a refused release leaves the count alone");
 
         lock.unlock();
-        assertEquals(Map.of(javaOwner, "1"), rawHash(name));
+        assertEquals(Map.of(javaOwner, "1"), Interop.rawHash(observer, name));
         assertEquals("ok true", peer.call("is_locked " + name), "still held after one of two unlocks");
         assertEquals("ok false", peer.call("acquire " + name + " 0 -"));
 
@@ -219,7 +219,7 @@ class RedissonInteropTest {
 
         assertTrue(after.compareTo(PROMPTLY) < 0,
                 "Redisson's waiter got the lock " + after + " after force_unlock; not woken by the message");
-        assertEquals(Map.of(javaOwner(woken.threadId), "1"), rawHash(name), "the waiter's thread now holds it");
+        assertEquals(Map.of(javaOwner(woken.threadId), "1"), Interop.rawHash(observer, name), "the waiter's thread now holds it");
         assertThrows(IllegalMonitorStateException.class, holder::unlock,
                 "the first holder's lock was deleted by force_unlock");
         assertEquals("ok false", peer.call("acquire " + name + " 0 -"));
@@ -252,7 +252,7 @@ class RedissonInteropTest {
                 "Redisson's waiter got the lock " + after + " after polylock's release; not woken by the message");
         assertEquals("0", messages.poll(PROMPTLY.toMillis(), MILLISECONDS),
                 "polylock's release publishes the unlock message 0 on " + channel(name));
-        assertEquals(Map.of(javaOwner(woken.threadId), "1"), rawHash(name));
+        assertEquals(Map.of(javaOwner(woken.threadId), "1"), Interop.rawHash(observer, name));
         assertEquals("ok false", peer.call("acquire " + name + " 0 -"));
     }
 
@@ -272,18 +272,6 @@ class RedissonInteropTest {
 
     private String javaOwner(long threadId) {
         return redisson.getId() + ":" + threadId;
-    }
-
-    private static String ok(String reply) {
-        if (!reply.startsWith("ok ")) {
-            fail("peer replied '" + reply + "'");
-        }
-        return reply.substring("ok ".length());
-    }
-
-    /** The lock's hash exactly as stored (HGETALL), fields and values as strings. */
-    private Map<String, String> rawHash(String name) {
-        return observer.<String, String>getMap(name, StringCodec.INSTANCE).readAllMap();
     }
 
     private boolean exists(String name) {

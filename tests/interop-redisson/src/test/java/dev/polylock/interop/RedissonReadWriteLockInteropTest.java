@@ -67,8 +67,8 @@ class RedissonReadWriteLockInteropTest {
         RReadWriteLock javaLock = redisson.getReadWriteLock(name);
         assertTrue(javaLock.readLock().tryLock(0, LEASE_S, SECONDS));
         assertEquals("ok true", peer.call("read_acquire " + name + " 0 -"), "readers share across clients");
-        assertEquals("read", rawHash(name).get("mode"));
-        assertEquals(3, rawHash(name).size(), "mode plus one reader field per side: " + rawHash(name));
+        assertEquals("read", Interop.rawHash(observer, name).get("mode"));
+        assertEquals(3, Interop.rawHash(observer, name).size(), "mode plus one reader field per side: " + Interop.rawHash(observer, name));
 
         // Neither side's writer gets in while either reads.
         assertFalse(tryWriteInJava(name), "a Java writer must wait for the readers");
@@ -76,14 +76,14 @@ class RedissonReadWriteLockInteropTest {
         try {
             assertEquals("ok false", writer.call("write_acquire " + name + " 0 -"));
             writer.send("write_acquire " + name + " - -");
-            awaitSubscribers(channel(name), 1);
+            Interop.awaitSubscribers(observer, channel(name), 1);
             javaLock.readLock().unlock();
             assertNull(writer.pollReply(Duration.ofMillis(300)), "the polylock reader still reads");
             long releasedAt = System.nanoTime();
             assertEquals("ok", peer.call("read_release " + name));
             assertEquals("ok true", writer.awaitReply(BOUND));
             assertPrompt(releasedAt, "polylock writer after the last read release");
-            assertEquals("write", rawHash(name).get("mode"));
+            assertEquals("write", Interop.rawHash(observer, name).get("mode"));
 
             // The polylock writer excludes Java readers and writers, and its release wakes a
             // waiting Java reader.
@@ -97,7 +97,7 @@ class RedissonReadWriteLockInteropTest {
                 }
                 return got;
             });
-            awaitSubscribers(channel(name), 1);
+            Interop.awaitSubscribers(observer, channel(name), 1);
             assertThrows(TimeoutException.class, () -> reader.get(300, MILLISECONDS));
             long writeReleasedAt = System.nanoTime();
             assertEquals("ok", writer.call("write_release " + name));
@@ -106,7 +106,7 @@ class RedissonReadWriteLockInteropTest {
         } finally {
             writer.close();
         }
-        assertTrue(rawHash(name).isEmpty(), "every hold released: " + rawHash(name));
+        assertTrue(Interop.rawHash(observer, name).isEmpty(), "every hold released: " + Interop.rawHash(observer, name));
     }
 
     // --- 2. A Java writer: polylock readers wait and are woken by its release --------------------
@@ -122,14 +122,14 @@ class RedissonReadWriteLockInteropTest {
         try {
             peer.send("read_acquire " + name + " - -");
             second.send("read_acquire " + name + " - -");
-            awaitSubscribers(channel(name), 2);
+            Interop.awaitSubscribers(observer, channel(name), 2);
             assertNull(peer.pollReply(Duration.ofMillis(300)), "polylock readers wait for the Java writer");
             long releasedAt = System.nanoTime();
             javaWrite.unlock();
             assertEquals("ok true", peer.awaitReply(BOUND));
             assertEquals("ok true", second.awaitReply(BOUND));
             assertPrompt(releasedAt, "both polylock readers after the Java write release");
-            assertEquals("read", rawHash(name).get("mode"));
+            assertEquals("read", Interop.rawHash(observer, name).get("mode"));
             assertFalse(tryWriteInJava(name), "Java's writer waits for the polylock readers");
             assertEquals("ok", peer.call("read_release " + name));
             assertEquals("ok", second.call("read_release " + name));
@@ -147,18 +147,18 @@ class RedissonReadWriteLockInteropTest {
         assertEquals("ok true", peer.call("write_acquire " + name + " 0 -"));
         assertEquals("ok true", peer.call("write_acquire " + name + " 0 -"), "the writer re-enters");
         assertEquals("ok true", peer.call("read_acquire " + name + " 0 -"), "the writer may read");
-        String owner = ok(peer.call("write_owner " + name));
-        assertEquals("2", rawHash(name).get(owner + ":write"), "Redisson's writer field counts levels");
-        assertEquals("1", rawHash(name).get(owner), "the reader field of the same owner");
+        String owner = Interop.ok(peer.call("write_owner " + name));
+        assertEquals("2", Interop.rawHash(observer, name).get(owner + ":write"), "Redisson's writer field counts levels");
+        assertEquals("1", Interop.rawHash(observer, name).get(owner), "the reader field of the same owner");
         assertFalse(tryReadInJava(name), "Java readers wait while polylock writes");
         assertEquals("ok", peer.call("write_release " + name));
         assertFalse(tryReadInJava(name), "one write level is still held");
         assertEquals("ok", peer.call("write_release " + name));
-        assertEquals("read", rawHash(name).get("mode"), "the last write release leaves a read hold");
+        assertEquals("read", Interop.rawHash(observer, name).get("mode"), "the last write release leaves a read hold");
         assertTrue(tryReadInJava(name), "after the downgrade Java reads beside polylock");
         assertFalse(tryWriteInJava(name));
         assertEquals("ok", peer.call("read_release " + name));
-        assertTrue(rawHash(name).isEmpty(), "the polylock read release deleted the hash: " + rawHash(name));
+        assertTrue(Interop.rawHash(observer, name).isEmpty(), "the polylock read release deleted the hash: " + Interop.rawHash(observer, name));
     }
 
     // --- helpers ---------------------------------------------------------------------------------
@@ -192,34 +192,8 @@ class RedissonReadWriteLockInteropTest {
         }).get(BOUND.toSeconds(), SECONDS);
     }
 
-
     private static String channel(String name) {
         return name.contains("{") ? "redisson_rwlock:" + name : "redisson_rwlock:{" + name + "}";
     }
 
-    private static String ok(String reply) {
-        if (!reply.startsWith("ok ")) {
-            fail("peer replied '" + reply + "'");
-        }
-        return reply.substring("ok ".length());
-    }
-
-    /** The lock's hash exactly as stored (HGETALL). */
-    private Map<String, String> rawHash(String name) {
-        return observer.<String, String>getMap(name, StringCodec.INSTANCE).readAllMap();
-    }
-
-    /** Waits (bounded) until exactly {@code count} connections subscribe to {@code channel}. */
-    private void awaitSubscribers(String channel, long count) throws InterruptedException {
-        long deadline = System.nanoTime() + PROMPTLY.toNanos();
-        long seen = -1;
-        while (System.nanoTime() < deadline) {
-            seen = observer.getTopic(channel).countSubscribers();
-            if (seen == count) {
-                return;
-            }
-            Thread.sleep(20);
-        }
-        fail(count + " subscriber(s) expected on " + channel + ", found " + seen);
-    }
 }

@@ -77,7 +77,7 @@ class RedissonSemaphoreInteropTest {
 
         // A polylock waiter is woken by Java's release.
         peer.send("sem_acquire " + name + " 2 -");
-        awaitSubscribers(channel(name), 1);
+        Interop.awaitSubscribers(redisson, channel(name), 1);
         assertNull(peer.pollReply(Duration.ofMillis(300)), "polylock waits: no permit is free");
         semaphore.release(1);
         assertNull(peer.pollReply(Duration.ofMillis(300)), "one permit is not the two it waits for");
@@ -140,7 +140,7 @@ class RedissonSemaphoreInteropTest {
         assertTrue(semaphore.trySetPermits(2));
         String javaPermit = semaphore.tryAcquire(0, 60, SECONDS);
         assertNotNull(javaPermit);
-        String polylockPermit = ok(peer.call("xsem_acquire " + name + " 0 60000"));
+        String polylockPermit = Interop.ok(peer.call("xsem_acquire " + name + " 0 60000"));
         assertNotEquals("-", polylockPermit);
         assertEquals(32, polylockPermit.length(), "a 16-byte id in hex, as Redisson's");
         assertEquals(0, semaphore.availablePermits());
@@ -149,11 +149,11 @@ class RedissonSemaphoreInteropTest {
 
         // polylock waits and Java's release wakes it.
         peer.send("xsem_acquire " + name + " - 60000");
-        awaitSubscribers(channel(name), 1);
+        Interop.awaitSubscribers(redisson, channel(name), 1);
         assertNull(peer.pollReply(Duration.ofMillis(300)), "polylock waits: no permit is free");
         long releasedAt = System.nanoTime();
         semaphore.release(javaPermit);
-        String next = ok(peer.awaitReply(BOUND));
+        String next = Interop.ok(peer.awaitReply(BOUND));
         assertNotEquals("-", next);
         assertPrompt(releasedAt, "polylock after Java's release");
 
@@ -206,25 +206,4 @@ class RedissonSemaphoreInteropTest {
         return name.contains("{") ? "redisson_sc:" + name : "redisson_sc:{" + name + "}";
     }
 
-    private static String ok(String reply) {
-        if (!reply.startsWith("ok ")) {
-            fail("peer replied '" + reply + "'");
-        }
-        return reply.substring("ok ".length());
-    }
-
-
-    /** Waits (bounded) until exactly {@code count} connections subscribe to {@code channel}. */
-    private void awaitSubscribers(String channel, long count) throws InterruptedException {
-        long deadline = System.nanoTime() + PROMPTLY.toNanos();
-        long seen = -1;
-        while (System.nanoTime() < deadline) {
-            seen = redisson.getTopic(channel).countSubscribers();
-            if (seen == count) {
-                return;
-            }
-            Thread.sleep(20);
-        }
-        fail(count + " subscriber(s) expected on " + channel + ", found " + seen);
-    }
 }
