@@ -23,6 +23,16 @@ export interface AcquireOptions {
   signal?: AbortSignal
 }
 
+/** Options of {@link Semaphore.acquire}. Times in milliseconds. */
+export interface SemaphoreAcquireOptions {
+  /** How many permits to take: 1 (the default) to 2147483647. A fraction is truncated. */
+  permits?: number
+  /** Longest wait: none or `Infinity` = no bound, 0 = one attempt. Fractions of a ms are accepted. */
+  waitMs?: number
+  /** Aborting it rejects the call with the signal's reason (an `AbortError`); no permit is left taken. */
+  signal?: AbortSignal
+}
+
 /** The `code` of every error polylock rejects or throws with. */
 export type PolylockErrorCode =
   | 'ERR_INVALID_ARGUMENT'
@@ -57,6 +67,34 @@ export declare class Client {
    */
   fairLock(name: string): Lock
   /**
+   * A new handle on the fenced lock `name` (Redisson's RFencedLock layout): the lock API, plus
+   * `lock.token`, which grows on every acquisition (across holders, and on reentry). No I/O.
+   */
+  fencedLock(name: string): Lock
+  /**
+   * Sets `key` to `value` (a Redis string, no expiry) only if `token` is at least the highest
+   * token already applied to `key` (equal is accepted); else rejects with `ERR_STALE_TOKEN` and
+   * writes nothing. `token` is a `lock.token` of the one fenced lock that guards `key`; a
+   * number that is not an integer is truncated.
+   */
+  fencedSet(key: string, value: string | Buffer, token: number): Promise<void>
+  /** Deletes `key` under the rule of {@link Client.fencedSet}; resolves `true` when a key was deleted. */
+  fencedDelete(key: string, token: number): Promise<boolean>
+  /**
+   * A new owner's handle on the read-write lock `name` (Redisson's RReadWriteLock layout). No I/O.
+   */
+  readWriteLock(name: string): ReadWriteLock
+  /**
+   * A handle on the semaphore `name` (Redisson's RSemaphore layout). Permits belong to nobody
+   * and never expire: permits taken by a process that dies are lost. No I/O.
+   */
+  semaphore(name: string): Semaphore
+  /**
+   * A handle on the expirable semaphore `name` (Redisson's RPermitExpirableSemaphore layout):
+   * each permit has an id and a lease, and comes back when its lease runs out. No I/O.
+   */
+  expirableSemaphore(name: string): ExpirableSemaphore
+  /**
    * Stops the watchdog and the pub/sub connection. Resolves to the names of locks still held
    * through this client: they are not released and expire with their lease.
    */
@@ -74,6 +112,13 @@ export declare class Lock {
   readonly owner: string
   /** Whether the current hold's lease was lost (no I/O). */
   readonly lost: boolean
+  /**
+   * The fencing token of the current hold of a fenced lock ({@link Client.fencedLock}): the
+   * token of its latest acquisition, reentrant ones included. Tokens grow by one per
+   * acquisition, so they stay far below 2^53 and are exact as numbers. `null` when this handle
+   * holds nothing (or lost its hold), and for other kinds of lock. No I/O.
+   */
+  readonly token: number | null
   /**
    * Acquires the lock, or re-enters it. Resolves `false` when a `waitMs` bound runs out.
    * Rejects with the signal's reason when `signal` aborts, also if it already had.
@@ -99,4 +144,70 @@ export declare class Lock {
   forceUnlock(): Promise<boolean>
   /** Releases every level this handle holds; rejects with `ERR_LOCK_LOST` if the hold was lost. */
   [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
+ * One owner's handle on a read-write lock: readers share it, a writer excludes readers and
+ * writers. The writer may take the read lock too, and keep it after releasing the write lock (a
+ * downgrade). A reader asking for the write lock waits for itself: give that a bound.
+ */
+export declare class ReadWriteLock {
+  private constructor()
+  readonly name: string
+  /** The read lock of this owner, with the whole {@link Lock} API (the same handle on every call). */
+  readLock(): Lock
+  /** The write lock of this owner, with the whole {@link Lock} API (the same handle on every call). */
+  writeLock(): Lock
+}
+
+/**
+ * A counting semaphore (Redisson's RSemaphore layout). Permits belong to nobody and never
+ * expire: permits taken by a process that dies are gone until someone adds them back.
+ */
+export declare class Semaphore {
+  private constructor()
+  readonly name: string
+  /** Sets the number of permits (0 to 2147483647) if it was never set; resolves `true` when set. */
+  trySetPermits(permits: number): Promise<boolean>
+  /** Adds permits; a negative number takes some away (even below zero). */
+  addPermits(permits: number): Promise<void>
+  /**
+   * Takes `permits` permits (default 1), woken by release messages. Resolves `false` when a
+   * `waitMs` bound runs out. Rejects with the signal's reason when `signal` aborts, taking nothing.
+   */
+  acquire(options?: SemaphoreAcquireOptions): Promise<boolean>
+  /** Gives `permits` permits (default 1) back, whoever took them, and wakes waiters. */
+  release(permits?: number): Promise<void>
+  /** The permits available now (0 when never set). */
+  availablePermits(): Promise<number>
+}
+
+/**
+ * A semaphore whose permits have ids and leases (Redisson's RPermitExpirableSemaphore layout):
+ * a permit whose holder dies comes back when its lease runs out.
+ */
+export declare class ExpirableSemaphore {
+  private constructor()
+  readonly name: string
+  /** Sets the number of permits (0 to 2147483647) if it was never set; resolves `true` when set. */
+  trySetPermits(permits: number): Promise<boolean>
+  /** Adds permits; a negative number takes some away. */
+  addPermits(permits: number): Promise<void>
+  /**
+   * Takes one permit and resolves to its id (32 hex characters), or `null` when a `waitMs`
+   * bound runs out. No `leaseMs`: the permit is renewed by the watchdog while the client lives;
+   * `leaseMs: n`: it comes back by itself after `n` ms. Rejects with the signal's reason when
+   * `signal` aborts, taking nothing.
+   */
+  acquire(options?: AcquireOptions): Promise<string | null>
+  /**
+   * Releases the permit `permitId` (from any handle or client). `ERR_NOT_HELD` when nobody holds
+   * it (released already, expired, never acquired), `ERR_LOCK_LOST` when it was this handle's and
+   * its lease ran out (it is back in the semaphore all the same).
+   */
+  release(permitId: string): Promise<void>
+  /** The permits available now, after permits whose lease ran out came back. */
+  availablePermits(): Promise<number>
+  /** The ids of the permits this handle holds (no I/O). */
+  heldPermits(): string[]
 }

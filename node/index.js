@@ -7,9 +7,41 @@
 
 const native = require('./native.js')
 
-/** An `Error` with a `code`, for the two failures this layer itself reports. */
+/** An `Error` with a `code`, for the failures this layer itself reports. */
 function codedError(/** @type {string} */ code, /** @type {string} */ message) {
   return Object.assign(new Error(message), { code })
+}
+
+/**
+ * Runs a native acquire with a Cancellation fired by `options.signal`. Rejects with the signal's
+ * reason when it aborts, holding nothing: what was taken after the abort is given back with
+ * `giveBack`.
+ * @template T
+ * @param {{ signal?: AbortSignal } | null | undefined} options
+ * @param {(cancellation: import('./native').Cancellation) => Promise<T>} acquire
+ * @param {(taken: NonNullable<T>) => Promise<void>} giveBack called when `taken` is truthy
+ * @returns {Promise<T>}
+ */
+async function acquireWithSignal(options, acquire, giveBack) {
+  // Anything else given as `signal` is rejected by the native argument check.
+  const signal = options?.signal instanceof AbortSignal ? options.signal : undefined
+  const cancellation = new native.Cancellation()
+  const cancel = () => cancellation.cancel()
+  // Already aborted: the native call still checks the arguments, then makes no attempt.
+  if (signal?.aborted) cancel()
+  else signal?.addEventListener('abort', cancel, { once: true })
+  let taken
+  try {
+    taken = await acquire(cancellation)
+  } finally {
+    signal?.removeEventListener('abort', cancel)
+  }
+  if (signal?.aborted) {
+    // The abort came after the acquire succeeded: give it back, so an abort never leaves a hold.
+    if (taken) await giveBack(taken)
+    throw signal.reason
+  }
+  return taken
 }
 
 class Client {
@@ -58,6 +90,66 @@ class Client {
   }
 
   /**
+   * A new handle on the fenced lock `name` (Redisson's RFencedLock layout): the lock API, plus
+   * `lock.token`, a number that grows on every acquisition. No I/O.
+   * @param {string} name
+   * @returns {Lock}
+   */
+  fencedLock(name) {
+    return new Lock(this.#native.fencedLock(name))
+  }
+
+  /**
+   * Sets `key` to `value` only if `token` is at least the highest token already applied to
+   * `key`; else rejects with `ERR_STALE_TOKEN` and writes nothing.
+   * @param {string} key
+   * @param {string | Buffer} value
+   * @param {number} token
+   * @returns {Promise<void>}
+   */
+  async fencedSet(key, value, token) {
+    return this.#native.fencedSet(key, value, token)
+  }
+
+  /**
+   * Deletes `key` under the rule of `fencedSet`; resolves `true` when a key was deleted.
+   * @param {string} key
+   * @param {number} token
+   * @returns {Promise<boolean>}
+   */
+  async fencedDelete(key, token) {
+    return this.#native.fencedDelete(key, token)
+  }
+
+  /**
+   * A new owner's handle on the read-write lock `name` (Redisson's RReadWriteLock layout). No I/O.
+   * @param {string} name
+   * @returns {ReadWriteLock}
+   */
+  readWriteLock(name) {
+    return new ReadWriteLock(this.#native.readWriteLock(name))
+  }
+
+  /**
+   * A handle on the semaphore `name` (Redisson's RSemaphore layout). No I/O.
+   * @param {string} name
+   * @returns {Semaphore}
+   */
+  semaphore(name) {
+    return new Semaphore(this.#native.semaphore(name))
+  }
+
+  /**
+   * A handle on the expirable semaphore `name` (Redisson's RPermitExpirableSemaphore layout).
+   * No I/O.
+   * @param {string} name
+   * @returns {ExpirableSemaphore}
+   */
+  expirableSemaphore(name) {
+    return new ExpirableSemaphore(this.#native.expirableSemaphore(name))
+  }
+
+  /**
    * Stops the watchdog and the pub/sub connection. Resolves to the names of locks still held
    * through this client: they are not released and expire with their lease.
    * @returns {Promise<string[]>}
@@ -94,6 +186,16 @@ class Lock {
     return this.#native.owner
   }
 
+  /**
+   * The fencing token of the current hold of a fenced lock (`client.fencedLock`): grows by one
+   * on every acquisition, reentrant ones too, so it stays a safe integer. `null` when this
+   * handle holds nothing, and for other kinds of lock. No I/O.
+   * @returns {number | null}
+   */
+  get token() {
+    return this.#native.token
+  }
+
   /** Whether the current hold's lease was lost (no I/O). */
   get lost() {
     return this.#native.lost
@@ -106,25 +208,8 @@ class Lock {
    * @returns {Promise<boolean>}
    */
   async acquire(options) {
-    // Anything else given as `signal` is rejected by the native argument check.
-    const signal = options?.signal instanceof AbortSignal ? options.signal : undefined
-    const cancellation = new native.Cancellation()
-    const cancel = () => cancellation.cancel()
-    // Already aborted: the native call still checks the arguments, then makes no attempt.
-    if (signal?.aborted) cancel()
-    else signal?.addEventListener('abort', cancel, { once: true })
-    let acquired
-    try {
-      acquired = await this.#native.acquire(options, cancellation)
-    } finally {
-      signal?.removeEventListener('abort', cancel)
-    }
-    if (signal?.aborted) {
-      // The abort came after the lock was taken: give it back, so an abort never leaves a hold.
-      if (acquired) await this.#native.release()
-      throw signal.reason
-    }
-    return acquired
+    return acquireWithSignal(options, (cancellation) => this.#native.acquire(options, cancellation),
+      () => this.#native.release())
   }
 
   /**
@@ -218,5 +303,176 @@ class Lock {
   }
 }
 
+class ReadWriteLock {
+  /** @type {import('./native').ReadWriteLock} */
+  #native
+  /** @type {Lock} */
+  #read
+  /** @type {Lock} */
+  #write
+
+  /** @param {import('./native').ReadWriteLock} handle @internal */
+  constructor(handle) {
+    if (!(handle instanceof native.ReadWriteLock)) {
+      throw codedError('ERR_INVALID_ARGUMENT', 'use client.readWriteLock(name) to make a read-write lock')
+    }
+    this.#native = handle
+    this.#read = new Lock(handle.readLock())
+    this.#write = new Lock(handle.writeLock())
+  }
+
+  get name() {
+    return this.#native.name
+  }
+
+  /** The read lock of this owner (the same handle on every call): readers share it. */
+  readLock() {
+    return this.#read
+  }
+
+  /** The write lock of this owner (the same handle on every call): it excludes everyone else. */
+  writeLock() {
+    return this.#write
+  }
+}
+
+class Semaphore {
+  /** @type {import('./native').Semaphore} */
+  #native
+
+  /** @param {import('./native').Semaphore} handle @internal */
+  constructor(handle) {
+    if (!(handle instanceof native.Semaphore)) {
+      throw codedError('ERR_INVALID_ARGUMENT', 'use client.semaphore(name) to make a semaphore')
+    }
+    this.#native = handle
+  }
+
+  get name() {
+    return this.#native.name
+  }
+
+  /**
+   * Sets the number of permits if it was never set; resolves `true` when set.
+   * @param {number} permits
+   * @returns {Promise<boolean>}
+   */
+  async trySetPermits(permits) {
+    return this.#native.trySetPermits(permits)
+  }
+
+  /**
+   * Adds permits (a negative number takes some away).
+   * @param {number} permits
+   * @returns {Promise<void>}
+   */
+  async addPermits(permits) {
+    return this.#native.addPermits(permits)
+  }
+
+  /**
+   * Takes `permits` permits (default 1). Resolves `false` when a `waitMs` bound runs out;
+   * rejects with the signal's reason when `signal` aborts, taking nothing.
+   * @param {import('./index').SemaphoreAcquireOptions} [options]
+   * @returns {Promise<boolean>}
+   */
+  async acquire(options) {
+    return acquireWithSignal(options, (cancellation) => this.#native.acquire(options, cancellation),
+      () => this.#native.release(options?.permits))
+  }
+
+  /**
+   * Gives `permits` permits (default 1) back, whoever took them.
+   * @param {number} [permits]
+   * @returns {Promise<void>}
+   */
+  async release(permits) {
+    return this.#native.release(permits)
+  }
+
+  /**
+   * The permits available now (0 when never set).
+   * @returns {Promise<number>}
+   */
+  async availablePermits() {
+    return this.#native.availablePermits()
+  }
+}
+
+class ExpirableSemaphore {
+  /** @type {import('./native').ExpirableSemaphore} */
+  #native
+
+  /** @param {import('./native').ExpirableSemaphore} handle @internal */
+  constructor(handle) {
+    if (!(handle instanceof native.ExpirableSemaphore)) {
+      throw codedError('ERR_INVALID_ARGUMENT',
+        'use client.expirableSemaphore(name) to make an expirable semaphore')
+    }
+    this.#native = handle
+  }
+
+  get name() {
+    return this.#native.name
+  }
+
+  /**
+   * Sets the number of permits if it was never set; resolves `true` when set.
+   * @param {number} permits
+   * @returns {Promise<boolean>}
+   */
+  async trySetPermits(permits) {
+    return this.#native.trySetPermits(permits)
+  }
+
+  /**
+   * Adds permits (a negative number takes some away).
+   * @param {number} permits
+   * @returns {Promise<void>}
+   */
+  async addPermits(permits) {
+    return this.#native.addPermits(permits)
+  }
+
+  /**
+   * Takes one permit and resolves to its id, or `null` when a `waitMs` bound runs out; rejects
+   * with the signal's reason when `signal` aborts, taking nothing.
+   * @param {import('./index').AcquireOptions} [options]
+   * @returns {Promise<string | null>}
+   */
+  async acquire(options) {
+    return acquireWithSignal(options, (cancellation) => this.#native.acquire(options, cancellation),
+      (permitId) => this.#native.release(permitId))
+  }
+
+  /**
+   * Releases the permit `permitId` (from any handle or client).
+   * @param {string} permitId
+   * @returns {Promise<void>}
+   */
+  async release(permitId) {
+    return this.#native.release(permitId)
+  }
+
+  /**
+   * The permits available now, after permits whose lease ran out came back.
+   * @returns {Promise<number>}
+   */
+  async availablePermits() {
+    return this.#native.availablePermits()
+  }
+
+  /**
+   * The ids of the permits this handle holds (no I/O).
+   * @returns {string[]}
+   */
+  heldPermits() {
+    return this.#native.heldPermits()
+  }
+}
+
 exports.Client = Client
 exports.Lock = Lock
+exports.ReadWriteLock = ReadWriteLock
+exports.Semaphore = Semaphore
+exports.ExpirableSemaphore = ExpirableSemaphore

@@ -28,8 +28,50 @@ export declare class Client {
    * waiter. No I/O.
    */
   fairLock(name: string): Lock
+  /**
+   * A new handle (a new owner) on the fenced lock `name`: the lock API plus a token per
+   * acquisition (`token`). No I/O.
+   */
+  fencedLock(name: string): Lock
+  /** A new owner's handle on the read-write lock `name`. No I/O. */
+  readWriteLock(name: string): ReadWriteLock
+  /** A handle on the semaphore `name`. No I/O. */
+  semaphore(name: string): Semaphore
+  /** A handle on the expirable semaphore `name` (permits with ids and leases). No I/O. */
+  expirableSemaphore(name: string): ExpirableSemaphore
+  /**
+   * Sets `key` to `value` only if `token` is at least the highest token applied to `key`,
+   * else rejects with `ERR_STALE_TOKEN` and writes nothing.
+   */
+  fencedSet(key: string, value: string | Buffer, token: number): Promise<void>
+  /** Deletes `key` under the rule of `fencedSet`; `true` when a key was deleted. */
+  fencedDelete(key: string, token: number): Promise<boolean>
   /** Stops the watchdog and pub/sub; returns the names of locks still held (they expire). */
   close(): Array<string>
+}
+
+/** A semaphore of permits with ids and leases (Redisson RPermitExpirableSemaphore layout). */
+export declare class ExpirableSemaphore {
+  get name(): string
+  /** Sets the number of permits if it was never set; `true` when set. */
+  trySetPermits(permits: number): Promise<boolean>
+  /** Adds permits (a negative number takes some away). */
+  addPermits(permits: number): Promise<void>
+  /**
+   * Takes one permit, waiting up to `waitMs`; resolves to its id, or `null` when the wait
+   * runs out or `cancellation` fires (then nothing is taken). `leaseMs`: none = renewed by
+   * the watchdog while the client lives.
+   */
+  acquire(options?: { waitMs?: number; leaseMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null): Promise<string | null>
+  /**
+   * Releases the permit `permitId`: `ERR_NOT_HELD` when nobody holds it, `ERR_LOCK_LOST`
+   * when it was this handle's and its lease ran out.
+   */
+  release(permitId: string): Promise<void>
+  /** The permits available now, after permits whose lease ran out came back. */
+  availablePermits(): Promise<number>
+  /** The ids of the permits this handle holds (no I/O). */
+  heldPermits(): Array<string>
 }
 
 /** One owner's handle on one lock (reentrant). Dropping it while held releases in the background. */
@@ -51,6 +93,11 @@ export declare class Lock {
   isHeld(): boolean
   /** How many unreleased acquisitions this handle has (no I/O). */
   holdCount(): number
+  /**
+   * The fencing token of the current hold (fenced locks); `null` when nothing is held and for
+   * kinds without tokens. Tokens grow by one per acquisition, so they stay safe integers.
+   */
+  get token(): number | null
   /** Whether the current hold's lease was lost. */
   get lost(): boolean
   get name(): string
@@ -62,4 +109,32 @@ export declare class Lock {
    * handle could never be garbage-collected (the core keeps the callback).
    */
   onLost(callback: (error: Error) => void): void
+}
+
+/** One owner's read-write lock: `readLock()` and `writeLock()` are `Lock`s of that owner. */
+export declare class ReadWriteLock {
+  get name(): string
+  /** The read lock (readers share it), a handle of this owner. No I/O. */
+  readLock(): Lock
+  /** The write lock (excludes readers and writers), a handle of this owner. No I/O. */
+  writeLock(): Lock
+}
+
+/** A counting semaphore (Redisson RSemaphore layout): permits belong to nobody and never expire. */
+export declare class Semaphore {
+  get name(): string
+  /** Sets the number of permits if it was never set; `true` when set. */
+  trySetPermits(permits: number): Promise<boolean>
+  /** Adds permits (a negative number takes some away). */
+  addPermits(permits: number): Promise<void>
+  /**
+   * Takes `permits` (default 1), waiting up to `waitMs` (none or `Infinity` = no bound, 0 =
+   * one attempt). Resolves `false` when the wait runs out or `cancellation` fires (then
+   * nothing is taken).
+   */
+  acquire(options?: { permits?: number; waitMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null): Promise<boolean>
+  /** Gives `permits` (default 1) back, whoever took them, and wakes waiters. */
+  release(permits?: number | null): Promise<void>
+  /** The permits available now (0 when never set). */
+  availablePermits(): Promise<number>
 }

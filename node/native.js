@@ -837,4 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.Cancellation = nativeBinding.Cancellation
 module.exports.Client = nativeBinding.Client
+module.exports.ExpirableSemaphore = nativeBinding.ExpirableSemaphore
 module.exports.Lock = nativeBinding.Lock
+module.exports.ReadWriteLock = nativeBinding.ReadWriteLock
+module.exports.Semaphore = nativeBinding.Semaphore

@@ -49,20 +49,71 @@ describe('the bad-input table', () => {
     test(JSON.stringify(input), async () => {
       assert.equal(kind, 'InvalidArgument')
       const expected = { code: 'ERR_INVALID_ARGUMENT', message }
-      if (c.call === 'lock') {
-        assert.throws(() => client.lock(c.name), expected)
-      } else if (c.call === 'acquire') {
-        const lock = client.lock(fresh('conformance'))
-        await assert.rejects(lock.acquire({ waitMs: ms(c.wait_ms), leaseMs: ms(c.lease_ms) }), expected)
-        assert.equal(lock.isHeld(), false)
-      } else {
-        assert.equal(c.call, 'connect')
-        // Nobody listens there: a connect that dialled would fail with ERR_CONNECTION instead.
-        const url = `redis://127.0.0.1:${await freePort()}`
-        await assert.rejects(Client.connect(url, { [OPTION[c.option]]: ms(c.ms) }), expected)
+      const wait = { waitMs: ms(c.wait_ms), leaseMs: ms(c.lease_ms) }
+      switch (c.call) {
+        case 'lock':
+          assert.throws(() => client.lock(c.name), expected)
+          break
+        case 'acquire': {
+          const lock = client.lock(fresh('conformance'))
+          await assert.rejects(lock.acquire(wait), expected)
+          assert.equal(lock.isHeld(), false)
+          break
+        }
+        case 'connect': {
+          // Nobody listens there: a connect that dialled would fail with ERR_CONNECTION instead.
+          const url = `redis://127.0.0.1:${await freePort()}`
+          await assert.rejects(Client.connect(url, { [OPTION[c.option]]: ms(c.ms) }), expected)
+          break
+        }
+        case 'read_write_lock':
+          assert.throws(() => client.readWriteLock(c.name), expected)
+          break
+        case 'read_lock_acquire':
+        case 'write_lock_acquire': {
+          const rw = client.readWriteLock('conformance')
+          const lock = c.call === 'read_lock_acquire' ? rw.readLock() : rw.writeLock()
+          await assert.rejects(lock.acquire(wait), expected)
+          assert.equal(lock.isHeld(), false)
+          break
+        }
+        case 'semaphore_acquire':
+          await assert.rejects(
+            client.semaphore('conformance').acquire({ permits: c.permits, waitMs: ms(c.wait_ms) }), expected)
+          break
+        case 'semaphore_release':
+          await assert.rejects(client.semaphore('conformance').release(c.permits), expected)
+          break
+        case 'semaphore_try_set_permits':
+          await assert.rejects(client.semaphore('conformance').trySetPermits(c.permits), expected)
+          break
+        case 'semaphore_add_permits':
+          await assert.rejects(client.semaphore('conformance').addPermits(c.permits), expected)
+          break
+        case 'expirable_semaphore_acquire':
+          await assert.rejects(client.expirableSemaphore('conformance').acquire(wait), expected)
+          break
+        case 'expirable_semaphore_release':
+          await assert.rejects(client.expirableSemaphore('conformance').release(c.permit_id), expected)
+          break
+        case 'expirable_semaphore_try_set_permits':
+          await assert.rejects(client.expirableSemaphore('conformance').trySetPermits(c.permits), expected)
+          break
+        case 'fenced_set':
+          await assert.rejects(client.fencedSet(c.key, 'v', c.token), expected)
+          break
+        case 'fenced_delete':
+          await assert.rejects(client.fencedDelete(c.key, c.token), expected)
+          break
+        default:
+          assert.fail(`a call this test does not know: ${c.call}`)
       }
     })
   }
+
+  test('nothing was written to Redis by any case', async () => {
+    assert.deepEqual(await redis.command('KEYS', '*'), [])
+  })
 })
 
 describe('accepted values', () => {

@@ -1,7 +1,16 @@
 // Type-checked (tsc --noEmit) against index.d.ts: the README's usage, plus misuses that must
 // not compile (each `@ts-expect-error` fails the check if its line does compile).
 
-import { Client, Lock, type AcquireOptions, type PolylockError } from 'polylock'
+import {
+  Client,
+  ExpirableSemaphore,
+  Lock,
+  ReadWriteLock,
+  Semaphore,
+  type AcquireOptions,
+  type PolylockError,
+  type SemaphoreAcquireOptions,
+} from 'polylock'
 
 async function main(): Promise<void> {
   const client: Client = await Client.connect('redis://127.0.0.1:6379/0', {
@@ -48,6 +57,76 @@ async function main(): Promise<void> {
     const code: PolylockError['code'] = (error as PolylockError).code
     if (code === 'ERR_NOT_HELD' || code === 'ERR_LOCK_LOST') console.log(code)
   }
+
+  // Fenced lock and fenced writes.
+  const fenced: Lock = client.fencedLock('stock:7')
+  if (await fenced.acquire({ waitMs: 5000 })) {
+    const token: number | null = fenced.token
+    if (token !== null) {
+      await client.fencedSet('stock:7:count', '12', token)
+      await client.fencedSet('stock:7:blob', Buffer.from([1, 2]), token)
+      const removed: boolean = await client.fencedDelete('stock:7:blob', token)
+      console.log(removed)
+    }
+    await fenced.release()
+  }
+  try {
+    await client.fencedSet('stock:7:count', '11', 1)
+  } catch (error) {
+    if ((error as PolylockError).code === 'ERR_STALE_TOKEN') console.log('refused')
+  }
+
+  // Read-write lock: each side is a Lock.
+  const rw: ReadWriteLock = client.readWriteLock('catalog')
+  const reader: Lock = rw.readLock()
+  const writer: Lock = rw.writeLock()
+  await writer.using(async (signal) => {
+    signal.throwIfAborted()
+    await reader.acquire({ waitMs: 0, leaseMs: 1000, signal: controller.signal })
+  })
+  await reader[Symbol.asyncDispose]()
+  console.log(rw.name)
+
+  // Semaphores.
+  const semaphore: Semaphore = client.semaphore('crawler:slots')
+  const set: boolean = await semaphore.trySetPermits(4)
+  await semaphore.addPermits(-1)
+  const semOptions: SemaphoreAcquireOptions = { permits: 2, waitMs: 1000, signal: controller.signal }
+  if (await semaphore.acquire(semOptions)) await semaphore.release(2)
+  if (await semaphore.acquire()) await semaphore.release()
+  const available: number = await semaphore.availablePermits()
+  console.log(set, available, semaphore.name)
+
+  const slots: ExpirableSemaphore = client.expirableSemaphore('crawler:leases')
+  await slots.trySetPermits(4)
+  await slots.addPermits(1)
+  const permit: string | null = await slots.acquire({ waitMs: 5000, leaseMs: 60000 })
+  if (permit !== null) await slots.release(permit)
+  const held: string[] = slots.heldPermits()
+  const free: number = await slots.availablePermits()
+  console.log(held, free, slots.name)
+
+  // @ts-expect-error a token is a number
+  await client.fencedSet('k', 'v', '1')
+  // @ts-expect-error a value is a string or a Buffer
+  await client.fencedSet('k', 5, 1)
+  // @ts-expect-error the token is a number or null, never undefined
+  const noToken: number | undefined = fenced.token
+  // @ts-expect-error a plain semaphore has no lease
+  await semaphore.acquire({ leaseMs: 1000 })
+  // @ts-expect-error a plain semaphore's acquire resolves to a boolean
+  const notId: string = await semaphore.acquire()
+  // @ts-expect-error an expirable permit is released by its id
+  await slots.release()
+  // @ts-expect-error an expirable acquire resolves to an id or null
+  const notBool: boolean = await slots.acquire()
+  // @ts-expect-error an expirable semaphore takes one permit at a time
+  await slots.acquire({ permits: 2 })
+  // @ts-expect-error handles come from the client
+  new Semaphore()
+  // @ts-expect-error handles come from the client
+  new ReadWriteLock()
+  console.log(noToken, notId, notBool)
 
   // @ts-expect-error waitMs is a number of milliseconds
   await lock.acquire({ waitMs: '5s' })

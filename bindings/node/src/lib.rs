@@ -1,4 +1,5 @@
-//! The napi-rs binding of polylock: the native `Client`, `Lock` and `Cancellation` classes.
+//! The napi-rs binding of polylock: the native `Client`, `Lock`, `ReadWriteLock`, `Semaphore`,
+//! `ExpirableSemaphore` and `Cancellation` classes.
 //!
 //! `node/index.js` wraps them to give `using`, `AbortSignal` and `Symbol.asyncDispose`; the
 //! JavaScript type checks and the one error mapping live here, and the core checks every value
@@ -9,7 +10,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use napi::bindgen_prelude::{Function, JsObjectValue, Object, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{BufferSlice, Function, JsObjectValue, Object, ToNapiValue, Unknown};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, JsError, JsValue, ValueType};
 use napi_derive::napi;
@@ -159,6 +160,83 @@ impl Client {
             .map_err(|err| js_error(env, &err))
     }
 
+    /// A new handle (a new owner) on the fenced lock `name`: the lock API plus a token per
+    /// acquisition (`token`). No I/O.
+    #[napi(ts_args_type = "name: string")]
+    pub fn fenced_lock(&self, env: &Env, name: Unknown) -> napi::Result<Lock> {
+        let made = string(name, "lock name").and_then(|name| self.inner.fenced_lock(&name));
+        made.map(|inner| Lock { inner })
+            .map_err(|err| js_error(env, &err))
+    }
+
+    /// A new owner's handle on the read-write lock `name`. No I/O.
+    #[napi(ts_args_type = "name: string")]
+    pub fn read_write_lock(&self, env: &Env, name: Unknown) -> napi::Result<ReadWriteLock> {
+        let made = string(name, "lock name").and_then(|name| self.inner.read_write_lock(&name));
+        made.map(|inner| ReadWriteLock { inner })
+            .map_err(|err| js_error(env, &err))
+    }
+
+    /// A handle on the semaphore `name`. No I/O.
+    #[napi(ts_args_type = "name: string")]
+    pub fn semaphore(&self, env: &Env, name: Unknown) -> napi::Result<Semaphore> {
+        let made = string(name, "semaphore name").and_then(|name| self.inner.semaphore(&name));
+        made.map(|inner| Semaphore { inner })
+            .map_err(|err| js_error(env, &err))
+    }
+
+    /// A handle on the expirable semaphore `name` (permits with ids and leases). No I/O.
+    #[napi(ts_args_type = "name: string")]
+    pub fn expirable_semaphore(
+        &self,
+        env: &Env,
+        name: Unknown,
+    ) -> napi::Result<ExpirableSemaphore> {
+        let made =
+            string(name, "semaphore name").and_then(|name| self.inner.expirable_semaphore(&name));
+        made.map(|inner| ExpirableSemaphore { inner })
+            .map_err(|err| js_error(env, &err))
+    }
+
+    /// Sets `key` to `value` only if `token` is at least the highest token applied to `key`,
+    /// else rejects with `ERR_STALE_TOKEN` and writes nothing.
+    #[napi(
+        ts_args_type = "key: string, value: string | Buffer, token: number",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn fenced_set<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown,
+        value: Unknown,
+        token: Unknown,
+    ) -> napi::Result<Object<'env>> {
+        let args = (|| Ok((string(key, "fenced key")?, bytes(value)?, token_of(token)?)))();
+        let (key, value, token) = args.map_err(|err| js_error(env, &err))?;
+        let client = self.inner.clone();
+        promise(
+            env,
+            async move { client.fenced_set(&key, value, token).await },
+        )
+    }
+
+    /// Deletes `key` under the rule of `fencedSet`; `true` when a key was deleted.
+    #[napi(
+        ts_args_type = "key: string, token: number",
+        ts_return_type = "Promise<boolean>"
+    )]
+    pub fn fenced_delete<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown,
+        token: Unknown,
+    ) -> napi::Result<Object<'env>> {
+        let args = (|| Ok((string(key, "fenced key")?, token_of(token)?)))();
+        let (key, token) = args.map_err(|err| js_error(env, &err))?;
+        let client = self.inner.clone();
+        promise(env, async move { client.fenced_delete(&key, token).await })
+    }
+
     /// Stops the watchdog and pub/sub; returns the names of locks still held (they expire).
     #[napi]
     pub fn close(&self) -> Vec<String> {
@@ -172,6 +250,49 @@ fn string(value: Unknown, what: &str) -> polylock::Result<String> {
         Ok(ValueType::String) => unsafe { value.cast::<String>() }
             .map_err(|_| invalid(format!("{what} must be a string"))),
         _ => Err(invalid(format!("{what} must be a string"))),
+    }
+}
+
+/// A JS number as an integer for the core to check, converted as napi converts numbers to
+/// i64 (a fraction is truncated, `NaN` and infinities become 0). Anything but a number is an
+/// error of this binding.
+fn integer(value: Unknown, what: &str) -> polylock::Result<i64> {
+    match value.get_type() {
+        // SAFETY: the value was checked to be a number.
+        Ok(ValueType::Number) => {
+            unsafe { value.cast::<i64>() }.map_err(|_| invalid(format!("{what} must be a number")))
+        }
+        _ => Err(invalid(format!("{what} must be a number"))),
+    }
+}
+
+/// A fencing token (a number, as `lock.token` gives it).
+fn token_of(value: Unknown) -> polylock::Result<i64> {
+    integer(value, "token")
+}
+
+/// A permit count; `undefined`/`null` is the default, one permit.
+fn permits_or_one(value: Option<Unknown>) -> polylock::Result<i64> {
+    match value {
+        Some(value) if !matches!(value.get_type(), Ok(ValueType::Undefined | ValueType::Null)) => {
+            integer(value, "permits")
+        }
+        _ => Ok(1),
+    }
+}
+
+/// The bytes of a fenced write's value: a string (UTF-8) or a Buffer/Uint8Array.
+fn bytes(value: Unknown) -> polylock::Result<Vec<u8>> {
+    let wrong = || invalid("value must be a string or a Buffer".into());
+    match value.get_type() {
+        Ok(ValueType::String) => string(value, "value").map(String::into_bytes),
+        Ok(ValueType::Object) if value.is_buffer().unwrap_or(false) => {
+            // SAFETY: the value was checked to be a Buffer (or Uint8Array).
+            unsafe { value.cast::<BufferSlice>() }
+                .map(|slice| slice.to_vec())
+                .map_err(|_| wrong())
+        }
+        _ => Err(wrong()),
     }
 }
 
@@ -240,15 +361,7 @@ impl Lock {
         let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
         let lock = self.inner.clone();
         promise(env, async move {
-            let Some(mut cancelled) = cancelled else {
-                return lock.acquire(wait, lease).await;
-            };
-            tokio::select! {
-                biased;
-                // Dropping the acquire future leaves no lock held (the core guarantees it).
-                Ok(_) = cancelled.wait_for(|cancelled| *cancelled) => Ok(false),
-                acquired = lock.acquire(wait, lease) => acquired,
-            }
+            cancellable(cancelled, false, lock.acquire(wait, lease)).await
         })
     }
 
@@ -283,6 +396,13 @@ impl Lock {
     #[napi]
     pub fn hold_count(&self) -> u32 {
         self.inner.hold_count()
+    }
+
+    /// The fencing token of the current hold (fenced locks); `null` when nothing is held and for
+    /// kinds without tokens. Tokens grow by one per acquisition, so they stay safe integers.
+    #[napi(getter)]
+    pub fn token(&self) -> Option<i64> {
+        self.inner.token()
     }
 
     /// Whether the current hold's lease was lost.
@@ -327,13 +447,239 @@ fn acquire_options(
     let options = options_object(options, "acquire options")?;
     let wait = wait_from_millis(millis(field(&options, "waitMs"), "waitMs")?)?;
     let lease = lease_from_millis(millis(field(&options, "leaseMs"), "leaseMs")?)?;
-    if let Some(signal) = field(&options, "signal") {
+    check_signal(env, &options)?;
+    Ok((wait, lease))
+}
+
+/// Reads `permits` (default one) and `waitMs`, and checks `signal` is an `AbortSignal`.
+fn permits_options(
+    env: &Env,
+    options: Option<Unknown>,
+) -> polylock::Result<(i64, Option<Duration>)> {
+    let options = options_object(options, "acquire options")?;
+    let permits = permits_or_one(field(&options, "permits"))?;
+    let wait = wait_from_millis(millis(field(&options, "waitMs"), "waitMs")?)?;
+    check_signal(env, &options)?;
+    Ok((permits, wait))
+}
+
+fn check_signal(env: &Env, options: &Option<Object>) -> polylock::Result<()> {
+    if let Some(signal) = field(options, "signal") {
         if !matches!(signal.get_type(), Ok(ValueType::Undefined)) && !is_abort_signal(env, &signal)
         {
             return Err(invalid("signal must be an AbortSignal".into()));
         }
     }
-    Ok((wait, lease))
+    Ok(())
+}
+
+/// Runs `acquire` until it settles or `cancellation` fires (then resolves to `cancelled`; the
+/// core guarantees that dropping an acquire future leaves nothing taken).
+async fn cancellable<T>(
+    cancelled: Option<watch::Receiver<bool>>,
+    on_cancel: T,
+    acquire: impl Future<Output = polylock::Result<T>>,
+) -> polylock::Result<T> {
+    let Some(mut cancelled) = cancelled else {
+        return acquire.await;
+    };
+    tokio::select! {
+        biased;
+        Ok(_) = cancelled.wait_for(|cancelled| *cancelled) => Ok(on_cancel),
+        acquired = acquire => acquired,
+    }
+}
+
+/// One owner's read-write lock: `readLock()` and `writeLock()` are `Lock`s of that owner.
+#[napi]
+pub struct ReadWriteLock {
+    inner: polylock::ReadWriteLock,
+}
+
+#[napi]
+impl ReadWriteLock {
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+
+    /// The read lock (readers share it), a handle of this owner. No I/O.
+    #[napi]
+    pub fn read_lock(&self) -> Lock {
+        Lock {
+            inner: self.inner.read_lock(),
+        }
+    }
+
+    /// The write lock (excludes readers and writers), a handle of this owner. No I/O.
+    #[napi]
+    pub fn write_lock(&self) -> Lock {
+        Lock {
+            inner: self.inner.write_lock(),
+        }
+    }
+}
+
+/// A counting semaphore (Redisson RSemaphore layout): permits belong to nobody and never expire.
+#[napi]
+pub struct Semaphore {
+    inner: polylock::Semaphore,
+}
+
+#[napi]
+impl Semaphore {
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+
+    /// Sets the number of permits if it was never set; `true` when set.
+    #[napi(ts_args_type = "permits: number", ts_return_type = "Promise<boolean>")]
+    pub fn try_set_permits<'env>(
+        &self,
+        env: &'env Env,
+        permits: Unknown,
+    ) -> napi::Result<Object<'env>> {
+        let permits = integer(permits, "permits").map_err(|err| js_error(env, &err))?;
+        let semaphore = self.inner.clone();
+        promise(env, async move { semaphore.try_set_permits(permits).await })
+    }
+
+    /// Adds permits (a negative number takes some away).
+    #[napi(ts_args_type = "permits: number", ts_return_type = "Promise<void>")]
+    pub fn add_permits<'env>(
+        &self,
+        env: &'env Env,
+        permits: Unknown,
+    ) -> napi::Result<Object<'env>> {
+        let permits = integer(permits, "permits").map_err(|err| js_error(env, &err))?;
+        let semaphore = self.inner.clone();
+        promise(env, async move { semaphore.add_permits(permits).await })
+    }
+
+    /// Takes `permits` (default 1), waiting up to `waitMs` (none or `Infinity` = no bound, 0 =
+    /// one attempt). Resolves `false` when the wait runs out or `cancellation` fires (then
+    /// nothing is taken).
+    #[napi(
+        ts_args_type = "options?: { permits?: number; waitMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null",
+        ts_return_type = "Promise<boolean>"
+    )]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown>,
+        cancellation: Option<&Cancellation>,
+    ) -> napi::Result<Object<'env>> {
+        let (permits, wait) = permits_options(env, options).map_err(|err| js_error(env, &err))?;
+        let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
+        let semaphore = self.inner.clone();
+        promise(env, async move {
+            cancellable(cancelled, false, semaphore.acquire(permits, wait)).await
+        })
+    }
+
+    /// Gives `permits` (default 1) back, whoever took them, and wakes waiters.
+    #[napi(
+        ts_args_type = "permits?: number | null",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn release<'env>(
+        &self,
+        env: &'env Env,
+        permits: Option<Unknown>,
+    ) -> napi::Result<Object<'env>> {
+        let permits = permits_or_one(permits).map_err(|err| js_error(env, &err))?;
+        let semaphore = self.inner.clone();
+        promise(env, async move { semaphore.release(permits).await })
+    }
+
+    /// The permits available now (0 when never set).
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn available_permits<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let semaphore = self.inner.clone();
+        promise(env, async move { semaphore.available_permits().await })
+    }
+}
+
+/// A semaphore of permits with ids and leases (Redisson RPermitExpirableSemaphore layout).
+#[napi]
+pub struct ExpirableSemaphore {
+    inner: polylock::ExpirableSemaphore,
+}
+
+#[napi]
+impl ExpirableSemaphore {
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+
+    /// Sets the number of permits if it was never set; `true` when set.
+    #[napi(ts_args_type = "permits: number", ts_return_type = "Promise<boolean>")]
+    pub fn try_set_permits<'env>(
+        &self,
+        env: &'env Env,
+        permits: Unknown,
+    ) -> napi::Result<Object<'env>> {
+        let permits = integer(permits, "permits").map_err(|err| js_error(env, &err))?;
+        let semaphore = self.inner.clone();
+        promise(env, async move { semaphore.try_set_permits(permits).await })
+    }
+
+    /// Adds permits (a negative number takes some away).
+    #[napi(ts_args_type = "permits: number", ts_return_type = "Promise<void>")]
+    pub fn add_permits<'env>(
+        &self,
+        env: &'env Env,
+        permits: Unknown,
+    ) -> napi::Result<Object<'env>> {
+        let permits = integer(permits, "permits").map_err(|err| js_error(env, &err))?;
+        let semaphore = self.inner.clone();
+        promise(env, async move { semaphore.add_permits(permits).await })
+    }
+
+    /// Takes one permit, waiting up to `waitMs`; resolves to its id, or `null` when the wait
+    /// runs out or `cancellation` fires (then nothing is taken). `leaseMs`: none = renewed by
+    /// the watchdog while the client lives.
+    #[napi(
+        ts_args_type = "options?: { waitMs?: number; leaseMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null",
+        ts_return_type = "Promise<string | null>"
+    )]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown>,
+        cancellation: Option<&Cancellation>,
+    ) -> napi::Result<Object<'env>> {
+        let (wait, lease) = acquire_options(env, options).map_err(|err| js_error(env, &err))?;
+        let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
+        let semaphore = self.inner.clone();
+        promise(env, async move {
+            cancellable(cancelled, None, semaphore.acquire(wait, lease)).await
+        })
+    }
+
+    /// Releases the permit `permitId`: `ERR_NOT_HELD` when nobody holds it, `ERR_LOCK_LOST`
+    /// when it was this handle's and its lease ran out.
+    #[napi(ts_args_type = "permitId: string", ts_return_type = "Promise<void>")]
+    pub fn release<'env>(&self, env: &'env Env, permit_id: Unknown) -> napi::Result<Object<'env>> {
+        let permit_id = string(permit_id, "permit id").map_err(|err| js_error(env, &err))?;
+        let semaphore = self.inner.clone();
+        promise(env, async move { semaphore.release(&permit_id).await })
+    }
+
+    /// The permits available now, after permits whose lease ran out came back.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn available_permits<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let semaphore = self.inner.clone();
+        promise(env, async move { semaphore.available_permits().await })
+    }
+
+    /// The ids of the permits this handle holds (no I/O).
+    #[napi]
+    pub fn held_permits(&self) -> Vec<String> {
+        self.inner.held_permits()
+    }
 }
 
 fn is_abort_signal(env: &Env, value: &Unknown) -> bool {
