@@ -7,7 +7,7 @@ import threading
 import warnings
 import weakref
 from types import TracebackType
-from typing import Optional
+from typing import Optional, Union
 
 from . import _native
 from ._sync import LostCallback
@@ -74,6 +74,20 @@ class AsyncClient:
         arrival order. Same API as :meth:`lock`. No I/O."""
         return AsyncLock(self._native, name, fair=True)
 
+    def fenced_lock(self, name: str) -> AsyncLock:
+        """A reentrant fenced lock named ``name``: each acquisition gets a fencing token
+        (:attr:`AsyncLock.token`). Same API as :meth:`lock`. No I/O."""
+        return AsyncLock(self._native, name, fenced=True)
+
+    async def fenced_set(self, key: str, value: Union[bytes, str], token: int) -> None:
+        """As :meth:`polylock.Client.fenced_set`."""
+        data = value.encode() if isinstance(value, str) else value
+        await self._native.fenced_set_async(key, data, token)
+
+    async def fenced_delete(self, key: str, token: int) -> bool:
+        """As :meth:`polylock.Client.fenced_delete`."""
+        return await self._native.fenced_delete_async(key, token)
+
     def close(self) -> list[str]:
         """As :meth:`polylock.Client.close` (no I/O, so not a coroutine)."""
         return self._native.close()
@@ -118,8 +132,16 @@ class AsyncLock:
     garbage-collected while holding drops its hold (released in the background).
     """
 
-    def __init__(self, client: _native.Client, name: str, *, fair: bool = False) -> None:
-        self._make_handle = client.fair_lock_handle if fair else client.lock_handle
+    def __init__(
+        self, client: _native.Client, name: str, *, fair: bool = False, fenced: bool = False
+    ) -> None:
+        self._make_handle = (
+            client.fair_lock_handle
+            if fair
+            else client.fenced_lock_handle
+            if fenced
+            else client.lock_handle
+        )
         self._probe = self._make_handle(name, 0)
         self._name = name
         self._mutex = threading.Lock()
@@ -198,6 +220,13 @@ class AsyncLock:
     def hold_count(self) -> int:
         handle = self._current()
         return 0 if handle is None else handle.hold_count()
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the calling task's hold of a fenced lock; None when it holds
+        nothing or the lock is not fenced (no I/O)."""
+        handle = self._current()
+        return None if handle is None else handle.token
 
     @property
     def lost(self) -> bool:

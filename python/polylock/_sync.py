@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import warnings
 from types import TracebackType
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from . import _native
 from ._native import LockLostError
@@ -60,6 +60,23 @@ class Client:
         in arrival order. Same API as :meth:`lock`. No I/O."""
         return Lock(self._native, name, fair=True)
 
+    def fenced_lock(self, name: str) -> Lock:
+        """A reentrant fenced lock named ``name``: each acquisition gets a fencing token
+        (:attr:`Lock.token`), strictly higher than any earlier one. Same API as :meth:`lock`.
+        No I/O."""
+        return Lock(self._native, name, fenced=True)
+
+    def fenced_set(self, key: str, value: Union[bytes, str], token: int) -> None:
+        """Sets ``key`` to ``value`` only if ``token`` is at least the highest token already
+        applied to ``key``; otherwise raises :class:`StaleTokenError` and writes nothing."""
+        data = value.encode() if isinstance(value, str) else value
+        self._native.fenced_set(key, data, token)
+
+    def fenced_delete(self, key: str, token: int) -> bool:
+        """Deletes ``key`` under the same rule as :meth:`fenced_set`; True when a key was
+        deleted."""
+        return self._native.fenced_delete(key, token)
+
     def close(self) -> list[str]:
         """Stops renewals and the pub/sub connection. Returns the names of locks still held;
         they are not released and expire with their lease. Later calls fail with ConnectionError."""
@@ -87,8 +104,16 @@ class Lock:
     another Lock object of the same name and client). Each thread gets its own core handle.
     """
 
-    def __init__(self, client: _native.Client, name: str, *, fair: bool = False) -> None:
-        self._make_handle = client.fair_lock_handle if fair else client.lock_handle
+    def __init__(
+        self, client: _native.Client, name: str, *, fair: bool = False, fenced: bool = False
+    ) -> None:
+        self._make_handle = (
+            client.fair_lock_handle
+            if fair
+            else client.fenced_lock_handle
+            if fenced
+            else client.lock_handle
+        )
         # Holder 0 is never a thread id; this handle only asks Redis and checks the name now.
         self._probe = self._make_handle(name, 0)
         self._name = name
@@ -157,6 +182,13 @@ class Lock:
         """How many times the calling thread has acquired without releasing (no I/O)."""
         handle = self._current()
         return 0 if handle is None else handle.hold_count()
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the calling thread's hold of a fenced lock; None when it holds
+        nothing or the lock is not fenced (no I/O)."""
+        handle = self._current()
+        return None if handle is None else handle.token
 
     @property
     def lost(self) -> bool:

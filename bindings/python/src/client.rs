@@ -116,6 +116,53 @@ impl Client {
             .map_err(|err| to_py_err(py, err))
     }
 
+    /// A handle on the fenced lock `name` (each acquisition gets a fencing token) for the
+    /// holder `holder_id`. No I/O.
+    fn fenced_lock_handle(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        holder_id: u64,
+    ) -> PyResult<LockHandle> {
+        self.inner
+            .fenced_lock_with_holder(name, holder_id)
+            .map(LockHandle::new)
+            .map_err(|err| to_py_err(py, err))
+    }
+
+    /// The core's `fenced_set`, blocking (GIL released, Ctrl-C honoured).
+    fn fenced_set(&self, py: Python<'_>, key: &str, value: Vec<u8>, token: u64) -> PyResult<()> {
+        wait_interruptibly(py, self.inner.fenced_set(key, value, token))
+    }
+
+    /// The core's `fenced_delete`, blocking (GIL released, Ctrl-C honoured).
+    fn fenced_delete(&self, py: Python<'_>, key: &str, token: u64) -> PyResult<bool> {
+        wait_interruptibly(py, self.inner.fenced_delete(key, token))
+    }
+
+    /// The core's `fenced_set`, as an awaitable.
+    fn fenced_set_async<'py>(
+        &self,
+        py: Python<'py>,
+        key: String,
+        value: Vec<u8>,
+        token: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner.clone();
+        awaitable(py, async move { client.fenced_set(&key, value, token).await })
+    }
+
+    /// The core's `fenced_delete`, as an awaitable.
+    fn fenced_delete_async<'py>(
+        &self,
+        py: Python<'py>,
+        key: String,
+        token: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner.clone();
+        awaitable(py, async move { client.fenced_delete(&key, token).await })
+    }
+
     /// Stops the watchdog and pub/sub; returns the names of locks still held (they expire with
     /// their lease).
     fn close(&self) -> Vec<String> {

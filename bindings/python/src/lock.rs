@@ -130,6 +130,12 @@ impl LockHandle {
         self.lock.hold_count()
     }
 
+    /// The fencing token of the current hold (fenced locks only; no I/O).
+    #[getter]
+    fn token(&self) -> Option<u64> {
+        self.lock.token()
+    }
+
     /// Whether the current hold's lease was lost.
     #[getter]
     fn lost(&self) -> bool {
