@@ -20,20 +20,32 @@ from ._native import (
     TimeoutError,
     WrongTypeError,
 )
-from ._async import AsyncClient, AsyncLock
-from ._sync import Client, Lock
+from ._async import (
+    AsyncClient,
+    AsyncExpirableSemaphore,
+    AsyncLock,
+    AsyncReadWriteLock,
+    AsyncSemaphore,
+)
+from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
 
 __all__ = [
     "AsyncClient",
+    "AsyncExpirableSemaphore",
     "AsyncLock",
+    "AsyncReadWriteLock",
+    "AsyncSemaphore",
     "Client",
     "ConnectionError",
+    "ExpirableSemaphore",
     "InvalidArgumentError",
     "Lock",
     "LockError",
     "LockLostError",
     "NotHeldError",
+    "ReadWriteLock",
     "RedisError",
+    "Semaphore",
     "StaleTokenError",
     "TimeoutError",
     "WrongTypeError",

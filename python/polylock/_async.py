@@ -7,10 +7,10 @@ import threading
 import warnings
 import weakref
 from types import TracebackType
-from typing import Optional
+from typing import Optional, Union
 
 from . import _native
-from ._sync import LostCallback
+from ._sync import LockKind, LostCallback, as_bytes, handle_maker
 
 
 class AsyncClient:
@@ -72,7 +72,32 @@ class AsyncClient:
     def fair_lock(self, name: str) -> AsyncLock:
         """A reentrant fair lock named ``name`` (Redisson RFairLock): waiting tasks are served in
         arrival order. Same API as :meth:`lock`. No I/O."""
-        return AsyncLock(self._native, name, fair=True)
+        return AsyncLock(self._native, name, kind="fair")
+
+    def fenced_lock(self, name: str) -> AsyncLock:
+        """A reentrant fenced lock named ``name``: each acquisition gets a fencing token
+        (:attr:`AsyncLock.token`). Same API as :meth:`lock`. No I/O."""
+        return AsyncLock(self._native, name, kind="fenced")
+
+    async def fenced_set(self, key: str, value: Union[bytes, str], token: int) -> None:
+        """As :meth:`polylock.Client.fenced_set`."""
+        await self._native.fenced_set_async(key, as_bytes(value), token)
+
+    async def fenced_delete(self, key: str, token: int) -> bool:
+        """As :meth:`polylock.Client.fenced_delete`."""
+        return await self._native.fenced_delete_async(key, token)
+
+    def read_write_lock(self, name: str) -> AsyncReadWriteLock:
+        """As :meth:`polylock.Client.read_write_lock`, owned by asyncio tasks. No I/O."""
+        return AsyncReadWriteLock(self._native, name)
+
+    def semaphore(self, name: str) -> AsyncSemaphore:
+        """As :meth:`polylock.Client.semaphore`. No I/O."""
+        return AsyncSemaphore(self._native, name)
+
+    def expirable_semaphore(self, name: str) -> AsyncExpirableSemaphore:
+        """As :meth:`polylock.Client.expirable_semaphore`. No I/O."""
+        return AsyncExpirableSemaphore(self._native, name)
 
     def close(self) -> list[str]:
         """As :meth:`polylock.Client.close` (no I/O, so not a coroutine)."""
@@ -118,8 +143,8 @@ class AsyncLock:
     garbage-collected while holding drops its hold (released in the background).
     """
 
-    def __init__(self, client: _native.Client, name: str, *, fair: bool = False) -> None:
-        self._make_handle = client.fair_lock_handle if fair else client.lock_handle
+    def __init__(self, client: _native.Client, name: str, *, kind: LockKind = "lock") -> None:
+        self._make_handle = handle_maker(client, kind)
         self._probe = self._make_handle(name, 0)
         self._name = name
         self._mutex = threading.Lock()
@@ -200,6 +225,13 @@ class AsyncLock:
         return 0 if handle is None else handle.hold_count()
 
     @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the calling task's hold of a fenced lock; None when it holds
+        nothing or the lock is not fenced (no I/O)."""
+        handle = self._current()
+        return None if handle is None else handle.token
+
+    @property
     def lost(self) -> bool:
         """Whether the calling task's hold was lost."""
         handle = self._current()
@@ -241,3 +273,133 @@ class AsyncLock:
 
     def __repr__(self) -> str:
         return f"<polylock.AsyncLock name={self._name!r}>"
+
+
+async def _claim(pending: asyncio.Future[_native.Acquisition]) -> tuple[bool, Optional[str]]:
+    """Awaits a semaphore's acquisition and takes it over: (acquired, permit id). One whose
+    task is cancelled after it was delivered is given back at once."""
+    try:
+        acquisition = await pending
+    except BaseException:
+        if pending.done() and not pending.cancelled() and pending.exception() is None:
+            pending.result().abandon()
+        raise
+    return acquisition.claim(), acquisition.permit_id
+
+
+class AsyncReadWriteLock:
+    """As :class:`polylock.ReadWriteLock`, with :class:`AsyncLock` objects owned by the calling
+    asyncio task."""
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._name = name
+        self._read = AsyncLock(client, name, kind="read")
+        self._write = AsyncLock(client, name, kind="write")
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def read_lock(self) -> AsyncLock:
+        """The read lock (the same object on every call)."""
+        return self._read
+
+    def write_lock(self) -> AsyncLock:
+        """The write lock (the same object on every call)."""
+        return self._write
+
+    def __repr__(self) -> str:
+        return f"<polylock.AsyncReadWriteLock name={self._name!r}>"
+
+
+class AsyncSemaphore:
+    """As :class:`polylock.Semaphore`, with awaitables; ``async with semaphore:`` takes one
+    permit (waiting without bound) and releases it on exit. Cancelling a waiting acquire takes
+    nothing."""
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._native = client.semaphore(name)
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    async def try_set_permits(self, permits: int) -> bool:
+        return await self._native.try_set_permits_async(permits)
+
+    async def add_permits(self, permits: int) -> None:
+        await self._native.add_permits_async(permits)
+
+    async def acquire(self, permits: int = 1, timeout: Optional[float] = None) -> bool:
+        """As :meth:`polylock.Semaphore.acquire`."""
+        acquired, _ = await _claim(self._native.acquire_async(permits, timeout))
+        return acquired
+
+    async def release(self, permits: int = 1) -> None:
+        await self._native.release_async(permits)
+
+    async def available_permits(self) -> int:
+        return await self._native.available_permits_async()
+
+    async def __aenter__(self) -> AsyncSemaphore:
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        return f"<polylock.AsyncSemaphore name={self.name!r}>"
+
+
+class AsyncExpirableSemaphore:
+    """As :class:`polylock.ExpirableSemaphore`, with awaitables. Cancelling a waiting acquire
+    takes nothing."""
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._native = client.expirable_semaphore(name)
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    async def try_set_permits(self, permits: int) -> bool:
+        return await self._native.try_set_permits_async(permits)
+
+    async def add_permits(self, permits: int) -> None:
+        await self._native.add_permits_async(permits)
+
+    async def acquire(
+        self, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> Optional[str]:
+        """As :meth:`polylock.ExpirableSemaphore.acquire`."""
+        _, permit_id = await _claim(self._native.acquire_async(timeout, lease))
+        return permit_id
+
+    async def release(self, permit_id: str) -> None:
+        await self._native.release_async(permit_id)
+
+    async def available_permits(self) -> int:
+        return await self._native.available_permits_async()
+
+    def held_permits(self) -> list[str]:
+        return self._native.held_permits()
+
+    def __del__(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None and native.held_permits():
+            warnings.warn(
+                f"polylock expirable semaphore {native.name!r} was garbage-collected while "
+                "holding permits; releasing them in the background",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+
+    def __repr__(self) -> str:
+        return f"<polylock.AsyncExpirableSemaphore name={self.name!r}>"

@@ -5,12 +5,32 @@ from __future__ import annotations
 import threading
 import warnings
 from types import TracebackType
-from typing import Callable, Optional
+from typing import Callable, Literal, Optional, Union
 
 from . import _native
 from ._native import LockLostError
 
 LostCallback = Callable[[LockLostError], object]
+
+#: The kinds of lock with the :class:`Lock` API: which native handle a thread or task gets.
+LockKind = Literal["lock", "fair", "fenced", "read", "write"]
+
+
+def handle_maker(client: _native.Client, kind: LockKind) -> Callable[[str, int], _native.LockHandle]:
+    """The native constructor of ``kind``'s handles, called with (name, holder id)."""
+    makers: dict[str, Callable[[str, int], _native.LockHandle]] = {
+        "lock": client.lock_handle,
+        "fair": client.fair_lock_handle,
+        "fenced": client.fenced_lock_handle,
+        "read": client.read_lock_handle,
+        "write": client.write_lock_handle,
+    }
+    return makers[kind]
+
+
+def as_bytes(value: Union[bytes, str]) -> bytes:
+    """A fenced write's value: bytes as they are, a str in UTF-8."""
+    return value.encode() if isinstance(value, str) else value
 
 
 class Client:
@@ -58,7 +78,38 @@ class Client:
     def fair_lock(self, name: str) -> Lock:
         """A reentrant fair lock named ``name`` (Redisson RFairLock): waiting threads are served
         in arrival order. Same API as :meth:`lock`. No I/O."""
-        return Lock(self._native, name, fair=True)
+        return Lock(self._native, name, kind="fair")
+
+    def fenced_lock(self, name: str) -> Lock:
+        """A reentrant fenced lock named ``name`` (Redisson RFencedLock): each acquisition,
+        reentry included, gets a fencing token (:attr:`Lock.token`) higher than any earlier one
+        of the name, whoever held it. Same API as :meth:`lock`. No I/O."""
+        return Lock(self._native, name, kind="fenced")
+
+    def fenced_set(self, key: str, value: Union[bytes, str], token: int) -> None:
+        """Sets the Redis string ``key`` to ``value`` (a str is written in UTF-8) only if
+        ``token`` (a fenced lock's :attr:`Lock.token`) is at least the highest token already
+        applied to ``key``; otherwise raises :class:`StaleTokenError` and writes nothing."""
+        self._native.fenced_set(key, as_bytes(value), token)
+
+    def fenced_delete(self, key: str, token: int) -> bool:
+        """Deletes ``key`` under the same rule as :meth:`fenced_set`; True when a key was
+        deleted."""
+        return self._native.fenced_delete(key, token)
+
+    def read_write_lock(self, name: str) -> ReadWriteLock:
+        """A read-write lock named ``name`` (Redisson RReadWriteLock): readers share it, a
+        writer excludes everyone else. No I/O."""
+        return ReadWriteLock(self._native, name)
+
+    def semaphore(self, name: str) -> Semaphore:
+        """A counting semaphore named ``name`` (Redisson RSemaphore). No I/O."""
+        return Semaphore(self._native, name)
+
+    def expirable_semaphore(self, name: str) -> ExpirableSemaphore:
+        """A semaphore named ``name`` whose permits have ids and leases (Redisson
+        RPermitExpirableSemaphore). No I/O."""
+        return ExpirableSemaphore(self._native, name)
 
     def close(self) -> list[str]:
         """Stops renewals and the pub/sub connection. Returns the names of locks still held;
@@ -87,8 +138,8 @@ class Lock:
     another Lock object of the same name and client). Each thread gets its own core handle.
     """
 
-    def __init__(self, client: _native.Client, name: str, *, fair: bool = False) -> None:
-        self._make_handle = client.fair_lock_handle if fair else client.lock_handle
+    def __init__(self, client: _native.Client, name: str, *, kind: LockKind = "lock") -> None:
+        self._make_handle = handle_maker(client, kind)
         # Holder 0 is never a thread id; this handle only asks Redis and checks the name now.
         self._probe = self._make_handle(name, 0)
         self._name = name
@@ -159,6 +210,14 @@ class Lock:
         return 0 if handle is None else handle.hold_count()
 
     @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the calling thread's current hold of a fenced lock (it grows
+        on every acquisition, reentry included); None when the thread holds nothing or the
+        lock is not fenced (no I/O)."""
+        handle = self._current()
+        return None if handle is None else handle.token
+
+    @property
     def lost(self) -> bool:
         """Whether the calling thread's hold was lost (lease ran out, key deleted or taken)."""
         handle = self._current()
@@ -200,3 +259,146 @@ class Lock:
 
     def __repr__(self) -> str:
         return f"<polylock.Lock name={self._name!r} hold_count={self.hold_count()}>"
+
+
+class ReadWriteLock:
+    """A distributed read-write lock: any number of threads (of any process) hold the read
+    lock together, a thread holding the write lock excludes every other. Both are
+    :class:`Lock` objects owned by the calling thread and reentrant; the writer may also take
+    the read lock (and keep it after releasing the write lock: a downgrade). A read lock cannot
+    be upgraded: a thread holding only the read lock that asks for the write lock waits for
+    itself, so give such a wait a timeout. Waiting writers go before new readers.
+    """
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._name = name
+        self._read = Lock(client, name, kind="read")
+        self._write = Lock(client, name, kind="write")
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def read_lock(self) -> Lock:
+        """The read lock (the same object on every call)."""
+        return self._read
+
+    def write_lock(self) -> Lock:
+        """The write lock (the same object on every call)."""
+        return self._write
+
+    def __repr__(self) -> str:
+        return f"<polylock.ReadWriteLock name={self._name!r}>"
+
+
+class Semaphore:
+    """A distributed counting semaphore. Permits belong to nobody: any thread or process may
+    release them, and permits taken by a process that dies are lost until someone adds them
+    back (use :class:`ExpirableSemaphore` when holders may die). ``with semaphore:`` takes one
+    permit, waiting without bound, and releases it on exit, like ``threading.Semaphore``.
+    """
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._native = client.semaphore(name)
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    def try_set_permits(self, permits: int) -> bool:
+        """Sets the number of permits if it was never set; True when set."""
+        return self._native.try_set_permits(permits)
+
+    def add_permits(self, permits: int) -> None:
+        """Adds permits (a negative number takes some away, even below zero)."""
+        self._native.add_permits(permits)
+
+    def acquire(self, permits: int = 1, timeout: Optional[float] = None) -> bool:
+        """Takes ``permits`` permits; True when taken. ``timeout`` bounds the wait (None, -1
+        or ``math.inf``: no bound; 0: one attempt) and False is returned when it passes. A
+        waiter is woken by a release, not by polling. Ctrl-C interrupts the wait and takes
+        nothing."""
+        return self._native.acquire(permits, timeout)
+
+    def release(self, permits: int = 1) -> None:
+        """Gives ``permits`` permits back (whoever took them) and wakes waiters."""
+        self._native.release(permits)
+
+    def available_permits(self) -> int:
+        """The permits available now (0 when never set)."""
+        return self._native.available_permits()
+
+    def __enter__(self) -> Semaphore:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<polylock.Semaphore name={self.name!r}>"
+
+
+class ExpirableSemaphore:
+    """A distributed semaphore whose permits each have an id and a lease: the permit of a
+    holder that dies comes back when its lease runs out. ``lease=None`` renews the permit by
+    the watchdog while this client lives (it then comes back ``watchdog_timeout`` after the
+    holder's process died). A permit is released by its id, from any client. Keep this
+    object while its permits are held: when it is garbage-collected, the permits it acquired
+    are released in the background.
+    """
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._native = client.expirable_semaphore(name)
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    def try_set_permits(self, permits: int) -> bool:
+        """Sets the number of permits if it was never set; True when set."""
+        return self._native.try_set_permits(permits)
+
+    def add_permits(self, permits: int) -> None:
+        """Adds permits (a negative number takes some away)."""
+        self._native.add_permits(permits)
+
+    def acquire(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> Optional[str]:
+        """Takes one permit and returns its id (32 hex characters), or None when ``timeout``
+        passed first (None, -1 or ``math.inf``: no bound; 0: one attempt). ``lease=None``: the
+        permit is renewed by the watchdog; a number of seconds is a fixed lease, after which the
+        permit comes back by itself."""
+        return self._native.acquire(timeout, lease)
+
+    def release(self, permit_id: str) -> None:
+        """Releases permit ``permit_id``. NotHeldError when nobody holds it (released already,
+        lease ran out, never acquired); LockLostError when it was acquired here and its lease
+        ran out (it is back in the semaphore all the same)."""
+        self._native.release(permit_id)
+
+    def available_permits(self) -> int:
+        """The permits available now, after permits whose lease ran out came back."""
+        return self._native.available_permits()
+
+    def held_permits(self) -> list[str]:
+        """The ids of the permits acquired through this object and not released (no I/O)."""
+        return self._native.held_permits()
+
+    def __del__(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None and native.held_permits():
+            warnings.warn(
+                f"polylock expirable semaphore {native.name!r} was garbage-collected while "
+                "holding permits; releasing them in the background",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+
+    def __repr__(self) -> str:
+        return f"<polylock.ExpirableSemaphore name={self.name!r}>"

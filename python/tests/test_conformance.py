@@ -1,5 +1,6 @@
 """The bad-input table every binding checks (tests/conformance/bad_input.json): Python gives the
-same kind (InvalidArgumentError) and the same message as the core and every other binding."""
+same kind (InvalidArgumentError) and the same message as the core and every other binding, for
+every call of the table (locks, read-write locks, semaphores, fenced writes)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,97 @@ def check(raised: pytest.ExceptionInfo[BaseException], case: dict[str, Any]) -> 
     assert str(raised.value) == case["message"]
 
 
+def permits(case: dict[str, Any]) -> int:
+    """The case's permits; absent means the default (1)."""
+    return int(case.get("permits", 1))
+
+
+def blocking_call(client: polylock.Client, case: dict[str, Any]) -> None:
+    """Makes the case's call with the blocking API; it must raise."""
+    call = case["call"]
+    wait, lease = seconds(case.get("wait_ms")), seconds(case.get("lease_ms"))
+    if call == "lock":
+        client.lock(case["name"])
+    elif call == "acquire":
+        lock = client.lock("conformance")
+        try:
+            lock.acquire(timeout=wait, lease=lease)
+        finally:
+            assert not lock.is_held()
+    elif call == "read_write_lock":
+        client.read_write_lock(case["name"])
+    elif call in ("read_lock_acquire", "write_lock_acquire"):
+        rw = client.read_write_lock("conformance")
+        lock = rw.read_lock() if call == "read_lock_acquire" else rw.write_lock()
+        try:
+            lock.acquire(timeout=wait, lease=lease)
+        finally:
+            assert not lock.is_held()
+    elif call == "semaphore_acquire":
+        client.semaphore("conformance").acquire(permits(case), timeout=wait)
+    elif call == "semaphore_release":
+        client.semaphore("conformance").release(permits(case))
+    elif call == "semaphore_try_set_permits":
+        client.semaphore("conformance").try_set_permits(permits(case))
+    elif call == "semaphore_add_permits":
+        client.semaphore("conformance").add_permits(permits(case))
+    elif call == "expirable_semaphore_acquire":
+        client.expirable_semaphore("conformance").acquire(timeout=wait, lease=lease)
+    elif call == "expirable_semaphore_release":
+        client.expirable_semaphore("conformance").release(case["permit_id"])
+    elif call == "expirable_semaphore_try_set_permits":
+        client.expirable_semaphore("conformance").try_set_permits(permits(case))
+    elif call == "fenced_set":
+        client.fenced_set(case["key"], "v", case["token"])
+    elif call == "fenced_delete":
+        client.fenced_delete(case["key"], case["token"])
+    else:
+        raise AssertionError(f"a call this test does not know: {call}")
+
+
+async def asyncio_call(client: polylock.AsyncClient, case: dict[str, Any]) -> None:
+    """Makes the case's call with the asyncio API; it must raise."""
+    call = case["call"]
+    wait, lease = seconds(case.get("wait_ms")), seconds(case.get("lease_ms"))
+    if call == "lock":
+        client.lock(case["name"])
+    elif call == "acquire":
+        lock = client.lock("conformance")
+        try:
+            await lock.acquire(timeout=wait, lease=lease)
+        finally:
+            assert not lock.is_held()
+    elif call == "read_write_lock":
+        client.read_write_lock(case["name"])
+    elif call in ("read_lock_acquire", "write_lock_acquire"):
+        rw = client.read_write_lock("conformance")
+        lock = rw.read_lock() if call == "read_lock_acquire" else rw.write_lock()
+        try:
+            await lock.acquire(timeout=wait, lease=lease)
+        finally:
+            assert not lock.is_held()
+    elif call == "semaphore_acquire":
+        await client.semaphore("conformance").acquire(permits(case), timeout=wait)
+    elif call == "semaphore_release":
+        await client.semaphore("conformance").release(permits(case))
+    elif call == "semaphore_try_set_permits":
+        await client.semaphore("conformance").try_set_permits(permits(case))
+    elif call == "semaphore_add_permits":
+        await client.semaphore("conformance").add_permits(permits(case))
+    elif call == "expirable_semaphore_acquire":
+        await client.expirable_semaphore("conformance").acquire(timeout=wait, lease=lease)
+    elif call == "expirable_semaphore_release":
+        await client.expirable_semaphore("conformance").release(case["permit_id"])
+    elif call == "expirable_semaphore_try_set_permits":
+        await client.expirable_semaphore("conformance").try_set_permits(permits(case))
+    elif call == "fenced_set":
+        await client.fenced_set(case["key"], "v", case["token"])
+    elif call == "fenced_delete":
+        await client.fenced_delete(case["key"], case["token"])
+    else:
+        raise AssertionError(f"a call this test does not know: {call}")
+
+
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_blocking_api_gives_the_tables_error(case, url):
     call = case["call"]
@@ -53,15 +145,8 @@ def test_blocking_api_gives_the_tables_error(case, url):
         check(raised, case)
         return
     with polylock.Client(url) as client:
-        if call == "lock":
-            with pytest.raises(polylock.LockError) as raised:
-                client.lock(case["name"])
-        else:
-            assert call == "acquire"
-            lock = client.lock("conformance")
-            with pytest.raises(polylock.LockError) as raised:
-                lock.acquire(timeout=seconds(case.get("wait_ms")), lease=seconds(case.get("lease_ms")))
-            assert not lock.is_held()
+        with pytest.raises(polylock.LockError) as raised:
+            blocking_call(client, case)
         check(raised, case)
 
 
@@ -75,13 +160,8 @@ def test_asyncio_api_gives_the_tables_error(case, url):
             check(raised, case)
             return
         async with await polylock.AsyncClient.connect(url) as client:
-            if call == "lock":
-                with pytest.raises(polylock.LockError) as raised:
-                    client.lock(case["name"])
-            else:
-                lock = client.lock("conformance")
-                with pytest.raises(polylock.LockError) as raised:
-                    await lock.acquire(timeout=seconds(case.get("wait_ms")), lease=seconds(case.get("lease_ms")))
+            with pytest.raises(polylock.LockError) as raised:
+                await asyncio_call(client, case)
             check(raised, case)
 
     asyncio.run(asyncio.wait_for(main(), timeout=60))
@@ -127,6 +207,17 @@ def test_a_non_blocking_call_takes_no_timeout(url, name, timeout):
         assert str(raised.value) == "invalid argument: can't specify a timeout for a non-blocking call"
         assert lock.acquire(blocking=False, timeout=-1) is True
         lock.release()
+
+
+def test_the_table_writes_nothing_to_redis(url, redis):
+    """Every case is refused before any I/O: no key of the names the calls use exists."""
+    with polylock.Client(url) as client:
+        for case in CASES:
+            if case["call"] != "connect":
+                with pytest.raises(polylock.InvalidArgumentError):
+                    blocking_call(client, case)
+    assert redis("KEYS", "*conformance*") == []
+    assert redis("EXISTS", "k", "polylock_fence:{k}") == 0
 
 
 def test_a_value_that_is_not_a_number_is_pythons_type_error(url, name):

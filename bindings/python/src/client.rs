@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use crate::asyncio::awaitable;
 use crate::errors::to_py_err;
 use crate::lock::LockHandle;
+use crate::semaphore::{ExpirableSemaphoreHandle, SemaphoreHandle};
 use crate::wait::wait_interruptibly;
 
 #[pyclass(frozen, module = "polylock._native")]
@@ -114,6 +115,100 @@ impl Client {
             .fair_lock_with_holder(name, holder_id)
             .map(LockHandle::new)
             .map_err(|err| to_py_err(py, err))
+    }
+
+    /// A handle on the fenced lock `name` (each acquisition gets a fencing token) for the
+    /// holder `holder_id`. No I/O.
+    fn fenced_lock_handle(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        holder_id: u64,
+    ) -> PyResult<LockHandle> {
+        self.inner
+            .fenced_lock_with_holder(name, holder_id)
+            .map(LockHandle::new)
+            .map_err(|err| to_py_err(py, err))
+    }
+
+    /// A handle on the read lock of the read-write lock `name` for the holder `holder_id`
+    /// (the same owner as its write lock for that holder). No I/O.
+    fn read_lock_handle(&self, py: Python<'_>, name: &str, holder_id: u64) -> PyResult<LockHandle> {
+        self.inner
+            .read_write_lock_with_holder(name, holder_id)
+            .map(|rw| LockHandle::new(rw.read_lock()))
+            .map_err(|err| to_py_err(py, err))
+    }
+
+    /// A handle on the write lock of the read-write lock `name` for the holder `holder_id`.
+    /// No I/O.
+    fn write_lock_handle(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        holder_id: u64,
+    ) -> PyResult<LockHandle> {
+        self.inner
+            .read_write_lock_with_holder(name, holder_id)
+            .map(|rw| LockHandle::new(rw.write_lock()))
+            .map_err(|err| to_py_err(py, err))
+    }
+
+    /// A handle on the semaphore `name`. No I/O.
+    fn semaphore(&self, py: Python<'_>, name: &str) -> PyResult<SemaphoreHandle> {
+        self.inner
+            .semaphore(name)
+            .map(SemaphoreHandle::new)
+            .map_err(|err| to_py_err(py, err))
+    }
+
+    /// A handle on the expirable semaphore `name`. No I/O.
+    fn expirable_semaphore(
+        &self,
+        py: Python<'_>,
+        name: &str,
+    ) -> PyResult<ExpirableSemaphoreHandle> {
+        self.inner
+            .expirable_semaphore(name)
+            .map(ExpirableSemaphoreHandle::new)
+            .map_err(|err| to_py_err(py, err))
+    }
+
+    /// The core's `fenced_set`, blocking (GIL released, Ctrl-C honoured).
+    fn fenced_set(&self, py: Python<'_>, key: &str, value: &[u8], token: i64) -> PyResult<()> {
+        wait_interruptibly(py, self.inner.fenced_set(key, value, token))
+    }
+
+    /// The core's `fenced_delete`, blocking (GIL released, Ctrl-C honoured).
+    fn fenced_delete(&self, py: Python<'_>, key: &str, token: i64) -> PyResult<bool> {
+        wait_interruptibly(py, self.inner.fenced_delete(key, token))
+    }
+
+    /// The core's `fenced_set`, as an awaitable.
+    fn fenced_set_async<'py>(
+        &self,
+        py: Python<'py>,
+        key: String,
+        value: &[u8],
+        token: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner.clone();
+        let value = value.to_vec();
+        awaitable(
+            py,
+            async move { client.fenced_set(&key, value, token).await },
+        )
+    }
+
+    /// The core's `fenced_delete`, as an awaitable.
+    fn fenced_delete_async<'py>(
+        &self,
+        py: Python<'py>,
+        key: String,
+        token: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner.clone();
+        awaitable(py, async move { client.fenced_delete(&key, token).await })
     }
 
     /// Stops the watchdog and pub/sub; returns the names of locks still held (they expire with

@@ -1,5 +1,5 @@
 //! The pyo3 binding of polylock: module `polylock._native`. The public API (`polylock.Client`,
-//! `Lock`, `AsyncClient`, `AsyncLock`) is thin Python in `python/polylock`, which maps threads
+//! `Lock`, `ReadWriteLock`, `Semaphore`, `ExpirableSemaphore` and their async twins) is thin Python in `python/polylock`, which maps threads
 //! and asyncio tasks to lock holders; everything else happens in the core.
 
 mod asyncio;
@@ -7,6 +7,7 @@ mod client;
 mod errors;
 mod interpreter;
 mod lock;
+mod semaphore;
 mod wait;
 
 use pyo3::prelude::*;
@@ -16,6 +17,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<client::Client>()?;
     module.add_class::<lock::LockHandle>()?;
     module.add_class::<lock::Acquisition>()?;
+    module.add_class::<semaphore::SemaphoreHandle>()?;
+    module.add_class::<semaphore::ExpirableSemaphoreHandle>()?;
     errors::register(module)?;
     interpreter::register(module)?;
     Ok(())

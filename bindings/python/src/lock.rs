@@ -13,36 +13,41 @@ use crate::errors::{invalid_argument, to_py_err};
 use crate::interpreter;
 use crate::wait::wait_interruptibly;
 
+/// The core's wait for the Python argument `timeout` (seconds). What is Python idiom is
+/// decided here, as `threading.Lock.acquire` does: `timeout=None` or `-1` waits without bound.
+/// Everything else is the core's: seconds become milliseconds and the core checks them
+/// (infinity waits without bound there), so the errors are those of every binding.
+pub(crate) fn wait_arg(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Duration>> {
+    let timeout = timeout.filter(|&seconds| seconds != -1.0);
+    wait_from_millis(timeout.map(|seconds| seconds * 1000.0)).map_err(|err| to_py_err(py, err))
+}
+
+/// The core's lease for the Python argument `lease` (seconds; `None`: renewed by the watchdog).
+pub(crate) fn lease_arg(py: Python<'_>, lease: Option<f64>) -> PyResult<Option<Duration>> {
+    lease_from_millis(lease.map(|seconds| seconds * 1000.0)).map_err(|err| to_py_err(py, err))
+}
+
 /// The core's wait and lease for the Python arguments `blocking`, `timeout` and `lease`
-/// (seconds). What is Python idiom is decided here, as `threading.Lock.acquire` does:
-/// `timeout=None` or `-1` waits without bound, and `blocking=False` makes one attempt and takes
-/// no timeout. Everything else is the core's: seconds become milliseconds and the core checks
-/// them (infinity waits without bound there), so the errors are those of every binding.
+/// (seconds): [`wait_arg`] and [`lease_arg`], and `blocking=False` makes one attempt and takes
+/// no timeout (as `threading.Lock.acquire`).
 fn acquire_args(
     py: Python<'_>,
     blocking: bool,
     timeout: Option<f64>,
     lease: Option<f64>,
 ) -> PyResult<(Option<Duration>, Option<Duration>)> {
-    let timeout = timeout.filter(|&seconds| seconds != -1.0);
-    if !blocking && timeout.is_some() {
+    if !blocking && timeout.is_some_and(|seconds| seconds != -1.0) {
         return Err(invalid_argument(
             py,
             "can't specify a timeout for a non-blocking call".into(),
         ));
     }
-    let core_args = || -> polylock::Result<_> {
-        let wait = if blocking {
-            wait_from_millis(timeout.map(|seconds| seconds * 1000.0))?
-        } else {
-            Some(Duration::ZERO)
-        };
-        Ok((
-            wait,
-            lease_from_millis(lease.map(|seconds| seconds * 1000.0))?,
-        ))
+    let wait = if blocking {
+        wait_arg(py, timeout)?
+    } else {
+        Some(Duration::ZERO)
     };
-    core_args().map_err(|err| to_py_err(py, err))
+    Ok((wait, lease_arg(py, lease)?))
 }
 
 #[pyclass(frozen, module = "polylock._native")]
@@ -107,7 +112,7 @@ impl LockHandle {
         let lock = self.lock.clone();
         awaitable(py, async move {
             let acquired = lock.acquire(wait, lease).await?;
-            Ok(Acquisition::new(lock, acquired))
+            Ok(Acquisition::of_lock(lock, acquired))
         })
     }
 
@@ -128,6 +133,12 @@ impl LockHandle {
 
     fn hold_count(&self) -> u32 {
         self.lock.hold_count()
+    }
+
+    /// The fencing token of the current hold (fenced locks only; no I/O).
+    #[getter]
+    fn token(&self) -> Option<i64> {
+        self.lock.token()
     }
 
     /// Whether the current hold's lease was lost.
@@ -166,29 +177,48 @@ impl LockHandle {
     }
 }
 
-/// The outcome of an asyncio acquire, claimed by the awaiting task.
+/// What gives an unclaimed acquisition back (in the background).
+pub(crate) type Undo = Box<dyn FnOnce() + Send>;
+
+/// The outcome of an asyncio acquire (a lock, semaphore permits, an expirable permit),
+/// claimed by the awaiting task.
 ///
 /// The core undoes an acquisition whose future is dropped before it returns, but once the
-/// core future has returned `Ok(true)` the hold is ours, and the asyncio side can still lose
+/// core future has returned the acquisition is ours, and the asyncio side can still lose
 /// it: pyo3-async-runtimes drops the result when the Python future was cancelled in the
 /// meantime, and the task can be cancelled after the result was set but before it resumed.
-/// Whatever nobody claims is released (one level, in the background) when dropped or
-/// abandoned, so a cancelled acquire never leaves a lock held.
+/// Whatever nobody claims is given back (in the background) when dropped or abandoned, so a
+/// cancelled acquire never leaves a lock or a permit held.
 #[pyclass(frozen, module = "polylock._native")]
 pub(crate) struct Acquisition {
     acquired: bool,
-    unclaimed: Mutex<Option<polylock::Lock>>,
+    permit_id: Option<String>,
+    unclaimed: Mutex<Option<Undo>>,
 }
 
 impl Acquisition {
-    fn new(lock: polylock::Lock, acquired: bool) -> Self {
+    /// `undo` is run when the acquisition is abandoned; `None` when nothing was acquired.
+    pub(crate) fn new(acquired: bool, permit_id: Option<String>, undo: Option<Undo>) -> Self {
         Acquisition {
             acquired,
-            unclaimed: Mutex::new(acquired.then_some(lock)),
+            permit_id,
+            unclaimed: Mutex::new(undo),
         }
     }
 
-    fn take(&self) -> Option<polylock::Lock> {
+    fn of_lock(lock: polylock::Lock, acquired: bool) -> Self {
+        let undo: Option<Undo> = acquired.then(|| -> Undo {
+            Box::new(move || {
+                polylock::runtime().spawn(async move {
+                    // Nobody is left to tell about a failure; the lease then expires by itself.
+                    let _ = lock.release().await;
+                });
+            })
+        });
+        Acquisition::new(acquired, None, undo)
+    }
+
+    fn take(&self) -> Option<Undo> {
         self.unclaimed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -198,16 +228,22 @@ impl Acquisition {
 
 #[pymethods]
 impl Acquisition {
-    /// Takes the acquisition over; true when the lock was acquired.
+    /// Takes the acquisition over; true when something was acquired.
     fn claim(&self) -> bool {
         self.take();
         self.acquired
     }
 
-    /// Gives an unclaimed acquisition back now (release in the background).
+    /// The id of the permit acquired (expirable semaphores only).
+    #[getter]
+    fn permit_id(&self) -> Option<String> {
+        self.permit_id.clone()
+    }
+
+    /// Gives an unclaimed acquisition back now (in the background).
     fn abandon(&self) {
-        if let Some(lock) = self.take() {
-            release_in_background(lock);
+        if let Some(undo) = self.take() {
+            undo();
         }
     }
 }
@@ -216,11 +252,4 @@ impl Drop for Acquisition {
     fn drop(&mut self) {
         self.abandon();
     }
-}
-
-fn release_in_background(lock: polylock::Lock) {
-    polylock::runtime().spawn(async move {
-        // Nobody is left to tell about a failure; the lease then expires by itself.
-        let _ = lock.release().await;
-    });
 }
