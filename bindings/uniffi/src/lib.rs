@@ -189,6 +189,51 @@ impl Client {
         Ok(Arc::new(Lock { inner }))
     }
 
+    /// A handle on the fenced lock `name` (Redisson's RFencedLock layout): the same handle as
+    /// `lock`, whose `token()` is the fencing token of the current hold (it grows on every
+    /// acquisition of the name, reentrant ones too). No I/O.
+    pub fn fenced_lock(&self, name: String) -> Result<Arc<Lock>, LockError> {
+        let inner = self.inner.fenced_lock(&name)?;
+        Ok(Arc::new(Lock { inner }))
+    }
+
+    /// Sets `key` to `value` (a Redis string, no expiry) only if `token` is at least the
+    /// highest token already applied to `key`; else `StaleToken`, and nothing is written.
+    /// `token` is a `token()` of the one fenced lock that guards `key`.
+    pub async fn fenced_set(
+        &self,
+        key: String,
+        value: Vec<u8>,
+        token: i64,
+    ) -> Result<(), LockError> {
+        Ok(self.inner.fenced_set(&key, value, token).await?)
+    }
+
+    /// Deletes `key` under the same rule as `fencedSet`; `true` when a key was deleted.
+    pub async fn fenced_delete(&self, key: String, token: i64) -> Result<bool, LockError> {
+        Ok(self.inner.fenced_delete(&key, token).await?)
+    }
+
+    /// A handle on the read-write lock `name` (Redisson's RReadWriteLock layout) for an owner
+    /// of its own. No I/O.
+    pub fn read_write_lock(&self, name: String) -> Result<Arc<ReadWriteLock>, LockError> {
+        let inner = self.inner.read_write_lock(&name)?;
+        Ok(Arc::new(ReadWriteLock { inner }))
+    }
+
+    /// A handle on the semaphore `name` (Redisson's RSemaphore layout). No I/O.
+    pub fn semaphore(&self, name: String) -> Result<Arc<Semaphore>, LockError> {
+        let inner = self.inner.semaphore(&name)?;
+        Ok(Arc::new(Semaphore { inner }))
+    }
+
+    /// A handle on the expirable semaphore `name` (Redisson's RPermitExpirableSemaphore
+    /// layout): permits with ids and leases. No I/O.
+    pub fn expirable_semaphore(&self, name: String) -> Result<Arc<ExpirableSemaphore>, LockError> {
+        let inner = self.inner.expirable_semaphore(&name)?;
+        Ok(Arc::new(ExpirableSemaphore { inner }))
+    }
+
     /// This client's id, the first half of the owner of every lock it takes.
     pub fn id(&self) -> String {
         self.inner.id().to_owned()
@@ -288,6 +333,13 @@ impl Lock {
         i32::try_from(self.inner.hold_count()).unwrap_or(i32::MAX)
     }
 
+    /// The fencing token of the current hold of a fenced lock (`fencedLock`): the token of its
+    /// latest acquisition, reentrant ones included. `null` when this handle holds nothing (or
+    /// lost its hold), and for the other kinds of lock. No I/O.
+    pub fn token(&self) -> Option<i64> {
+        self.inner.token()
+    }
+
     /// Whether the current hold's lease was lost (no I/O).
     pub fn is_lost(&self) -> bool {
         self.inner.is_lost()
@@ -311,5 +363,170 @@ impl Lock {
     /// `<client id>:<holder id>`, the owner this handle writes into the lock.
     pub fn owner(&self) -> String {
         self.inner.owner().to_owned()
+    }
+}
+
+/// One owner's handle on a read-write lock: readers share it, a writer excludes readers and
+/// writers; both are reentrant, and the writer may take the read lock and keep it after
+/// releasing the write lock (a downgrade). The read lock is not upgradable: an owner holding
+/// only the read lock that asks for the write lock waits for itself, so bound such a wait.
+#[derive(uniffi::Object)]
+pub struct ReadWriteLock {
+    inner: polylock::ReadWriteLock,
+}
+
+#[uniffi::export]
+impl ReadWriteLock {
+    /// The read lock, with the whole `Lock` API (every call gives a handle on the same owner's
+    /// read lock).
+    pub fn read_lock(&self) -> Arc<Lock> {
+        Arc::new(Lock {
+            inner: self.inner.read_lock(),
+        })
+    }
+
+    /// The write lock, with the whole `Lock` API (every call gives a handle on the same
+    /// owner's write lock).
+    pub fn write_lock(&self) -> Arc<Lock> {
+        Arc::new(Lock {
+            inner: self.inner.write_lock(),
+        })
+    }
+
+    /// The read-write lock's name (its Redis key).
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+}
+
+/// A counting semaphore: permits belong to nobody and never expire, so permits taken by a
+/// process that dies are gone until someone adds them back (see `ExpirableSemaphore`).
+#[derive(uniffi::Object)]
+pub struct Semaphore {
+    inner: polylock::Semaphore,
+}
+
+#[uniffi::export]
+impl Semaphore {
+    /// Sets the number of permits if it was never set; `true` when set.
+    pub async fn try_set_permits(&self, permits: i32) -> Result<bool, LockError> {
+        Ok(self.inner.try_set_permits(permits.into()).await?)
+    }
+
+    /// Adds permits (a negative number takes some away) and wakes waiters.
+    pub async fn add_permits(&self, permits: i32) -> Result<(), LockError> {
+        Ok(self.inner.add_permits(permits.into()).await?)
+    }
+
+    /// Takes `permits` permits. `waitMs`: `null` waits without bound, `0` makes one attempt,
+    /// otherwise waits that long and returns `false`. Waiters are woken by releases.
+    ///
+    /// Cancelling the caller (Kotlin coroutine) takes nothing.
+    #[uniffi::method(default(wait_ms = None))]
+    pub async fn acquire(&self, permits: i32, wait_ms: Option<i64>) -> Result<bool, LockError> {
+        let wait = wait_from_millis(ms(wait_ms))?;
+        Ok(self.inner.acquire(permits.into(), wait).await?)
+    }
+
+    /// Gives `permits` permits back (whoever took them) and wakes waiters.
+    pub async fn release(&self, permits: i32) -> Result<(), LockError> {
+        Ok(self.inner.release(permits.into()).await?)
+    }
+
+    /// `acquire` for plain threads: blocks the calling thread.
+    #[uniffi::method(default(wait_ms = None))]
+    pub fn acquire_blocking(&self, permits: i32, wait_ms: Option<i64>) -> Result<bool, LockError> {
+        let wait = wait_from_millis(ms(wait_ms))?;
+        wait_for(self.inner.acquire(permits.into(), wait))
+    }
+
+    /// `release` for plain threads: blocks the calling thread.
+    pub fn release_blocking(&self, permits: i32) -> Result<(), LockError> {
+        wait_for(self.inner.release(permits.into()))
+    }
+
+    /// The permits available now (0 when never set; negative after taking more away than there
+    /// were).
+    pub async fn available_permits(&self) -> Result<i64, LockError> {
+        Ok(self.inner.available_permits().await?)
+    }
+
+    /// The semaphore's name (its Redis key).
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+}
+
+/// A semaphore whose permits each have an id and a lease: a permit whose holder dies comes back
+/// when its lease runs out. Closing the handle releases the permits it still holds, in the
+/// background.
+#[derive(uniffi::Object)]
+pub struct ExpirableSemaphore {
+    inner: polylock::ExpirableSemaphore,
+}
+
+#[uniffi::export]
+impl ExpirableSemaphore {
+    /// Takes one permit and returns its id (32 hex characters), or `null` when `waitMs` ran
+    /// out. `waitMs` as for `Lock.acquire`. `leaseMs`: `null` renews the permit by the watchdog
+    /// while this client lives; otherwise a fixed lease, after which the permit comes back.
+    ///
+    /// Cancelling the caller (Kotlin coroutine) takes nothing.
+    #[uniffi::method(default(wait_ms = None, lease_ms = None))]
+    pub async fn acquire(
+        &self,
+        wait_ms: Option<i64>,
+        lease_ms: Option<i64>,
+    ) -> Result<Option<String>, LockError> {
+        let (wait, lease) = acquire_args(wait_ms, lease_ms)?;
+        Ok(self.inner.acquire(wait, lease).await?)
+    }
+
+    /// Releases the permit `permitId`, from this handle or any other. `NotHeld` when nobody
+    /// holds it (released already, expired, never acquired), `LockLost` when it was this
+    /// handle's and its lease ran out.
+    pub async fn release(&self, permit_id: String) -> Result<(), LockError> {
+        Ok(self.inner.release(&permit_id).await?)
+    }
+
+    /// `acquire` for plain threads: blocks the calling thread.
+    #[uniffi::method(default(wait_ms = None, lease_ms = None))]
+    pub fn acquire_blocking(
+        &self,
+        wait_ms: Option<i64>,
+        lease_ms: Option<i64>,
+    ) -> Result<Option<String>, LockError> {
+        let (wait, lease) = acquire_args(wait_ms, lease_ms)?;
+        wait_for(self.inner.acquire(wait, lease))
+    }
+
+    /// `release` for plain threads: blocks the calling thread.
+    pub fn release_blocking(&self, permit_id: String) -> Result<(), LockError> {
+        wait_for(self.inner.release(&permit_id))
+    }
+
+    /// Sets the number of permits if it was never set; `true` when set.
+    pub async fn try_set_permits(&self, permits: i32) -> Result<bool, LockError> {
+        Ok(self.inner.try_set_permits(permits.into()).await?)
+    }
+
+    /// Adds permits (a negative number takes some away) and wakes waiters.
+    pub async fn add_permits(&self, permits: i32) -> Result<(), LockError> {
+        Ok(self.inner.add_permits(permits.into()).await?)
+    }
+
+    /// The permits available now, after permits whose lease ran out came back.
+    pub async fn available_permits(&self) -> Result<i64, LockError> {
+        Ok(self.inner.available_permits().await?)
+    }
+
+    /// The ids of the permits this handle holds (lost ones included until released). No I/O.
+    pub fn held_permits(&self) -> Vec<String> {
+        self.inner.held_permits()
+    }
+
+    /// The semaphore's name (its Redis key).
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
     }
 }
