@@ -124,11 +124,17 @@ class RedisConnection(port: Int) : AutoCloseable {
     override fun close() = socket.close()
 }
 
-/** The Rust line-driven holder `target/debug/examples/peer` (see core/examples/peer.rs). */
-class Peer(url: String) : AutoCloseable {
+/**
+ * The Rust line-driven holder `target/debug/examples/peer` (see core/examples/peer.rs), with the
+ * core's default watchdog timeout or `watchdogTimeoutMs`.
+ */
+class Peer(url: String, watchdogTimeoutMs: Long? = null) : AutoCloseable {
     private val process = ProcessBuilder(
-        System.getProperty("polylock.peer") ?: error("system property polylock.peer is not set"),
-        url,
+        listOfNotNull(
+            System.getProperty("polylock.peer") ?: error("system property polylock.peer is not set"),
+            url,
+            watchdogTimeoutMs?.toString(),
+        ),
     ).redirectError(ProcessBuilder.Redirect.INHERIT).start()
     private val reader = process.inputStream.bufferedReader()
     private val writer = process.outputStream.bufferedWriter()
@@ -154,7 +160,14 @@ class Peer(url: String) : AutoCloseable {
         CompletableFuture.supplyAsync { reader.readLine() }.get(30, TimeUnit.SECONDS)
             ?: error("peer exited")
 
+    /** Kills the process at once (SIGKILL): nothing is released, nothing renewed any more. */
+    fun kill() {
+        process.destroyForcibly()
+        check(process.waitFor(5, TimeUnit.SECONDS)) { "peer did not die" }
+    }
+
     override fun close() {
+        if (!process.isAlive) return
         runCatching {
             writer.write("quit\n")
             writer.flush()

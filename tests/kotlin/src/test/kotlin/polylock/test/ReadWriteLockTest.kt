@@ -1,0 +1,159 @@
+package polylock.test
+
+import java.util.concurrent.TimeUnit
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.async
+import kotlinx.coroutines.awaitAll
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withContext
+import kotlinx.coroutines.withTimeout
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertNotEquals
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.Timeout
+import polylock.Client
+import polylock.LockException
+
+/** `client.readWriteLock(name)`: its `readLock()` and `writeLock()`; a redis-server per test. */
+@Timeout(value = 90, unit = TimeUnit.SECONDS)
+class ReadWriteLockTest {
+    private fun withClient(block: suspend CoroutineScope.(RedisServer, Client) -> Unit) =
+        RedisServer.start().use { redis ->
+            runBlocking {
+                withTimeout(60_000) { Client.connect(redis.url).use { client -> block(redis, client) } }
+            }
+        }
+
+    @Test
+    fun `readers share the lock and a writer excludes readers and writers`() = withClient { redis, client ->
+        val writer = client.readWriteLock("catalog")
+        val readers = List(3) { client.readWriteLock("catalog") }
+        assertEquals("catalog", writer.name())
+
+        assertTrue(writer.writeLock().acquire())
+        for (reader in readers) {
+            assertFalse(reader.readLock().acquire(waitMs = 0))
+            assertFalse(reader.writeLock().acquire(waitMs = 0))
+        }
+        writer.writeLock().release()
+
+        for (reader in readers) assertTrue(reader.readLock().acquire(waitMs = 0))
+        assertTrue(readers.all { it.readLock().isHeld() }, "three readers hold the lock at once")
+        assertEquals("read", redis.command("HGET", "catalog", "mode"))
+        assertFalse(writer.writeLock().acquire(waitMs = 0))
+        assertFalse(writer.writeLock().acquire(waitMs = 200))
+        for (reader in readers) reader.readLock().release()
+        assertTrue(writer.writeLock().acquire(waitMs = 0))
+        assertEquals("write", redis.command("HGET", "catalog", "mode"))
+        writer.writeLock().release()
+        assertEquals(0L, redis.command("EXISTS", "catalog"))
+    }
+
+    @Test
+    fun `both locks are reentrant and every call gives the same owner's lock`() = withClient { _, client ->
+        val rw = client.readWriteLock("reentrant-rw")
+        val other = client.readWriteLock("reentrant-rw")
+        assertEquals(rw.readLock().owner(), rw.readLock().owner())
+        assertEquals(rw.readLock().owner(), rw.writeLock().owner())
+        assertNotEquals(rw.readLock().owner(), other.readLock().owner())
+
+        assertTrue(rw.writeLock().acquire())
+        assertTrue(rw.writeLock().acquire(waitMs = 0))
+        // A second handle from writeLock() sees the same hold.
+        assertEquals(2, rw.writeLock().holdCount())
+        rw.writeLock().release()
+        assertFalse(other.readLock().acquire(waitMs = 0))
+        rw.writeLock().release()
+        assertFalse(rw.writeLock().isHeld())
+
+        assertTrue(rw.readLock().acquire())
+        assertTrue(rw.readLock().acquire(waitMs = 0))
+        assertEquals(2, rw.readLock().holdCount())
+        rw.readLock().release()
+        assertTrue(rw.readLock().isHeld())
+        assertFalse(other.writeLock().acquire(waitMs = 0))
+        rw.readLock().release()
+        assertTrue(other.writeLock().acquire(waitMs = 0))
+        other.writeLock().release()
+        expectThrows<LockException.NotHeld> { rw.readLock().release() }
+    }
+
+    @Test
+    fun `a writer downgrades by taking the read lock before releasing the write lock`() = withClient { _, client ->
+        val rw = client.readWriteLock("downgrade")
+        val other = client.readWriteLock("downgrade")
+        assertTrue(rw.writeLock().acquire())
+        assertTrue(rw.readLock().acquire(waitMs = 0), "the writer takes its own read lock")
+        assertFalse(other.readLock().acquire(waitMs = 0))
+        rw.writeLock().release()
+
+        assertTrue(rw.readLock().isHeld())
+        assertTrue(other.readLock().acquire(waitMs = 0), "readers share the downgraded lock")
+        assertFalse(other.writeLock().acquire(waitMs = 0))
+        other.readLock().release()
+        rw.readLock().release()
+        assertTrue(other.writeLock().acquire(waitMs = 0))
+        other.writeLock().release()
+    }
+
+    @Test
+    fun `a write release wakes every waiting reader long before the 60 s lease`() = withClient { _, client ->
+        val writer = client.readWriteLock("wake")
+        assertTrue(writer.writeLock().acquire(leaseMs = 60_000))
+        val started = System.nanoTime()
+        val readers = List(3) { client.readWriteLock("wake") }
+        val waiting = readers.map { reader ->
+            async(Dispatchers.IO) {
+                // Woken only by the lease running out, these would give up at 30 s instead.
+                reader.readLock().acquire(waitMs = 30_000).also {
+                    assertTrue(it)
+                    assertTrue(reader.readLock().isHeld())
+                }
+            }
+        }
+        delay(300) // let them start waiting
+        writer.writeLock().release()
+        assertEquals(listOf(true, true, true), waiting.awaitAll())
+        val wokenMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)
+        assertTrue(wokenMs < 20_000, "readers woken after $wokenMs ms: not by the write release")
+        assertTrue(readers.all { it.readLock().isHeld() })
+        readers.forEach { it.readLock().release() }
+    }
+
+    @Test
+    fun `a Rust writer excludes Kotlin readers and its release wakes them`() = withClient { redis, client ->
+        Peer(redis.url).use { rust ->
+            suspend fun peer(line: String) = withContext(Dispatchers.IO) { rust.send(line) }
+            val rw = client.readWriteLock("mixed-rw")
+            assertEquals("ok true", peer("write_acquire mixed-rw 0 -"))
+            assertFalse(rw.readLock().acquire(waitMs = 0))
+            val started = System.nanoTime()
+            val reader = async(Dispatchers.IO) { rw.readLock().acquire(waitMs = 30_000) }
+            delay(300)
+            assertEquals("ok", peer("write_release mixed-rw"))
+            assertTrue(reader.await())
+            val wokenMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)
+            assertTrue(wokenMs < 20_000, "woken after $wokenMs ms: not by the Rust release")
+            assertEquals("ok true", peer("read_acquire mixed-rw 0 -"), "a Rust reader shares it")
+            assertEquals("ok false", peer("write_acquire mixed-rw 0 -"))
+            assertEquals("ok", peer("read_release mixed-rw"))
+            rw.readLock().release()
+        }
+    }
+
+    @Test
+    fun `a string under the name is WrongType`() = withClient { redis, client ->
+        assertEquals("OK", redis.command("SET", "a-string", "not a lock"))
+        val rw = client.readWriteLock("a-string")
+        for (lock in listOf(rw.readLock(), rw.writeLock())) {
+            val error = expectThrows<LockException.WrongType> { lock.acquire(waitMs = 0) }
+            assertTrue(error.message!!.contains("a-string"), error.message)
+            assertFalse(lock.isHeld())
+        }
+        assertEquals("not a lock", redis.command("GET", "a-string"))
+    }
+}
