@@ -67,4 +67,59 @@ class ReadmeExampleTest {
         }
         assertEquals(listOf("processed", "processed"), steps)
     }
+    @Test
+    fun `the README examples of the other kinds run`() = RedisServer.start().use { redis ->
+        val steps = mutableListOf<String>()
+        fun rebuildCache() = steps.add("rebuilt")
+        fun readCache() = steps.add("read")
+        fun crawl() = steps.add("crawled")
+        fun upload() = steps.add("uploaded")
+
+        runBlocking {
+            Client.connect(redis.url).use { client ->
+                // --- README: fenced lock and fenced writes (Kotlin and Swift) ---
+                client.fencedLock("stock:7").use { lock ->
+                    lock.acquire()
+                    val token = lock.token()!!
+                    // ... long work; the lease may run out meanwhile and another holder take the lock ...
+                    try {
+                        client.fencedSet("stock:7:count", "12".toByteArray(), token)
+                    } catch (e: LockException.StaleToken) {
+                        // a newer holder wrote with a higher token: this write was refused, nothing changed
+                    }
+                    lock.release()
+                }
+
+                // --- README: read-write lock (Kotlin and Swift) ---
+                val rw = client.readWriteLock("catalog")
+                if (rw.writeLock().acquire(waitMs = 5_000)) {
+                    rebuildCache()
+                    rw.readLock().acquire()          // downgrade: readers may enter once the write lock is released
+                    rw.writeLock().release()
+                    readCache()                      // shared with other readers
+                    rw.readLock().release()
+                }
+
+                // --- README: semaphores (Kotlin and Swift) ---
+                val slots = client.expirableSemaphore("crawler:slots")
+                slots.trySetPermits(4)
+                val permit = slots.acquire(waitMs = 5_000)      // leaseMs = null: renewed by the watchdog
+                if (permit != null) {
+                    try {
+                        crawl()                                   // at most 4 at once, across every process
+                    } finally {
+                        slots.release(permit)
+                    }
+                }
+
+                val uploads = client.semaphore("uploads")
+                uploads.trySetPermits(2) // (not in the README: the count is set elsewhere)
+                if (uploads.acquire(2, waitMs = 1_000)) {
+                    try { upload() } finally { uploads.release(2) }
+                }
+            }
+        }
+        assertEquals("12", redis.command("GET", "stock:7:count"))
+        assertEquals(listOf("rebuilt", "read", "crawled", "uploaded"), steps)
+    }
 }
