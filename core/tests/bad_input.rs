@@ -110,9 +110,7 @@ async fn kind_outcome(client: &polylock::Client, call: &str, case: &Value) -> Re
             .map(drop),
         "expirable_semaphore_release" => {
             let semaphore = client.expirable_semaphore("conformance")?;
-            semaphore
-                .release(case["permit_id"].as_str().unwrap())
-                .await
+            semaphore.release(case["permit_id"].as_str().unwrap()).await
         }
         "expirable_semaphore_try_set_permits" => client
             .expirable_semaphore("conformance")?
