@@ -403,6 +403,227 @@ fn inspect_shows_the_fair_queue_in_order() {
 }
 
 #[test]
+fn inspect_shows_a_fenced_lock_and_its_token() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let lock = client.fenced_lock("fenced:1").expect("lock");
+    hold(&lock);
+    let token = lock.token().expect("a token");
+
+    let out = polylock(&["inspect", "fenced:1", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "fenced");
+    assert_eq!(state["holders"][0]["owner"], lock.owner());
+    assert_eq!(state["holders"][0]["count"], 1);
+    assert_eq!(state["fence_token"], token);
+
+    let out = polylock(&["inspect", "fenced:1", "--redis", &url]);
+    assert!(out.stdout.contains("kind:   fenced"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!("token:  {token}")),
+        "{}",
+        out.stdout
+    );
+
+    block_on(lock.release()).expect("release");
+    let out = polylock(&["inspect", "fenced:1", "--redis", &url, "--json"]);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "fenced");
+    assert_eq!(state["holders"].as_array().map(Vec::len), Some(0));
+    assert_eq!(state["fence_token"], token);
+}
+
+#[test]
+fn inspect_shows_a_read_write_lock_with_each_side() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let reader = client.read_write_lock("rw:1").expect("rw");
+    let other = client.read_write_lock("rw:1").expect("rw");
+    hold(&reader.read_lock());
+    hold(&reader.read_lock());
+    hold(&other.read_lock());
+
+    let out = polylock(&["inspect", "rw:1", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "read-write");
+    assert_eq!(state["mode"], "read");
+    let holders = state["holders"].as_array().expect("holders");
+    assert_eq!(holders.len(), 2, "{state}");
+    let count_of = |owner: &str| {
+        holders
+            .iter()
+            .find(|h| h["owner"] == owner)
+            .map(|h| (h["count"].as_u64(), h["mode"].clone()))
+    };
+    assert_eq!(
+        count_of(reader.read_lock().owner()),
+        Some((Some(2), serde_json::json!("read")))
+    );
+    assert_eq!(
+        count_of(other.read_lock().owner()),
+        Some((Some(1), serde_json::json!("read")))
+    );
+    let out = polylock(&["inspect", "rw:1", "--redis", &url]);
+    assert!(
+        out.stdout.contains("kind:   read-write (mode: read)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "{}  (read, hold count 2)",
+            reader.read_lock().owner()
+        )),
+        "{}",
+        out.stdout
+    );
+    for _ in 0..2 {
+        block_on(reader.read_lock().release()).expect("release");
+    }
+    block_on(other.read_lock().release()).expect("release");
+
+    let writer = client.read_write_lock("rw:1").expect("rw");
+    hold(&writer.write_lock());
+    let out = polylock(&["inspect", "rw:1", "--redis", &url, "--json"]);
+    let state = json(&out.stdout);
+    assert_eq!(state["mode"], "write");
+    assert_eq!(state["holders"][0]["owner"], writer.write_lock().owner());
+    assert_eq!(state["holders"][0]["mode"], "write");
+
+    // Force-unlock takes the side it is held in.
+    let out = polylock(&["force-unlock", "rw:1", "--redis", &url, "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("force-unlocked read-write lock 'rw:1'"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(server.int(&["EXISTS", "rw:1"]), 0);
+}
+
+#[test]
+fn inspect_shows_semaphores_and_force_unlock_refuses_them() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let semaphore = client.semaphore("sem:1").expect("semaphore");
+    assert!(block_on(semaphore.try_set_permits(4)).expect("set"));
+    assert!(block_on(semaphore.acquire(1, Some(Duration::ZERO))).expect("acquire"));
+
+    let out = polylock(&["inspect", "sem:1", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "semaphore");
+    assert_eq!(state["permits_available"], 3);
+    let out = polylock(&["inspect", "sem:1", "--redis", &url]);
+    assert!(
+        out.stdout.contains("permits: 3 available"),
+        "{}",
+        out.stdout
+    );
+
+    let expirable = client.expirable_semaphore("xsem:1").expect("semaphore");
+    assert!(block_on(expirable.try_set_permits(2)).expect("set"));
+    let id = block_on(expirable.acquire(Some(Duration::ZERO), Some(Duration::from_secs(60))))
+        .expect("acquire")
+        .expect("a permit");
+    let out = polylock(&["inspect", "xsem:1", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "expirable-semaphore");
+    assert_eq!(state["permits_available"], 1);
+    assert_eq!(state["permits"][0]["id"], id.as_str());
+    let left = state["permits"][0]["expires_in_ms"]
+        .as_i64()
+        .expect("expiry");
+    assert!(left > 0 && left <= 60_000, "{left}");
+    let out = polylock(&["inspect", "xsem:1", "--redis", &url]);
+    assert!(
+        out.stdout.contains(&format!("{id}  (expires in")),
+        "{}",
+        out.stdout
+    );
+
+    for name in ["sem:1", "xsem:1"] {
+        let out = polylock(&["force-unlock", name, "--redis", &url, "--yes"]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("nothing to force-unlock"),
+            "{}",
+            out.stderr
+        );
+    }
+    assert_eq!(server.command(&["GET", "sem:1"]).as_deref(), Some("3"));
+    block_on(expirable.release(&id)).expect("still held");
+}
+
+#[test]
+fn watch_once_shows_every_kind() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let fenced = client.fenced_lock("k:fenced").expect("lock");
+    hold(&fenced);
+    let rw = client.read_write_lock("k:rw").expect("rw");
+    hold(&rw.write_lock());
+    let semaphore = client.semaphore("k:sem").expect("semaphore");
+    assert!(block_on(semaphore.try_set_permits(7)).expect("set"));
+    let expirable = client.expirable_semaphore("k:xsem").expect("semaphore");
+    assert!(block_on(expirable.try_set_permits(2)).expect("set"));
+    let id = block_on(expirable.acquire(Some(Duration::ZERO), None))
+        .expect("acquire")
+        .expect("a permit");
+    let free = client.fenced_lock("k:free").expect("lock");
+    hold(&free);
+    block_on(free.release()).expect("release");
+
+    let out = polylock(&["watch", "k:*", "--redis", &url, "--once"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let row = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(name))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no {name} row:\n{}", out.stdout))
+    };
+    let fenced_row = row("k:fenced");
+    assert!(fenced_row.contains(" fenced "), "{fenced_row}");
+    assert!(
+        fenced_row.contains(&format!("token {}", fenced.token().unwrap())),
+        "{fenced_row}"
+    );
+    let rw_row = row("k:rw");
+    assert!(rw_row.contains(" read-write "), "{rw_row}");
+    assert!(
+        rw_row.contains(&format!("{} x1 (write)", rw.write_lock().owner())),
+        "{rw_row}"
+    );
+    assert!(
+        row("k:sem").contains("7 permit(s) available"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        row("k:xsem").contains("1 permit(s) available, 1 taken"),
+        "{}",
+        out.stdout
+    );
+    // A free lock and the keys beside each name are not rows.
+    assert!(!out.stdout.contains("k:free"), "{}", out.stdout);
+    assert!(!out.stdout.contains("timeout"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("2 lock(s) held, 2 semaphore(s)"),
+        "{}",
+        out.stdout
+    );
+    block_on(expirable.release(&id)).expect("release");
+}
+
+#[test]
 fn force_unlock_yes_deletes_a_lock_held_by_another_process() {
     let server = RedisServer::start();
     let url = server.url();
