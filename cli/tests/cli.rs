@@ -306,6 +306,188 @@ fn demo_skips_a_language_whose_package_is_missing_when_none_were_named() {
     );
 }
 
+/// `polylock demo --languages rust --scenario SCENARIO ARGS` on its own server; must exit 0.
+fn scenario(name: &str, extra: &[&str]) -> Output {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut args = vec![
+        "demo",
+        "--redis",
+        &url,
+        "--languages",
+        "rust",
+        "--scenario",
+        name,
+    ];
+    args.extend_from_slice(extra);
+    let out = polylock(&args);
+    assert_eq!(
+        out.code, 0,
+        "{args:?}\nstdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    // The scenario's data keys are cleaned up (lock latches expire by themselves; fencing
+    // keeps its token counters, as a fenced lock always does).
+    if name != "fencing" {
+        assert_eq!(
+            server.command(&["KEYS", "polylock-demo:*"]).as_deref(),
+            Some("*0"),
+            "keys left after {name}"
+        );
+    }
+    out
+}
+
+/// The number before `what` on the line that has it: `3 expiries` -> 3.
+fn number_before(stdout: &str, what: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let at = words.iter().position(|word| word.starts_with(what))?;
+            words
+                .get(at.checked_sub(1)?)?
+                .trim_end_matches(',')
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no `N {what}` in:\n{stdout}"))
+}
+
+#[test]
+fn demo_cache_rebuild_rebuilds_once_per_expiry() {
+    let out = scenario(
+        "cache-rebuild",
+        &["--workers", "3", "--rounds", "2", "--slow-ms", "30"],
+    );
+    assert_eq!(number_before(&out.stdout, "expiries"), 2, "{}", out.stdout);
+    assert_eq!(
+        number_before(&out.stdout, "rebuild(s)"),
+        2,
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("OK: exactly one rebuild per expiry"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn demo_cache_rebuild_without_the_lock_reports_the_stampede() {
+    let out = scenario(
+        "cache-rebuild",
+        &[
+            "--workers",
+            "3",
+            "--rounds",
+            "2",
+            "--slow-ms",
+            "30",
+            "--no-lock",
+        ],
+    );
+    // Every expiry is rebuilt at least once; without the lock, maybe more often.
+    assert!(
+        number_before(&out.stdout, "rebuild(s)") >= 2,
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("WITHOUT the lock"), "{}", out.stdout);
+}
+
+#[test]
+fn demo_read_write_sees_no_disagreement_under_the_lock() {
+    let out = scenario("read-write", &["--workers", "3", "--ops", "60"]);
+    // `R reads and W writes in ...`
+    let summary: Vec<u64> = out
+        .stdout
+        .lines()
+        .find(|line| line.contains(" reads and ") && line.contains(" writes in "))
+        .unwrap_or_else(|| panic!("no summary in:\n{}", out.stdout))
+        .split_whitespace()
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    let (reads, writes) = (summary[0], summary[1]);
+    assert_eq!(reads + writes, 60, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains(&format!("OK: zero disagreements in {reads} reads")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("reader(s) inside at once"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("writers waited"), "{}", out.stdout);
+}
+
+#[test]
+fn demo_segmented_stock_sells_exactly_the_stock_both_ways() {
+    let out = scenario("segmented-stock", &["--tickets", "30", "--segments", "3"]);
+    assert!(
+        out.stdout
+            .contains("OK: both sales sold exactly 30 units: no oversell, no leftover"),
+        "{}",
+        out.stdout
+    );
+    let rows: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|line| {
+            line.starts_with("one lock per segment (3)") || line.starts_with("one global lock")
+        })
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", out.stdout);
+    for row in rows {
+        let words: Vec<&str> = row.split_whitespace().collect();
+        let sold_at = if row.starts_with("one global") { 3 } else { 5 };
+        assert_eq!(words[sold_at], "30", "{row}");
+        assert_eq!(words[sold_at + 1], "0", "{row}");
+    }
+    assert!(out.stdout.contains("one global lock: "), "{}", out.stdout);
+}
+
+#[test]
+fn demo_fencing_refuses_the_stale_write_and_shows_the_lost_update_without_it() {
+    let out = scenario("fencing", &["--lease-ms", "100"]);
+    assert!(
+        out.stdout
+            .contains("REFUSED (StaleToken); final value: fast"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("OK: every late write"),
+        "{}",
+        out.stdout
+    );
+
+    let out = scenario("fencing", &["--lease-ms", "100", "--no-fencing"]);
+    assert!(
+        out.stdout.contains("ACCEPTED; final value: slow"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("LOST UPDATE"), "{}", out.stdout);
+}
+
+#[test]
+fn demo_refuses_options_of_other_scenarios() {
+    for args in [
+        vec!["demo", "--scenario", "fencing", "--no-lock"],
+        vec!["demo", "--scenario", "read-write", "--fair"],
+        vec!["demo", "--no-fencing"],
+        vec!["demo", "--scenario", "lottery"],
+    ] {
+        let out = polylock(&args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    }
+}
+
 #[test]
 fn demo_rejects_an_unknown_language() {
     let out = polylock(&["demo", "--languages", "rust,cobol"]);
