@@ -32,11 +32,30 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
   polylock demo --fair                         # fair lock: buyers served in arrival order
   polylock demo --no-lock                      # the same sale without the lock: oversold
   polylock demo --languages rust,python --redis redis://127.0.0.1:6379
+  polylock demo --scenario cache-rebuild       # a hot key expires: exactly one rebuild each time
+  polylock demo --scenario read-write          # readers share, writers exclude: no torn reads
+  polylock demo --scenario segmented-stock --segments 8   # N locks vs one: same sale, faster
+  polylock demo --scenario fencing             # a paused holder's late write is refused
+  polylock demo --scenario fencing --no-fencing            # ... or overwrites: the lost update
+
+Scenarios (each checks an invariant; exit 1 when it does not hold):
+  ticket-sale      workers buy --tickets under one lock: exactly N sold (--no-lock, --fair)
+  cache-rebuild    the hot key expires --rounds times under load; exactly one worker rebuilds it
+                   from a slow database (--slow-ms), the others wait on the lock, then read it
+                   (--no-lock: the stampede)
+  read-write       --ops reads and writes of a cache key and a database key under a read-write
+                   lock: zero disagreements; shows reader concurrency and writers' wait (--no-lock)
+  segmented-stock  --tickets units in --segments keys, each with its own lock, then the same sale
+                   under one global lock: both sell exactly the stock; prints the speed-up
+  fencing          a holder with a --lease-ms lease pauses past it; another takes the fenced lock
+                   and writes with fenced_set; the late write is refused (StaleToken);
+                   --no-fencing: plain lock and SET, the late write overwrites (lost update)
 
 Without --redis (or POLYLOCK_REDIS_URL) a private redis-server is started on a free loopback port
 and stopped at the end. Python workers need the `polylock` package importable (POLYLOCK_PYTHON,
 else python/.venv/bin/python, else python3); Node workers need node/index.js built
-(`make build-node`). Languages that are not available are skipped with a message.")]
+(`make build-node`). Languages that are not available (or whose package lacks the calls the
+scenario needs) are skipped with a message.")]
 pub struct DemoArgs {
     /// Redis URL; default: a private redis-server started for the demo.
     #[arg(long, env = "POLYLOCK_REDIS_URL", hide_env_values = true)]

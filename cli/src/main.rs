@@ -36,7 +36,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Ticket sale: workers in several languages buy tickets under one lock.
+    /// Scenarios (ticket sale, cache rebuild, read-write, segmented stock, fencing) with workers in several languages.
     Demo(demo::DemoArgs),
     /// Shows what is under a name: kind, holders, lease, fair queue, read-write mode, permits, token.
     Inspect(inspect::InspectArgs),
