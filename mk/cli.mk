@@ -1,6 +1,7 @@
-# The `polylock` command-line tool (cli/): inspect, force-unlock, watch, and the ticket-sale demo.
+# The `polylock` command-line tool (cli/): inspect, force-unlock, watch, and the demo scenarios.
 # build-cli: builds target/debug/polylock.
 # test-cli:  its integration tests against real redis-servers (Rust workers only).
+# test-demo: every demo scenario, briefly (see its comment).
 # demo:      builds the CLI, the Python and Node packages if they do not load yet (build-python,
 #            build-node), installs redis-server with apt-get if missing, and runs the ticket sale.
 #            Pass options with DEMO_ARGS, e.g. `make demo DEMO_ARGS="--tickets 500 --fair"`.
@@ -27,7 +28,14 @@ demo: build-cli
 	  else $(MAKE) build-node || echo "building the Node package failed: the demo will skip Node"; fi
 	$(POLYLOCK_CLI) demo $(DEMO_ARGS)
 
-## test-demo: the ticket sale with every language (after test-python and test-node built them)
+## test-demo: the ticket sale with every language (after test-python and test-node built them),
+## and each other scenario briefly with Rust workers (DEMO_SCENARIO_LANGUAGES to add more).
+DEMO_SCENARIO_LANGUAGES ?= rust
 test-demo: build-cli build-python build-node
 	$(POLYLOCK_CLI) demo --tickets 30 --workers 2 --languages rust,python,node
 	$(POLYLOCK_CLI) demo --tickets 30 --workers 2 --languages rust,python,node --fair
+	$(POLYLOCK_CLI) demo --scenario cache-rebuild --rounds 2 --workers 2 --languages $(DEMO_SCENARIO_LANGUAGES)
+	$(POLYLOCK_CLI) demo --scenario read-write --ops 60 --workers 2 --languages $(DEMO_SCENARIO_LANGUAGES)
+	$(POLYLOCK_CLI) demo --scenario segmented-stock --tickets 30 --segments 3 --workers 2 --languages $(DEMO_SCENARIO_LANGUAGES)
+	$(POLYLOCK_CLI) demo --scenario fencing --lease-ms 100 --languages $(DEMO_SCENARIO_LANGUAGES)
+	$(POLYLOCK_CLI) demo --scenario fencing --lease-ms 100 --no-fencing --languages $(DEMO_SCENARIO_LANGUAGES)

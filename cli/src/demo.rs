@@ -18,6 +18,9 @@ use crate::error::{CliError, CliResult};
 use crate::raw;
 use crate::signals;
 
+#[path = "demo_scenarios.rs"]
+mod scenarios;
+
 const LANGUAGES: [&str; 3] = ["rust", "python", "node"];
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -29,11 +32,30 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
   polylock demo --fair                         # fair lock: buyers served in arrival order
   polylock demo --no-lock                      # the same sale without the lock: oversold
   polylock demo --languages rust,python --redis redis://127.0.0.1:6379
+  polylock demo --scenario cache-rebuild       # a hot key expires: exactly one rebuild each time
+  polylock demo --scenario read-write          # readers share, writers exclude: no torn reads
+  polylock demo --scenario segmented-stock --segments 8   # N locks vs one: same sale, faster
+  polylock demo --scenario fencing             # a paused holder's late write is refused
+  polylock demo --scenario fencing --no-fencing            # ... or overwrites: the lost update
+
+Scenarios (each checks an invariant; exit 1 when it does not hold):
+  ticket-sale      workers buy --tickets under one lock: exactly N sold (--no-lock, --fair)
+  cache-rebuild    the hot key expires --rounds times under load; exactly one worker rebuilds it
+                   from a slow database (--slow-ms), the others wait on the lock, then read it
+                   (--no-lock: the stampede)
+  read-write       --ops reads and writes of a cache key and a database key under a read-write
+                   lock: zero disagreements; shows reader concurrency and writers' wait (--no-lock)
+  segmented-stock  --tickets units in --segments keys, each with its own lock, then the same sale
+                   under one global lock: both sell exactly the stock; prints the speed-up
+  fencing          a holder with a --lease-ms lease pauses past it; another takes the fenced lock
+                   and writes with fenced_set; the late write is refused (StaleToken);
+                   --no-fencing: plain lock and SET, the late write overwrites (lost update)
 
 Without --redis (or POLYLOCK_REDIS_URL) a private redis-server is started on a free loopback port
 and stopped at the end. Python workers need the `polylock` package importable (POLYLOCK_PYTHON,
 else python/.venv/bin/python, else python3); Node workers need node/index.js built
-(`make build-node`). Languages that are not available are skipped with a message.")]
+(`make build-node`). Languages that are not available (or whose package lacks the calls the
+scenario needs) are skipped with a message.")]
 pub struct DemoArgs {
     /// Redis URL; default: a private redis-server started for the demo.
     #[arg(long, env = "POLYLOCK_REDIS_URL", hide_env_values = true)]
@@ -53,9 +75,31 @@ pub struct DemoArgs {
     /// Sell without the lock, to see the oversell.
     #[arg(long)]
     pub no_lock: bool,
-    /// The lock name; the stock lives at NAME:stock.
-    #[arg(long, default_value = "polylock-demo:tickets")]
-    pub lock_name: String,
+    /// The scenario: ticket-sale (default), cache-rebuild, read-write, segmented-stock, fencing.
+    #[arg(long, value_enum, default_value_t = Scenario::TicketSale)]
+    pub scenario: Scenario,
+    /// The lock name (the scenario's keys live under NAME:...). Default: polylock-demo:tickets
+    /// for the ticket sale, polylock-demo:<scenario> for the others.
+    #[arg(long)]
+    pub lock_name: Option<String>,
+    /// segmented-stock: the number of segments (each its own key and lock).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub segments: u64,
+    /// cache-rebuild: how many times the hot key expires.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub rounds: u64,
+    /// read-write: reads and writes in all, shared by every worker.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub ops: u64,
+    /// cache-rebuild: milliseconds the slow "database" takes to answer a rebuild.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub slow_ms: u64,
+    /// fencing: the first holder's fixed lease in milliseconds (it then pauses three of them).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub lease_ms: u64,
+    /// fencing: a plain lock and a plain SET instead, to see the lost update.
+    #[arg(long)]
+    pub no_fencing: bool,
     /// Milliseconds each purchase spends between reading and writing the stock.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub think_ms: u64,
@@ -64,9 +108,41 @@ pub struct DemoArgs {
     pub timeout: u64,
 }
 
+/// What the workers do: see `polylock demo --help`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    TicketSale,
+    CacheRebuild,
+    ReadWrite,
+    SegmentedStock,
+    Fencing,
+}
+
+impl Scenario {
+    pub fn label(self) -> &'static str {
+        match self {
+            Scenario::TicketSale => "ticket-sale",
+            Scenario::CacheRebuild => "cache-rebuild",
+            Scenario::ReadWrite => "read-write",
+            Scenario::SegmentedStock => "segmented-stock",
+            Scenario::Fencing => "fencing",
+        }
+    }
+
+    /// The calls a binding must have for this scenario (besides `lock`): Python, Node.
+    fn needs(self, fair: bool) -> (&'static [&'static str], &'static [&'static str]) {
+        match self {
+            Scenario::TicketSale if fair => (&["fair_lock"], &["fairLock"]),
+            Scenario::ReadWrite => (&["read_write_lock"], &["readWriteLock"]),
+            Scenario::Fencing => (&["fenced_lock", "fenced_set"], &["fencedLock", "fencedSet"]),
+            _ => (&[], &[]),
+        }
+    }
+}
+
 /// How to start one language's worker.
-struct Launcher {
-    language: &'static str,
+pub(crate) struct Launcher {
+    pub(crate) language: &'static str,
     program: PathBuf,
     args: Vec<String>,
 }
@@ -144,7 +220,13 @@ fn python_program(repo: &Path) -> PathBuf {
 }
 
 /// The worker launcher of `language`, or why it cannot run here.
-fn launcher(language: &'static str, repo: &Path, fair: bool) -> Result<Launcher, String> {
+fn launcher(
+    language: &'static str,
+    repo: &Path,
+    scenario: Scenario,
+    fair: bool,
+) -> Result<Launcher, String> {
+    let (python_needs, node_needs) = scenario.needs(fair);
     match language {
         "rust" => {
             let program = std::env::current_exe()
@@ -157,13 +239,14 @@ fn launcher(language: &'static str, repo: &Path, fair: bool) -> Result<Launcher,
         }
         "python" => {
             let program = python_program(repo);
-            let check = if fair {
-                "import polylock; assert hasattr(polylock.Client, 'fair_lock'), \
-                 'this polylock Python package has no Client.fair_lock yet'"
-            } else {
-                "import polylock"
-            };
-            probe(&program, &["-c", check]).map_err(|why| {
+            let mut check = "import polylock".to_owned();
+            for call in python_needs {
+                check.push_str(&format!(
+                    "; assert hasattr(polylock.Client, '{call}'), \
+                     'this polylock Python package has no Client.{call} yet'"
+                ));
+            }
+            probe(&program, &["-c", &check]).map_err(|why| {
                 format!(
                     "`{} -c \"import polylock\"` failed ({why}); build it with `make build-python` \
                      or set POLYLOCK_PYTHON to an interpreter that has it",
@@ -186,12 +269,16 @@ fn launcher(language: &'static str, repo: &Path, fair: bool) -> Result<Launcher,
                 ));
             }
             let program = PathBuf::from("node");
-            let check = format!(
-                "const {{ Client }} = require({:?}); \
-                 if ({fair} && typeof Client.prototype.fairLock !== 'function') \
-                 throw new Error('this polylock Node package has no Client.fairLock yet')",
+            let mut check = format!(
+                "const {{ Client }} = require({:?});",
                 package.display().to_string()
             );
+            for call in node_needs {
+                check.push_str(&format!(
+                    " if (typeof Client.prototype.{call} !== 'function') \
+                     throw new Error('this polylock Node package has no Client.{call} yet');"
+                ));
+            }
             probe(&program, &["-e", &check]).map_err(|why| {
                 format!(
                     "the Node package at {} does not load ({why}); build it with `make build-node`",
@@ -373,10 +460,41 @@ struct Sale {
     waits: BTreeMap<&'static str, Vec<f64>>,
 }
 
+/// One worker to start: its launcher and its own arguments.
+pub(crate) struct Planned<'a> {
+    pub launcher: &'a Launcher,
+    pub args: Vec<String>,
+}
+
+/// What the workers of one run said.
+pub(crate) struct Run {
+    /// Every event but `ready`, with the language of the worker that sent it, in order.
+    pub events: Vec<(&'static str, serde_json::Value)>,
+    /// From `go` to the last worker's end.
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// The events named `name`.
+    pub fn named<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = (&'static str, &'a serde_json::Value)> + 'a {
+        self.events
+            .iter()
+            .filter(move |(_, event)| event["event"] == name)
+            .map(|(language, event)| (*language, event))
+    }
+}
+
+/// Something the parent does while the workers run (from `go` on), in its own thread.
+pub(crate) type Driver = Box<dyn FnOnce() -> CliResult<()> + Send>;
+
 fn run_sale(
     args: &DemoArgs,
     launchers: &[Launcher],
     url: &str,
+    lock_name: &str,
     stock_key: &str,
 ) -> CliResult<(Sale, Vec<(&'static str, u64)>)> {
     let mode = if args.no_lock {
@@ -388,26 +506,68 @@ fn run_sale(
     };
     let worker_args = vec![
         url.to_owned(),
-        args.lock_name.clone(),
+        lock_name.to_owned(),
         stock_key.to_owned(),
         mode.to_owned(),
         args.think_ms.to_string(),
     ];
-    let (events, received): (Sender<Event>, Receiver<Event>) = mpsc::channel();
-    let mut workers = Workers(Vec::new());
+    let mut plan = Vec::new();
     for launcher in launchers {
         for _ in 0..args.workers {
-            let index = workers.0.len();
-            workers
-                .0
-                .push(spawn_worker(index, launcher, &worker_args, &events)?);
+            plan.push(Planned {
+                launcher,
+                args: worker_args.clone(),
+            });
         }
     }
-    drop(events);
+    let run = run_workers(args, &plan, args.tickets, None)?;
     let mut sale = Sale {
         waits: launchers.iter().map(|l| (l.language, Vec::new())).collect(),
     };
+    for (language, event) in run.named("sale") {
+        if let Some(waits) = sale.waits.get_mut(language) {
+            waits.push(event["wait_ms"].as_f64().unwrap_or(0.0));
+        }
+    }
+    let per_language = launchers
+        .iter()
+        .map(|launcher| {
+            let sold = sale.waits.get(launcher.language).map_or(0, Vec::len) as u64;
+            (launcher.language, sold)
+        })
+        .collect();
+    Ok((sale, per_language))
+}
+
+/// Starts the planned workers, says `go` once all are ready (and starts `driver`), collects
+/// their events until every one has ended, and checks that each ended well. `total`: the
+/// sales the progress line counts towards (0: it counts events).
+pub(crate) fn run_workers(
+    args: &DemoArgs,
+    plan: &[Planned<'_>],
+    total: u64,
+    driver: Option<Driver>,
+) -> CliResult<Run> {
+    let (events, received): (Sender<Event>, Receiver<Event>) = mpsc::channel();
+    let mut workers = Workers(Vec::new());
+    for planned in plan {
+        let index = workers.0.len();
+        workers.0.push(spawn_worker(
+            index,
+            planned.launcher,
+            &planned.args,
+            &events,
+        )?);
+    }
+    drop(events);
+    let mut run = Run {
+        events: Vec::new(),
+        elapsed: Duration::ZERO,
+    };
+    let mut driver = driver;
+    let mut driving: Option<std::thread::JoinHandle<CliResult<()>>> = None;
     let started = Instant::now();
+    let mut went_at = started;
     let deadline = started + Duration::from_secs(args.timeout);
     let live = std::io::stderr().is_terminal();
     let mut last_progress = Instant::now();
@@ -419,7 +579,8 @@ fn run_sale(
         }
         if Instant::now() > deadline {
             return Err(CliError::Failed(format!(
-                "the sale did not finish within {} s (--timeout); sold {sold} so far",
+                "the {} did not finish within {} s (--timeout); {sold} sold so far",
+                args.scenario.label(),
                 args.timeout
             )));
         }
@@ -443,14 +604,13 @@ fn run_sale(
                     }
                 };
                 match message["event"].as_str() {
-                    Some("ready") => worker.ready = true,
+                    Some("ready") => {
+                        worker.ready = true;
+                        continue;
+                    }
                     Some("sale") => {
                         worker.sold += 1;
                         sold += 1;
-                        let wait = message["wait_ms"].as_f64().unwrap_or(0.0);
-                        if let Some(waits) = sale.waits.get_mut(worker.language) {
-                            waits.push(wait);
-                        }
                     }
                     Some("done") => worker.reported_done = true,
                     Some("error") => {
@@ -466,6 +626,7 @@ fn run_sale(
                     }
                     _ => {}
                 }
+                run.events.push((worker.language, message));
             }
             Ok(Event::Closed(index)) => {
                 let worker = &mut workers.0[index];
@@ -481,17 +642,24 @@ fn run_sale(
         // Everyone connected: open the counter for all at once.
         if !went && workers.0.iter().all(|w| w.ready) {
             went = true;
+            went_at = Instant::now();
             for worker in &mut workers.0 {
                 // Closed right after `go`: nothing more is said, and no worker waits on it.
                 if let Some(mut stdin) = worker.stdin.take() {
                     let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
                 }
             }
+            if let Some(driver) = driver.take() {
+                driving = Some(std::thread::spawn(driver));
+            }
         }
         if live && last_progress.elapsed() >= Duration::from_millis(100) {
             last_progress = Instant::now();
             if went {
-                eprint!("\r{}", progress_line(&workers.0, sold, args.tickets));
+                eprint!(
+                    "\r{}",
+                    progress_line(&workers.0, sold, run.events.len(), total)
+                );
             } else {
                 let ready = workers.0.iter().filter(|w| w.ready).count();
                 eprint!(
@@ -501,10 +669,13 @@ fn run_sale(
             }
         }
     }
+    run.elapsed = went_at.elapsed();
     if live {
-        eprintln!("\r{}", progress_line(&workers.0, sold, args.tickets));
+        eprintln!(
+            "\r{}",
+            progress_line(&workers.0, sold, run.events.len(), total)
+        );
     }
-    let mut per_language = Vec::new();
     for worker in &mut workers.0 {
         let status = worker
             .child
@@ -514,19 +685,18 @@ fn run_sale(
             return Err(describe_failure(worker, "failed"));
         }
     }
-    for launcher in launchers {
-        let sold: u64 = workers
-            .0
-            .iter()
-            .filter(|w| w.language == launcher.language)
-            .map(|w| w.sold)
-            .sum();
-        per_language.push((launcher.language, sold));
+    if let Some(driving) = driving {
+        driving
+            .join()
+            .map_err(|_| CliError::Failed("the demo's driver thread panicked".into()))??;
     }
-    Ok((sale, per_language))
+    Ok(run)
 }
 
-fn progress_line(workers: &[Worker], sold: u64, tickets: u64) -> String {
+fn progress_line(workers: &[Worker], sold: u64, events: usize, tickets: u64) -> String {
+    if tickets == 0 {
+        return format!("  {events:>6} events from {} workers   ", workers.len());
+    }
     let mut per_language: Vec<(&str, u64)> = Vec::new();
     for worker in workers {
         match per_language.iter_mut().find(|(l, _)| *l == worker.language) {
@@ -545,13 +715,14 @@ pub fn run(args: DemoArgs) -> CliResult<()> {
     signals::install();
     let repo = repo_root();
     let (languages, explicit) = chosen_languages(&args)?;
+    check_options(&args)?;
     // Check the URL before probing or starting anything.
     if let Some(url) = &args.redis {
         raw::parse_url(url)?;
     }
     let mut launchers = Vec::new();
     for language in languages {
-        match launcher(language, &repo, args.fair) {
+        match launcher(language, &repo, args.scenario, args.fair) {
             Ok(launcher) => launchers.push(launcher),
             // A language asked for by name must run; by default the demo uses what it finds.
             Err(why) if explicit => {
@@ -578,8 +749,20 @@ pub fn run(args: DemoArgs) -> CliResult<()> {
             (server.url(), Some(server))
         }
     };
-    let stock_key = format!("{}:stock", args.lock_name);
-    let result = sell(&args, &launchers, &url, &stock_key);
+    let lock_name = args
+        .lock_name
+        .clone()
+        .unwrap_or_else(|| match args.scenario {
+            Scenario::TicketSale => "polylock-demo:tickets".to_owned(),
+            scenario => format!("polylock-demo:{}", scenario.label()),
+        });
+    let result = match args.scenario {
+        Scenario::TicketSale => {
+            let stock_key = format!("{lock_name}:stock");
+            sell(&args, &launchers, &url, &lock_name, &stock_key)
+        }
+        _ => scenarios::run(&args, &launchers, &url, &lock_name),
+    };
     if signals::interrupted() || matches!(result, Err(CliError::Interrupted)) {
         eprintln!("\npolylock demo: interrupted; workers and the private redis-server stopped");
         drop(embedded);
@@ -592,7 +775,37 @@ pub fn run(args: DemoArgs) -> CliResult<()> {
     result
 }
 
-fn sell(args: &DemoArgs, launchers: &[Launcher], url: &str, stock_key: &str) -> CliResult<()> {
+/// Options that only some scenarios take.
+fn check_options(args: &DemoArgs) -> CliResult<()> {
+    let scenario = args.scenario;
+    let refuse = |option: &str, takes: &str| {
+        Err(CliError::Usage(format!(
+            "{option} does not apply to --scenario {}; {takes}",
+            scenario.label()
+        )))
+    };
+    if args.fair && scenario != Scenario::TicketSale {
+        return refuse("--fair", "only the ticket sale takes it");
+    }
+    if args.no_lock && matches!(scenario, Scenario::SegmentedStock | Scenario::Fencing) {
+        return refuse(
+            "--no-lock",
+            "ticket-sale, cache-rebuild and read-write take it (fencing: --no-fencing)",
+        );
+    }
+    if args.no_fencing && scenario != Scenario::Fencing {
+        return refuse("--no-fencing", "only the fencing scenario takes it");
+    }
+    Ok(())
+}
+
+fn sell(
+    args: &DemoArgs,
+    launchers: &[Launcher],
+    url: &str,
+    lock_name: &str,
+    stock_key: &str,
+) -> CliResult<()> {
     let mut connection = block_on(raw::connect(url))?;
     block_on(async {
         redis::cmd("SET")
@@ -606,9 +819,9 @@ fn sell(args: &DemoArgs, launchers: &[Launcher], url: &str, stock_key: &str) -> 
     let how = if args.no_lock {
         "WITHOUT a lock".to_owned()
     } else if args.fair {
-        format!("under the fair lock '{}'", args.lock_name)
+        format!("under the fair lock '{lock_name}'")
     } else {
-        format!("under the lock '{}'", args.lock_name)
+        format!("under the lock '{lock_name}'")
     };
     println!(
         "selling {} tickets: {} worker(s) each in {}, {how}",
@@ -617,7 +830,7 @@ fn sell(args: &DemoArgs, launchers: &[Launcher], url: &str, stock_key: &str) -> 
         names.join(", ")
     );
     let started = Instant::now();
-    let outcome = run_sale(args, launchers, url, stock_key);
+    let outcome = run_sale(args, launchers, url, lock_name, stock_key);
     let left: Option<i64> = block_on(async {
         let left = redis::cmd("GET")
             .arg(stock_key)

@@ -4,8 +4,11 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use clap::Args;
 
+use polylock::{Client, InspectedKind, KeyTtl, LockInfo, LockMode};
+use serde::Serialize;
+
 use crate::error::{CliError, CliResult};
-use crate::raw::{self, Kind, LockState};
+use crate::raw;
 use crate::{block_on, DEFAULT_URL};
 
 #[derive(Args)]
@@ -15,8 +18,12 @@ use crate::{block_on, DEFAULT_URL};
   POLYLOCK_REDIS_URL=redis://cache:6379/2 polylock inspect orders:42
 
 Kinds: plain (a reentrant lock), fair (its queue or timeout set exists; a fair lock nobody
-waits for is stored exactly like a plain one and shows as plain), none (no key),
-not-a-lock (the name holds another Redis type, or a hash with other fields: exit code 4).")]
+waits for is stored exactly like a plain one and shows as plain), fenced (its token counter
+exists), read-write (mode, readers and writer, waiting writers), semaphore (a string holding an
+integer: the permits available), expirable-semaphore (its set of taken permits exists: each
+permit id with its expiry), none (no key), not-a-lock (the name holds another Redis type, a
+hash with other fields, or a string that is not a number: exit code 4).
+One read-only snapshot (Client::inspect): nothing is changed, expired entries are shown.")]
 pub struct InspectArgs {
     /// The lock name (the Redis key of the lock).
     pub name: String,
@@ -33,8 +40,9 @@ pub struct InspectArgs {
   polylock force-unlock orders:42          # asks for confirmation
   polylock force-unlock orders:42 --yes    # no question (scripts, CI)
 
-If the fair lock's queue or timeout set exists, the fair force-unlock runs (it wakes the head of
-the queue); otherwise the plain one (it publishes the unlock message on the lock's channel).
+The force-unlock of the kind `inspect` shows runs: fair (wakes the head of the queue), fenced
+(the token counter stays), read-write (deletes it in the mode it is held in and wakes every
+waiter), plain (publishes the unlock message). Semaphores have no holders: refused (exit 1).
 The holder is not told directly: its next renewal or release reports the lock as lost.")]
 pub struct ForceUnlockArgs {
     /// The lock name (the Redis key of the lock).
@@ -47,9 +55,205 @@ pub struct ForceUnlockArgs {
     pub yes: bool,
 }
 
+/// What `inspect` shows (and prints as JSON), from the core's [`LockInfo`]. The fields of
+/// the first version (name, kind, redis_type, holders, remaining_lease_ms, expires, queue) keep
+/// their meaning; the others describe the newer kinds.
+#[derive(Debug, Clone, Serialize)]
+pub struct LockState {
+    pub name: String,
+    pub kind: Kind,
+    /// What TYPE says about the key at the name (`none`, `hash`, `string`, ...).
+    pub redis_type: String,
+    pub holders: Vec<Holder>,
+    /// PTTL of the key at the name; `None` when there is none, or it has no expiry.
+    pub remaining_lease_ms: Option<u64>,
+    /// False for a key without an expiry (a lock never written by polylock or Redisson, or a
+    /// semaphore), or no key.
+    pub expires: bool,
+    /// Fair lock waiters in queue order.
+    pub queue: Vec<Waiter>,
+    /// A read-write lock's mode (`read` or `write`) while held.
+    pub mode: Option<&'static str>,
+    /// A read-write lock's waiting polylock writers.
+    pub waiting_writers: Vec<Waiter>,
+    /// A semaphore's available permits (as stored).
+    pub permits_available: Option<i64>,
+    /// An expirable semaphore's taken permits.
+    pub permits: Vec<Permit>,
+    /// A fenced lock's token counter (the last token given).
+    pub fence_token: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A reentrant lock (or a fair lock nobody waits for: Redis stores them alike).
+    Plain,
+    /// A lock whose fair queue or timeout set exists.
+    Fair,
+    /// A lock whose fencing token counter exists.
+    Fenced,
+    /// A read-write lock (a hash with a `mode` field, or waiting writers).
+    ReadWrite,
+    /// A string holding an integer: a semaphore's permits.
+    Semaphore,
+    /// A semaphore whose set of taken permits exists.
+    ExpirableSemaphore,
+    /// Nothing at this name.
+    None,
+    /// A key that is not a lock (another type, or a hash with other fields).
+    NotALock,
+}
+
+impl Kind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Plain => "plain",
+            Kind::Fair => "fair",
+            Kind::Fenced => "fenced",
+            Kind::ReadWrite => "read-write",
+            Kind::Semaphore => "semaphore",
+            Kind::ExpirableSemaphore => "expirable-semaphore",
+            Kind::None => "none",
+            Kind::NotALock => "not-a-lock",
+        }
+    }
+
+    /// Kinds with holders.
+    pub fn is_lock(self) -> bool {
+        matches!(
+            self,
+            Kind::Plain | Kind::Fair | Kind::Fenced | Kind::ReadWrite
+        )
+    }
+
+    pub fn is_semaphore(self) -> bool {
+        matches!(self, Kind::Semaphore | Kind::ExpirableSemaphore)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Holder {
+    /// `<client-uuid>:<holder-id>`.
+    pub owner: String,
+    /// Reentrancy count.
+    pub count: u64,
+    /// For a read-write lock, the side held (`read` or `write`); otherwise absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Waiter {
+    pub owner: String,
+    /// Absolute deadline (epoch ms) after which it is skipped unless it looks again.
+    pub deadline_ms: Option<u64>,
+    /// The deadline minus the server's time; negative when already passed.
+    pub deadline_in_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Permit {
+    /// The permit id (32 hex characters).
+    pub id: String,
+    /// Expiry (epoch ms, the server's clock); `None`: never.
+    pub expires_at_ms: Option<i64>,
+    /// The expiry minus the server's time; negative when passed (given back at the next
+    /// operation on the semaphore).
+    pub expires_in_ms: Option<i64>,
+}
+
+impl LockState {
+    pub fn is_held(&self) -> bool {
+        !self.holders.is_empty()
+    }
+}
+
+impl From<LockInfo> for LockState {
+    fn from(info: LockInfo) -> LockState {
+        let now = info.server_time_ms;
+        let kind = match info.kind {
+            InspectedKind::None => Kind::None,
+            InspectedKind::Reentrant => Kind::Plain,
+            InspectedKind::Fair => Kind::Fair,
+            InspectedKind::Fenced => Kind::Fenced,
+            InspectedKind::ReadWrite => Kind::ReadWrite,
+            InspectedKind::Semaphore => Kind::Semaphore,
+            InspectedKind::ExpirableSemaphore => Kind::ExpirableSemaphore,
+            _ => Kind::NotALock,
+        };
+        let waiter = |owner: String, deadline: Option<i64>| Waiter {
+            owner,
+            deadline_ms: deadline.and_then(|ms| u64::try_from(ms).ok()),
+            deadline_in_ms: deadline.map(|ms| ms - now),
+        };
+        LockState {
+            kind,
+            redis_type: info.redis_type,
+            holders: info
+                .holders
+                .into_iter()
+                .map(|holder| Holder {
+                    owner: holder.owner,
+                    count: holder.count,
+                    mode: holder.mode.map(LockMode::label),
+                })
+                .collect(),
+            remaining_lease_ms: match info.ttl {
+                KeyTtl::Remaining(left) => Some(left.as_millis() as u64),
+                _ => None,
+            },
+            expires: matches!(info.ttl, KeyTtl::Remaining(_)),
+            queue: info
+                .queue
+                .into_iter()
+                .map(|queued| {
+                    let deadline = queued.skipped_at_ms();
+                    waiter(queued.owner, deadline)
+                })
+                .collect(),
+            mode: info.mode.map(LockMode::label),
+            waiting_writers: info
+                .waiting_writers
+                .into_iter()
+                .map(|writer| waiter(writer.owner, Some(writer.until_ms)))
+                .collect(),
+            permits_available: info.permits_available,
+            permits: info
+                .permits
+                .into_iter()
+                .map(|permit| Permit {
+                    expires_in_ms: permit.expires_at_ms.map(|ms| ms - now),
+                    expires_at_ms: permit.expires_at_ms,
+                    id: permit.id,
+                })
+                .collect(),
+            fence_token: info.fence_token,
+            name: info.name,
+        }
+    }
+}
+
+/// Reads everything known about `name` with the core's one-snapshot inspection.
+pub async fn read_state(client: &Client, name: &str) -> CliResult<LockState> {
+    Ok(client.inspect(name).await?.into())
+}
+
+/// Connects, reads `name`, closes.
+fn inspect_once(url: &str, name: &str) -> CliResult<LockState> {
+    block_on(async {
+        let client = raw::client(url).await?;
+        let state = read_state(&client, name).await;
+        client.close();
+        state
+    })
+}
+
 fn not_a_lock(state: &LockState) -> CliError {
     let what = if state.redis_type == "hash" {
         "a hash whose fields are not lock owners".to_owned()
+    } else if state.redis_type == "string" {
+        "a string that is not a number of permits".to_owned()
     } else {
         format!("a Redis {}", state.redis_type)
     };
@@ -60,10 +264,7 @@ fn not_a_lock(state: &LockState) -> CliError {
 }
 
 pub fn run_inspect(args: InspectArgs) -> CliResult<()> {
-    let state = block_on(async {
-        let mut connection = raw::connect(&args.redis).await?;
-        raw::read_lock(&mut connection, &args.name).await
-    })?;
+    let state = inspect_once(&args.redis, &args.name)?;
     if args.json {
         let text = serde_json::to_string_pretty(&state)
             .map_err(|err| CliError::Failed(format!("cannot encode JSON: {err}")))?;
@@ -77,16 +278,32 @@ pub fn run_inspect(args: InspectArgs) -> CliResult<()> {
     Ok(())
 }
 
+/// `skipped if silent for 9.8 s`, or that the deadline passed.
+fn deadline_text(deadline_in_ms: Option<i64>, passed: &str) -> String {
+    match deadline_in_ms {
+        Some(ms) if ms >= 0 => format!("skipped if silent for {}", raw::seconds(ms as u64)),
+        Some(_) => passed.to_owned(),
+        None => "no deadline recorded".to_owned(),
+    }
+}
+
 fn print_state(state: &LockState) {
     println!("lock:   {}", state.name);
     let kind = match state.kind {
         Kind::NotALock => format!("not-a-lock (Redis type: {})", state.redis_type),
         Kind::None if state.queue.is_empty() => "none (no such key: not held)".to_owned(),
-        Kind::Fair if !state.is_held() => "fair (not held now)".to_owned(),
+        Kind::Fair | Kind::Fenced | Kind::ReadWrite if !state.is_held() => {
+            format!("{} (not held now)", state.kind.label())
+        }
+        Kind::ReadWrite => format!("read-write (mode: {})", state.mode.unwrap_or("?")),
         kind => kind.label().to_owned(),
     };
     println!("kind:   {kind}");
     if state.kind == Kind::NotALock {
+        return;
+    }
+    if state.kind.is_semaphore() {
+        print_permits(state);
         return;
     }
     if state.holders.is_empty() {
@@ -94,7 +311,10 @@ fn print_state(state: &LockState) {
     } else {
         println!("holders:");
         for holder in &state.holders {
-            println!("  {}  (hold count {})", holder.owner, holder.count);
+            match holder.mode {
+                Some(mode) => println!("  {}  ({mode}, hold count {})", holder.owner, holder.count),
+                None => println!("  {}  (hold count {})", holder.owner, holder.count),
+            }
         }
         let lease = match state.remaining_lease_ms {
             Some(ms) => raw::seconds(ms),
@@ -103,22 +323,57 @@ fn print_state(state: &LockState) {
         };
         println!("lease:  {lease} remaining");
     }
+    if let Some(token) = state.fence_token {
+        println!("token:  {token} (the last fencing token given)");
+    }
+    if state.kind == Kind::ReadWrite && !state.waiting_writers.is_empty() {
+        println!(
+            "writers waiting: {} (new polylock readers wait behind them):",
+            state.waiting_writers.len()
+        );
+        for writer in &state.waiting_writers {
+            let deadline = deadline_text(writer.deadline_in_ms, "registration passed");
+            println!("  {}  ({deadline})", writer.owner);
+        }
+    }
     if state.kind == Kind::Fair {
         if state.queue.is_empty() {
             println!("queue:  empty");
         } else {
             println!("queue:  {} waiting, in order:", state.queue.len());
             for (place, waiter) in state.queue.iter().enumerate() {
-                let deadline = match waiter.deadline_in_ms {
-                    Some(ms) if ms >= 0 => {
-                        format!("skipped if silent for {}", raw::seconds(ms as u64))
-                    }
-                    Some(_) => "deadline passed (stale, removed on next operation)".to_owned(),
-                    None => "no deadline recorded".to_owned(),
-                };
+                let deadline = deadline_text(
+                    waiter.deadline_in_ms,
+                    "deadline passed (stale, removed on next operation)",
+                );
                 println!("  {}. {}  ({deadline})", place + 1, waiter.owner);
             }
         }
+    }
+}
+
+fn print_permits(state: &LockState) {
+    println!(
+        "permits: {} available",
+        state.permits_available.unwrap_or(0)
+    );
+    if state.kind == Kind::ExpirableSemaphore {
+        if state.permits.is_empty() {
+            println!("taken:  none");
+        } else {
+            println!("taken:  {} permit(s):", state.permits.len());
+            for permit in &state.permits {
+                let expiry = match permit.expires_in_ms {
+                    None => "never expires".to_owned(),
+                    Some(ms) if ms >= 0 => format!("expires in {}", raw::seconds(ms as u64)),
+                    Some(_) => "expired: given back at the next operation".to_owned(),
+                };
+                println!("  {}  ({expiry})", permit.id);
+            }
+        }
+    }
+    if let Some(ms) = state.remaining_lease_ms {
+        println!("expiry: {} (the permits key)", raw::seconds(ms));
     }
 }
 
@@ -141,19 +396,30 @@ pub fn run_force_unlock(args: ForceUnlockArgs) -> CliResult<()> {
             args.name
         )));
     }
-    let state = block_on(async {
-        let mut connection = raw::connect(&args.redis).await?;
-        raw::read_lock(&mut connection, &args.name).await
-    })?;
+    let state = inspect_once(&args.redis, &args.name)?;
     match state.kind {
         Kind::NotALock => return Err(not_a_lock(&state)),
-        Kind::None | Kind::Fair | Kind::Plain if !state.is_held() => {
+        Kind::Semaphore | Kind::ExpirableSemaphore => {
+            return Err(CliError::Failed(format!(
+                "'{}' is a {}: its permits belong to nobody, so there is nothing to \
+                 force-unlock (permits come back by release or add_permits{})",
+                args.name,
+                state.kind.label(),
+                if state.kind == Kind::ExpirableSemaphore {
+                    ", or when their lease runs out"
+                } else {
+                    ""
+                }
+            )))
+        }
+        _ if !state.is_held() => {
             println!("'{}' is not locked; nothing to do", args.name);
             return Ok(());
         }
         _ => {}
     }
-    let owners: Vec<&str> = state.holders.iter().map(|h| h.owner.as_str()).collect();
+    let mut owners: Vec<&str> = state.holders.iter().map(|h| h.owner.as_str()).collect();
+    owners.dedup();
     if !args.yes {
         let question = format!(
             "Force-unlock {} lock '{}' held by {}?",
@@ -168,15 +434,21 @@ pub fn run_force_unlock(args: ForceUnlockArgs) -> CliResult<()> {
         }
     }
     let deleted = block_on(async {
-        let client = polylock::Client::connect(&args.redis).await?;
-        let lock = if state.kind == Kind::Fair {
-            client.fair_lock(&args.name)?
-        } else {
-            client.lock(&args.name)?
+        let client = raw::client(&args.redis).await?;
+        let name = &args.name;
+        let lock = match state.kind {
+            Kind::Fair => client.fair_lock(name)?,
+            Kind::Fenced => client.fenced_lock(name)?,
+            // Redisson's rule: each side deletes the hash only in its own mode.
+            Kind::ReadWrite if state.mode == Some("write") => {
+                client.read_write_lock(name)?.write_lock()
+            }
+            Kind::ReadWrite => client.read_write_lock(name)?.read_lock(),
+            _ => client.lock(name)?,
         };
         let deleted = lock.force_unlock().await;
         client.close();
-        deleted
+        Ok::<_, CliError>(deleted?)
     })?;
     if deleted {
         println!(

@@ -36,13 +36,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Ticket sale: workers in several languages buy tickets under one lock.
+    /// Scenarios (ticket sale, cache rebuild, read-write, segmented stock, fencing) with workers in several languages.
     Demo(demo::DemoArgs),
-    /// Shows a lock: kind, holders, remaining lease, and the fair lock's queue.
+    /// Shows what is under a name: kind, holders, lease, fair queue, read-write mode, permits, token.
     Inspect(inspect::InspectArgs),
     /// Deletes a lock whoever holds it, and wakes a waiter.
     ForceUnlock(inspect::ForceUnlockArgs),
-    /// A live table of the locks whose names match a pattern.
+    /// A live table of the held locks and semaphores whose names match a pattern.
     Watch(watch::WatchArgs),
     /// One demo worker process (started by `polylock demo`).
     #[command(hide = true)]

@@ -6,8 +6,11 @@ use std::time::Duration;
 use clap::Args;
 use redis::aio::MultiplexedConnection;
 
+use polylock::Client;
+
 use crate::error::CliResult;
-use crate::raw::{self, Kind};
+use crate::inspect::{read_state, Kind, LockState};
+use crate::raw;
 use crate::{block_on, DEFAULT_URL};
 
 /// Keys looked at per SCAN call: big enough to be quick, small enough not to block Redis.
@@ -19,7 +22,12 @@ const SCAN_COUNT: usize = 500;
   polylock watch 'orders:*'      # only names matching the glob pattern
   polylock watch --once          # print the table once and exit
 
-Uses SCAN (never KEYS) and shows only hash keys whose fields are lock owners.")]
+Uses SCAN (never KEYS) and reads each name with one read-only snapshot (as `inspect`). Shows
+held locks of every kind (plain, fair, fenced with its token, read-write with each holder's
+side; WAITING: the fair queue, or the writers waiting for a read-write lock) and semaphores
+(permits available, and taken for expirable ones). Any string holding an integer looks like a
+semaphore to Redis, so it shows as one. Keys the kinds keep beside a name (redisson_*,
+polylock_*, read levels, permit sets) are not rows.")]
 pub struct WatchArgs {
     /// Redis glob pattern of lock names.
     #[arg(default_value = "*")]
@@ -52,8 +60,17 @@ struct Row {
     waiting: usize,
 }
 
-/// Every hash key matching `pattern`, by SCAN.
-async fn scan_hashes(
+/// Keys the kinds keep next to a name (Redisson's and polylock's latches, counters, queues,
+/// fences, read levels, permit sets): never a name themselves, so not shown as rows.
+fn is_auxiliary(key: &str) -> bool {
+    key.starts_with("redisson_")
+        || key.starts_with("polylock_")
+        || key.contains(":rwlock_timeout:")
+        || (key.ends_with("}:timeout") && key.starts_with('{'))
+}
+
+/// Every key matching `pattern` (any type: semaphores are strings), by SCAN.
+async fn scan_keys(
     connection: &mut MultiplexedConnection,
     pattern: &str,
 ) -> CliResult<Vec<String>> {
@@ -66,12 +83,10 @@ async fn scan_hashes(
             .arg(pattern)
             .arg("COUNT")
             .arg(SCAN_COUNT)
-            .arg("TYPE")
-            .arg("hash")
             .query_async(connection)
             .await
             .map_err(|err| raw::redis_error("scan", err))?;
-        keys.extend(batch);
+        keys.extend(batch.into_iter().filter(|key| !is_auxiliary(key)));
         cursor = next;
         if cursor == 0 {
             break;
@@ -82,30 +97,67 @@ async fn scan_hashes(
     Ok(keys)
 }
 
-async fn rows(connection: &mut MultiplexedConnection, pattern: &str) -> CliResult<Vec<Row>> {
+fn holders_text(state: &LockState) -> String {
+    let mut text = state
+        .holders
+        .iter()
+        .map(|holder| match holder.mode {
+            Some(mode) => format!("{} x{} ({mode})", holder.owner, holder.count),
+            None => format!("{} x{}", holder.owner, holder.count),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Some(token) = state.fence_token {
+        text.push_str(&format!("  token {token}"));
+    }
+    text
+}
+
+fn permits_text(state: &LockState) -> String {
+    let available = state.permits_available.unwrap_or(0);
+    if state.kind == Kind::ExpirableSemaphore {
+        format!(
+            "{available} permit(s) available, {} taken",
+            state.permits.len()
+        )
+    } else {
+        format!("{available} permit(s) available")
+    }
+}
+
+/// One row per held lock and per semaphore matching `pattern`, each read by `Client::inspect`.
+async fn rows(
+    connection: &mut MultiplexedConnection,
+    client: &Client,
+    pattern: &str,
+) -> CliResult<Vec<Row>> {
     let mut rows = Vec::new();
-    for key in scan_hashes(connection, pattern).await? {
-        let state = raw::read_lock(connection, &key).await?;
-        // Gone since the scan, or not a lock at all: not shown.
-        if !matches!(state.kind, Kind::Plain | Kind::Fair) || !state.is_held() {
+    for key in scan_keys(connection, pattern).await? {
+        let state = read_state(client, &key).await?;
+        let held_lock = state.kind.is_lock() && state.is_held();
+        // Gone since the scan, free, or not a lock at all: not shown.
+        if !held_lock && !state.kind.is_semaphore() {
             continue;
         }
-        let holders = state
-            .holders
-            .iter()
-            .map(|holder| format!("{} x{}", holder.owner, holder.count))
-            .collect::<Vec<_>>()
-            .join(", ");
         let lease = match state.remaining_lease_ms {
             Some(ms) => raw::seconds(ms),
-            None => "no expiry".to_owned(),
+            None if held_lock => "no expiry".to_owned(),
+            None => "-".to_owned(),
+        };
+        let waiting = match state.kind {
+            Kind::ReadWrite => state.waiting_writers.len(),
+            _ => state.queue.len(),
         };
         rows.push(Row {
             name: key,
             kind: state.kind,
-            holders,
+            holders: if held_lock {
+                holders_text(&state)
+            } else {
+                permits_text(&state)
+            },
             lease,
-            waiting: state.queue.len(),
+            waiting,
         });
     }
     Ok(rows)
@@ -118,18 +170,29 @@ fn render(url: &str, pattern: &str, rows: &[Row]) -> String {
         .max()
         .unwrap_or(0)
         .max(4);
+    let kind_width = rows
+        .iter()
+        .map(|row| row.kind.label().len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let semaphores = rows.iter().filter(|row| row.kind.is_semaphore()).count();
     let mut out = format!(
-        "polylock watch  {}  pattern '{pattern}'  {} lock(s) held\n",
+        "polylock watch  {}  pattern '{pattern}'  {} lock(s) held",
         raw::redact(url),
-        rows.len()
+        rows.len() - semaphores
     );
+    if semaphores > 0 {
+        out.push_str(&format!(", {semaphores} semaphore(s)"));
+    }
+    out.push('\n');
     out.push_str(&format!(
-        "{:<name_width$}  {:<5}  {:>10}  {:>7}  HOLDERS (owner x hold count)\n",
+        "{:<name_width$}  {:<kind_width$}  {:>10}  {:>7}  HOLDERS (owner x hold count) / PERMITS\n",
         "NAME", "KIND", "LEASE", "WAITING"
     ));
     for row in rows {
         out.push_str(&format!(
-            "{:<name_width$}  {:<5}  {:>10}  {:>7}  {}\n",
+            "{:<name_width$}  {:<kind_width$}  {:>10}  {:>7}  {}\n",
             row.name,
             row.kind.label(),
             row.lease,
@@ -146,12 +209,13 @@ fn render(url: &str, pattern: &str, rows: &[Row]) -> String {
 pub fn run(args: WatchArgs) -> CliResult<()> {
     block_on(async {
         let mut connection = raw::connect(&args.redis).await?;
+        let client = raw::client(&args.redis).await?;
         let clear = !args.once && std::io::stdout().is_terminal();
         loop {
             let table = render(
                 &args.redis,
                 &args.pattern,
-                &rows(&mut connection, &args.pattern).await?,
+                &rows(&mut connection, &client, &args.pattern).await?,
             );
             let mut stdout = std::io::stdout().lock();
             if clear {

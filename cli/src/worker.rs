@@ -1,11 +1,12 @@
 //! `polylock demo-worker`: the Rust ticket buyer. Same protocol as `cli/workers/worker.py` and
 //! `worker.mjs`:
 //!
-//! arguments `URL LOCK STOCK_KEY MODE THINK_MS` (MODE: `lock`, `fair` or `none`); prints
-//! `{"event":"ready"}` once connected, waits for a `go` line on stdin, then prints
-//! `{"event":"sale","wait_ms":W}` per ticket bought and `{"event":"done","sold":N}` at the end.
-//! A purchase reads the stock, "processes the payment" (sleeps THINK_MS) and writes stock-1:
-//! not atomic, so only the lock keeps the count exact.
+//! arguments `URL LOCK STOCK_KEY MODE THINK_MS [EXTRA]` (MODE: `lock`, `fair` or `none` for the
+//! ticket sale; the other scenarios' modes are in `scenario`); prints `{"event":"ready"}` once
+//! connected, waits for a `go` line on stdin, then prints `{"event":"sale","wait_ms":W}` per
+//! ticket bought and `{"event":"done","sold":N}` at the end. A purchase reads the stock,
+//! "processes the payment" (sleeps THINK_MS) and writes stock-1: not atomic, so only the lock
+//! keeps the count exact.
 
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
@@ -16,6 +17,9 @@ use crate::block_on;
 use crate::error::{CliError, CliResult};
 use crate::raw;
 
+#[path = "worker_scenarios.rs"]
+mod scenario;
+
 #[derive(Args)]
 pub struct WorkerArgs {
     pub url: String,
@@ -24,13 +28,27 @@ pub struct WorkerArgs {
     /// lock, fair or none.
     pub mode: String,
     pub think_ms: u64,
+    /// The other scenarios' parameters, a JSON object (`{}` for the ticket sale).
+    #[arg(default_value = "{}")]
+    pub extra: String,
 }
 
-fn emit(line: &str) -> CliResult<()> {
+pub(crate) fn emit(line: &str) -> CliResult<()> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{line}")
         .and_then(|()| stdout.flush())
         .map_err(|err| CliError::Failed(format!("the demo parent went away: {err}")))
+}
+
+/// Says ready, then waits for the parent's `go`.
+pub(crate) fn ready_and_wait_for_go() -> CliResult<()> {
+    emit(r#"{"event":"ready"}"#)?;
+    let mut go = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut go);
+    if go.trim() != "go" {
+        return Err(CliError::Failed("no `go` from the demo parent".into()));
+    }
+    Ok(())
 }
 
 pub fn run(args: WorkerArgs) -> CliResult<()> {
@@ -44,14 +62,9 @@ pub fn run(args: WorkerArgs) -> CliResult<()> {
         "lock" => Some(client.lock(&args.lock)?),
         "fair" => Some(client.fair_lock(&args.lock)?),
         "none" => None,
-        other => return Err(CliError::Usage(format!("unknown mode '{other}'"))),
+        _ => return scenario::run(&args, client, connection),
     };
-    emit(r#"{"event":"ready"}"#)?;
-    let mut go = String::new();
-    let _ = std::io::stdin().lock().read_line(&mut go);
-    if go.trim() != "go" {
-        return Err(CliError::Failed("no `go` from the demo parent".into()));
-    }
+    ready_and_wait_for_go()?;
     let mut sold = 0u64;
     loop {
         let started = Instant::now();

@@ -306,6 +306,188 @@ fn demo_skips_a_language_whose_package_is_missing_when_none_were_named() {
     );
 }
 
+/// `polylock demo --languages rust --scenario SCENARIO ARGS` on its own server; must exit 0.
+fn scenario(name: &str, extra: &[&str]) -> Output {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut args = vec![
+        "demo",
+        "--redis",
+        &url,
+        "--languages",
+        "rust",
+        "--scenario",
+        name,
+    ];
+    args.extend_from_slice(extra);
+    let out = polylock(&args);
+    assert_eq!(
+        out.code, 0,
+        "{args:?}\nstdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    // The scenario's data keys are cleaned up (lock latches expire by themselves; fencing
+    // keeps its token counters, as a fenced lock always does).
+    if name != "fencing" {
+        assert_eq!(
+            server.command(&["KEYS", "polylock-demo:*"]).as_deref(),
+            Some("*0"),
+            "keys left after {name}"
+        );
+    }
+    out
+}
+
+/// The number before `what` on the line that has it: `3 expiries` -> 3.
+fn number_before(stdout: &str, what: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let at = words.iter().position(|word| word.starts_with(what))?;
+            words
+                .get(at.checked_sub(1)?)?
+                .trim_end_matches(',')
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no `N {what}` in:\n{stdout}"))
+}
+
+#[test]
+fn demo_cache_rebuild_rebuilds_once_per_expiry() {
+    let out = scenario(
+        "cache-rebuild",
+        &["--workers", "3", "--rounds", "2", "--slow-ms", "30"],
+    );
+    assert_eq!(number_before(&out.stdout, "expiries"), 2, "{}", out.stdout);
+    assert_eq!(
+        number_before(&out.stdout, "rebuild(s)"),
+        2,
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("OK: exactly one rebuild per expiry"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn demo_cache_rebuild_without_the_lock_reports_the_stampede() {
+    let out = scenario(
+        "cache-rebuild",
+        &[
+            "--workers",
+            "3",
+            "--rounds",
+            "2",
+            "--slow-ms",
+            "30",
+            "--no-lock",
+        ],
+    );
+    // Every expiry is rebuilt at least once; without the lock, maybe more often.
+    assert!(
+        number_before(&out.stdout, "rebuild(s)") >= 2,
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("WITHOUT the lock"), "{}", out.stdout);
+}
+
+#[test]
+fn demo_read_write_sees_no_disagreement_under_the_lock() {
+    let out = scenario("read-write", &["--workers", "3", "--ops", "60"]);
+    // `R reads and W writes in ...`
+    let summary: Vec<u64> = out
+        .stdout
+        .lines()
+        .find(|line| line.contains(" reads and ") && line.contains(" writes in "))
+        .unwrap_or_else(|| panic!("no summary in:\n{}", out.stdout))
+        .split_whitespace()
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    let (reads, writes) = (summary[0], summary[1]);
+    assert_eq!(reads + writes, 60, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains(&format!("OK: zero disagreements in {reads} reads")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("reader(s) inside at once"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("writers waited"), "{}", out.stdout);
+}
+
+#[test]
+fn demo_segmented_stock_sells_exactly_the_stock_both_ways() {
+    let out = scenario("segmented-stock", &["--tickets", "30", "--segments", "3"]);
+    assert!(
+        out.stdout
+            .contains("OK: both sales sold exactly 30 units: no oversell, no leftover"),
+        "{}",
+        out.stdout
+    );
+    let rows: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|line| {
+            line.starts_with("one lock per segment (3)") || line.starts_with("one global lock")
+        })
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", out.stdout);
+    for row in rows {
+        let words: Vec<&str> = row.split_whitespace().collect();
+        let sold_at = if row.starts_with("one global") { 3 } else { 5 };
+        assert_eq!(words[sold_at], "30", "{row}");
+        assert_eq!(words[sold_at + 1], "0", "{row}");
+    }
+    assert!(out.stdout.contains("one global lock: "), "{}", out.stdout);
+}
+
+#[test]
+fn demo_fencing_refuses_the_stale_write_and_shows_the_lost_update_without_it() {
+    let out = scenario("fencing", &["--lease-ms", "100"]);
+    assert!(
+        out.stdout
+            .contains("REFUSED (StaleToken); final value: fast"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("OK: every late write"),
+        "{}",
+        out.stdout
+    );
+
+    let out = scenario("fencing", &["--lease-ms", "100", "--no-fencing"]);
+    assert!(
+        out.stdout.contains("ACCEPTED; final value: slow"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("LOST UPDATE"), "{}", out.stdout);
+}
+
+#[test]
+fn demo_refuses_options_of_other_scenarios() {
+    for args in [
+        vec!["demo", "--scenario", "fencing", "--no-lock"],
+        vec!["demo", "--scenario", "read-write", "--fair"],
+        vec!["demo", "--no-fencing"],
+        vec!["demo", "--scenario", "lottery"],
+    ] {
+        let out = polylock(&args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    }
+}
+
 #[test]
 fn demo_rejects_an_unknown_language() {
     let out = polylock(&["demo", "--languages", "rust,cobol"]);
@@ -400,6 +582,227 @@ fn inspect_shows_the_fair_queue_in_order() {
     block_on(holder.release()).expect("release");
     assert!(block_on(waiting).expect("join").expect("acquire"));
     block_on(waiter.release()).expect("release");
+}
+
+#[test]
+fn inspect_shows_a_fenced_lock_and_its_token() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let lock = client.fenced_lock("fenced:1").expect("lock");
+    hold(&lock);
+    let token = lock.token().expect("a token");
+
+    let out = polylock(&["inspect", "fenced:1", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "fenced");
+    assert_eq!(state["holders"][0]["owner"], lock.owner());
+    assert_eq!(state["holders"][0]["count"], 1);
+    assert_eq!(state["fence_token"], token);
+
+    let out = polylock(&["inspect", "fenced:1", "--redis", &url]);
+    assert!(out.stdout.contains("kind:   fenced"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!("token:  {token}")),
+        "{}",
+        out.stdout
+    );
+
+    block_on(lock.release()).expect("release");
+    let out = polylock(&["inspect", "fenced:1", "--redis", &url, "--json"]);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "fenced");
+    assert_eq!(state["holders"].as_array().map(Vec::len), Some(0));
+    assert_eq!(state["fence_token"], token);
+}
+
+#[test]
+fn inspect_shows_a_read_write_lock_with_each_side() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let reader = client.read_write_lock("rw:1").expect("rw");
+    let other = client.read_write_lock("rw:1").expect("rw");
+    hold(&reader.read_lock());
+    hold(&reader.read_lock());
+    hold(&other.read_lock());
+
+    let out = polylock(&["inspect", "rw:1", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "read-write");
+    assert_eq!(state["mode"], "read");
+    let holders = state["holders"].as_array().expect("holders");
+    assert_eq!(holders.len(), 2, "{state}");
+    let count_of = |owner: &str| {
+        holders
+            .iter()
+            .find(|h| h["owner"] == owner)
+            .map(|h| (h["count"].as_u64(), h["mode"].clone()))
+    };
+    assert_eq!(
+        count_of(reader.read_lock().owner()),
+        Some((Some(2), serde_json::json!("read")))
+    );
+    assert_eq!(
+        count_of(other.read_lock().owner()),
+        Some((Some(1), serde_json::json!("read")))
+    );
+    let out = polylock(&["inspect", "rw:1", "--redis", &url]);
+    assert!(
+        out.stdout.contains("kind:   read-write (mode: read)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "{}  (read, hold count 2)",
+            reader.read_lock().owner()
+        )),
+        "{}",
+        out.stdout
+    );
+    for _ in 0..2 {
+        block_on(reader.read_lock().release()).expect("release");
+    }
+    block_on(other.read_lock().release()).expect("release");
+
+    let writer = client.read_write_lock("rw:1").expect("rw");
+    hold(&writer.write_lock());
+    let out = polylock(&["inspect", "rw:1", "--redis", &url, "--json"]);
+    let state = json(&out.stdout);
+    assert_eq!(state["mode"], "write");
+    assert_eq!(state["holders"][0]["owner"], writer.write_lock().owner());
+    assert_eq!(state["holders"][0]["mode"], "write");
+
+    // Force-unlock takes the side it is held in.
+    let out = polylock(&["force-unlock", "rw:1", "--redis", &url, "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("force-unlocked read-write lock 'rw:1'"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(server.int(&["EXISTS", "rw:1"]), 0);
+}
+
+#[test]
+fn inspect_shows_semaphores_and_force_unlock_refuses_them() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let semaphore = client.semaphore("sem:1").expect("semaphore");
+    assert!(block_on(semaphore.try_set_permits(4)).expect("set"));
+    assert!(block_on(semaphore.acquire(1, Some(Duration::ZERO))).expect("acquire"));
+
+    let out = polylock(&["inspect", "sem:1", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "semaphore");
+    assert_eq!(state["permits_available"], 3);
+    let out = polylock(&["inspect", "sem:1", "--redis", &url]);
+    assert!(
+        out.stdout.contains("permits: 3 available"),
+        "{}",
+        out.stdout
+    );
+
+    let expirable = client.expirable_semaphore("xsem:1").expect("semaphore");
+    assert!(block_on(expirable.try_set_permits(2)).expect("set"));
+    let id = block_on(expirable.acquire(Some(Duration::ZERO), Some(Duration::from_secs(60))))
+        .expect("acquire")
+        .expect("a permit");
+    let out = polylock(&["inspect", "xsem:1", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "expirable-semaphore");
+    assert_eq!(state["permits_available"], 1);
+    assert_eq!(state["permits"][0]["id"], id.as_str());
+    let left = state["permits"][0]["expires_in_ms"]
+        .as_i64()
+        .expect("expiry");
+    assert!(left > 0 && left <= 60_000, "{left}");
+    let out = polylock(&["inspect", "xsem:1", "--redis", &url]);
+    assert!(
+        out.stdout.contains(&format!("{id}  (expires in")),
+        "{}",
+        out.stdout
+    );
+
+    for name in ["sem:1", "xsem:1"] {
+        let out = polylock(&["force-unlock", name, "--redis", &url, "--yes"]);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("nothing to force-unlock"),
+            "{}",
+            out.stderr
+        );
+    }
+    assert_eq!(server.command(&["GET", "sem:1"]).as_deref(), Some("3"));
+    block_on(expirable.release(&id)).expect("still held");
+}
+
+#[test]
+fn watch_once_shows_every_kind() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let fenced = client.fenced_lock("k:fenced").expect("lock");
+    hold(&fenced);
+    let rw = client.read_write_lock("k:rw").expect("rw");
+    hold(&rw.write_lock());
+    let semaphore = client.semaphore("k:sem").expect("semaphore");
+    assert!(block_on(semaphore.try_set_permits(7)).expect("set"));
+    let expirable = client.expirable_semaphore("k:xsem").expect("semaphore");
+    assert!(block_on(expirable.try_set_permits(2)).expect("set"));
+    let id = block_on(expirable.acquire(Some(Duration::ZERO), None))
+        .expect("acquire")
+        .expect("a permit");
+    let free = client.fenced_lock("k:free").expect("lock");
+    hold(&free);
+    block_on(free.release()).expect("release");
+
+    let out = polylock(&["watch", "k:*", "--redis", &url, "--once"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let row = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(name))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no {name} row:\n{}", out.stdout))
+    };
+    let fenced_row = row("k:fenced");
+    assert!(fenced_row.contains(" fenced "), "{fenced_row}");
+    assert!(
+        fenced_row.contains(&format!("token {}", fenced.token().unwrap())),
+        "{fenced_row}"
+    );
+    let rw_row = row("k:rw");
+    assert!(rw_row.contains(" read-write "), "{rw_row}");
+    assert!(
+        rw_row.contains(&format!("{} x1 (write)", rw.write_lock().owner())),
+        "{rw_row}"
+    );
+    assert!(
+        row("k:sem").contains("7 permit(s) available"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        row("k:xsem").contains("1 permit(s) available, 1 taken"),
+        "{}",
+        out.stdout
+    );
+    // A free lock and the keys beside each name are not rows.
+    assert!(!out.stdout.contains("k:free"), "{}", out.stdout);
+    assert!(!out.stdout.contains("timeout"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("2 lock(s) held, 2 semaphore(s)"),
+        "{}",
+        out.stdout
+    );
+    block_on(expirable.release(&id)).expect("release");
 }
 
 #[test]

@@ -15,6 +15,7 @@ mod client;
 mod engine;
 mod error;
 mod expirable_semaphore;
+mod inspect;
 pub mod keys;
 mod kinds;
 mod lock;
@@ -27,6 +28,9 @@ mod semaphore;
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, ErrorKind, Result};
 pub use expirable_semaphore::ExpirableSemaphore;
+pub use inspect::{
+    FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo, LockMode, WaitingWriter,
+};
 pub use lock::Lock;
 pub use options::{ClientOptions, MAX_DURATION, MAX_NAME_BYTES, MAX_PERMITS};
 pub use read_write_lock::ReadWriteLock;

@@ -1,0 +1,573 @@
+//! [`Client::inspect`]: what polylock and Redisson keep under a name, read in one snapshot
+//! without side effects (Redisson's `getLockInfo` idea), for tools such as the `polylock` CLI.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use redis::{Script, Value};
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::options::validate_name;
+use crate::runtime::on_runtime;
+
+/// Reads every key of every kind at once (`inspect.lua`); writes nothing.
+static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("inspect.lua")));
+
+/// Redisson's expiry of a permit that never expires (epoch ms).
+const NEVER: i64 = 922_337_203_685_477;
+
+/// What is kept under a name, as far as the keys tell. Redis stores some kinds alike, so the
+/// answer is the most specific one the keys support: a fair lock nobody waits for looks like a
+/// reentrant lock, an expirable semaphore with no permit taken like a semaphore, and any string
+/// holding an integer like a semaphore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InspectedKind {
+    /// Nothing at the name nor in any key of a kind: free.
+    None,
+    /// A reentrant lock (Redisson `RLock`): a hash of owners (or a fair lock with no queue).
+    Reentrant,
+    /// A fair lock (Redisson `RFairLock`): its queue or its deadlines exist.
+    Fair,
+    /// A fenced lock (Redisson `RFencedLock`): its token counter exists.
+    Fenced,
+    /// A read-write lock (Redisson `RReadWriteLock`): a hash with a `mode` field, or only
+    /// polylock's record of waiting writers.
+    ReadWrite,
+    /// A semaphore (Redisson `RSemaphore`): a string holding an integer.
+    Semaphore,
+    /// An expirable semaphore (Redisson `RPermitExpirableSemaphore`): its ZSET of taken permits
+    /// exists.
+    ExpirableSemaphore,
+    /// Something else: another Redis type, a hash whose fields are not lock owners, a string
+    /// that is not a number.
+    Unknown,
+}
+
+impl InspectedKind {
+    /// A short lowercase label: `none`, `reentrant`, `fair`, `fenced`, `read-write`,
+    /// `semaphore`, `expirable-semaphore`, `unknown`.
+    pub fn label(self) -> &'static str {
+        match self {
+            InspectedKind::None => "none",
+            InspectedKind::Reentrant => "reentrant",
+            InspectedKind::Fair => "fair",
+            InspectedKind::Fenced => "fenced",
+            InspectedKind::ReadWrite => "read-write",
+            InspectedKind::Semaphore => "semaphore",
+            InspectedKind::ExpirableSemaphore => "expirable-semaphore",
+            InspectedKind::Unknown => "unknown",
+        }
+    }
+
+    /// True for the kinds that have holders (every lock kind).
+    pub fn is_lock(self) -> bool {
+        matches!(
+            self,
+            InspectedKind::Reentrant
+                | InspectedKind::Fair
+                | InspectedKind::Fenced
+                | InspectedKind::ReadWrite
+        )
+    }
+}
+
+/// The side of a read-write lock a holder holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LockMode {
+    Read,
+    Write,
+}
+
+impl LockMode {
+    /// `read` or `write`, as Redisson writes the `mode` field.
+    pub fn label(self) -> &'static str {
+        match self {
+            LockMode::Read => "read",
+            LockMode::Write => "write",
+        }
+    }
+}
+
+/// One holder of a lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHolder {
+    /// The owner string, `<client-id>:<holder-id>` (see `docs/PROTOCOL.md`).
+    pub owner: String,
+    /// How many times it holds (reentrancy).
+    pub count: u64,
+    /// For a read-write lock, the side held (an owner holding both sides is listed twice,
+    /// writer first); `None` for other kinds.
+    pub mode: Option<LockMode>,
+}
+
+/// The TTL of the key at the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyTtl {
+    /// There is no key.
+    Missing,
+    /// The key never expires (for a lock: not written by polylock or Redisson).
+    Persistent,
+    /// The key expires in this long (for a lock: the remaining lease).
+    Remaining(Duration),
+}
+
+/// A waiter in a fair lock's queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FairWaiter {
+    pub owner: String,
+    /// Its deadline in the shared deadlines ZSET (epoch ms): skipped once passed.
+    pub deadline_ms: Option<i64>,
+    /// polylock's liveness record (epoch ms, the server's clock): a polylock waiter is skipped
+    /// once it passes (it stopped looking). `None` for Redisson waiters.
+    pub seen_deadline_ms: Option<i64>,
+}
+
+impl FairWaiter {
+    /// The earlier of its two deadlines: when it is skipped unless it looks again.
+    pub fn skipped_at_ms(&self) -> Option<i64> {
+        match (self.deadline_ms, self.seen_deadline_ms) {
+            (Some(shared), Some(seen)) => Some(shared.min(seen)),
+            (shared, seen) => shared.or(seen),
+        }
+    }
+}
+
+/// A polylock writer waiting for a read-write lock (while one waits, new polylock readers wait).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingWriter {
+    /// The writer's owner string (without the `:write` suffix).
+    pub owner: String,
+    /// Server time (epoch ms) until which its registration holds unless it looks again.
+    pub until_ms: i64,
+}
+
+/// A permit taken from an expirable semaphore.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldPermit {
+    /// Its id, 32 hex characters (the id `ExpirableSemaphore::acquire` returned).
+    pub id: String,
+    /// When it expires (epoch ms, the server's clock); `None`: never. A permit whose expiry has
+    /// passed is still listed until the next operation on the semaphore gives it back.
+    pub expires_at_ms: Option<i64>,
+}
+
+/// What [`Client::inspect`] found under a name, in one snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    /// The name inspected.
+    pub name: String,
+    pub kind: InspectedKind,
+    /// What Redis `TYPE` says of the key at the name (`none`, `hash`, `string`, ...).
+    pub redis_type: String,
+    /// The server's clock when the snapshot was taken (epoch ms): compare deadlines with it.
+    pub server_time_ms: i64,
+    /// The TTL of the key at the name.
+    pub ttl: KeyTtl,
+    /// The holders of a lock, in the order Redis keeps the fields (for a read-write lock, the
+    /// writer first). Empty when free, and for semaphores (permits belong to nobody).
+    pub holders: Vec<LockHolder>,
+    /// A read-write lock's `mode` field while it is held.
+    pub mode: Option<LockMode>,
+    /// A fair lock's waiters, head first.
+    pub queue: Vec<FairWaiter>,
+    /// A read-write lock's waiting polylock writers, earliest registration end first.
+    pub waiting_writers: Vec<WaitingWriter>,
+    /// A semaphore's available permits as stored (`None` for other kinds). For an expirable
+    /// semaphore, permits whose expiry has passed are not counted until they are given back.
+    pub permits_available: Option<i64>,
+    /// An expirable semaphore's taken permits, earliest expiry first.
+    pub permits: Vec<HeldPermit>,
+    /// A fenced lock's token counter: the last token given (while held, the token of the
+    /// latest acquisition).
+    pub fence_token: Option<i64>,
+}
+
+impl LockInfo {
+    /// True when a lock kind has at least one holder.
+    pub fn is_held(&self) -> bool {
+        !self.holders.is_empty()
+    }
+
+    /// The remaining lease of a held lock (the TTL of its key), `None` when the key is
+    /// missing or never expires.
+    pub fn remaining_lease(&self) -> Option<Duration> {
+        match self.ttl {
+            KeyTtl::Remaining(left) => Some(left),
+            _ => None,
+        }
+    }
+}
+
+impl Client {
+    /// Describes what polylock (or Redisson) keeps under `name`: the kind, the holders with
+    /// their hold counts, the TTL, a fair lock's queue, a read-write lock's mode and waiting
+    /// writers, a semaphore's permits, a fenced lock's token counter. One Lua script reads
+    /// every key of every kind at once, so the answer is one consistent snapshot; it writes
+    /// nothing (expired permits or stale waiters are shown, not cleaned). Works whichever kind
+    /// of handle made the keys, and without any handle.
+    ///
+    /// [`Error::InvalidArgument`] for an empty or too long name; a name holding something else
+    /// is not an error but [`InspectedKind::Unknown`].
+    pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
+        validate_name(name)?;
+        let what = format!("inspect '{name}'");
+        self.inner.check_usable_for(&what)?;
+        let mut call = INSPECT.prepare_invoke();
+        call.key(name)
+            .key(keys::fair_queue(name))
+            .key(keys::fair_timeouts(name))
+            .key(keys::fair_seen(name))
+            .key(keys::fenced_token(name))
+            .key(keys::rwlock_writers(name))
+            .key(keys::permit_timeouts(name));
+        let inner = self.inner.clone();
+        let name = name.to_owned();
+        on_runtime(&what.clone(), async move {
+            inner.check_usable_for(&what)?;
+            let mut connection = inner.connection.clone();
+            let reply: Value = call
+                .invoke_async(&mut connection)
+                .await
+                .map_err(|err| Error::from_redis(&what, err))?;
+            parse(name, reply)
+                .ok_or_else(|| Error::Redis(format!("{what}: unexpected reply from the script")))
+        })
+        .await
+    }
+}
+
+/// The reply of `inspect.lua`, decoded: `None` when its shape is not the script's.
+fn parse(name: String, reply: Value) -> Option<LockInfo> {
+    let mut parts = array(reply)?.into_iter();
+    let server_time_ms = int(parts.next()?)?;
+    let redis_type = text(parts.next()?)?;
+    let pttl = int(parts.next()?)?;
+    let contents = strings(parts.next()?)?;
+    let mut aux = Vec::with_capacity(6);
+    for part in parts {
+        let mut pair = array(part)?.into_iter();
+        let kind = text(pair.next()?)?;
+        let items = strings(pair.next()?)?;
+        aux.push((kind, items));
+    }
+    let [queue, deadlines, seen, token, writers, permits]: [(String, Vec<Vec<u8>>); 6] =
+        aux.try_into().ok()?;
+    let typed = |(kind, items): (String, Vec<Vec<u8>>), want: &str| {
+        if kind == want {
+            items
+        } else {
+            Vec::new()
+        }
+    };
+    let has_fair_keys = queue.0 == "list" || deadlines.0 == "zset";
+    let has_token = token.0 == "string";
+    let has_writers = writers.0 == "zset";
+    let has_permits = permits.0 == "zset";
+    let queue = typed(queue, "list");
+    let deadlines = scores(&typed(deadlines, "zset"));
+    let seen = scores(&typed(seen, "zset"));
+    let fence_token = typed(token, "string")
+        .first()
+        .and_then(|value| utf8(value)?.parse::<i64>().ok());
+    let waiting_writers = scores(&typed(writers, "zset"))
+        .into_iter()
+        .map(|(field, until_ms)| WaitingWriter {
+            owner: field
+                .strip_suffix(":write")
+                .map_or(field.clone(), str::to_owned),
+            until_ms,
+        })
+        .collect();
+    let permit_list: Vec<HeldPermit> = typed(permits, "zset")
+        .chunks(2)
+        .filter_map(|pair| {
+            let expiry = utf8(pair.get(1)?)?.parse::<f64>().ok()? as i64;
+            Some(HeldPermit {
+                id: hex(&pair[0]),
+                expires_at_ms: (expiry < NEVER).then_some(expiry),
+            })
+        })
+        .collect();
+
+    let mut info = LockInfo {
+        name,
+        kind: InspectedKind::None,
+        redis_type,
+        server_time_ms,
+        ttl: match pttl {
+            -2 => KeyTtl::Missing,
+            ms if ms < 0 => KeyTtl::Persistent,
+            ms => KeyTtl::Remaining(Duration::from_millis(ms as u64)),
+        },
+        holders: Vec::new(),
+        mode: None,
+        queue: Vec::new(),
+        waiting_writers,
+        permits_available: None,
+        permits: Vec::new(),
+        fence_token,
+    };
+    let score_of = |scores: &[(String, i64)], owner: &str| {
+        scores
+            .iter()
+            .find(|(queued, _)| queued == owner)
+            .map(|(_, score)| *score)
+    };
+    let fair_queue = || -> Vec<FairWaiter> {
+        queue
+            .iter()
+            .filter_map(|owner| utf8(owner).map(str::to_owned))
+            .map(|owner| FairWaiter {
+                deadline_ms: score_of(&deadlines, &owner),
+                seen_deadline_ms: score_of(&seen, &owner),
+                owner,
+            })
+            .collect()
+    };
+    // A lock kind with no hash at the name: free, told apart by its other keys.
+    let free_lock_kind = if has_fair_keys {
+        Some(InspectedKind::Fair)
+    } else if has_token {
+        Some(InspectedKind::Fenced)
+    } else if has_writers {
+        Some(InspectedKind::ReadWrite)
+    } else {
+        None
+    };
+    match info.redis_type.as_str() {
+        "none" => {
+            if has_permits {
+                info.kind = InspectedKind::ExpirableSemaphore;
+                info.permits_available = Some(0);
+                info.permits = permit_list;
+            } else if let Some(kind) = free_lock_kind {
+                info.kind = kind;
+                if kind == InspectedKind::Fair {
+                    info.queue = fair_queue();
+                }
+            }
+        }
+        "hash" => {
+            let fields = pairs(&contents);
+            if let Some(mode) = fields
+                .iter()
+                .find_map(|(field, value)| (*field == "mode").then_some(*value))
+            {
+                match read_write_holders(mode, &fields) {
+                    Some((mode, holders)) => {
+                        info.kind = InspectedKind::ReadWrite;
+                        info.mode = Some(mode);
+                        info.holders = holders;
+                    }
+                    None => info.kind = InspectedKind::Unknown,
+                }
+            } else {
+                match lock_holders(&fields) {
+                    Some(holders) => {
+                        info.holders = holders;
+                        info.kind = if has_fair_keys {
+                            info.queue = fair_queue();
+                            InspectedKind::Fair
+                        } else if has_token {
+                            InspectedKind::Fenced
+                        } else {
+                            InspectedKind::Reentrant
+                        };
+                    }
+                    None => info.kind = InspectedKind::Unknown,
+                }
+            }
+        }
+        "string" => {
+            match contents
+                .first()
+                .and_then(|value| utf8(value)?.parse::<i64>().ok())
+            {
+                Some(permits) => {
+                    info.permits_available = Some(permits);
+                    if has_permits {
+                        info.kind = InspectedKind::ExpirableSemaphore;
+                        info.permits = permit_list;
+                    } else {
+                        info.kind = InspectedKind::Semaphore;
+                    }
+                }
+                None => info.kind = InspectedKind::Unknown,
+            }
+        }
+        _ => info.kind = InspectedKind::Unknown,
+    }
+    if info.kind != InspectedKind::ReadWrite {
+        info.waiting_writers.clear();
+    }
+    if info.kind != InspectedKind::Fenced {
+        info.fence_token = None;
+    }
+    Some(info)
+}
+
+/// `<client-id>:<holder-id>`: the owner strings polylock and Redisson write (a UUID, a colon, a
+/// number).
+fn is_owner(field: &str) -> bool {
+    let Some((client, holder)) = field.rsplit_once(':') else {
+        return false;
+    };
+    let uuid_shape = client.len() == 36
+        && client.char_indices().all(|(at, c)| match at {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        });
+    uuid_shape && !holder.is_empty() && holder.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn count(value: &str) -> Option<u64> {
+    value.parse::<u64>().ok().filter(|count| *count > 0)
+}
+
+/// The holders of a lock hash, or `None` when a field is not an owner with a count.
+fn lock_holders(fields: &[(&str, &str)]) -> Option<Vec<LockHolder>> {
+    let mut holders = Vec::with_capacity(fields.len());
+    for (field, value) in fields {
+        if !is_owner(field) {
+            return None;
+        }
+        holders.push(LockHolder {
+            owner: (*field).to_owned(),
+            count: count(value)?,
+            mode: None,
+        });
+    }
+    (!holders.is_empty()).then_some(holders)
+}
+
+/// The mode and holders of a read-write lock hash (writer first, then readers), or `None` when
+/// it is not one.
+fn read_write_holders(mode: &str, fields: &[(&str, &str)]) -> Option<(LockMode, Vec<LockHolder>)> {
+    let mode = match mode {
+        "read" => LockMode::Read,
+        "write" => LockMode::Write,
+        _ => return None,
+    };
+    let mut writers = Vec::new();
+    let mut readers = Vec::new();
+    for (field, value) in fields {
+        if *field == "mode" {
+            continue;
+        }
+        let (owner, side) = match field.strip_suffix(":write") {
+            Some(owner) => (owner, LockMode::Write),
+            None => (*field, LockMode::Read),
+        };
+        if !is_owner(owner) {
+            return None;
+        }
+        let holder = LockHolder {
+            owner: owner.to_owned(),
+            count: count(value)?,
+            mode: Some(side),
+        };
+        match side {
+            LockMode::Write => writers.push(holder),
+            LockMode::Read => readers.push(holder),
+        }
+    }
+    writers.extend(readers);
+    Some((mode, writers))
+}
+
+fn array(value: Value) -> Option<Vec<Value>> {
+    match value {
+        Value::Array(items) => Some(items),
+        _ => None,
+    }
+}
+
+fn int(value: Value) -> Option<i64> {
+    match value {
+        Value::Int(n) => Some(n),
+        _ => None,
+    }
+}
+
+fn text(value: Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes).ok(),
+        Value::SimpleString(text) => Some(text),
+        _ => None,
+    }
+}
+
+fn strings(value: Value) -> Option<Vec<Vec<u8>>> {
+    array(value)?
+        .into_iter()
+        .map(|item| match item {
+            Value::BulkString(bytes) => Some(bytes),
+            Value::SimpleString(text) => Some(text.into_bytes()),
+            Value::Int(n) => Some(n.to_string().into_bytes()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn utf8(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(bytes).ok()
+}
+
+/// HGETALL's flat list as (field, value) pairs (fields that are not UTF-8 become empty, which
+/// no kind accepts).
+fn pairs(items: &[Vec<u8>]) -> Vec<(&str, &str)> {
+    items
+        .chunks(2)
+        .map(|pair| {
+            (
+                utf8(&pair[0]).unwrap_or(""),
+                pair.get(1).and_then(|value| utf8(value)).unwrap_or(""),
+            )
+        })
+        .collect()
+}
+
+/// ZRANGE WITHSCORES's flat list as (member, score) pairs.
+fn scores(items: &[Vec<u8>]) -> Vec<(String, i64)> {
+    items
+        .chunks(2)
+        .filter_map(|pair| {
+            let member = utf8(&pair[0])?.to_owned();
+            let score = utf8(pair.get(1)?)?.parse::<f64>().ok()?;
+            Some((member, score as i64))
+        })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_are_uuid_colon_number() {
+        assert!(is_owner("6e3814a1-e847-452b-a982-45baf93a1df2:1"));
+        assert!(!is_owner("6e3814a1-e847-452b-a982-45baf93a1df2:x"));
+        assert!(!is_owner("mode"));
+        assert!(!is_owner("6e3814a1e847452ba98245baf93a1df2abcd:1"));
+    }
+
+    #[test]
+    fn read_write_holders_list_the_writer_first() {
+        let owner = "6e3814a1-e847-452b-a982-45baf93a1df2:1";
+        let write = format!("{owner}:write");
+        let fields = [(owner, "2"), (write.as_str(), "1")];
+        let (mode, holders) = read_write_holders("write", &fields).unwrap();
+        assert_eq!(mode, LockMode::Write);
+        assert_eq!(holders[0].mode, Some(LockMode::Write));
+        assert_eq!(holders[1].count, 2);
+        assert!(read_write_holders("other", &fields).is_none());
+        assert!(read_write_holders("read", &[("name", "ada")]).is_none());
+    }
+}

@@ -1,0 +1,321 @@
+//! `Client::inspect` against a real redis-server: one test per kind, each state made through the
+//! core's own API, then described by one read-only snapshot.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use polylock::{ErrorKind, InspectedKind, KeyTtl, LockMode};
+use redis::AsyncCommands;
+
+const NOW: Option<Duration> = Some(Duration::ZERO);
+const LONG: Option<Duration> = Some(Duration::from_secs(60));
+
+fn remaining_ms(ttl: KeyTtl) -> u128 {
+    match ttl {
+        KeyTtl::Remaining(left) => left.as_millis(),
+        other => panic!("expected a remaining TTL, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn nothing_at_a_name_is_free_and_bad_names_are_refused() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let info = client.inspect("nothing:here").await.unwrap();
+    assert_eq!(info.name, "nothing:here");
+    assert_eq!(info.kind, InspectedKind::None);
+    assert_eq!(info.redis_type, "none");
+    assert_eq!(info.ttl, KeyTtl::Missing);
+    assert!(!info.is_held());
+    assert!(info.queue.is_empty() && info.permits.is_empty());
+    assert_eq!(info.permits_available, None);
+    assert_eq!(info.fence_token, None);
+    assert!(info.server_time_ms > 1_600_000_000_000, "{info:?}");
+
+    let err = client.inspect("").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    let long = "x".repeat(polylock::MAX_NAME_BYTES + 1);
+    let err = client.inspect(&long).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
+
+#[tokio::test]
+async fn a_reentrant_lock_shows_its_holder_count_and_lease() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("inspect:plain").unwrap();
+    let lease = Some(Duration::from_secs(20));
+    assert!(lock.acquire(NOW, lease).await.unwrap());
+    assert!(lock.acquire(NOW, lease).await.unwrap());
+
+    let info = client.inspect("inspect:plain").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Reentrant);
+    assert_eq!(info.redis_type, "hash");
+    assert_eq!(info.holders.len(), 1);
+    assert_eq!(info.holders[0].owner, lock.owner());
+    assert_eq!(info.holders[0].count, 2);
+    assert_eq!(info.holders[0].mode, None);
+    let left = remaining_ms(info.ttl);
+    assert!(left > 0 && left <= 20_000, "{left}");
+    assert_eq!(info.remaining_lease().map(|d| d.as_millis()), Some(left));
+    assert!(info.queue.is_empty());
+
+    lock.release().await.unwrap();
+    lock.release().await.unwrap();
+    let info = client.inspect("inspect:plain").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::None);
+}
+
+#[tokio::test]
+async fn a_fair_lock_shows_its_queue_in_order_with_deadlines() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let waiter_client = client(&server).await;
+    let holder = holder_client.fair_lock("inspect:fair").unwrap();
+    assert!(holder.acquire(NOW, None).await.unwrap());
+    let first = waiter_client.fair_lock("inspect:fair").unwrap();
+    let second = waiter_client.fair_lock("inspect:fair").unwrap();
+    let mut con = raw(&server).await;
+    let queue = polylock::keys::fair_queue("inspect:fair");
+    let mut waits = Vec::new();
+    for (place, waiter) in [&first, &second].into_iter().enumerate() {
+        let waiter = waiter.clone();
+        waits.push(tokio::spawn(
+            async move { waiter.acquire(LONG, None).await },
+        ));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let len: usize = con.llen(&queue).await.unwrap();
+            if len > place {
+                break;
+            }
+            assert!(Instant::now() < deadline, "waiter {place} never queued");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    let info = holder_client.inspect("inspect:fair").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Fair);
+    assert_eq!(info.holders[0].owner, holder.owner());
+    assert_eq!(info.holders[0].count, 1);
+    let owners: Vec<&str> = info.queue.iter().map(|w| w.owner.as_str()).collect();
+    assert_eq!(owners, [first.owner(), second.owner()]);
+    for waiter in &info.queue {
+        let deadline = waiter.deadline_ms.expect("a deadline");
+        let seen = waiter.seen_deadline_ms.expect("a liveness record");
+        assert!(deadline > info.server_time_ms, "{info:?}");
+        assert!(seen > info.server_time_ms, "{info:?}");
+        assert_eq!(waiter.skipped_at_ms(), Some(deadline.min(seen)));
+    }
+    // Deadlines grow along the queue.
+    assert!(info.queue[0].deadline_ms < info.queue[1].deadline_ms);
+
+    holder.release().await.unwrap();
+    assert!(waits.remove(0).await.unwrap().unwrap());
+    first.release().await.unwrap();
+    assert!(waits.remove(0).await.unwrap().unwrap());
+    second.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fenced_lock_shows_its_token_counter_held_or_free() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.fenced_lock("inspect:fenced").unwrap();
+    assert!(lock.acquire(NOW, None).await.unwrap());
+    assert!(lock.acquire(NOW, None).await.unwrap());
+    let token = lock.token().expect("a token");
+
+    let info = client.inspect("inspect:fenced").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Fenced);
+    assert_eq!(info.fence_token, Some(token));
+    assert_eq!(info.holders[0].owner, lock.owner());
+    assert_eq!(info.holders[0].count, 2);
+    assert!(remaining_ms(info.ttl) > 0);
+
+    lock.release().await.unwrap();
+    lock.release().await.unwrap();
+    let info = client.inspect("inspect:fenced").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Fenced);
+    assert!(!info.is_held());
+    assert_eq!(info.ttl, KeyTtl::Missing);
+    assert_eq!(info.fence_token, Some(token));
+}
+
+#[tokio::test]
+async fn a_read_write_lock_shows_its_mode_readers_writer_and_waiting_writers() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let a = client.read_write_lock("inspect:rw").unwrap();
+    let b = client.read_write_lock("inspect:rw").unwrap();
+    let writer = client.read_write_lock("inspect:rw").unwrap();
+    assert!(a.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(a.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(b.read_lock().acquire(NOW, None).await.unwrap());
+    // A writer waits behind the readers (and registers itself while it waits).
+    let waiting = {
+        let write = writer.write_lock();
+        tokio::spawn(async move { write.acquire(LONG, None).await })
+    };
+    let mut con = raw(&server).await;
+    let writers = polylock::keys::rwlock_writers("inspect:rw");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let registered: usize = con.zcard(&writers).await.unwrap();
+        if registered == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the writer never registered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let info = client.inspect("inspect:rw").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::ReadWrite);
+    assert_eq!(info.mode, Some(LockMode::Read));
+    let mut readers: Vec<(String, u64, Option<LockMode>)> = info
+        .holders
+        .iter()
+        .map(|h| (h.owner.clone(), h.count, h.mode))
+        .collect();
+    readers.sort();
+    let mut expected = vec![
+        (a.read_lock().owner().to_owned(), 2, Some(LockMode::Read)),
+        (b.read_lock().owner().to_owned(), 1, Some(LockMode::Read)),
+    ];
+    expected.sort();
+    assert_eq!(readers, expected);
+    assert!(remaining_ms(info.ttl) > 0);
+    assert_eq!(info.waiting_writers.len(), 1, "{info:?}");
+    assert_eq!(info.waiting_writers[0].owner, writer.write_lock().owner());
+    assert!(info.waiting_writers[0].until_ms > info.server_time_ms);
+
+    a.read_lock().release().await.unwrap();
+    a.read_lock().release().await.unwrap();
+    b.read_lock().release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap());
+    assert!(writer.read_lock().acquire(NOW, None).await.unwrap());
+    let info = client.inspect("inspect:rw").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::ReadWrite);
+    assert_eq!(info.mode, Some(LockMode::Write));
+    let owner = writer.write_lock().owner().to_owned();
+    let holders: Vec<(String, u64, Option<LockMode>)> = info
+        .holders
+        .iter()
+        .map(|h| (h.owner.clone(), h.count, h.mode))
+        .collect();
+    assert_eq!(
+        holders,
+        [
+            (owner.clone(), 1, Some(LockMode::Write)),
+            (owner, 1, Some(LockMode::Read)),
+        ]
+    );
+    assert!(info.waiting_writers.is_empty(), "{info:?}");
+    writer.read_lock().release().await.unwrap();
+    writer.write_lock().release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_semaphore_shows_its_available_permits() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let semaphore = client.semaphore("inspect:sem").unwrap();
+    assert!(semaphore.try_set_permits(5).await.unwrap());
+    assert!(semaphore.acquire(2, NOW).await.unwrap());
+
+    let info = client.inspect("inspect:sem").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Semaphore);
+    assert_eq!(info.redis_type, "string");
+    assert_eq!(info.permits_available, Some(3));
+    assert!(info.holders.is_empty() && info.permits.is_empty());
+    assert_eq!(info.ttl, KeyTtl::Persistent);
+}
+
+#[tokio::test]
+async fn an_expirable_semaphore_shows_held_permits_and_never_gives_back_on_its_own() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let semaphore = client.expirable_semaphore("inspect:xsem").unwrap();
+    assert!(semaphore.try_set_permits(3).await.unwrap());
+    let long = semaphore
+        .acquire(NOW, Some(Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .expect("a permit");
+    let short = semaphore
+        .acquire(NOW, Some(Duration::from_millis(50)))
+        .await
+        .unwrap()
+        .expect("a permit");
+
+    let info = client.inspect("inspect:xsem").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::ExpirableSemaphore);
+    assert_eq!(info.permits_available, Some(1));
+    let mut ids: Vec<&str> = info.permits.iter().map(|p| p.id.as_str()).collect();
+    ids.sort();
+    let mut expected = vec![long.as_str(), short.as_str()];
+    expected.sort();
+    assert_eq!(ids, expected);
+    let long_expiry = info
+        .permits
+        .iter()
+        .find(|p| p.id == long)
+        .and_then(|p| p.expires_at_ms)
+        .expect("an expiry");
+    assert!(long_expiry > info.server_time_ms + 50_000, "{info:?}");
+
+    // Once the short permit's expiry has passed, inspecting shows it, and gives nothing back.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let info = loop {
+        let info = client.inspect("inspect:xsem").await.unwrap();
+        let expiry = info
+            .permits
+            .iter()
+            .find(|p| p.id == short)
+            .and_then(|p| p.expires_at_ms)
+            .expect("the short permit is listed");
+        if expiry < info.server_time_ms {
+            break info;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server clock never passed {expiry}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(info.permits.len(), 2);
+    assert_eq!(info.permits_available, Some(1));
+    let mut con = raw(&server).await;
+    let stored: i64 = con.get("inspect:xsem").await.unwrap();
+    assert_eq!(stored, 1);
+    // The semaphore's own call gives it back.
+    assert_eq!(semaphore.available_permits().await.unwrap(), 2);
+    let info = client.inspect("inspect:xsem").await.unwrap();
+    assert_eq!(info.permits.len(), 1);
+    assert_eq!(info.permits[0].id, long);
+    semaphore.release(&long).await.unwrap();
+}
+
+#[tokio::test]
+async fn other_values_are_unknown() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+    let _: () = con.set("inspect:text", "hello").await.unwrap();
+    let _: () = con.hset("inspect:user", "name", "ada").await.unwrap();
+    let _: () = con.rpush("inspect:list", "a").await.unwrap();
+    let _: () = con.hset("inspect:rwbad", "mode", "sideways").await.unwrap();
+    for (name, redis_type) in [
+        ("inspect:text", "string"),
+        ("inspect:user", "hash"),
+        ("inspect:list", "list"),
+        ("inspect:rwbad", "hash"),
+    ] {
+        let info = client.inspect(name).await.unwrap();
+        assert_eq!(info.kind, InspectedKind::Unknown, "{name}: {info:?}");
+        assert_eq!(info.redis_type, redis_type);
+        assert!(info.holders.is_empty());
+    }
+}
