@@ -29,8 +29,8 @@ demo: build-cli
 	$(POLYLOCK_CLI) demo $(DEMO_ARGS)
 
 ## test-demo: the ticket sale with every language (after test-python and test-node built them),
-## and each other scenario briefly with Rust workers (DEMO_SCENARIO_LANGUAGES to add more).
-DEMO_SCENARIO_LANGUAGES ?= rust
+## and each other scenario briefly with Rust, Python and Node workers (DEMO_SCENARIO_LANGUAGES to narrow it).
+DEMO_SCENARIO_LANGUAGES ?= rust,python,node
 test-demo: build-cli build-python build-node
 	$(POLYLOCK_CLI) demo --tickets 30 --workers 2 --languages rust,python,node
 	$(POLYLOCK_CLI) demo --tickets 30 --workers 2 --languages rust,python,node --fair
