@@ -58,10 +58,23 @@ pub fn rwlock_timeout_prefix(name: &str, owner: &str) -> String {
     format!("{}:rwlock_timeout", suffixed(name, owner))
 }
 
-/// polylock's own ZSET of the writers waiting for a read-write lock (field -> server time ms
-/// until which the registration holds): while one is live, new polylock readers wait.
+/// polylock's own ZSET of the writers waiting for a read-write lock (`<owner>:write` -> server
+/// time ms until which the registration holds).
 pub fn rwlock_writers(name: &str) -> String {
     tagged("polylock_rwlock_writers", name)
+}
+
+/// polylock's own ZSET of the readers waiting for a read-write lock (`<owner>` -> server time
+/// ms until which the registration holds).
+pub fn rwlock_readers(name: &str) -> String {
+    tagged("polylock_rwlock_readers", name)
+}
+
+/// polylock's own ZSET of when each waiting reader and writer of a read-write lock began to
+/// wait (member as in the two ZSETs above -> server time ms): a waiter defers only to live
+/// waiters of the other side that began before it.
+pub fn rwlock_since(name: &str) -> String {
+    tagged("polylock_rwlock_since", name)
 }
 
 /// The channel of both semaphores: a release publishes the permits now available.
@@ -122,6 +135,8 @@ mod tests {
             "a{b}:u:1:rwlock_timeout"
         );
         assert_eq!(rwlock_writers("rw"), "polylock_rwlock_writers:{rw}");
+        assert_eq!(rwlock_readers("rw"), "polylock_rwlock_readers:{rw}");
+        assert_eq!(rwlock_since("r{w}"), "polylock_rwlock_since:r{w}");
         assert_eq!(semaphore_channel("s"), "redisson_sc:{s}");
         assert_eq!(permit_timeouts("s"), "{s}:timeout");
         assert_eq!(permit_timeouts("s{t}"), "s{t}:timeout");

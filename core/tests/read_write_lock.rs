@@ -186,6 +186,107 @@ async fn a_waiting_writer_is_not_starved_by_a_stream_of_readers() {
 }
 
 #[tokio::test]
+async fn a_waiting_reader_is_not_starved_by_writers_taking_turns() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let writes = Arc::new(AtomicUsize::new(0));
+    // Two writers hand the lock to each other: one always waits, so with writer preference
+    // alone a reader never gets in.
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let rw = client.read_write_lock("rw:turns").unwrap();
+            let (stop, writes) = (stop.clone(), writes.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    assert!(rw.write_lock().acquire(LONG, None).await.unwrap());
+                    writes.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    rw.write_lock().release().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(writes.load(Ordering::Relaxed) > 0);
+    let reader = client.read_write_lock("rw:turns").unwrap();
+    let started = Instant::now();
+    assert!(reader
+        .read_lock()
+        .acquire(Some(Duration::from_secs(20)), None)
+        .await
+        .unwrap());
+    let waited = started.elapsed();
+    // The writers that began to wait after the reader let it in: within a few write sections.
+    assert!(waited < Duration::from_secs(10), "reader waited {waited:?}");
+    let during = writes.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        writes.load(Ordering::Relaxed),
+        during,
+        "a writer got in while the reader held it"
+    );
+    reader.read_lock().release().await.unwrap();
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    assert!(writes.load(Ordering::Relaxed) > during);
+}
+
+#[tokio::test]
+async fn a_free_lock_waits_for_an_older_waiting_reader_but_not_past_its_registration() {
+    let server = RedisServer::start();
+    let client = client_with(
+        &server.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(1),
+    )
+    .await;
+    let mut con = raw(&server).await;
+    // A reader in a paused process: registered as waiting since a second ago, for 1.5 s more.
+    let (seconds, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut con).await.unwrap();
+    let now = seconds * 1000 + micros / 1000;
+    let ghost = "paused-reader";
+    let _: () = con
+        .zadd(
+            polylock::keys::rwlock_readers("rw:older"),
+            ghost,
+            now + 1500,
+        )
+        .await
+        .unwrap();
+    let _: () = con
+        .zadd(polylock::keys::rwlock_since("rw:older"), ghost, now - 1000)
+        .await
+        .unwrap();
+    let writer = client.read_write_lock("rw:older").unwrap();
+    assert!(
+        !writer.write_lock().acquire(NOW, None).await.unwrap(),
+        "a writer that began to wait after the reader lets it go first"
+    );
+    let other = client.read_write_lock("rw:older").unwrap();
+    assert!(
+        other.read_lock().acquire(NOW, None).await.unwrap(),
+        "readers do not wait for readers"
+    );
+    other.read_lock().release().await.unwrap();
+    let started = Instant::now();
+    assert!(writer
+        .write_lock()
+        .acquire(Some(Duration::from_secs(20)), None)
+        .await
+        .unwrap());
+    // Only until the silent reader's registration ran out, not for the whole wait.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    writer.write_lock().release().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_writer_that_gives_up_lets_readers_in_at_once() {
     let server = RedisServer::start();
     let client = client(&server).await;

@@ -3,10 +3,13 @@
 //! per read level carrying that level's lease. Messages on `redisson_rwlock:{name}`: `0` after a
 //! read release frees the lock, `1` after a write release (every waiter looks).
 //!
-//! polylock adds writer preference among its own clients: a writer that finds the lock busy
-//! registers in `polylock_rwlock_writers:{name}` (refreshed while it waits, dropped when it
-//! acquires or gives up), and a new polylock reader waits while a registration is live. Redisson
-//! readers do not look at it, so they may still overtake a polylock writer.
+//! polylock adds phase fairness among its own clients: a reader or writer that finds the lock
+//! busy registers as waiting (`polylock_rwlock_readers:{name}` / `polylock_rwlock_writers:{name}`,
+//! refreshed while it waits, dropped when it acquires or gives up) and notes when it began to
+//! wait (`polylock_rwlock_since:{name}`). A new reader waits for live writers that began to wait
+//! before it; a writer finding the lock free waits for live readers that began before it. So a
+//! stream of readers cannot starve a writer, nor writers readers. Redisson clients do not look
+//! at these keys, so they may still overtake polylock waiters.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -31,7 +34,7 @@ static READ_RENEWAL: LazyLock<Script> = rw_script!("read_renew.lua");
 static WRITE_ACQUIRE: LazyLock<Script> = rw_script!("write_acquire.lua");
 static WRITE_RELEASE: LazyLock<Script> = rw_script!("write_release.lua");
 static WRITE_UNDO: LazyLock<Script> = rw_script!("write_undo.lua");
-static WRITE_LEAVE: LazyLock<Script> = rw_script!("write_leave.lua");
+static LEAVE: LazyLock<Script> = rw_script!("leave.lua");
 static FORCE_UNLOCK: LazyLock<Script> = rw_script!("force_unlock.lua");
 
 /// Keys shared by both sides of one read-write lock.
@@ -39,6 +42,8 @@ struct Names {
     name: String,
     channel: String,
     writers: String,
+    readers: String,
+    since: String,
 }
 
 impl Names {
@@ -47,7 +52,19 @@ impl Names {
             name: name.to_owned(),
             channel: keys::rwlock_channel(name),
             writers: keys::rwlock_writers(name),
+            readers: keys::rwlock_readers(name),
+            since: keys::rwlock_since(name),
         }
+    }
+
+    /// A waiter that gives up leaves `side` (its ZSET of waiters), under `member`.
+    fn leave(&self, side: &str, member: String) -> ScriptInvocation<'static> {
+        let mut call = LEAVE.prepare_invoke();
+        call.key(side)
+            .key(&self.since)
+            .key(&self.channel)
+            .arg(member);
+        call
     }
 }
 
@@ -56,8 +73,8 @@ fn write_field(owner: &str) -> String {
     format!("{owner}:write")
 }
 
-/// How long a waiting writer's registration holds: the fair queue's timeout (a writer that
-/// died stops holding readers back after it), refreshed every half of it.
+/// How long a waiter's registration holds: the fair queue's timeout (a waiter that died stops
+/// holding the other side back after it), refreshed every half of it.
 fn registration(options: &ClientOptions) -> Duration {
     options.fair_queue_timeout
 }
@@ -79,16 +96,32 @@ impl LockKind for ReadLock {
         self.0.channel.clone()
     }
 
-    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+    /// A waiting reader looks again before its registration runs out.
+    fn longest_wait(&self, options: &ClientOptions) -> Option<Duration> {
+        Some(registration(options) / 2)
+    }
+
+    fn acquire(
+        &self,
+        args: &AcquireArgs<'_>,
+        options: &ClientOptions,
+    ) -> ScriptInvocation<'static> {
         let mut call = READ_ACQUIRE.prepare_invoke();
         call.key(&self.0.name)
             .key(keys::rwlock_timeout_prefix(&self.0.name, args.owner))
             .key(keys::acquire_latch(&self.0.name, args.request))
             .key(&self.0.writers)
+            .key(&self.0.readers)
+            .key(&self.0.since)
             .arg(args.lease_ms)
             .arg(args.owner)
-            .arg(write_field(args.owner));
+            .arg(write_field(args.owner))
+            .arg(registration(options).as_millis() as u64);
         call
+    }
+
+    fn leave_queue(&self, owner: &str, _: &ClientOptions) -> Option<ScriptInvocation<'static>> {
+        Some(self.0.leave(&self.0.readers, owner.to_owned()))
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
@@ -98,6 +131,8 @@ impl LockKind for ReadLock {
             .key(keys::rwlock_timeout_prefix(&self.0.name, args.owner))
             .key(keys::acquire_latch(&self.0.name, args.request))
             .key(&self.0.writers)
+            .key(&self.0.readers)
+            .key(&self.0.since)
             .arg(args.owner)
             .arg(args.latch_ms);
         call
@@ -168,6 +203,8 @@ impl LockKind for WriteLock {
         call.key(&self.0.name)
             .key(keys::acquire_latch(&self.0.name, args.request))
             .key(&self.0.writers)
+            .key(&self.0.readers)
+            .key(&self.0.since)
             .arg(args.lease_ms)
             .arg(write_field(args.owner))
             .arg(registration(options).as_millis() as u64);
@@ -180,6 +217,7 @@ impl LockKind for WriteLock {
             .key(&self.0.channel)
             .key(keys::acquire_latch(&self.0.name, args.request))
             .key(&self.0.writers)
+            .key(&self.0.since)
             .arg(write_field(args.owner))
             .arg(args.latch_ms)
             .arg(args.lease_ms);
@@ -200,11 +238,7 @@ impl LockKind for WriteLock {
     }
 
     fn leave_queue(&self, owner: &str, _: &ClientOptions) -> Option<ScriptInvocation<'static>> {
-        let mut call = WRITE_LEAVE.prepare_invoke();
-        call.key(&self.0.writers)
-            .key(&self.0.channel)
-            .arg(write_field(owner));
-        Some(call)
+        Some(self.0.leave(&self.0.writers, write_field(owner)))
     }
 
     /// Deletes the lock when a writer holds it (as Redisson's write lock's `forceUnlock`).

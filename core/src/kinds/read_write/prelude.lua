@@ -16,9 +16,61 @@ end
 -- The message of a release that frees the lock: `1` (every waiter looks) when polylock writers
 -- wait, so that a writer in a process whose one wake-up went to a reader still looks.
 local function freed_message(writers)
-  redis.call('zremrangebyscore', writers, '-inf', now)
-  if redis.call('zcard', writers) > 0 then
+  if redis.call('zcount', writers, '(' .. now, '+inf') > 0 then
     return 1
   end
   return 0
+end
+
+-- Phase fairness among polylock clients. A waiting writer is registered in the writers ZSET, a
+-- waiting reader in the readers ZSET (member -> time until which the registration holds), and
+-- both in the since ZSET (member -> when it began to wait). A waiter defers only to live
+-- waiters of the other side that began to wait before it, so neither side starves the other.
+
+-- Drops the registrations that ran out (their holders died or stopped looking).
+local function prune_waiters(writers, readers, since)
+  for _, alive in ipairs({writers, readers}) do
+    for _, member in ipairs(redis.call('zrangebyscore', alive, '-inf', now)) do
+      redis.call('zrem', since, member)
+    end
+    redis.call('zremrangebyscore', alive, '-inf', now)
+  end
+end
+
+-- When `member` began to wait (now if it is not waiting).
+local function waiting_since(since, member)
+  local began = redis.call('zscore', since, member)
+  if began then
+    return tonumber(began)
+  end
+  return now
+end
+
+-- The latest expiry among the live registrations in `alive` that began to wait before
+-- `began`, or nil when there is none.
+local function older_waiters(alive, since, began)
+  local latest = nil
+  for _, member in ipairs(redis.call('zrangebyscore', since, '-inf', '(' .. began)) do
+    local expiry = redis.call('zscore', alive, member)
+    if expiry then
+      latest = math.max(latest or 0, tonumber(expiry))
+    end
+  end
+  return latest
+end
+
+-- Registers (or refreshes) `member` as waiting in `alive` for `ms`, keeping when it began.
+local function register_waiter(alive, since, member, ms)
+  ms = tonumber(ms)
+  redis.call('zadd', alive, now + ms, member)
+  redis.call('zadd', since, 'NX', now, member)
+  for _, key in ipairs({alive, since}) do
+    redis.call('pexpire', key, math.max(redis.call('pttl', key), ms))
+  end
+end
+
+-- Drops `member`'s registration; 1 when it was registered.
+local function unregister_waiter(alive, since, member)
+  redis.call('zrem', since, member)
+  return redis.call('zrem', alive, member)
 end

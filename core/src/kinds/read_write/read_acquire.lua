@@ -1,10 +1,12 @@
 -- Read lock: acquire or re-enter.
 -- KEYS[1] lock hash, KEYS[2] this owner's timeout prefix, KEYS[3] acquire latch of this
--- request, KEYS[4] polylock's waiting writers (ZSET).
--- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] owner .. ':write'.
+-- request, KEYS[4] polylock's waiting writers, KEYS[5] its waiting readers, KEYS[6] when each
+-- began to wait.
+-- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] owner .. ':write', ARGV[4] how long a waiting
+-- reader's registration holds, ms (it looks again before then, while it waits).
 -- Readers share; the writer may take read locks too (downgrade). A new reader (not the writer,
--- not re-entering) waits while a polylock writer waits, so writers never starve among polylock
--- clients (Redisson readers do not look at the ZSET).
+-- not re-entering) also waits while a polylock writer that began to wait before it is still
+-- waiting, so writers do not starve among polylock clients (Redisson readers do not look).
 -- Replies nil when acquired (the latch keeps the level taken), the time to look again when
 -- busy (negative: only a message will tell), UNDONE when the request was undone.
 local latch = redis.call('get', KEYS[3])
@@ -22,10 +24,10 @@ local mode = redis.call('hget', KEYS[1], 'mode')
 local writer = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1
 local writers_for = nil
 if not writer and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-  redis.call('zremrangebyscore', KEYS[4], '-inf', now)
-  local last = redis.call('zrange', KEYS[4], -1, -1, 'withscores')
-  if last[2] then
-    writers_for = math.max(tonumber(last[2]) - now, 1)
+  prune_waiters(KEYS[4], KEYS[5], KEYS[6])
+  local until_ = older_waiters(KEYS[4], KEYS[6], waiting_since(KEYS[6], ARGV[2]))
+  if until_ then
+    writers_for = math.max(until_ - now, 1)
   end
 end
 if writers_for == nil and (mode == false or mode == 'read' or writer) then
@@ -36,8 +38,11 @@ if writers_for == nil and (mode == false or mode == 'read' or writer) then
   redis.call('set', KEYS[2] .. ':' .. level, 1, 'px', ARGV[1])
   redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
   redis.call('set', KEYS[3], level, 'px', ARGV[1])
+  unregister_waiter(KEYS[5], KEYS[6], ARGV[2])
   return nil
 end
+-- Busy: register as a waiting reader, so that later polylock writers let it go first.
+register_waiter(KEYS[5], KEYS[6], ARGV[2], ARGV[4])
 local pttl = redis.call('pttl', KEYS[1])
 if writers_for ~= nil and (pttl < 0 or writers_for < pttl) then
   return writers_for
