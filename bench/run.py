@@ -394,8 +394,8 @@ def scenario_m(server, duration, holders, contenders, log) -> dict:
 
 def max_overlap(intervals: list) -> int:
     """The most intervals [begin, end] open at one instant."""
-    events = sorted([(begin, 1) for begin, _ in intervals] + [(end, -1) for _, end in intervals],
-                    key=lambda event: (event[0], event[1]))
+    # At equal times an end (-1) sorts before a begin (+1): touching holds do not overlap.
+    events = sorted([(begin, 1) for begin, _ in intervals] + [(end, -1) for _, end in intervals])
     open_now = most = 0
     for _, step in events:
         open_now += step
@@ -963,11 +963,10 @@ def main() -> int:
         r_locks, r_watchdog = 10_000, 3000
         rw_processes, rw_writers, s_processes, s_permits = 8, 2, 8, 3
     durations["rw"], durations["s"] = durations["c"], durations["c"]
-    rw_list = [x for x in RW_CONTENDERS if x[0] in args.langs.split(",")]
-    s_list = [x for x in S_CONTENDERS if x[0] in args.langs.split(",")]
     langs = args.langs.split(",")
-    u_list, c_list, m_list = ([x for x in chosen if x[0] in langs]
-                              for chosen in (u_list, c_list, m_list))
+    u_list, c_list, m_list, rw_list, s_list = (
+        [x for x in chosen if x[0] in langs]
+        for chosen in (u_list, c_list, m_list, RW_CONTENDERS, S_CONTENDERS))
     if args.workers:
         workers = [int(w) for w in args.workers.split(",")]
     if args.duration:

@@ -336,15 +336,13 @@ class ReadWriteLock {
   }
 }
 
-class Semaphore {
-  /** @type {import('./native').Semaphore} */
+/** What both semaphores share: the count of permits at the name (Redisson's layouts). */
+class PermitCount {
+  /** @type {import('./native').Semaphore | import('./native').ExpirableSemaphore} */
   #native
 
-  /** @param {import('./native').Semaphore} handle @internal */
+  /** @param {import('./native').Semaphore | import('./native').ExpirableSemaphore} handle @internal */
   constructor(handle) {
-    if (!(handle instanceof native.Semaphore)) {
-      throw codedError('ERR_INVALID_ARGUMENT', 'use client.semaphore(name) to make a semaphore')
-    }
     this.#native = handle
   }
 
@@ -368,6 +366,29 @@ class Semaphore {
    */
   async addPermits(permits) {
     return this.#native.addPermits(permits)
+  }
+
+  /**
+   * The permits available now (0 when never set; an expirable semaphore first takes back the
+   * permits whose lease ran out).
+   * @returns {Promise<number>}
+   */
+  async availablePermits() {
+    return this.#native.availablePermits()
+  }
+}
+
+class Semaphore extends PermitCount {
+  /** @type {import('./native').Semaphore} */
+  #native
+
+  /** @param {import('./native').Semaphore} handle @internal */
+  constructor(handle) {
+    if (!(handle instanceof native.Semaphore)) {
+      throw codedError('ERR_INVALID_ARGUMENT', 'use client.semaphore(name) to make a semaphore')
+    }
+    super(handle)
+    this.#native = handle
   }
 
   /**
@@ -389,17 +410,9 @@ class Semaphore {
   async release(permits) {
     return this.#native.release(permits)
   }
-
-  /**
-   * The permits available now (0 when never set).
-   * @returns {Promise<number>}
-   */
-  async availablePermits() {
-    return this.#native.availablePermits()
-  }
 }
 
-class ExpirableSemaphore {
+class ExpirableSemaphore extends PermitCount {
   /** @type {import('./native').ExpirableSemaphore} */
   #native
 
@@ -409,29 +422,8 @@ class ExpirableSemaphore {
       throw codedError('ERR_INVALID_ARGUMENT',
         'use client.expirableSemaphore(name) to make an expirable semaphore')
     }
+    super(handle)
     this.#native = handle
-  }
-
-  get name() {
-    return this.#native.name
-  }
-
-  /**
-   * Sets the number of permits if it was never set; resolves `true` when set.
-   * @param {number} permits
-   * @returns {Promise<boolean>}
-   */
-  async trySetPermits(permits) {
-    return this.#native.trySetPermits(permits)
-  }
-
-  /**
-   * Adds permits (a negative number takes some away).
-   * @param {number} permits
-   * @returns {Promise<void>}
-   */
-  async addPermits(permits) {
-    return this.#native.addPermits(permits)
   }
 
   /**
@@ -452,14 +444,6 @@ class ExpirableSemaphore {
    */
   async release(permitId) {
     return this.#native.release(permitId)
-  }
-
-  /**
-   * The permits available now, after permits whose lease ran out came back.
-   * @returns {Promise<number>}
-   */
-  async availablePermits() {
-    return this.#native.availablePermits()
   }
 
   /**

@@ -15,7 +15,13 @@ use crate::options::ClientOptions;
 
 macro_rules! permit_script {
     ($file:literal) => {
-        LazyLock::new(|| Script::new(concat!(include_str!("prelude.lua"), include_str!($file))))
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("../semaphore/prelude.lua"),
+                include_str!("prelude.lua"),
+                include_str!($file)
+            ))
+        })
     };
 }
 

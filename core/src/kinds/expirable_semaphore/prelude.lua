@@ -1,7 +1,8 @@
 -- Expirable semaphore (Redisson RPermitExpirableSemaphore): the start of every script.
 -- The name is a STRING of available permits, as the semaphore's; the ZSET `{name}:timeout`
 -- holds each acquired permit (its id, 16 raw bytes) with its expiry (epoch ms). Times are the
--- server's clock (Redisson's clients write their own; both are epoch ms).
+-- server's clock (Redisson's clients write their own; both are epoch ms). The semaphore's
+-- prelude comes first (`available`).
 local clock = redis.call('time')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
@@ -13,18 +14,6 @@ local function permit_bytes(hex)
   return (string.gsub(hex, '..', function(pair)
     return string.char(tonumber(pair, 16))
   end))
-end
-
-local function available(counter)
-  local value = redis.call('get', counter)
-  if value == false then
-    return 0
-  end
-  local permits = tonumber(value)
-  if permits == nil then
-    return redis.error_reply('WRONGTYPE the key holds a string that is not a number of permits')
-  end
-  return permits
 end
 
 -- Permits whose lease ran out come back, and waiters hear of them.
