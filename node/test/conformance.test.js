@@ -6,10 +6,10 @@
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
-const { after, before, describe, test } = require('node:test')
+const { describe, test } = require('node:test')
 
 const { Client } = require('..')
-const { startRedis, freePort } = require('./redis.js')
+const { freePort, serverAndClientPerFile, freshNames } = require('./redis.js')
 
 const table = JSON.parse(
   fs.readFileSync(path.join(__dirname, '..', '..', 'tests', 'conformance', 'bad_input.json'), 'utf8'),
@@ -30,18 +30,12 @@ const sleep = (delay) => new Promise((resolve) => setTimeout(resolve, delay))
 
 let redis
 let client
-let names = 0
-const fresh = (what) => `node:${what}:${process.pid}:${(names += 1)}`
-
-before(async () => {
-  redis = await startRedis()
-  client = await Client.connect(redis.url)
+serverAndClientPerFile((server, connected) => {
+  redis = server
+  client = connected
 })
-
-after(async () => {
-  await client?.close()
-  await redis?.stop()
-})
+/** A name no other test uses. */
+const fresh = freshNames()
 
 describe('the bad-input table', () => {
   for (const c of table.cases) {

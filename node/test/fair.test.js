@@ -6,10 +6,10 @@
 const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
 const path = require('node:path')
-const { after, before, describe, test } = require('node:test')
+const { describe, test } = require('node:test')
 
 const { Client } = require('..')
-const { startRedis } = require('./redis.js')
+const { serverAndClientPerFile, freshNames } = require('./redis.js')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -24,9 +24,12 @@ function within(ms, promise, what) {
 
 let redis
 let client
-let names = 0
-/** A lock name no other test uses. */
-const fresh = (what) => `node:fair:${what}:${process.pid}:${(names += 1)}`
+serverAndClientPerFile((server, connected) => {
+  redis = server
+  client = connected
+})
+/** A name no other test uses. */
+const fresh = freshNames('node:fair')
 const queueKey = (name) => `redisson_lock_queue:{${name}}`
 const timeoutsKey = (name) => `redisson_lock_timeout:{${name}}`
 const queue = (name) => redis.command('LRANGE', queueKey(name), 0, -1)
@@ -42,16 +45,6 @@ async function queueUntil(name, check, ms, what) {
   }
   return entries
 }
-
-before(async () => {
-  redis = await startRedis()
-  client = await Client.connect(redis.url)
-})
-
-after(async () => {
-  await client?.close()
-  await redis?.stop()
-})
 
 describe('fair lock', () => {
   test('10 waiters get the lock in the order they queued', async () => {

@@ -4,26 +4,19 @@
 // (client.fencedSet / client.fencedDelete), against a real redis-server.
 
 const assert = require('node:assert/strict')
-const { after, before, describe, test } = require('node:test')
+const { describe, test } = require('node:test')
 
 const { Client, Lock } = require('..')
-const { startRedis, connectRedis } = require('./redis.js')
+const { connectRedis, serverAndClientPerFile, freshNames } = require('./redis.js')
 
 let redis
 let client
-let names = 0
+serverAndClientPerFile((server, connected) => {
+  redis = server
+  client = connected
+})
 /** A name no other test uses. */
-const fresh = (what) => `node:${what}:${process.pid}:${(names += 1)}`
-
-before(async () => {
-  redis = await startRedis()
-  client = await Client.connect(redis.url)
-})
-
-after(async () => {
-  await client?.close()
-  await redis?.stop()
-})
+const fresh = freshNames()
 
 describe('fenced lock', () => {
   test('is a Lock whose token is null until it is held', async () => {

@@ -2,10 +2,10 @@
 
 const assert = require('node:assert/strict')
 const { once } = require('node:events')
-const { after, before, describe, test } = require('node:test')
+const { describe, test } = require('node:test')
 
 const { Client, Lock } = require('..')
-const { startRedis, freePort } = require('./redis.js')
+const { freePort, serverAndClientPerFile, freshNames } = require('./redis.js')
 
 /** Resolves after `ms`. */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -21,19 +21,12 @@ function within(ms, promise, what) {
 
 let redis
 let client
-let names = 0
-/** A lock name no other test uses. */
-const fresh = (what) => `node:${what}:${process.pid}:${(names += 1)}`
-
-before(async () => {
-  redis = await startRedis()
-  client = await Client.connect(redis.url)
+serverAndClientPerFile((server, connected) => {
+  redis = server
+  client = connected
 })
-
-after(async () => {
-  await client?.close()
-  await redis?.stop()
-})
+/** A name no other test uses. */
+const fresh = freshNames()
 
 describe('acquire and release', () => {
   test('a held lock excludes another handle and is free after release', async () => {

@@ -5,10 +5,10 @@
 
 const assert = require('node:assert/strict')
 const { once } = require('node:events')
-const { after, before, describe, test } = require('node:test')
+const { describe, test } = require('node:test')
 
 const { Client, Lock, ReadWriteLock } = require('..')
-const { startRedis } = require('./redis.js')
+const { serverAndClientPerFile, freshNames } = require('./redis.js')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -23,18 +23,12 @@ function within(ms, promise, what) {
 
 let redis
 let client
-let names = 0
-const fresh = (what) => `node:${what}:${process.pid}:${(names += 1)}`
-
-before(async () => {
-  redis = await startRedis()
-  client = await Client.connect(redis.url)
+serverAndClientPerFile((server, connected) => {
+  redis = server
+  client = connected
 })
-
-after(async () => {
-  await client?.close()
-  await redis?.stop()
-})
+/** A name no other test uses. */
+const fresh = freshNames()
 
 describe('read-write lock', () => {
   test('readLock() and writeLock() are Locks, the same handle on every call', () => {

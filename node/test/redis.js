@@ -105,4 +105,31 @@ async function startRedis() {
   throw new Error('redis-server did not start; is it installed (apt-get install redis-server)?')
 }
 
-module.exports = { startRedis, freePort, connectRedis }
+/**
+ * The set-up most test files share: one redis-server and one connected polylock Client for the
+ * whole file, started before its tests and closed after them. `use(redis, client)` hands both
+ * to the file's own variables.
+ */
+function serverAndClientPerFile(use) {
+  const { after, before } = require('node:test')
+  const { Client } = require('..')
+  let redis
+  let client
+  before(async () => {
+    redis = await startRedis()
+    client = await Client.connect(redis.url)
+    use(redis, client)
+  })
+  after(async () => {
+    await client?.close()
+    await redis?.stop()
+  })
+}
+
+/** `fresh(what)`: a name no other test of this process uses (`<prefix>:<what>:<pid>:<n>`). */
+function freshNames(prefix = 'node') {
+  let names = 0
+  return (what) => `${prefix}:${what}:${process.pid}:${(names += 1)}`
+}
+
+module.exports = { startRedis, freePort, connectRedis, serverAndClientPerFile, freshNames }

@@ -7,10 +7,10 @@ const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
 const path = require('node:path')
 const readline = require('node:readline')
-const { after, before, describe, test } = require('node:test')
+const { describe, test } = require('node:test')
 
 const { Client, Semaphore, ExpirableSemaphore } = require('..')
-const { startRedis } = require('./redis.js')
+const { serverAndClientPerFile, freshNames } = require('./redis.js')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -35,18 +35,12 @@ async function eventually(ms, check) {
 
 let redis
 let client
-let names = 0
-const fresh = (what) => `node:${what}:${process.pid}:${(names += 1)}`
-
-before(async () => {
-  redis = await startRedis()
-  client = await Client.connect(redis.url)
+serverAndClientPerFile((server, connected) => {
+  redis = server
+  client = connected
 })
-
-after(async () => {
-  await client?.close()
-  await redis?.stop()
-})
+/** A name no other test uses. */
+const fresh = freshNames()
 
 describe('semaphore', () => {
   test('trySetPermits sets once; addPermits adds and takes away; permits default to one', async () => {
