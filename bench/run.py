@@ -33,6 +33,8 @@ RUST_BIN = Path(
     os.environ.get("BENCH_RUST_BIN", ROOT / "target" / "bench-rust" / "release" / "polylock-bench")
 )
 HOLD_US = 1000
+# A writer's weight in the RW gauge, as the workers count it (a reader's is 1).
+WRITER_WEIGHT = 1_000_000
 
 LANGS = {
     "rust": lambda: [str(RUST_BIN)],
@@ -392,30 +394,6 @@ def scenario_m(server, duration, holders, contenders, log) -> dict:
     return rows
 
 
-def max_overlap(intervals: list) -> int:
-    """The most intervals [begin, end] open at one instant."""
-    # At equal times an end (-1) sorts before a begin (+1): touching holds do not overlap.
-    events = sorted([(begin, 1) for begin, _ in intervals] + [(end, -1) for _, end in intervals])
-    open_now = most = 0
-    for _, step in events:
-        open_now += step
-        most = max(most, open_now)
-    return most
-
-
-def crossed_writes(read_holds: list, write_holds: list) -> int:
-    """How many write holds overlap any other hold (a writer must hold alone)."""
-    every = sorted([(begin, end, False) for begin, end in read_holds]
-                   + [(begin, end, True) for begin, end in write_holds])
-    crossed, latest_end = 0, float("-inf")
-    for index, (begin, end, write) in enumerate(every):
-        if write:
-            starts_later = every[index + 1][0] if index + 1 < len(every) else float("inf")
-            crossed += begin < latest_end or starts_later < end
-        latest_end = max(latest_end, end)
-    return crossed
-
-
 def scenario_rw(server, duration, processes, writers, contenders, log) -> dict:
     """RW: `processes` holders of one read-write lock, `writers` of them writers."""
     rows = {}
@@ -432,14 +410,14 @@ def scenario_rw(server, duration, processes, writers, contenders, log) -> dict:
             write_holds = [tuple(h) for r in writes for h in r["holds"]]
             every = read_holds + write_holds
             wall_s = (max(end for _, end in every) - run.start_us) / 1e6 if every else 1.0
-            crossed = crossed_writes(read_holds, write_holds)
             read_waits = [w for r in reads for w in r["waits_us"]]
             write_waits = [w for r in writes for w in r["waits_us"]]
             final = int(server.command("GET", f"{name}:a") or 0)
             row.update({
                 "reads_per_s": len(read_holds) / wall_s,
                 "writes_per_s": len(write_holds) / wall_s,
-                "max_readers": max_overlap(read_holds),
+                # A reader's gauge reading counts the readers inside with it (the server's count).
+                "max_readers": max((r["max_gauge"] % WRITER_WEIGHT for r in reads), default=0),
                 "read_wait_p50_ms": percentile(read_waits, 0.5) / 1000,
                 "read_wait_p99_ms": percentile(read_waits, 0.99) / 1000,
                 "write_wait_p50_ms": percentile(write_waits, 0.5) / 1000,
@@ -447,7 +425,7 @@ def scenario_rw(server, duration, processes, writers, contenders, log) -> dict:
                 "write_wait_max_ms": max(write_waits, default=float("nan")) / 1000,
                 "writes": len(write_holds),
                 "mismatches": sum(r["mismatches"] for r in reads),
-                "crossed": crossed,
+                "crossed": sum(r["crossed"] for r in run.results),
                 "lost": len(write_holds) - final,
             })
         rows[(lang, contender)] = row
@@ -475,8 +453,8 @@ def scenario_s(server, duration, processes, permits, contenders, log) -> dict:
             row.update({
                 "rate": len(holds) / (wall_us / 1e6),
                 "utilisation": sum(end - begin for begin, end in holds) / (wall_us * permits),
-                "max_holders": max(max_overlap(holds),
-                                   max(r["max_gauge"] for r in run.results)),
+                # The server's gauge: exact, whatever the processes' clocks say.
+                "max_holders": max(r["max_gauge"] for r in run.results),
                 "wait_p50_ms": percentile(waits, 0.5) / 1000,
                 "wait_p99_ms": percentile(waits, 0.99) / 1000,
                 "jain": jain([r["cycles"] for r in run.results]),
@@ -753,9 +731,10 @@ def kinds_report(info: dict, durations: dict, rw: dict, sem: dict) -> list[str]:
                   f"{processes} worker processes on one read-write lock for {durations['rw']:g} s, "
                   f"{writers} of them writers: a writer sets key a, holds "
                   f"{HOLD_US / 1000:g} ms, then sets key b to the same value; a reader reads a and "
-                  f"b, holds {HOLD_US / 1000:g} ms and counts a mismatch if they differ. Max "
-                  "readers = most read holds seen at one instant; crossed = write holds that "
-                  "overlapped any other hold; lost = writes minus the final value of a. No peer "
+                  f"b, holds {HOLD_US / 1000:g} ms and counts a mismatch if they differ. Each "
+                  "holder counts itself in a gauge key for its hold (the server's count of who is "
+                  "inside): max readers = the most readers it saw at once; crossed = holds that "
+                  "found a writer beside them; lost = writes minus the final value of a. No peer "
                   "library here has a read-write lock.", "",
                   "| contender | reads/s | writes/s | max readers | read wait p50 / p99 ms | "
                   "write wait p50 / p99 / max ms | mismatches | crossed | lost |",
@@ -778,8 +757,8 @@ def kinds_report(info: dict, durations: dict, rw: dict, sem: dict) -> list[str]:
                   f"{processes} worker processes on one semaphore of {permits} permits for "
                   f"{durations['s']:g} s: acquire one permit, INCR a gauge, hold "
                   f"{HOLD_US / 1000:g} ms, DECR it, release. Utilisation = sum of hold times / "
-                  "(wall time x permits); max holders = the most holds at one instant (from the "
-                  "timestamps and the gauge); permits after = the free permits once every "
+                  "(wall time x permits); max holders = the gauge's highest reading (the server's "
+                  "count, whatever the processes' clocks say); permits after = the free permits once every "
                   "holder released (polylock's Redisson layout).", "",
                   "| contender | acquisitions/s | utilisation | max holders | wait p50 / p99 ms | "
                   "Jain | permits after |",

@@ -21,6 +21,8 @@ const Redis = benchRequire('ioredis')
 // Peers without a watchdog get a fixed lease far longer than any hold.
 const PEER_LEASE_MS = 30000
 const TRIVIAL_SCRIPT = 'return 1'
+// A writer's weight in the rwmix gauge (a reader's is 1): alone it reads exactly this.
+const WRITER_WEIGHT = 1000000
 
 const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
 const sleepCell = new Int32Array(new SharedArrayBuffer(4))
@@ -196,31 +198,38 @@ async function kindScenario(scenario, kind, url, name, options) {
   const waits = []
   const holds = []
   let mismatches = 0
+  let crossed = 0
   let maxGauge = 0
+  // Every holder adds its weight to the gauge for its hold: the server's count of who is inside,
+  // exact whatever the processes' clocks say.
+  const weight = handle.role === 'writer' ? WRITER_WEIGHT : 1
   while (nowUs() < endUs) {
     const asked = nowUs()
     await handle.acquire()
     const got = nowUs()
+    const inside = await data.incrby(gauge, weight)
+    maxGauge = Math.max(maxGauge, inside)
     if (handle.role === 'reader') {
+      if (inside >= WRITER_WEIGHT) crossed++
       const [first, second] = await data.mget(a, b)
       blockFor(holdMs)
       if (first !== second) mismatches++
     } else if (handle.role === 'writer') {
+      if (inside !== WRITER_WEIGHT) crossed++
       const value = Number((await data.get(a)) ?? 0) + 1
       await data.set(a, value)
       blockFor(holdMs)
       await data.set(b, value)
     } else {
-      maxGauge = Math.max(maxGauge, await data.incr(gauge))
       blockFor(holdMs)
-      await data.decr(gauge)
     }
+    await data.decrby(gauge, weight)
     const releasing = nowUs()
     await handle.release()
     waits.push(got - asked)
     holds.push([got, releasing])
   }
-  return { role: handle.role, cycles: holds.length, waits_us: waits, holds, mismatches, max_gauge: maxGauge }
+  return { role: handle.role, cycles: holds.length, waits_us: waits, holds, mismatches, crossed, max_gauge: maxGauge }
 }
 
 async function main() {

@@ -24,6 +24,8 @@ import redis
 # Peers without a watchdog get a fixed lease far longer than any hold.
 PEER_LEASE_S = 30
 TRIVIAL_SCRIPT = "return 1"
+# A writer's weight in the rwmix gauge (a reader's is 1): alone it reads exactly this.
+WRITER_WEIGHT = 1_000_000
 
 Cycle = Tuple[Callable[[], Any], Callable[[Any], None]]
 
@@ -197,30 +199,36 @@ def kind_scenario(scenario: str, kind: str, url: str, name: str, options: dict) 
     start_us, duration = handshake()
     end_us = start_us + int(duration * 1e6)
     waits, holds = [], []
-    mismatches = max_gauge = 0
+    mismatches = crossed = max_gauge = 0
+    # Every holder adds its weight to the gauge for its hold: the server's count of who is
+    # inside, exact whatever the processes' clocks say.
+    weight = WRITER_WEIGHT if role == "writer" else 1
     while now_us() < end_us:
         asked = now_us()
         acquire()
         got = now_us()
+        inside = int(data.incrby(gauge, weight))
+        max_gauge = max(max_gauge, inside)
         if role == "reader":
+            crossed += inside >= WRITER_WEIGHT
             first, second = data.mget(a, b)
             time.sleep(hold_s)
             mismatches += first != second
         elif role == "writer":
+            crossed += inside != WRITER_WEIGHT
             value = int(data.get(a) or 0) + 1
             data.set(a, value)
             time.sleep(hold_s)
             data.set(b, value)
         else:
-            max_gauge = max(max_gauge, int(data.incr(gauge)))
             time.sleep(hold_s)
-            data.decr(gauge)
+        data.decrby(gauge, weight)
         releasing = now_us()
         release()
         waits.append(got - asked)
         holds.append((got, releasing))
     return {"role": role, "cycles": len(holds), "waits_us": waits, "holds": holds,
-            "mismatches": mismatches, "max_gauge": max_gauge}
+            "mismatches": mismatches, "crossed": crossed, "max_gauge": max_gauge}
 
 
 def main() -> None:

@@ -324,9 +324,13 @@ impl KindHandle {
     }
 }
 
+/// A writer's weight in the gauge of the rwmix scenario (a reader's is 1): a writer alone
+/// reads exactly this, a reader beside a writer at least this.
+const WRITER_WEIGHT: i64 = 1_000_000;
+
 /// RW and S: one holder per process on one read-write lock (readers check that the two data
-/// keys agree, writers update both) or one semaphore (holders count themselves in a gauge key),
-/// each hold lasting `hold_us`.
+/// keys agree, writers update both) or one semaphore, each hold lasting `hold_us`; every holder
+/// counts itself in a gauge key.
 async fn kind_scenario(args: &Args) -> Result<Value, BoxError> {
     if args.contender != "polylock" {
         println!("unsupported no {} in {}", args.scenario, args.contender);
@@ -344,11 +348,28 @@ async fn kind_scenario(args: &Args) -> Result<Value, BoxError> {
     let (start_us, duration) = handshake().await?;
     let end_us = start_us + duration.as_micros() as i64;
     let (mut waits_us, mut holds) = (Vec::new(), Vec::new());
-    let (mut mismatches, mut max_gauge) = (0u64, 0i64);
+    let (mut mismatches, mut crossed, mut max_gauge) = (0u64, 0u64, 0i64);
+    // Every holder adds its weight to a gauge key for its hold: the server's count of who is
+    // inside, exact whatever the processes' clocks say.
+    let weight = match handle {
+        KindHandle::Write(_) => WRITER_WEIGHT,
+        _ => 1,
+    };
     while now_us() < end_us {
         let asked = now_us();
         handle.acquire().await?;
         let got = now_us();
+        let gauge: i64 = redis::cmd("INCRBY")
+            .arg(data_key("gauge"))
+            .arg(weight)
+            .query_async(&mut data)
+            .await?;
+        max_gauge = max_gauge.max(gauge);
+        crossed += u64::from(match handle {
+            KindHandle::Read(_) => gauge >= WRITER_WEIGHT,
+            KindHandle::Write(_) => gauge != WRITER_WEIGHT,
+            KindHandle::Permit(_) => false,
+        });
         match &handle {
             KindHandle::Read(_) => {
                 let (a, b): (Option<i64>, Option<i64>) = redis::pipe()
@@ -377,19 +398,13 @@ async fn kind_scenario(args: &Args) -> Result<Value, BoxError> {
                     .query_async::<()>(&mut data)
                     .await?;
             }
-            KindHandle::Permit(_) => {
-                let gauge: i64 = redis::cmd("INCR")
-                    .arg(data_key("gauge"))
-                    .query_async(&mut data)
-                    .await?;
-                max_gauge = max_gauge.max(gauge);
-                std::thread::sleep(hold);
-                redis::cmd("DECR")
-                    .arg(data_key("gauge"))
-                    .query_async::<()>(&mut data)
-                    .await?;
-            }
+            KindHandle::Permit(_) => std::thread::sleep(hold),
         }
+        redis::cmd("DECRBY")
+            .arg(data_key("gauge"))
+            .arg(weight)
+            .query_async::<()>(&mut data)
+            .await?;
         let releasing = now_us();
         handle.release().await?;
         waits_us.push(got - asked);
@@ -406,6 +421,7 @@ async fn kind_scenario(args: &Args) -> Result<Value, BoxError> {
         "waits_us": waits_us,
         "holds": holds,
         "mismatches": mismatches,
+        "crossed": crossed,
         "max_gauge": max_gauge,
     }))
 }
