@@ -176,8 +176,10 @@ async fn a_timed_out_acquire_takes_no_permit() {
         .await
         .unwrap());
     assert_eq!(semaphore.available_permits().await.unwrap(), 1);
-    // A release retried through the pause gives back once.
-    pause(&server, 2000);
+    // A release retried through the pause gives back once. A release retries for two response
+    // timeouts (its latch's life), so the pause outlasts one timeout but ends well inside two:
+    // a 2 s pause left the retry's answer to a race with the server's 100 ms timer tick.
+    pause(&server, 1400);
     semaphore.release(1).await.unwrap();
     assert_eq!(semaphore.available_permits().await.unwrap(), 2);
 }
