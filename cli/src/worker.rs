@@ -8,6 +8,7 @@
 //! "processes the payment" (sleeps THINK_MS) and writes stock-1: not atomic, so only the lock
 //! keeps the count exact.
 
+use polylock::AcquireOptions;
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
@@ -70,7 +71,7 @@ pub fn run(args: WorkerArgs) -> CliResult<()> {
         let started = Instant::now();
         let bought = block_on(async {
             if let Some(lock) = &lock {
-                lock.acquire(None, None).await?;
+                lock.acquire(AcquireOptions::new()).await?;
             }
             let waited = started.elapsed();
             let purchase = async {

@@ -26,7 +26,7 @@
 
 use std::time::{Duration, Instant};
 
-use polylock::{Client, ErrorKind};
+use polylock::{AcquireOptions, Client, ErrorKind};
 use redis::aio::MultiplexedConnection;
 
 use super::{emit, ready_and_wait_for_go, WorkerArgs};
@@ -212,7 +212,7 @@ async fn cache_rebuild(
         // A miss: one worker rebuilds, the others wait on the lock and then read the cache.
         let started = Instant::now();
         if let Some(lock) = lock {
-            lock.acquire(None, None).await?;
+            lock.acquire(AcquireOptions::new()).await?;
         }
         let waited = started.elapsed();
         let rebuilt = async {
@@ -268,7 +268,7 @@ async fn read_write(
         });
         let started = Instant::now();
         if let Some(side) = &side {
-            side.acquire(None, None).await?;
+            side.acquire(AcquireOptions::new()).await?;
         }
         let waited = ms(started.elapsed());
         let work = async {
@@ -321,7 +321,7 @@ async fn segmented(
         let lock = &locks[(segment as usize).min(locks.len() - 1)];
         let key = format!("{prefix}:{segment}");
         let started = Instant::now();
-        lock.acquire(None, None).await?;
+        lock.acquire(AcquireOptions::new()).await?;
         let waited = started.elapsed();
         let bought = async {
             let stock = get(connection, &key)
@@ -377,7 +377,10 @@ async fn fencing_slow(
     prefix: &str,
     lease: Duration,
 ) -> CliResult<serde_json::Value> {
-    if !lock.acquire(Some(SIGN_TIMEOUT), Some(lease)).await? {
+    if !lock
+        .acquire(AcquireOptions::new().wait(SIGN_TIMEOUT).lease(lease))
+        .await?
+    {
         return Err(CliError::Failed(
             "the slow worker never got the lock".into(),
         ));
@@ -416,7 +419,10 @@ async fn fencing_fast(
 ) -> CliResult<serde_json::Value> {
     wait_for(connection, &format!("{prefix}:slow-holds")).await?;
     let started = Instant::now();
-    if !lock.acquire(Some(SIGN_TIMEOUT), None).await? {
+    if !lock
+        .acquire(AcquireOptions::new().wait(SIGN_TIMEOUT))
+        .await?
+    {
         return Err(CliError::Failed(
             "the fast worker never got the lock".into(),
         ));

@@ -6,7 +6,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use polylock::{Client, ErrorKind, Lock};
+use polylock::{AcquireOptions, Client, ErrorKind, Lock};
 use polylock_testkit::{free_port, RedisServer};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_polylock");
@@ -77,7 +77,7 @@ fn connect(server: &RedisServer) -> Client {
 }
 
 fn hold(lock: &Lock) {
-    assert!(block_on(lock.acquire(Some(Duration::ZERO), None)).expect("acquire"));
+    assert!(block_on(lock.acquire(AcquireOptions::new().wait(Duration::ZERO))).expect("acquire"));
 }
 
 /// The `sold` column of a language's row in the demo's table.
@@ -551,8 +551,11 @@ fn inspect_shows_the_fair_queue_in_order() {
     let waiter_owner = waiter.owner().to_owned();
     let waiting = {
         let waiter = waiter.clone();
-        polylock::runtime()
-            .spawn(async move { waiter.acquire(Some(Duration::from_secs(60)), None).await })
+        polylock::runtime().spawn(async move {
+            waiter
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
+                .await
+        })
     };
     let queued = Instant::now() + Duration::from_secs(20);
     while server.int(&["LLEN", "redisson_lock_queue:{tickets}"]) < 1 {
@@ -710,9 +713,15 @@ fn inspect_shows_semaphores_and_force_unlock_refuses_them() {
 
     let expirable = client.expirable_semaphore("xsem:1").expect("semaphore");
     assert!(block_on(expirable.try_set_permits(2)).expect("set"));
-    let id = block_on(expirable.acquire(Some(Duration::ZERO), Some(Duration::from_secs(60))))
-        .expect("acquire")
-        .expect("a permit");
+    let id = block_on(
+        expirable.acquire(
+            AcquireOptions::new()
+                .wait(Duration::ZERO)
+                .lease(Duration::from_secs(60)),
+        ),
+    )
+    .expect("acquire")
+    .expect("a permit");
     let out = polylock(&["inspect", "xsem:1", "--redis", &url, "--json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let state = json(&out.stdout);
@@ -756,7 +765,7 @@ fn watch_once_shows_every_kind() {
     assert!(block_on(semaphore.try_set_permits(7)).expect("set"));
     let expirable = client.expirable_semaphore("k:xsem").expect("semaphore");
     assert!(block_on(expirable.try_set_permits(2)).expect("set"));
-    let id = block_on(expirable.acquire(Some(Duration::ZERO), None))
+    let id = block_on(expirable.acquire(AcquireOptions::new().wait(Duration::ZERO)))
         .expect("acquire")
         .expect("a permit");
     let free = client.fenced_lock("k:free").expect("lock");
@@ -842,8 +851,11 @@ fn force_unlock_of_a_fair_lock_hands_it_to_the_head_of_the_queue() {
     let waiter = waiter_client.fair_lock("fair-stuck").expect("lock");
     let waiting = {
         let waiter = waiter.clone();
-        polylock::runtime()
-            .spawn(async move { waiter.acquire(Some(Duration::from_secs(60)), None).await })
+        polylock::runtime().spawn(async move {
+            waiter
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
+                .await
+        })
     };
     let queued = Instant::now() + Duration::from_secs(20);
     while server.int(&["LLEN", "redisson_lock_queue:{fair-stuck}"]) < 1 {

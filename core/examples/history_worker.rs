@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use polylock::{Client, ErrorKind};
+use polylock::{AcquireOptions, Client, ErrorKind};
 
 const LOCK_NAME: &str = "history";
 const WATCHDOG_TIMEOUT: Duration = Duration::from_millis(1500);
@@ -154,7 +154,7 @@ async fn run(url: String, journal: Journal, stop: impl Fn() -> bool) -> i32 {
     while !stop() {
         seq += 1;
         let called = clock::monotonic_ns();
-        match lock.acquire(Some(WAIT_BOUND), None).await {
+        match lock.acquire(AcquireOptions::new().wait(WAIT_BOUND)).await {
             Ok(true) => {}
             Ok(false) => {
                 journal.write("acquire-timeout", seq, "");

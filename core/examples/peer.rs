@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
-use polylock::{Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore};
+use polylock::{AcquireOptions, Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore};
 
 fn millis(arg: Option<&str>) -> Result<Option<Duration>, String> {
     match arg {
@@ -113,7 +113,12 @@ async fn run(
         "acquire" => {
             let wait = millis(words.next())?;
             let lease = millis(words.next())?;
-            format!("ok {}", lock.acquire(wait, lease).await.map_err(describe)?)
+            format!(
+                "ok {}",
+                lock.acquire(AcquireOptions { wait, lease })
+                    .await
+                    .map_err(describe)?
+            )
         }
         "release" => lock
             .release()
@@ -185,7 +190,11 @@ async fn expirable<'a>(
         "acquire" => {
             let wait = millis(words.next())?;
             let lease = millis(words.next())?;
-            match semaphore.acquire(wait, lease).await.map_err(describe)? {
+            match semaphore
+                .acquire(AcquireOptions { wait, lease })
+                .await
+                .map_err(describe)?
+            {
                 Some(id) => format!("ok {id}"),
                 None => "ok -".to_owned(),
             }
@@ -215,7 +224,9 @@ async fn increment(url: &str, lock: &Lock, counter: &str, times: u32) -> Result<
         .await
         .map_err(|err| err.to_string())?;
     for _ in 0..times {
-        lock.acquire(None, None).await.map_err(describe)?;
+        lock.acquire(AcquireOptions::new())
+            .await
+            .map_err(describe)?;
         let value: Option<i64> = redis::cmd("GET")
             .arg(counter)
             .query_async(&mut con)
@@ -275,7 +286,10 @@ fn main() {
             .unwrap_or_else(|err| format!("err {err}"));
         // The test that drove this peer may be gone already: a closed pipe ends the peer quietly.
         let mut stdout = std::io::stdout();
-        if writeln!(stdout, "{reply}").and_then(|_| stdout.flush()).is_err() {
+        if writeln!(stdout, "{reply}")
+            .and_then(|_| stdout.flush())
+            .is_err()
+        {
             break;
         }
     }

@@ -73,6 +73,14 @@ async fn connect_on_runtime(url: String, options: ClientOptions) -> Result<Clien
     let redis_client = redis::Client::open(url.as_str()).map_err(|err| {
         Error::InvalidArgument(format!("bad Redis URL '{}': {err}", redact(&url)))
     })?;
+    connect_client_on_runtime(redis_client, url, options).await
+}
+
+async fn connect_client_on_runtime(
+    redis_client: redis::Client,
+    url: String,
+    options: ClientOptions,
+) -> Result<Client> {
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(options.connect_timeout))
         .set_response_timeout(Some(options.response_timeout))
@@ -254,6 +262,21 @@ impl Client {
         // Connections live on the core's runtime, whatever runtime the caller awaits on.
         runtime()
             .spawn(connect_on_runtime(url.to_owned(), options))
+            .await
+            .map_err(|err| Error::Connection(format!("connect task failed: {err}")))?
+    }
+
+    /// Connects with the address, credentials, database and TLS settings of an existing
+    /// `redis::Client` (opening its own connections, as every client does), and `options`.
+    pub async fn from_redis_client(
+        redis_client: redis::Client,
+        options: ClientOptions,
+    ) -> Result<Client> {
+        options.validate()?;
+        let info = redis_client.get_connection_info();
+        let url = format!("{}/{}", info.addr(), info.redis_settings().db());
+        runtime()
+            .spawn(connect_client_on_runtime(redis_client, url, options))
             .await
             .map_err(|err| Error::Connection(format!("connect task failed: {err}")))?
     }

@@ -1,9 +1,9 @@
 //! The expirable semaphore handle (`Client::expirable_semaphore`): permits with an id and a
 //! lease (Redisson RPermitExpirableSemaphore layout).
 
+use crate::options::AcquireOptions;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use crate::client::ClientInner;
 use crate::engine::LockCore;
@@ -85,16 +85,13 @@ impl ExpirableSemaphore {
         query(&self.inner.client, what, self.inner.kind.available()).await
     }
 
-    /// Takes one permit, waiting for it up to `wait` (`None`: without bound, zero: one
+    /// Takes one permit, waiting for it up to `options.wait` (`None`: without bound, zero: one
     /// attempt), and returns its id (32 hex characters), or `None` when the wait ran out.
-    /// `lease`: `None` renews the permit by the watchdog while this client lives; a duration
-    /// is a fixed lease, after which the permit comes back by itself. Dropping the future, or
-    /// an attempt whose reply was lost, takes nothing.
-    pub async fn acquire(
-        &self,
-        wait: Option<Duration>,
-        lease: Option<Duration>,
-    ) -> Result<Option<String>> {
+    /// `options.lease`: `None` renews the permit by the watchdog while this client lives; a
+    /// duration is a fixed lease, after which the permit comes back by itself. Dropping the
+    /// future, or an attempt whose reply was lost, takes nothing.
+    pub async fn acquire(&self, options: AcquireOptions) -> Result<Option<String>> {
+        let AcquireOptions { wait, lease } = options;
         let id = uuid::Uuid::new_v4().simple().to_string();
         let kind: Arc<Permit> = self.inner.kind.clone();
         let core = Arc::new(LockCore::with_owner(

@@ -4,9 +4,23 @@
 //! # async fn demo() -> polylock::Result<()> {
 //! let client = polylock::Client::connect("redis://127.0.0.1:6379/0").await?;
 //! let lock = client.lock("orders:42")?;
-//! if lock.acquire(Some(std::time::Duration::from_secs(5)), None).await? {
-//!     // ... critical section, lease renewed by the watchdog ...
-//!     lock.release().await?;
+//! let guard = lock.lock().await?;
+//! // ... critical section, lease renewed by the watchdog ...
+//! guard.release().await?; // or let it drop: the lock is released in the background
+//! # Ok(()) }
+//! ```
+//!
+//! With a bounded wait and a fixed lease, named:
+//!
+//! ```no_run
+//! # async fn demo(client: polylock::Client) -> polylock::Result<()> {
+//! use std::time::Duration;
+//! use polylock::AcquireOptions;
+//! let lock = client.lock("orders:42")?;
+//! let options = AcquireOptions::new().wait(Duration::from_secs(5)).lease(Duration::from_secs(10));
+//! if let Some(guard) = lock.try_lock_with(options).await? {
+//!     // ... at most 10 s, then the lease is lost ...
+//!     guard.release().await?;
 //! }
 //! # Ok(()) }
 //! ```
@@ -15,6 +29,7 @@ mod client;
 mod engine;
 mod error;
 mod expirable_semaphore;
+mod guard;
 mod inspect;
 pub mod keys;
 mod kinds;
@@ -28,11 +43,12 @@ mod semaphore;
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, ErrorKind, Result};
 pub use expirable_semaphore::ExpirableSemaphore;
+pub use guard::LockGuard;
 pub use inspect::{
     FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo, LockMode, WaitingWriter,
 };
 pub use lock::Lock;
-pub use options::{ClientOptions, MAX_DURATION, MAX_NAME_BYTES, MAX_PERMITS};
+pub use options::{AcquireOptions, ClientOptions, MAX_DURATION, MAX_NAME_BYTES, MAX_PERMITS};
 pub use read_write_lock::ReadWriteLock;
 pub use runtime::runtime;
 pub use semaphore::Semaphore;

@@ -9,6 +9,8 @@ use tracing::Instrument;
 
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::options::AcquireOptions;
 use crate::runtime::runtime;
 
 /// A handle on one lock for one owner. Clones share the handle (and its holds).
@@ -17,7 +19,8 @@ use crate::runtime::runtime;
 /// [`crate::Client::lock_with_holder`] to act as a given thread or task.
 #[derive(Clone)]
 pub struct Lock {
-    core: Arc<LockCore>,
+    pub(crate) core: Arc<LockCore>,
+    defaults: AcquireOptions,
 }
 
 impl std::fmt::Debug for Lock {
@@ -35,7 +38,23 @@ impl Lock {
     pub(crate) fn new(core: LockCore) -> Lock {
         Lock {
             core: Arc::new(core),
+            defaults: AcquireOptions::new(),
         }
+    }
+
+    /// This handle with per-lock defaults: the wait and lease that [`Lock::lock`] and
+    /// [`Lock::try_lock`] use (bindings use them when a call leaves them out). Fails with
+    /// [`Error::InvalidArgument`] for a wait or lease out of bounds. No I/O.
+    pub fn with_defaults(mut self, defaults: AcquireOptions) -> Result<Lock> {
+        defaults.validate()?;
+        self.defaults = defaults;
+        Ok(self)
+    }
+
+    /// The per-lock defaults (see [`Lock::with_defaults`]): wait without bound and the
+    /// watchdog lease unless set.
+    pub fn defaults(&self) -> AcquireOptions {
+        self.defaults
     }
 
     pub fn name(&self) -> &str {
@@ -65,20 +84,49 @@ impl Lock {
             })?
     }
 
-    /// Acquires the lock (or re-enters it).
+    /// Acquires the lock (or re-enters it); `false` when the wait ran out.
     ///
-    /// `wait`: `None` waits without bound, zero makes one attempt, a duration waits up to that
-    /// long and then returns `false`. `lease`: `None` takes the watchdog lease, renewed while
-    /// held; a duration is a fixed lease that is never renewed. Every acquisition, reentrant
-    /// ones too, sets the lock's lease to its own (as Redis's TTL does).
+    /// `options.wait`: `None` waits without bound, zero makes one attempt, a duration waits up
+    /// to that long. `options.lease`: `None` takes the watchdog lease, renewed while held; a
+    /// duration is a fixed lease that is never renewed. Every acquisition, reentrant ones too,
+    /// sets the lock's lease to its own (as Redis's TTL does).
     ///
     /// Transient errors (a dropped connection, a timeout) are retried within `wait`. Dropping
     /// the returned future leaves no lock held, and so does an attempt whose reply was lost: it
     /// is undone as soon as the server answers again. No subscription is left behind, except
     /// that a handle on a lock with a channel per owner (the fair lock) keeps its own channel
     /// subscribed for its next wait, until the handle is dropped.
-    pub async fn acquire(&self, wait: Option<Duration>, lease: Option<Duration>) -> Result<bool> {
-        self.core.acquire(wait, lease).await
+    pub async fn acquire(&self, options: AcquireOptions) -> Result<bool> {
+        self.core.acquire(options.wait, options.lease).await
+    }
+
+    /// Waits without bound for the lock, with the default lease, and returns a guard that
+    /// releases it when dropped (or by [`LockGuard::release`], which reports errors).
+    pub async fn lock(&self) -> Result<LockGuard> {
+        let options = AcquireOptions {
+            wait: None,
+            ..self.defaults
+        };
+        self.acquire(options).await?;
+        Ok(LockGuard::new(self.clone()))
+    }
+
+    /// Acquires with the per-lock defaults, but with one attempt when they set no wait; `None`
+    /// when the lock stayed taken.
+    pub async fn try_lock(&self) -> Result<Option<LockGuard>> {
+        let options = AcquireOptions {
+            wait: Some(self.defaults.wait.unwrap_or(Duration::ZERO)),
+            ..self.defaults
+        };
+        self.try_lock_with(options).await
+    }
+
+    /// Acquires with `options`; a guard, or `None` when the wait ran out.
+    pub async fn try_lock_with(&self, options: AcquireOptions) -> Result<Option<LockGuard>> {
+        Ok(self
+            .acquire(options)
+            .await?
+            .then(|| LockGuard::new(self.clone())))
     }
 
     /// Releases one level of the hold. [`Error::NotHeld`] when this handle does not hold the

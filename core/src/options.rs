@@ -226,6 +226,50 @@ pub(crate) fn validate_permit_id(id: &str) -> Result<()> {
 }
 
 /// Checks the wait and lease of an acquire.
+/// How one acquisition waits and what lease it takes, by name:
+/// `AcquireOptions::new().wait(Duration::from_secs(5)).lease(Duration::from_secs(30))`.
+///
+/// `wait`: `None` (the default) waits without bound, zero makes one attempt, a duration waits
+/// up to that long. `lease`: `None` (the default) takes the watchdog lease, renewed while held;
+/// a duration is a fixed lease that is never renewed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AcquireOptions {
+    pub wait: Option<Duration>,
+    pub lease: Option<Duration>,
+}
+
+impl AcquireOptions {
+    /// Wait without bound, watchdog lease.
+    pub const fn new() -> Self {
+        AcquireOptions {
+            wait: None,
+            lease: None,
+        }
+    }
+
+    /// Waits up to `wait` for the lock (zero: one attempt).
+    pub const fn wait(mut self, wait: Duration) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// One attempt, no waiting.
+    pub const fn no_wait(self) -> Self {
+        self.wait(Duration::ZERO)
+    }
+
+    /// A fixed lease, never renewed, instead of the watchdog's.
+    pub const fn lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// Checks the wait and the lease against their limits.
+    pub fn validate(&self) -> Result<()> {
+        validate_acquire(self.wait, self.lease)
+    }
+}
+
 pub(crate) fn validate_acquire(wait: Option<Duration>, lease: Option<Duration>) -> Result<()> {
     if let Some(wait) = wait {
         if wait > MAX_DURATION {

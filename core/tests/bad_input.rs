@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use polylock::options::{lease_from_millis, option_from_millis, wait_from_millis};
-use polylock::{ClientOptions, Error};
+use polylock::{AcquireOptions, ClientOptions, Error};
 use serde_json::Value;
 
 fn millis(value: &Value) -> Option<f64> {
@@ -42,7 +42,7 @@ async fn outcome(case: &Value) -> Result<(), Error> {
             let client = polylock::Client::connect(&server.url()).await?;
             client
                 .lock("bad-input")?
-                .acquire(wait, lease)
+                .acquire(AcquireOptions { wait, lease })
                 .await
                 .map(drop)
         }
@@ -86,11 +86,21 @@ async fn kind_outcome(client: &polylock::Client, call: &str, case: &Value) -> Re
     match call {
         "read_lock_acquire" => {
             let lock = client.read_write_lock("conformance")?.read_lock();
-            lock.acquire(wait()?, lease()?).await.map(drop)
+            lock.acquire(AcquireOptions {
+                wait: wait()?,
+                lease: lease()?,
+            })
+            .await
+            .map(drop)
         }
         "write_lock_acquire" => {
             let lock = client.read_write_lock("conformance")?.write_lock();
-            lock.acquire(wait()?, lease()?).await.map(drop)
+            lock.acquire(AcquireOptions {
+                wait: wait()?,
+                lease: lease()?,
+            })
+            .await
+            .map(drop)
         }
         "semaphore_acquire" => {
             let semaphore = client.semaphore("conformance")?;
@@ -105,7 +115,10 @@ async fn kind_outcome(client: &polylock::Client, call: &str, case: &Value) -> Re
         "semaphore_add_permits" => client.semaphore("conformance")?.add_permits(permits).await,
         "expirable_semaphore_acquire" => client
             .expirable_semaphore("conformance")?
-            .acquire(wait()?, lease()?)
+            .acquire(AcquireOptions {
+                wait: wait()?,
+                lease: lease()?,
+            })
             .await
             .map(drop),
         "expirable_semaphore_release" => {
@@ -157,7 +170,10 @@ async fn durations_and_milliseconds_give_one_message() {
         if case["call"] != "acquire" || (wait.is_none() && lease.is_none()) {
             continue;
         }
-        let err = lock.acquire(wait, lease).await.unwrap_err();
+        let err = lock
+            .acquire(AcquireOptions { wait, lease })
+            .await
+            .unwrap_err();
         assert_eq!(err.to_string(), case["message"].as_str().unwrap(), "{case}");
         compared += 1;
     }

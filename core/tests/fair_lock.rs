@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use polylock::Client;
+use polylock::{AcquireOptions, Client};
 use redis::AsyncCommands;
 
 const LONG_LEASE: Duration = Duration::from_secs(60);
@@ -31,14 +31,17 @@ async fn waiters_are_served_in_arrival_order() {
     let client = fair_client(&server, Duration::from_secs(60)).await;
     let mut con = raw(&server).await;
     let holder = client.fair_lock("fifo").unwrap();
-    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut waiters = Vec::new();
     for index in 0..10 {
         let lock = client.fair_lock("fifo").unwrap();
         let order = order.clone();
         waiters.push(tokio::spawn(async move {
-            assert!(lock.acquire(None, None).await.unwrap());
+            assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
             order.lock().unwrap().push(index);
             tokio::time::sleep(Duration::from_millis(10)).await;
             lock.release().await.unwrap();
@@ -71,16 +74,19 @@ async fn the_queue_uses_the_redisson_layout() {
     let client = fair_client(&server, Duration::from_secs(60)).await;
     let mut con = raw(&server).await;
     let holder = client.fair_lock("layout").unwrap();
-    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
     let waiter = client.fair_lock("layout").unwrap();
     assert!(!waiter
-        .acquire(Some(Duration::from_millis(200)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_millis(200)))
         .await
         .unwrap());
     // It gave up, so it left the queue; queue again with a longer wait and look at it meanwhile.
     let waiting = {
         let waiter = waiter.clone();
-        tokio::spawn(async move { waiter.acquire(None, None).await })
+        tokio::spawn(async move { waiter.acquire(AcquireOptions::new()).await })
     };
     assert!(
         eventually(Duration::from_secs(5), || async {
@@ -140,12 +146,15 @@ async fn a_waiter_that_times_out_or_is_cancelled_leaves_the_queue_at_once() {
     let client = fair_client(&server, Duration::from_secs(60)).await;
     let mut con = raw(&server).await;
     let holder = client.fair_lock("skip").unwrap();
-    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
 
     let timing_out = client.fair_lock("skip").unwrap();
     let bounded = tokio::spawn(async move {
         timing_out
-            .acquire(Some(Duration::from_millis(400)), None)
+            .acquire(AcquireOptions::new().wait(Duration::from_millis(400)))
             .await
     });
     assert!(
@@ -156,8 +165,11 @@ async fn a_waiter_that_times_out_or_is_cancelled_leaves_the_queue_at_once() {
     );
     let cancelled = client.fair_lock("skip").unwrap();
     let cancelled_wait = tokio::spawn(async move {
-        let _ =
-            tokio::time::timeout(Duration::from_millis(400), cancelled.acquire(None, None)).await;
+        let _ = tokio::time::timeout(
+            Duration::from_millis(400),
+            cancelled.acquire(AcquireOptions::new()),
+        )
+        .await;
         cancelled
     });
     assert!(
@@ -168,8 +180,12 @@ async fn a_waiter_that_times_out_or_is_cancelled_leaves_the_queue_at_once() {
     );
     let patient = client.fair_lock("skip").unwrap();
     let patient_owner = patient.owner().to_owned();
-    let patient_wait =
-        tokio::spawn(async move { patient.acquire(None, None).await.map(|got| (got, patient)) });
+    let patient_wait = tokio::spawn(async move {
+        patient
+            .acquire(AcquireOptions::new())
+            .await
+            .map(|got| (got, patient))
+    });
     assert!(
         eventually(Duration::from_secs(5), || async {
             queue(&mut raw(&server).await, "skip").await.len() == 3
@@ -209,7 +225,10 @@ async fn a_killed_waiter_is_skipped_after_its_queue_deadline() {
     let queue_timeout = Duration::from_millis(1500);
     let client = fair_client(&server, queue_timeout).await;
     let holder = client.fair_lock("dead").unwrap();
-    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
     let mut peer = Peer::start(&server, queue_timeout.as_millis() as u64);
     peer.send("fair_acquire dead - -");
     assert!(
@@ -221,7 +240,7 @@ async fn a_killed_waiter_is_skipped_after_its_queue_deadline() {
     let waiter = client.fair_lock("dead").unwrap();
     let waiting = {
         let waiter = waiter.clone();
-        tokio::spawn(async move { waiter.acquire(None, None).await })
+        tokio::spawn(async move { waiter.acquire(AcquireOptions::new()).await })
     };
     assert!(
         eventually(Duration::from_secs(5), || async {
@@ -253,12 +272,12 @@ async fn a_live_waiter_keeps_its_place_through_a_long_hold() {
     let queue_timeout = Duration::from_millis(300);
     let client = fair_client(&server, queue_timeout).await;
     let holder = client.fair_lock("long").unwrap();
-    assert!(holder.acquire(None, None).await.unwrap());
+    assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
     let first = client.fair_lock("long").unwrap();
     let second = client.fair_lock("long").unwrap();
     let first_wait = {
         let first = first.clone();
-        tokio::spawn(async move { first.acquire(None, None).await })
+        tokio::spawn(async move { first.acquire(AcquireOptions::new()).await })
     };
     assert!(
         eventually(Duration::from_secs(5), || async {
@@ -268,7 +287,7 @@ async fn a_live_waiter_keeps_its_place_through_a_long_hold() {
     );
     let second_wait = {
         let second = second.clone();
-        tokio::spawn(async move { second.acquire(None, None).await })
+        tokio::spawn(async move { second.acquire(AcquireOptions::new()).await })
     };
     tokio::time::sleep(queue_timeout * 5).await;
     let mut con = raw(&server).await;
@@ -290,7 +309,10 @@ async fn fair_reentrancy_counts_in_the_hash() {
     let mut con = raw(&server).await;
     let lock = client.fair_lock("fair-reentrant").unwrap();
     for _ in 0..3 {
-        assert!(lock.acquire(Some(Duration::ZERO), None).await.unwrap());
+        assert!(lock
+            .acquire(AcquireOptions::new().wait(Duration::ZERO))
+            .await
+            .unwrap());
     }
     assert_eq!(
         hget(&mut con, "fair-reentrant", lock.owner()).await,
@@ -298,7 +320,10 @@ async fn fair_reentrancy_counts_in_the_hash() {
     );
     assert_eq!(lock.hold_count(), 3);
     let other = client.fair_lock("fair-reentrant").unwrap();
-    assert!(!other.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(!other
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     assert!(
         queue(&mut con, "fair-reentrant").await.is_empty(),
         "a one-shot attempt does not stay queued"
@@ -343,7 +368,7 @@ async fn a_fair_holder_is_told_when_its_key_is_deleted() {
         .await
         .unwrap();
     let lock = client.fair_lock("fair-lost").unwrap();
-    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     let mut con = raw(&server).await;
     let _: () = con.del("fair-lost").await.unwrap();
     let mut lost = lock.lost_receiver();
@@ -362,11 +387,14 @@ async fn fair_force_unlock_wakes_the_head() {
     let server = RedisServer::start();
     let client = fair_client(&server, Duration::from_secs(60)).await;
     let holder = client.fair_lock("fair-force").unwrap();
-    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
     let waiter = client.fair_lock("fair-force").unwrap();
     let waiting = {
         let waiter = waiter.clone();
-        tokio::spawn(async move { waiter.acquire(None, None).await })
+        tokio::spawn(async move { waiter.acquire(AcquireOptions::new()).await })
     };
     assert!(
         eventually(Duration::from_secs(5), || async {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use polylock::{Client, ErrorKind};
+use polylock::{AcquireOptions, Client, ErrorKind};
 use polylock_testkit::{Fault, FaultProxy};
 
 const LONG_LEASE: Duration = Duration::from_secs(60);
@@ -18,7 +18,7 @@ const LONG_LEASE: Duration = Duration::from_secs(60);
 /// service (a first EVALSHA that meets a fault would only get NOSCRIPT, and guard nothing).
 async fn cache_scripts(client: &Client) {
     let warm = client.lock("warm-up").unwrap();
-    assert!(warm.acquire(None, None).await.unwrap());
+    assert!(warm.acquire(AcquireOptions::new()).await.unwrap());
     warm.release().await.unwrap();
 }
 
@@ -49,12 +49,12 @@ async fn close_ends_pending_waits_and_reports_held_locks_lost() {
     let server = RedisServer::start();
     let other = client(&server).await;
     let blocker = other.lock("close-wait").unwrap();
-    assert!(blocker.acquire(None, None).await.unwrap());
+    assert!(blocker.acquire(AcquireOptions::new()).await.unwrap());
     let pubsub_before = clients_of(&server, "pubsub");
 
     let closing = client(&server).await;
     let held = closing.lock("close-held").unwrap();
-    assert!(held.acquire(None, None).await.unwrap());
+    assert!(held.acquire(AcquireOptions::new()).await.unwrap());
     let told = Arc::new(AtomicUsize::new(0));
     held.on_lost({
         let told = told.clone();
@@ -66,7 +66,11 @@ async fn close_ends_pending_waits_and_reports_held_locks_lost() {
     let waiter = closing.lock("close-wait").unwrap();
     let waiting = {
         let waiter = waiter.clone();
-        tokio::spawn(async move { waiter.acquire(Some(Duration::from_secs(30)), None).await })
+        tokio::spawn(async move {
+            waiter
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(30)))
+                .await
+        })
     };
     assert!(
         wait_until(Duration::from_secs(5), || closing.subscribed_channels()
@@ -99,7 +103,7 @@ async fn close_ends_pending_waits_and_reports_held_locks_lost() {
     blocker.release().await.unwrap();
     let taker = other.lock("close-wait").unwrap();
     assert!(taker
-        .acquire(Some(Duration::from_secs(5)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(5)))
         .await
         .unwrap());
     assert!(!waiter.is_held());
@@ -117,14 +121,14 @@ async fn closed_and_dropped_clients_leave_no_connection_behind() {
     let server = RedisServer::start();
     let holder = client(&server).await;
     let blocker = holder.lock("leak").unwrap();
-    assert!(blocker.acquire(None, None).await.unwrap());
+    assert!(blocker.acquire(AcquireOptions::new()).await.unwrap());
     let before = clients_of(&server, "normal") + clients_of(&server, "pubsub");
     for _ in 0..5 {
         let client = client(&server).await;
         // A wait subscribes: the pub/sub connection is in use.
         let lock = client.lock("leak").unwrap();
         assert!(!lock
-            .acquire(Some(Duration::from_millis(50)), None)
+            .acquire(AcquireOptions::new().wait(Duration::from_millis(50)))
             .await
             .unwrap());
         client.close();
@@ -150,11 +154,11 @@ async fn a_shorter_reentrant_lease_is_the_lease_of_the_hold() {
     let client = client(&server).await;
     let lock = client.lock("mixed-short").unwrap();
     assert!(lock
-        .acquire(None, Some(Duration::from_secs(5)))
+        .acquire(AcquireOptions::new().lease(Duration::from_secs(5)))
         .await
         .unwrap());
     assert!(lock
-        .acquire(None, Some(Duration::from_millis(300)))
+        .acquire(AcquireOptions::new().lease(Duration::from_millis(300)))
         .await
         .unwrap());
     // Redis now expires the key in 300 ms, and the handle knows it.
@@ -165,7 +169,10 @@ async fn a_shorter_reentrant_lease_is_the_lease_of_the_hold() {
         .unwrap();
     assert!(!lock.is_held());
     let other = client.lock("mixed-short").unwrap();
-    assert!(other.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(other
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
 }
 
 #[tokio::test]
@@ -174,10 +181,10 @@ async fn a_watchdog_reentry_renews_a_fixed_hold() {
     let client = client_with_watchdog(&server, Duration::from_millis(600)).await;
     let lock = client.lock("mixed-renewed").unwrap();
     assert!(lock
-        .acquire(None, Some(Duration::from_millis(300)))
+        .acquire(AcquireOptions::new().lease(Duration::from_millis(300)))
         .await
         .unwrap());
-    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     // Well past both the fixed lease and the watchdog lease: renewed all along.
     tokio::time::sleep(Duration::from_millis(2000)).await;
     assert!(lock.is_held(), "lost: {}", lock.is_lost());
@@ -196,8 +203,14 @@ async fn a_partial_release_of_a_fixed_hold_moves_its_expiry() {
     let client = client(&server).await;
     let lock = client.lock("partial").unwrap();
     let lease = Some(Duration::from_millis(1000));
-    assert!(lock.acquire(None, lease).await.unwrap());
-    assert!(lock.acquire(None, lease).await.unwrap());
+    assert!(lock
+        .acquire(AcquireOptions { wait: None, lease })
+        .await
+        .unwrap());
+    assert!(lock
+        .acquire(AcquireOptions { wait: None, lease })
+        .await
+        .unwrap());
     tokio::time::sleep(Duration::from_millis(600)).await;
     lock.release().await.unwrap(); // Redis resets the TTL to 1 s
     tokio::time::sleep(Duration::from_millis(700)).await; // 1.3 s after the acquisition
@@ -227,7 +240,11 @@ async fn a_timed_out_acquire_leaves_no_phantom_lock() {
         pause(&server, 3000);
         let paused_at = Instant::now();
         let err = lock
-            .acquire(Some(wait), Some(Duration::from_secs(30)))
+            .acquire(
+                AcquireOptions::new()
+                    .wait(wait)
+                    .lease(Duration::from_secs(30)),
+            )
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
@@ -238,7 +255,10 @@ async fn a_timed_out_acquire_leaves_no_phantom_lock() {
         let mut con = raw(&server).await;
         assert!(!exists(&mut con, name).await, "{name} is held by a phantom");
         let other = client.lock(name).unwrap();
-        assert!(other.acquire(Some(Duration::ZERO), None).await.unwrap());
+        assert!(other
+            .acquire(AcquireOptions::new().wait(Duration::ZERO))
+            .await
+            .unwrap());
         other.release().await.unwrap();
         assert!(!exists(&mut con, name).await);
     }
@@ -257,7 +277,7 @@ async fn an_acquire_retried_through_a_pause_holds_one_level() {
     pause(&server, 2500);
     // Each attempt times out; all of them run after the pause, as one request.
     assert!(lock
-        .acquire(Some(Duration::from_secs(20)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(20)))
         .await
         .unwrap());
     assert_eq!(lock.hold_count(), 1);
@@ -278,7 +298,9 @@ async fn two_waiters(client: &Client, name: &str) -> Waiting {
     for _ in 0..2 {
         let waiter = client.lock(name).unwrap();
         waiting.push(tokio::spawn(async move {
-            let got = waiter.acquire(Some(Duration::from_secs(25)), None).await;
+            let got = waiter
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(25)))
+                .await;
             if matches!(got, Ok(true)) {
                 waiter.release().await.unwrap();
             }
@@ -305,7 +327,7 @@ async fn waiters_retry_through_killed_connections() {
     let server = RedisServer::start();
     let holder_client = client(&server).await;
     let holder = holder_client.lock("killed").unwrap();
-    assert!(holder.acquire(None, None).await.unwrap());
+    assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
     let waiters_client = client(&server).await;
     let waiting = two_waiters(&waiters_client, "killed").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -329,7 +351,7 @@ async fn waiters_get_the_lock_soon_after_a_redis_restart() {
     let port = server.port();
     let holder_client = client(&server).await;
     let holder = holder_client.lock("restarted").unwrap();
-    assert!(holder.acquire(None, None).await.unwrap());
+    assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
     let waiters_client = client(&server).await;
     let waiting = two_waiters(&waiters_client, "restarted").await;
     server.kill();
@@ -352,9 +374,12 @@ async fn a_holder_learns_of_a_restart_long_before_its_next_renewal() {
     // Renewed every 10 s: the next renewal would find the loss only then.
     let client = client_with_watchdog(&server, Duration::from_secs(30)).await;
     let watched = client.lock("restart-watched").unwrap();
-    assert!(watched.acquire(None, None).await.unwrap());
+    assert!(watched.acquire(AcquireOptions::new()).await.unwrap());
     let fixed = client.lock("restart-fixed").unwrap();
-    assert!(fixed.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    assert!(fixed
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
     server.kill();
     let _server = RedisServer::start_on(port, &[]).expect("restart on the same port");
     let restarted = Instant::now();
@@ -392,11 +417,18 @@ async fn a_skewed_clock_breaks_no_fair_queue() {
         .await
         .unwrap();
     let holder = client.fair_lock("skew").unwrap();
-    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
     let first = client.fair_lock("skew").unwrap();
     let first_waits = {
         let first = first.clone();
-        tokio::spawn(async move { first.acquire(Some(Duration::from_secs(30)), None).await })
+        tokio::spawn(async move {
+            first
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(30)))
+                .await
+        })
     };
     assert!(
         eventually(Duration::from_secs(5), || async {
@@ -444,8 +476,8 @@ async fn a_release_retried_after_a_long_outage_releases_once() {
     .await;
     cache_scripts(&client).await;
     let lock = client.lock("latched").unwrap();
-    assert!(lock.acquire(None, None).await.unwrap());
-    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     // The release script runs, its reply is cut off, then the server is unreachable for 10.5 s.
     proxy.set(Fault::CutAfterForward);
     let releasing = {
@@ -463,7 +495,10 @@ async fn a_release_retried_after_a_long_outage_releases_once() {
     assert_eq!(hget(&mut con, "latched", lock.owner()).await, Some(1));
     assert!(lock.is_held());
     let other = client.lock("latched").unwrap();
-    assert!(!other.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(!other
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     lock.release().await.unwrap();
     assert!(!exists(&mut con, "latched").await);
 }
@@ -495,7 +530,7 @@ async fn a_failed_release_is_never_renewed_and_finishes_in_the_background() {
     )
     .await;
     let lock = client.lock("unreleased").unwrap();
-    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     proxy.refuse_for(Duration::from_millis(1200));
     let refused_at = Instant::now();
     let err = lock.release().await.unwrap_err();
@@ -522,7 +557,10 @@ async fn a_failed_release_is_never_renewed_and_finishes_in_the_background() {
         "renewed after a failed release"
     );
     let other = client.lock("unreleased").unwrap();
-    assert!(other.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(other
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
 }
 
 // ---- a server that answers "not now" (BUSY, LOADING, ...) is retried, not given up on ----
@@ -539,7 +577,7 @@ async fn busy_replies_are_retried_like_a_dropped_connection() {
     .await;
     cache_scripts(&client).await;
     let holder = client.lock("busy").unwrap();
-    assert!(holder.acquire(None, None).await.unwrap());
+    assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
     let url = server.url();
     let runaway = std::thread::spawn(move || {
         let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
@@ -557,7 +595,11 @@ async fn busy_replies_are_retried_like_a_dropped_connection() {
     let waiter = client.lock("busy").unwrap();
     let waiting = {
         let waiter = waiter.clone();
-        tokio::spawn(async move { waiter.acquire(Some(Duration::from_secs(10)), None).await })
+        tokio::spawn(async move {
+            waiter
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(10)))
+                .await
+        })
     };
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(server.command(&["SCRIPT", "KILL"]).as_deref(), Some("+OK"));

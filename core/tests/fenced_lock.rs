@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use polylock::{Client, ErrorKind};
+use polylock::{AcquireOptions, Client, ErrorKind};
 use polylock_testkit::{Fault, FaultProxy};
 use redis::AsyncCommands;
 
@@ -29,7 +29,7 @@ async fn get(con: &mut redis::aio::MultiplexedConnection, key: &str) -> Option<S
 /// that meets a fault only gets NOSCRIPT, and would guard nothing).
 async fn cache_scripts(client: &Client) {
     let warm = client.fenced_lock("warm-up").unwrap();
-    assert!(warm.acquire(None, None).await.unwrap());
+    assert!(warm.acquire(AcquireOptions::new()).await.unwrap());
     warm.release().await.unwrap();
 }
 
@@ -44,18 +44,27 @@ async fn a_fenced_lock_excludes_other_holders_and_plain_locks_of_the_name() {
     let b = client.fenced_lock("fenced:orders").unwrap();
     let plain = client.lock("fenced:orders").unwrap();
 
-    assert!(a.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(a
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     // The reentrant lock's hash, and the counter beside it.
     assert_eq!(hget(&mut con, "fenced:orders", a.owner()).await, Some(1));
     assert_eq!(counter(&mut con, "fenced:orders").await, a.token());
-    assert!(!b.acquire(Some(Duration::ZERO), None).await.unwrap());
-    assert!(!plain.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(!b
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
+    assert!(!plain
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     assert_eq!(b.token(), None);
 
     // A waiter is woken by the release, and takes the next token.
     let waiter = {
         let b = b.clone();
-        tokio::spawn(async move { b.acquire(Some(WAIT), None).await })
+        tokio::spawn(async move { b.acquire(AcquireOptions::new().wait(WAIT)).await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!waiter.is_finished(), "b must wait while a holds the lock");
@@ -69,14 +78,23 @@ async fn a_fenced_lock_excludes_other_holders_and_plain_locks_of_the_name() {
     );
     assert_eq!(b.token(), Some(first + 1));
     assert_eq!(a.token(), None, "no token once released");
-    assert!(!plain.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(!plain
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     b.release().await.unwrap();
     assert!(!exists(&mut con, "fenced:orders").await);
 
     // A plain lock's holder excludes the fenced lock too, and has no token.
-    assert!(plain.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(plain
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     assert_eq!(plain.token(), None);
-    assert!(!a.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(!a
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     plain.release().await.unwrap();
     assert_eq!(counter(&mut con, "fenced:orders").await, Some(first + 1));
 }
@@ -92,9 +110,15 @@ async fn tokens_grow_across_holders_and_on_reentry_and_survive_the_hold() {
         assert_eq!(a.token(), None);
         let mut seen = Vec::new();
         for _ in 0..3 {
-            assert!(a.acquire(Some(Duration::ZERO), None).await.unwrap());
+            assert!(a
+                .acquire(AcquireOptions::new().wait(Duration::ZERO))
+                .await
+                .unwrap());
             seen.push(a.token().unwrap());
-            assert!(a.acquire(Some(Duration::ZERO), None).await.unwrap());
+            assert!(a
+                .acquire(AcquireOptions::new().wait(Duration::ZERO))
+                .await
+                .unwrap());
             seen.push(a.token().unwrap());
             // A partial release keeps the latest token: writes made with it stay valid.
             a.release().await.unwrap();
@@ -103,7 +127,11 @@ async fn tokens_grow_across_holders_and_on_reentry_and_survive_the_hold() {
             assert_eq!(a.token(), None);
             // Another holder, with a fixed lease this time.
             assert!(b
-                .acquire(Some(Duration::ZERO), Some(Duration::from_secs(30)))
+                .acquire(
+                    AcquireOptions::new()
+                        .wait(Duration::ZERO)
+                        .lease(Duration::from_secs(30))
+                )
                 .await
                 .unwrap());
             seen.push(b.token().unwrap());
@@ -115,9 +143,15 @@ async fn tokens_grow_across_holders_and_on_reentry_and_survive_the_hold() {
         assert_eq!(ttl, -1, "the counter never expires");
 
         // Deleting the lock (force unlock) leaves the counter: tokens go on growing.
-        assert!(a.acquire(Some(Duration::ZERO), None).await.unwrap());
+        assert!(a
+            .acquire(AcquireOptions::new().wait(Duration::ZERO))
+            .await
+            .unwrap());
         assert!(b.force_unlock().await.unwrap());
-        assert!(b.acquire(Some(Duration::ZERO), None).await.unwrap());
+        assert!(b
+            .acquire(AcquireOptions::new().wait(Duration::ZERO))
+            .await
+            .unwrap());
         assert_eq!(b.token(), Some(11));
         b.release().await.unwrap();
     }
@@ -129,7 +163,11 @@ async fn a_lost_hold_has_no_token() {
     let client = client(&server).await;
     let lock = client.fenced_lock("fenced:lost").unwrap();
     assert!(lock
-        .acquire(Some(Duration::ZERO), Some(Duration::from_millis(100)))
+        .acquire(
+            AcquireOptions::new()
+                .wait(Duration::ZERO)
+                .lease(Duration::from_millis(100))
+        )
         .await
         .unwrap());
     assert_eq!(lock.token(), Some(1));
@@ -144,7 +182,10 @@ async fn a_lost_hold_has_no_token() {
         lock.release().await.unwrap_err().kind(),
         ErrorKind::LockLost
     );
-    assert!(lock.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(lock
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     assert_eq!(lock.token(), Some(2));
     lock.release().await.unwrap();
 }
@@ -171,7 +212,10 @@ async fn an_acquire_whose_reply_was_lost_replays_its_token() {
     proxy.set(Fault::CutAfterForward);
     let acquiring = {
         let lock = lock.clone();
-        tokio::spawn(async move { lock.acquire(Some(Duration::from_secs(20)), None).await })
+        tokio::spawn(async move {
+            lock.acquire(AcquireOptions::new().wait(Duration::from_secs(20)))
+                .await
+        })
     };
     // The script ran, its reply was lost; let the retries meet the same fault a while.
     assert!(
@@ -209,14 +253,18 @@ async fn a_timed_out_acquire_is_undone_and_leaves_no_phantom_lock() {
     // A few tokens first: the acquire latch then holds a token other than `1`.
     let earlier = client.fenced_lock(name).unwrap();
     for _ in 0..3 {
-        assert!(earlier.acquire(None, None).await.unwrap());
+        assert!(earlier.acquire(AcquireOptions::new()).await.unwrap());
         earlier.release().await.unwrap();
     }
     let lock = client.fenced_lock(name).unwrap();
     server.pause(Duration::from_millis(2500));
     let paused_at = Instant::now();
     let err = lock
-        .acquire(Some(Duration::ZERO), Some(Duration::from_secs(30)))
+        .acquire(
+            AcquireOptions::new()
+                .wait(Duration::ZERO)
+                .lease(Duration::from_secs(30)),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
@@ -230,7 +278,10 @@ async fn a_timed_out_acquire_is_undone_and_leaves_no_phantom_lock() {
         "the undone acquire took token 4"
     );
     assert!(!exists(&mut con, name).await, "{name} is held by a phantom");
-    assert!(earlier.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(earlier
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     assert_eq!(
         earlier.token(),
         Some(5),
@@ -249,7 +300,10 @@ async fn a_name_or_counter_of_another_type_fails_and_writes_nothing() {
 
     let () = con.set("fenced:a-string", "x").await.unwrap();
     let lock = client.fenced_lock("fenced:a-string").unwrap();
-    let err = lock.acquire(Some(Duration::ZERO), None).await.unwrap_err();
+    let err = lock
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
     assert!(err.to_string().contains("fenced:a-string"), "{err}");
     assert_eq!(counter(&mut con, "fenced:a-string").await, None);
@@ -258,7 +312,10 @@ async fn a_name_or_counter_of_another_type_fails_and_writes_nothing() {
     let name = "fenced:bad-counter";
     let lock = client.fenced_lock(name).unwrap();
     let () = con.hset(counter_key(name), "f", 1).await.unwrap();
-    let err = lock.acquire(Some(Duration::ZERO), None).await.unwrap_err();
+    let err = lock
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
     assert!(
         err.to_string().contains("holds a hash, not a count"),
@@ -267,7 +324,10 @@ async fn a_name_or_counter_of_another_type_fails_and_writes_nothing() {
     assert!(!exists(&mut con, name).await);
     for bad in ["many", "-5"] {
         let () = con.set(counter_key(name), bad).await.unwrap();
-        let err = lock.acquire(Some(Duration::ZERO), None).await.unwrap_err();
+        let err = lock
+            .acquire(AcquireOptions::new().wait(Duration::ZERO))
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Redis, "{err}");
         let expected = format!(
             "the token counter {} holds \"{bad}\", not a count",
@@ -301,7 +361,11 @@ async fn a_holder_whose_lease_ran_out_cannot_overwrite_the_next_holders_write() 
     let next = client.fenced_lock(name).unwrap();
 
     assert!(slow
-        .acquire(Some(Duration::ZERO), Some(Duration::from_millis(150)))
+        .acquire(
+            AcquireOptions::new()
+                .wait(Duration::ZERO)
+                .lease(Duration::from_millis(150))
+        )
         .await
         .unwrap());
     let stale = slow.token().unwrap();
@@ -313,7 +377,10 @@ async fn a_holder_whose_lease_ran_out_cannot_overwrite_the_next_holders_write() 
         .unwrap();
 
     // The slow holder's lease runs out; the next holder takes the lock and writes.
-    assert!(next.acquire(Some(WAIT), None).await.unwrap());
+    assert!(next
+        .acquire(AcquireOptions::new().wait(WAIT))
+        .await
+        .unwrap());
     let fresh = next.token().unwrap();
     assert!(fresh > stale);
     client.fenced_set(key, "from next", fresh).await.unwrap();
@@ -336,7 +403,10 @@ async fn a_holder_whose_lease_ran_out_cannot_overwrite_the_next_holders_write() 
         Some(fresh.to_string())
     );
     // A reentry's higher token writes too, and then the earlier one of the same hold is stale.
-    assert!(next.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(next
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     client
         .fenced_set(key, "from next, reentered", next.token().unwrap())
         .await

@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use polylock::{ErrorKind, InspectedKind, KeyTtl, LockMode};
+use polylock::{AcquireOptions, ErrorKind, InspectedKind, KeyTtl, LockMode};
 use redis::AsyncCommands;
 
 const NOW: Option<Duration> = Some(Duration::ZERO);
@@ -47,8 +47,14 @@ async fn a_reentrant_lock_shows_its_holder_count_and_lease() {
     let client = client(&server).await;
     let lock = client.lock("inspect:plain").unwrap();
     let lease = Some(Duration::from_secs(20));
-    assert!(lock.acquire(NOW, lease).await.unwrap());
-    assert!(lock.acquire(NOW, lease).await.unwrap());
+    assert!(lock
+        .acquire(AcquireOptions { wait: NOW, lease })
+        .await
+        .unwrap());
+    assert!(lock
+        .acquire(AcquireOptions { wait: NOW, lease })
+        .await
+        .unwrap());
 
     let info = client.inspect("inspect:plain").await.unwrap();
     assert_eq!(info.kind, InspectedKind::Reentrant);
@@ -74,7 +80,13 @@ async fn a_fair_lock_shows_its_queue_in_order_with_deadlines() {
     let holder_client = client(&server).await;
     let waiter_client = client(&server).await;
     let holder = holder_client.fair_lock("inspect:fair").unwrap();
-    assert!(holder.acquire(NOW, None).await.unwrap());
+    assert!(holder
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     let first = waiter_client.fair_lock("inspect:fair").unwrap();
     let second = waiter_client.fair_lock("inspect:fair").unwrap();
     let mut con = raw(&server).await;
@@ -82,9 +94,14 @@ async fn a_fair_lock_shows_its_queue_in_order_with_deadlines() {
     let mut waits = Vec::new();
     for (place, waiter) in [&first, &second].into_iter().enumerate() {
         let waiter = waiter.clone();
-        waits.push(tokio::spawn(
-            async move { waiter.acquire(LONG, None).await },
-        ));
+        waits.push(tokio::spawn(async move {
+            waiter
+                .acquire(AcquireOptions {
+                    wait: LONG,
+                    lease: None,
+                })
+                .await
+        }));
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let len: usize = con.llen(&queue).await.unwrap();
@@ -124,8 +141,20 @@ async fn a_fenced_lock_shows_its_token_counter_held_or_free() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let lock = client.fenced_lock("inspect:fenced").unwrap();
-    assert!(lock.acquire(NOW, None).await.unwrap());
-    assert!(lock.acquire(NOW, None).await.unwrap());
+    assert!(lock
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
+    assert!(lock
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     let token = lock.token().expect("a token");
 
     let info = client.inspect("inspect:fenced").await.unwrap();
@@ -151,13 +180,41 @@ async fn a_read_write_lock_shows_its_mode_readers_writer_and_waiting_writers() {
     let a = client.read_write_lock("inspect:rw").unwrap();
     let b = client.read_write_lock("inspect:rw").unwrap();
     let writer = client.read_write_lock("inspect:rw").unwrap();
-    assert!(a.read_lock().acquire(NOW, None).await.unwrap());
-    assert!(a.read_lock().acquire(NOW, None).await.unwrap());
-    assert!(b.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(a
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
+    assert!(a
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
+    assert!(b
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     // A writer waits behind the readers (and registers itself while it waits).
     let waiting = {
         let write = writer.write_lock();
-        tokio::spawn(async move { write.acquire(LONG, None).await })
+        tokio::spawn(async move {
+            write
+                .acquire(AcquireOptions {
+                    wait: LONG,
+                    lease: None,
+                })
+                .await
+        })
     };
     let mut con = raw(&server).await;
     let writers = polylock::keys::rwlock_writers("inspect:rw");
@@ -195,7 +252,14 @@ async fn a_read_write_lock_shows_its_mode_readers_writer_and_waiting_writers() {
     a.read_lock().release().await.unwrap();
     b.read_lock().release().await.unwrap();
     assert!(waiting.await.unwrap().unwrap());
-    assert!(writer.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(writer
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     let info = client.inspect("inspect:rw").await.unwrap();
     assert_eq!(info.kind, InspectedKind::ReadWrite);
     assert_eq!(info.mode, Some(LockMode::Write));
@@ -240,12 +304,18 @@ async fn an_expirable_semaphore_shows_held_permits_and_never_gives_back_on_its_o
     let semaphore = client.expirable_semaphore("inspect:xsem").unwrap();
     assert!(semaphore.try_set_permits(3).await.unwrap());
     let long = semaphore
-        .acquire(NOW, Some(Duration::from_secs(60)))
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: Some(Duration::from_secs(60)),
+        })
         .await
         .unwrap()
         .expect("a permit");
     let short = semaphore
-        .acquire(NOW, Some(Duration::from_millis(50)))
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: Some(Duration::from_millis(50)),
+        })
         .await
         .unwrap()
         .expect("a permit");

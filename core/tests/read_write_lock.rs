@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use polylock::ErrorKind;
+use polylock::{AcquireOptions, ErrorKind};
 use redis::AsyncCommands;
 
 const NOW: Option<Duration> = Some(Duration::ZERO);
@@ -28,8 +28,22 @@ async fn readers_share_and_a_writer_excludes() {
     let b = client.read_write_lock("rw:share").unwrap();
     let c = client.read_write_lock("rw:share").unwrap();
 
-    assert!(a.read_lock().acquire(NOW, None).await.unwrap());
-    assert!(b.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(a
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
+    assert!(b
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     assert_eq!(mode(&mut con, "rw:share").await.as_deref(), Some("read"));
     // Redisson's layout: a field per reader, and a key per read level with its lease.
     assert_eq!(
@@ -41,20 +55,55 @@ async fn readers_share_and_a_writer_excludes() {
         polylock::keys::rwlock_timeout_prefix("rw:share", a.read_lock().owner())
     );
     assert!(exists(&mut con, &level).await);
-    assert!(!c.write_lock().acquire(NOW, None).await.unwrap());
+    assert!(!c
+        .write_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
 
     a.read_lock().release().await.unwrap();
     assert!(!exists(&mut con, &level).await);
-    assert!(!c.write_lock().acquire(NOW, None).await.unwrap());
+    assert!(!c
+        .write_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     b.read_lock().release().await.unwrap();
     assert!(!exists(&mut con, "rw:share").await);
 
-    assert!(c.write_lock().acquire(NOW, None).await.unwrap());
+    assert!(c
+        .write_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     assert_eq!(mode(&mut con, "rw:share").await.as_deref(), Some("write"));
     let field = format!("{}:write", c.write_lock().owner());
     assert_eq!(hget(&mut con, "rw:share", &field).await, Some(1));
-    assert!(!a.read_lock().acquire(NOW, None).await.unwrap());
-    assert!(!b.write_lock().acquire(NOW, None).await.unwrap());
+    assert!(!a
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
+    assert!(!b
+        .write_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     c.write_lock().release().await.unwrap();
     assert!(!exists(&mut con, "rw:share").await);
 }
@@ -68,13 +117,44 @@ async fn both_locks_are_reentrant_and_the_writer_may_downgrade() {
     let other = client.read_write_lock("rw:downgrade").unwrap();
     let (read, write) = (rw.read_lock(), rw.write_lock());
 
-    assert!(write.acquire(NOW, None).await.unwrap());
-    assert!(write.acquire(NOW, None).await.unwrap());
+    assert!(write
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
+    assert!(write
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     assert_eq!(write.hold_count(), 2);
     // The writer takes the read lock too; nobody else does.
-    assert!(read.acquire(NOW, None).await.unwrap());
-    assert!(read.acquire(NOW, None).await.unwrap());
-    assert!(!other.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(read
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
+    assert!(read
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
+    assert!(!other
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
 
     write.release().await.unwrap();
     assert_eq!(
@@ -88,8 +168,22 @@ async fn both_locks_are_reentrant_and_the_writer_may_downgrade() {
         Some("read")
     );
     assert!(read.is_held());
-    assert!(other.read_lock().acquire(NOW, None).await.unwrap());
-    assert!(!other.write_lock().acquire(NOW, None).await.unwrap());
+    assert!(other
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
+    assert!(!other
+        .write_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
 
     read.release().await.unwrap();
     read.release().await.unwrap();
@@ -106,14 +200,24 @@ async fn a_write_release_wakes_every_waiting_reader() {
     // A 60 s lease: readers that got in soon were woken by the release, not by the expiry.
     assert!(writer
         .write_lock()
-        .acquire(NOW, Some(Duration::from_secs(60)))
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: Some(Duration::from_secs(60))
+        })
         .await
         .unwrap());
     let readers: Vec<_> = (0..5)
         .map(|_| {
             let rw = client.read_write_lock("rw:wake").unwrap();
             tokio::spawn(async move {
-                let got = rw.read_lock().acquire(LONG, None).await.unwrap();
+                let got = rw
+                    .read_lock()
+                    .acquire(AcquireOptions {
+                        wait: LONG,
+                        lease: None,
+                    })
+                    .await
+                    .unwrap();
                 (got, rw)
             })
         })
@@ -149,7 +253,14 @@ async fn a_waiting_writer_is_not_starved_by_a_stream_of_readers() {
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(i * 25)).await;
                 while !stop.load(Ordering::Relaxed) {
-                    assert!(rw.read_lock().acquire(LONG, None).await.unwrap());
+                    assert!(rw
+                        .read_lock()
+                        .acquire(AcquireOptions {
+                            wait: LONG,
+                            lease: None
+                        })
+                        .await
+                        .unwrap());
                     reads.fetch_add(1, Ordering::Relaxed);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     rw.read_lock().release().await.unwrap();
@@ -164,7 +275,7 @@ async fn a_waiting_writer_is_not_starved_by_a_stream_of_readers() {
     let started = Instant::now();
     assert!(writer
         .write_lock()
-        .acquire(Some(Duration::from_secs(20)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(20)))
         .await
         .unwrap());
     let waited = started.elapsed();
@@ -199,7 +310,14 @@ async fn a_waiting_reader_is_not_starved_by_writers_taking_turns() {
             let (stop, writes) = (stop.clone(), writes.clone());
             tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
-                    assert!(rw.write_lock().acquire(LONG, None).await.unwrap());
+                    assert!(rw
+                        .write_lock()
+                        .acquire(AcquireOptions {
+                            wait: LONG,
+                            lease: None
+                        })
+                        .await
+                        .unwrap());
                     writes.fetch_add(1, Ordering::Relaxed);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     rw.write_lock().release().await.unwrap();
@@ -213,7 +331,7 @@ async fn a_waiting_reader_is_not_starved_by_writers_taking_turns() {
     let started = Instant::now();
     assert!(reader
         .read_lock()
-        .acquire(Some(Duration::from_secs(20)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(20)))
         .await
         .unwrap());
     let waited = started.elapsed();
@@ -262,19 +380,33 @@ async fn a_free_lock_waits_for_an_older_waiting_reader_but_not_past_its_registra
         .unwrap();
     let writer = client.read_write_lock("rw:older").unwrap();
     assert!(
-        !writer.write_lock().acquire(NOW, None).await.unwrap(),
+        !writer
+            .write_lock()
+            .acquire(AcquireOptions {
+                wait: NOW,
+                lease: None
+            })
+            .await
+            .unwrap(),
         "a writer that began to wait after the reader lets it go first"
     );
     let other = client.read_write_lock("rw:older").unwrap();
     assert!(
-        other.read_lock().acquire(NOW, None).await.unwrap(),
+        other
+            .read_lock()
+            .acquire(AcquireOptions {
+                wait: NOW,
+                lease: None
+            })
+            .await
+            .unwrap(),
         "readers do not wait for readers"
     );
     other.read_lock().release().await.unwrap();
     let started = Instant::now();
     assert!(writer
         .write_lock()
-        .acquire(Some(Duration::from_secs(20)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(20)))
         .await
         .unwrap());
     // Only until the silent reader's registration ran out, not for the whole wait.
@@ -291,15 +423,29 @@ async fn a_writer_that_gives_up_lets_readers_in_at_once() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let holder = client.read_write_lock("rw:give-up").unwrap();
-    assert!(holder.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(holder
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     let writer = client.read_write_lock("rw:give-up").unwrap();
     assert!(!writer
         .write_lock()
-        .acquire(Some(Duration::from_millis(300)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_millis(300)))
         .await
         .unwrap());
     let reader = client.read_write_lock("rw:give-up").unwrap();
-    assert!(reader.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(reader
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     let mut con = raw(&server).await;
     let writers: i64 = con
         .zcard(polylock::keys::rwlock_writers("rw:give-up"))
@@ -315,8 +461,22 @@ async fn the_watchdog_renews_read_and_write_holds() {
     let mut con = raw(&server).await;
     let a = client.read_write_lock("rw:renew").unwrap();
     let b = client.read_write_lock("rw:renew").unwrap();
-    assert!(a.read_lock().acquire(NOW, None).await.unwrap());
-    assert!(b.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(a
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
+    assert!(b
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(a.read_lock().is_held() && !a.read_lock().is_lost());
     let level = format!(
@@ -330,10 +490,24 @@ async fn the_watchdog_renews_read_and_write_holds() {
     a.read_lock().release().await.unwrap();
     b.read_lock().release().await.unwrap();
 
-    assert!(a.write_lock().acquire(NOW, None).await.unwrap());
+    assert!(a
+        .write_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(a.write_lock().is_held() && !a.write_lock().is_lost());
-    assert!(!b.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(!b
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     a.write_lock().release().await.unwrap();
 }
 
@@ -345,20 +519,37 @@ async fn a_reader_whose_fixed_lease_ran_out_leaves_the_others_holding() {
     let long = client.read_write_lock("rw:expire").unwrap();
     assert!(short
         .read_lock()
-        .acquire(NOW, Some(Duration::from_millis(200)))
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: Some(Duration::from_millis(200))
+        })
         .await
         .unwrap());
-    assert!(long.read_lock().acquire(NOW, None).await.unwrap());
+    assert!(long
+        .read_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(short.read_lock().is_lost());
     assert!(long.read_lock().is_held());
     let writer = client.read_write_lock("rw:expire").unwrap();
-    assert!(!writer.write_lock().acquire(NOW, None).await.unwrap());
+    assert!(!writer
+        .write_lock()
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap());
     long.read_lock().release().await.unwrap();
     // The expired reader's field may remain, but no live level does: the lock is free.
     assert!(writer
         .write_lock()
-        .acquire(Some(Duration::from_secs(5)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(5)))
         .await
         .unwrap());
     writer.write_lock().release().await.unwrap();
@@ -376,14 +567,26 @@ async fn timed_out_acquires_leave_no_phantom_reader_or_writer() {
     // Warm the script cache: a first EVALSHA that meets the pause only gets NOSCRIPT.
     let warm = client.read_write_lock("rw:warm").unwrap();
     for lock in [warm.read_lock(), warm.write_lock()] {
-        assert!(lock.acquire(NOW, None).await.unwrap());
+        assert!(lock
+            .acquire(AcquireOptions {
+                wait: NOW,
+                lease: None
+            })
+            .await
+            .unwrap());
         lock.release().await.unwrap();
     }
     let rw = client.read_write_lock("rw:phantom").unwrap();
     for lock in [rw.read_lock(), rw.write_lock()] {
         pause(&server, 2000);
         let paused_at = Instant::now();
-        let err = lock.acquire(NOW, None).await.unwrap_err();
+        let err = lock
+            .acquire(AcquireOptions {
+                wait: NOW,
+                lease: None,
+            })
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
         tokio::time::sleep(Duration::from_millis(2500).saturating_sub(paused_at.elapsed())).await;
         let mut con = raw(&server).await;
@@ -402,7 +605,13 @@ async fn a_name_of_another_type_is_refused() {
     let _: () = con.set("rw:string", "not a lock").await.unwrap();
     let rw = client.read_write_lock("rw:string").unwrap();
     for lock in [rw.read_lock(), rw.write_lock()] {
-        let err = lock.acquire(NOW, None).await.unwrap_err();
+        let err = lock
+            .acquire(AcquireOptions {
+                wait: NOW,
+                lease: None,
+            })
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
     }
     let value: String = con.get("rw:string").await.unwrap();

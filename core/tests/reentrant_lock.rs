@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use futures_util::StreamExt;
-use polylock::{Client, ErrorKind};
+use polylock::{AcquireOptions, Client, ErrorKind};
 use redis::AsyncCommands;
 
 const LONG_LEASE: Duration = Duration::from_secs(60);
@@ -31,7 +31,7 @@ async fn exclusion_between_clients_and_tasks_loses_no_increment() {
                     .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                     .is_ok()
                 {
-                    assert!(lock.acquire(None, None).await.unwrap());
+                    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
                     let value: i64 = con
                         .get::<_, Option<i64>>("counter")
                         .await
@@ -70,7 +70,10 @@ async fn reentrancy_counts_in_the_hash_and_the_last_release_deletes_and_publishe
         .unwrap();
 
     for _ in 0..3 {
-        assert!(lock.acquire(Some(Duration::ZERO), None).await.unwrap());
+        assert!(lock
+            .acquire(AcquireOptions::new().wait(Duration::ZERO))
+            .await
+            .unwrap());
     }
     assert_eq!(lock.hold_count(), 3);
     assert_eq!(hget(&mut con, "reentrant", lock.owner()).await, Some(3));
@@ -127,7 +130,7 @@ async fn a_waiter_gets_the_lock_right_after_a_killed_holder_lease() {
     let waiter = client.lock("crash").unwrap();
     assert!(
         !waiter
-            .acquire(Some(Duration::from_secs(2)), None)
+            .acquire(AcquireOptions::new().wait(Duration::from_secs(2)))
             .await
             .unwrap(),
         "the watchdog keeps the live holder's lock"
@@ -135,7 +138,7 @@ async fn a_waiter_gets_the_lock_right_after_a_killed_holder_lease() {
     child.kill().unwrap();
     let killed = Instant::now();
     assert!(waiter
-        .acquire(Some(Duration::from_secs(10)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(10)))
         .await
         .unwrap());
     // The holder's watchdog lease is 1.5 s: the waiter gets the lock once it runs out.
@@ -154,7 +157,7 @@ async fn a_waiter_is_woken_by_the_unlock_message_long_before_the_lease() {
     let waiter_client = client(&server).await;
     let holder = holder_client.lock("wake").unwrap();
     assert!(holder
-        .acquire(Some(Duration::ZERO), Some(LONG_LEASE))
+        .acquire(AcquireOptions::new().wait(Duration::ZERO).lease(LONG_LEASE))
         .await
         .unwrap());
     let release = tokio::spawn(async move {
@@ -163,7 +166,7 @@ async fn a_waiter_is_woken_by_the_unlock_message_long_before_the_lease() {
     });
     let waiter = waiter_client.lock("wake").unwrap();
     let started = Instant::now();
-    assert!(waiter.acquire(None, None).await.unwrap());
+    assert!(waiter.acquire(AcquireOptions::new()).await.unwrap());
     release.await.unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(10),
@@ -179,7 +182,7 @@ async fn a_release_wakes_one_local_waiter_not_the_whole_herd() {
     let holder_client = client(&server).await;
     let holder = holder_client.lock("herd").unwrap();
     assert!(holder
-        .acquire(Some(Duration::ZERO), Some(LONG_LEASE))
+        .acquire(AcquireOptions::new().wait(Duration::ZERO).lease(LONG_LEASE))
         .await
         .unwrap());
     let waiter_client = client(&server).await;
@@ -189,7 +192,10 @@ async fn a_release_wakes_one_local_waiter_not_the_whole_herd() {
         let lock = waiter_client.lock("herd").unwrap();
         let acquired = acquired.clone();
         waiters.push(tokio::spawn(async move {
-            assert!(lock.acquire(None, Some(LONG_LEASE)).await.unwrap());
+            assert!(lock
+                .acquire(AcquireOptions::new().lease(LONG_LEASE))
+                .await
+                .unwrap());
             acquired.fetch_add(1, Ordering::SeqCst);
             lock // keep holding
         }));
@@ -257,7 +263,7 @@ async fn a_deleted_key_is_reported_lost_within_one_renewal_period() {
         counter.fetch_add(1, Ordering::SeqCst);
     });
     let mut lost = lock.lost_receiver();
-    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     let mut con = raw(&server).await;
     let _: () = con.del("lost").await.unwrap();
     let deleted = Instant::now();
@@ -289,7 +295,7 @@ async fn a_taken_key_is_reported_lost_and_the_new_holder_keeps_it() {
     let server = RedisServer::start();
     let client = client_with_watchdog(&server, Duration::from_millis(900)).await;
     let lock = client.lock("taken").unwrap();
-    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     let mut con = raw(&server).await;
     let _: () = con.del("taken").await.unwrap();
     let _: () = con.hset("taken", "someone-else:1", 1).await.unwrap();
@@ -311,7 +317,7 @@ async fn the_watchdog_keeps_a_long_hold_and_never_renews_after_release() {
     let watchdog = Duration::from_millis(1500);
     let client = client_with_watchdog(&server, watchdog).await;
     let lock = client.lock("watchdog").unwrap();
-    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     let mut con = raw(&server).await;
     let held_until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < held_until {
@@ -339,7 +345,10 @@ async fn release_racing_renewal_is_never_a_false_loss_nor_a_late_renewal() {
     let mut con = raw(&server).await;
     for round in 0..200 {
         let lock = client.lock("race").unwrap();
-        assert!(lock.acquire(None, None).await.unwrap(), "round {round}");
+        assert!(
+            lock.acquire(AcquireOptions::new()).await.unwrap(),
+            "round {round}"
+        );
         tokio::time::sleep(Duration::from_millis(round % 40)).await;
         lock.release()
             .await
@@ -360,7 +369,7 @@ async fn a_fixed_lease_expires_and_the_holder_is_told() {
     let client = client(&server).await;
     let lock = client.lock("fixed").unwrap();
     assert!(lock
-        .acquire(None, Some(Duration::from_millis(300)))
+        .acquire(AcquireOptions::new().lease(Duration::from_millis(300)))
         .await
         .unwrap());
     assert_eq!(client.watched_locks(), 0, "a fixed lease is never renewed");
@@ -397,7 +406,7 @@ async fn non_holder_and_double_release_are_not_held() {
     let err = other.release().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotHeld);
     assert!(err.to_string().contains("'notheld'"), "{err}");
-    assert!(holder.acquire(None, None).await.unwrap());
+    assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
     assert_eq!(
         other.release().await.unwrap_err().kind(),
         ErrorKind::NotHeld
@@ -416,7 +425,10 @@ async fn a_string_key_of_the_same_name_is_wrong_type_and_left_alone() {
     let mut con = raw(&server).await;
     let _: () = con.set("stringkey", "payload").await.unwrap();
     let lock = client.lock("stringkey").unwrap();
-    let err = lock.acquire(Some(Duration::ZERO), None).await.unwrap_err();
+    let err = lock
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");
     assert!(err.to_string().contains("'stringkey'"), "{err}");
     assert_eq!(
@@ -446,11 +458,14 @@ async fn bad_arguments_fail_before_any_io() {
         Duration::from_micros(500),
         polylock::MAX_DURATION * 2,
     ] {
-        let err = lock.acquire(None, Some(lease)).await.unwrap_err();
+        let err = lock
+            .acquire(AcquireOptions::new().lease(lease))
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{lease:?}: {err}");
     }
     let err = lock
-        .acquire(Some(polylock::MAX_DURATION * 2), None)
+        .acquire(AcquireOptions::new().wait(polylock::MAX_DURATION * 2))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
@@ -495,11 +510,17 @@ async fn an_acquire_dropped_mid_wait_leaves_no_holder_and_no_subscription() {
     let server = RedisServer::start();
     let holder_client = client(&server).await;
     let holder = holder_client.lock("cancel").unwrap();
-    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
     let waiter_client = client(&server).await;
     let waiter = waiter_client.lock("cancel").unwrap();
-    let attempt =
-        tokio::time::timeout(Duration::from_millis(300), waiter.acquire(None, None)).await;
+    let attempt = tokio::time::timeout(
+        Duration::from_millis(300),
+        waiter.acquire(AcquireOptions::new()),
+    )
+    .await;
     assert!(attempt.is_err(), "the wait was cut short");
     assert!(
         eventually(Duration::from_secs(2), || async {
@@ -533,7 +554,7 @@ async fn an_acquire_dropped_while_its_script_runs_is_undone() {
         let lock = client.lock("undo").unwrap();
         // Cut the call off at every point from before the script is sent to after it answered.
         let cut = Duration::from_micros((round * 37) % 1500);
-        let _ = tokio::time::timeout(cut, lock.acquire(None, None)).await;
+        let _ = tokio::time::timeout(cut, lock.acquire(AcquireOptions::new())).await;
         if lock.is_held() {
             lock.release().await.unwrap();
         }
@@ -555,7 +576,7 @@ async fn a_redis_restart_loses_the_lock_and_the_client_recovers() {
     let port = server.port();
     let client = client_with_watchdog(&server, Duration::from_millis(1500)).await;
     let lock = client.lock("restart").unwrap();
-    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     let mut lost = lock.lost_receiver();
     server.kill();
     let server = RedisServer::start_on(port, &[]).expect("restart on the same port");
@@ -571,7 +592,10 @@ async fn a_redis_restart_loses_the_lock_and_the_client_recovers() {
     let again = client.lock("restart").unwrap();
     let mut acquired = false;
     for _ in 0..50 {
-        match again.acquire(Some(Duration::ZERO), None).await {
+        match again
+            .acquire(AcquireOptions::new().wait(Duration::ZERO))
+            .await
+        {
             Ok(got) => {
                 acquired = got;
                 break;
@@ -587,10 +611,16 @@ async fn a_redis_restart_loses_the_lock_and_the_client_recovers() {
     }
     assert!(acquired, "the client did not recover");
     let other = client.lock("restart").unwrap();
-    assert!(!other.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(!other
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     // Waiting works again too: pub/sub resubscribes.
-    let waiter =
-        tokio::spawn(async move { other.acquire(Some(Duration::from_secs(20)), None).await });
+    let waiter = tokio::spawn(async move {
+        other
+            .acquire(AcquireOptions::new().wait(Duration::from_secs(20)))
+            .await
+    });
     tokio::time::sleep(Duration::from_millis(200)).await;
     again.release().await.unwrap();
     assert!(waiter.await.unwrap().unwrap());
@@ -603,12 +633,15 @@ async fn close_reports_the_locks_still_held() {
     let client = client(&server).await;
     let held = client.lock("held-at-close").unwrap();
     let released = client.lock("released-before-close").unwrap();
-    assert!(held.acquire(None, None).await.unwrap());
-    assert!(released.acquire(None, None).await.unwrap());
+    assert!(held.acquire(AcquireOptions::new()).await.unwrap());
+    assert!(released.acquire(AcquireOptions::new()).await.unwrap());
     released.release().await.unwrap();
     assert_eq!(client.close(), vec!["held-at-close".to_owned()]);
     assert_eq!(client.watched_locks(), 0);
-    let err = held.acquire(Some(Duration::ZERO), None).await.unwrap_err();
+    let err = held
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection);
     assert!(err.to_string().contains("closed"), "{err}");
 }
@@ -618,8 +651,8 @@ async fn a_dropped_held_handle_is_released_in_the_background() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let lock = client.lock("dropped").unwrap();
-    assert!(lock.acquire(None, None).await.unwrap());
-    assert!(lock.acquire(None, None).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     drop(lock);
     let mut con = raw(&server).await;
     assert!(
@@ -637,11 +670,18 @@ async fn force_unlock_deletes_and_wakes_a_waiter() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let holder = client.lock("force").unwrap();
-    assert!(holder.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
     let waiter = client.lock("force").unwrap();
     let started = Instant::now();
-    let waiting =
-        tokio::spawn(async move { waiter.acquire(None, None).await.map(|got| (got, waiter)) });
+    let waiting = tokio::spawn(async move {
+        waiter
+            .acquire(AcquireOptions::new())
+            .await
+            .map(|got| (got, waiter))
+    });
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(client.lock("force").unwrap().force_unlock().await.unwrap());
     let (got, _waiter) = waiting.await.unwrap().unwrap();
@@ -662,7 +702,10 @@ async fn is_locked_and_remaining_lease_report_the_holder() {
     let lock = client.lock("query").unwrap();
     assert!(!lock.is_locked().await.unwrap());
     assert_eq!(lock.remaining_lease().await.unwrap(), None);
-    assert!(lock.acquire(None, Some(LONG_LEASE)).await.unwrap());
+    assert!(lock
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
     let other = client.lock("query").unwrap();
     assert!(other.is_locked().await.unwrap());
     let left = other.remaining_lease().await.unwrap().unwrap();
@@ -681,7 +724,7 @@ fn a_blocking_caller_can_use_the_core_runtime() {
     let client = runtime.block_on(Client::connect(&server.url())).unwrap();
     let lock = client.lock("blocking").unwrap();
     assert!(runtime
-        .block_on(lock.acquire(Some(Duration::ZERO), None))
+        .block_on(lock.acquire(AcquireOptions::new().wait(Duration::ZERO)))
         .unwrap());
     runtime.block_on(lock.release()).unwrap();
 }
@@ -698,7 +741,10 @@ async fn acl_user_password_and_db_number_come_from_the_url() {
     let url = format!("redis://locker:s3cret@127.0.0.1:{}/3", server.port());
     let client = Client::connect(&url).await.unwrap();
     let lock = client.lock("acl").unwrap();
-    assert!(lock.acquire(Some(Duration::ZERO), None).await.unwrap());
+    assert!(lock
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
     let mut db3 = redis::Client::open(format!("redis://127.0.0.1:{}/3", server.port()))
         .unwrap()
         .get_multiplexed_async_connection()
@@ -724,7 +770,7 @@ async fn two_concurrent_releases_of_one_level_release_it_once() {
     let mut con = raw(&server).await;
     for round in 0..20 {
         let lock = client.lock("double").unwrap();
-        assert!(lock.acquire(None, None).await.unwrap());
+        assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
         let (first, second) = tokio::join!(lock.release(), lock.release());
         let kinds = [
             first.err().map(|e| e.kind()),

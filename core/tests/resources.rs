@@ -3,6 +3,7 @@
 
 mod common;
 
+use polylock::AcquireOptions;
 use std::time::Duration;
 
 use common::*;
@@ -24,7 +25,7 @@ async fn tasks_follow_the_holds_of_now_not_past_acquisitions_or_clients() {
     let first = client(&server).await;
     let lock = first.lock("tasks").unwrap();
     assert!(lock
-        .acquire(None, Some(Duration::from_secs(3600)))
+        .acquire(AcquireOptions::new().lease(Duration::from_secs(3600)))
         .await
         .unwrap());
     lock.release().await.unwrap();
@@ -34,7 +35,7 @@ async fn tasks_follow_the_holds_of_now_not_past_acquisitions_or_clients() {
     // 2000 fixed-lease acquisitions of an hour each: no task per acquisition stays behind.
     for _ in 0..2000 {
         assert!(lock
-            .acquire(None, Some(Duration::from_secs(3600)))
+            .acquire(AcquireOptions::new().lease(Duration::from_secs(3600)))
             .await
             .unwrap());
         lock.release().await.unwrap();
@@ -52,7 +53,7 @@ async fn tasks_follow_the_holds_of_now_not_past_acquisitions_or_clients() {
     for _ in 0..5 {
         let client = client(&server).await;
         let lock = client.lock("tasks").unwrap();
-        assert!(lock.acquire(None, None).await.unwrap());
+        assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
         lock.release().await.unwrap();
         client.close();
     }

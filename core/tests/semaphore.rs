@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use polylock::ErrorKind;
+use polylock::{AcquireOptions, ErrorKind};
 use redis::AsyncCommands;
 
 const NOW: Option<Duration> = Some(Duration::ZERO);
@@ -249,14 +249,31 @@ async fn permits_have_ids_and_are_released_by_id() {
     let mut con = raw(&server).await;
     let semaphore = client.expirable_semaphore("xsem:ids").unwrap();
     assert!(semaphore.try_set_permits(2).await.unwrap());
-    let a = semaphore.acquire(NOW, None).await.unwrap().unwrap();
+    let a = semaphore
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None,
+        })
+        .await
+        .unwrap()
+        .unwrap();
     let b = semaphore
-        .acquire(NOW, Some(Duration::from_secs(60)))
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: Some(Duration::from_secs(60)),
+        })
         .await
         .unwrap()
         .unwrap();
     assert_eq!(a.len(), 32);
-    assert!(semaphore.acquire(NOW, None).await.unwrap().is_none());
+    assert!(semaphore
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(semaphore.available_permits().await.unwrap(), 0);
     // Redisson's layout: each permit is 16 raw bytes in the ZSET, scored by its expiry.
     let members: Vec<Vec<u8>> = con
@@ -294,7 +311,10 @@ async fn a_dead_holders_permit_comes_back_when_its_lease_runs_out() {
     assert!(semaphore.try_set_permits(1).await.unwrap());
     let dead = dying.expirable_semaphore("xsem:dead").unwrap();
     let taken = dead
-        .acquire(NOW, Some(Duration::from_millis(500)))
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: Some(Duration::from_millis(500)),
+        })
         .await
         .unwrap();
     assert!(taken.is_some());
@@ -304,7 +324,7 @@ async fn a_dead_holders_permit_comes_back_when_its_lease_runs_out() {
     // The waiter is told when to look: the permit's expiry, not a poll.
     let started = Instant::now();
     let id = semaphore
-        .acquire(Some(Duration::from_secs(10)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(10)))
         .await
         .unwrap();
     assert!(id.is_some());
@@ -319,15 +339,29 @@ async fn the_watchdog_renews_a_permit_while_its_holder_lives() {
     let client = client(&server).await;
     let held = holder.expirable_semaphore("xsem:watchdog").unwrap();
     assert!(held.try_set_permits(1).await.unwrap());
-    let id = held.acquire(NOW, None).await.unwrap().unwrap();
+    let id = held
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None,
+        })
+        .await
+        .unwrap()
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let semaphore = client.expirable_semaphore("xsem:watchdog").unwrap();
     assert_eq!(semaphore.available_permits().await.unwrap(), 0);
-    assert!(semaphore.acquire(NOW, None).await.unwrap().is_none());
+    assert!(semaphore
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None
+        })
+        .await
+        .unwrap()
+        .is_none());
     // The holder's process "dies": nothing renews it, and it comes back within its lease.
     holder.close();
     let back = semaphore
-        .acquire(Some(Duration::from_secs(10)), None)
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(10)))
         .await
         .unwrap();
     assert!(back.is_some());
@@ -345,7 +379,10 @@ async fn a_permit_whose_lease_ran_out_is_lost_to_its_holder() {
     let semaphore = client.expirable_semaphore("xsem:lost").unwrap();
     assert!(semaphore.try_set_permits(1).await.unwrap());
     let id = semaphore
-        .acquire(NOW, Some(Duration::from_millis(200)))
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: Some(Duration::from_millis(200)),
+        })
         .await
         .unwrap()
         .unwrap();
@@ -366,11 +403,24 @@ async fn a_timed_out_permit_acquire_takes_nothing() {
     .await;
     let semaphore = client.expirable_semaphore("xsem:phantom").unwrap();
     assert!(semaphore.try_set_permits(1).await.unwrap());
-    let warm = semaphore.acquire(NOW, None).await.unwrap().unwrap();
+    let warm = semaphore
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None,
+        })
+        .await
+        .unwrap()
+        .unwrap();
     semaphore.release(&warm).await.unwrap();
     pause(&server, 2000);
     let paused_at = Instant::now();
-    let err = semaphore.acquire(NOW, None).await.unwrap_err();
+    let err = semaphore
+        .acquire(AcquireOptions {
+            wait: NOW,
+            lease: None,
+        })
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     tokio::time::sleep(Duration::from_millis(2500).saturating_sub(paused_at.elapsed())).await;
     assert_eq!(semaphore.available_permits().await.unwrap(), 1);
@@ -390,8 +440,22 @@ async fn dropping_the_handle_gives_its_permits_back() {
     assert!(semaphore.try_set_permits(2).await.unwrap());
     {
         let holder = client.expirable_semaphore("xsem:drop").unwrap();
-        holder.acquire(NOW, None).await.unwrap().unwrap();
-        holder.acquire(NOW, None).await.unwrap().unwrap();
+        holder
+            .acquire(AcquireOptions {
+                wait: NOW,
+                lease: None,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        holder
+            .acquire(AcquireOptions {
+                wait: NOW,
+                lease: None,
+            })
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(holder.held_permits().len(), 2);
     }
     assert!(

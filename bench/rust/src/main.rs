@@ -9,6 +9,7 @@
 //! print one JSON line of results; then wait for stdin to close before exiting, so that closing
 //! connections happens after the driver has read the server's command counters.
 
+use polylock::AcquireOptions;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -113,7 +114,7 @@ impl Handle<'_> {
     async fn acquire(&mut self) -> Result<Held, BoxError> {
         match self {
             Handle::Polylock(lock) => {
-                lock.acquire(None, None).await?;
+                lock.acquire(AcquireOptions::new()).await?;
                 Ok(Held::Polylock(lock.clone()))
             }
             Handle::Rslock(manager, name) => Ok(Held::Rslock(
@@ -306,7 +307,7 @@ impl KindHandle {
     async fn acquire(&self) -> Result<(), BoxError> {
         match self {
             KindHandle::Read(lock) | KindHandle::Write(lock) => {
-                lock.acquire(None, None).await?;
+                lock.acquire(AcquireOptions::new()).await?;
             }
             KindHandle::Permit(semaphore) => {
                 semaphore.acquire(1, None).await?;
@@ -507,7 +508,7 @@ async fn renewal(args: &Args) -> Result<Value, BoxError> {
         let mut batch = Vec::new();
         for index in chunk * 256..((chunk + 1) * 256).min(locks) {
             let lock = client.lock(&format!("{}:{index}", args.name))?;
-            batch.push(async move { lock.acquire(None, None).await.map(|_| lock) });
+            batch.push(async move { lock.acquire(AcquireOptions::new()).await.map(|_| lock) });
         }
         for lock in futures_join(batch).await {
             held.push(lock?);

@@ -5,6 +5,7 @@
 //! JavaScript type checks and the one error mapping live here, and the core checks every value
 //! (so a bad value gets the same message in every language). Times are milliseconds.
 
+use polylock::AcquireOptions;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
@@ -361,7 +362,12 @@ impl Lock {
         let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
         let lock = self.inner.clone();
         promise(env, async move {
-            cancellable(cancelled, false, lock.acquire(wait, lease)).await
+            cancellable(
+                cancelled,
+                false,
+                lock.acquire(AcquireOptions { wait, lease }),
+            )
+            .await
         })
     }
 
@@ -655,7 +661,12 @@ impl ExpirableSemaphore {
         let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
         let semaphore = self.inner.clone();
         promise(env, async move {
-            cancellable(cancelled, None, semaphore.acquire(wait, lease)).await
+            cancellable(
+                cancelled,
+                None,
+                semaphore.acquire(AcquireOptions { wait, lease }),
+            )
+            .await
         })
     }
 

@@ -1,6 +1,7 @@
 //! `_native.LockHandle`: one core lock handle (one owner), with blocking and asyncio methods.
 //! Which thread or task owns which handle is decided by the Python wrappers.
 
+use polylock::AcquireOptions;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -86,7 +87,7 @@ impl LockHandle {
         let (wait, lease) = acquire_args(py, blocking, timeout, lease)?;
         // Dropping the core future (Ctrl-C) leaves no lock held: the core undoes an acquisition
         // whose caller went away before receiving it.
-        wait_interruptibly(py, self.lock.acquire(wait, lease))
+        wait_interruptibly(py, self.lock.acquire(AcquireOptions { wait, lease }))
     }
 
     /// Releases one level of the hold.
@@ -111,7 +112,7 @@ impl LockHandle {
         let (wait, lease) = acquire_args(py, blocking, timeout, lease)?;
         let lock = self.lock.clone();
         awaitable(py, async move {
-            let acquired = lock.acquire(wait, lease).await?;
+            let acquired = lock.acquire(AcquireOptions { wait, lease }).await?;
             Ok(Acquisition::of_lock(lock, acquired))
         })
     }

@@ -2,6 +2,7 @@
 //! each, with blocking and asyncio methods. Permits belong to no thread or task, so the Python
 //! wrappers share one handle.
 
+use polylock::AcquireOptions;
 use pyo3::prelude::*;
 
 use crate::asyncio::awaitable;
@@ -132,7 +133,7 @@ impl ExpirableSemaphoreHandle {
     ) -> PyResult<Option<String>> {
         let wait = wait_arg(py, timeout)?;
         let lease = lease_arg(py, lease)?;
-        wait_interruptibly(py, self.semaphore.acquire(wait, lease))
+        wait_interruptibly(py, self.semaphore.acquire(AcquireOptions { wait, lease }))
     }
 
     fn release(&self, py: Python<'_>, permit_id: &str) -> PyResult<()> {
@@ -167,7 +168,7 @@ impl ExpirableSemaphoreHandle {
         let lease = lease_arg(py, lease)?;
         let semaphore = self.semaphore.clone();
         awaitable(py, async move {
-            let Some(id) = semaphore.acquire(wait, lease).await? else {
+            let Some(id) = semaphore.acquire(AcquireOptions { wait, lease }).await? else {
                 return Ok(Acquisition::new(false, None, None));
             };
             let permit = id.clone();

@@ -10,6 +10,7 @@
 //! (Kotlin coroutines, Swift tasks) can poll it. Dropping such a future (a cancelled Kotlin
 //! coroutine) leaves no lock held: the core undoes an acquisition nobody waits for.
 
+use polylock::AcquireOptions;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
@@ -287,7 +288,7 @@ impl Lock {
         lease_ms: Option<i64>,
     ) -> Result<bool, LockError> {
         let (wait, lease) = acquire_args(wait_ms, lease_ms)?;
-        Ok(self.inner.acquire(wait, lease).await?)
+        Ok(self.inner.acquire(AcquireOptions { wait, lease }).await?)
     }
 
     /// Releases one level of the hold. `NotHeld` when this handle does not hold the lock,
@@ -305,7 +306,7 @@ impl Lock {
         lease_ms: Option<i64>,
     ) -> Result<bool, LockError> {
         let (wait, lease) = acquire_args(wait_ms, lease_ms)?;
-        wait_for(self.inner.acquire(wait, lease))
+        wait_for(self.inner.acquire(AcquireOptions { wait, lease }))
     }
 
     /// `release` for plain threads: blocks the calling thread (bounded by the response timeout).
@@ -479,7 +480,7 @@ impl ExpirableSemaphore {
         lease_ms: Option<i64>,
     ) -> Result<Option<String>, LockError> {
         let (wait, lease) = acquire_args(wait_ms, lease_ms)?;
-        Ok(self.inner.acquire(wait, lease).await?)
+        Ok(self.inner.acquire(AcquireOptions { wait, lease }).await?)
     }
 
     /// Releases the permit `permitId`, from this handle or any other. `NotHeld` when nobody
@@ -497,7 +498,7 @@ impl ExpirableSemaphore {
         lease_ms: Option<i64>,
     ) -> Result<Option<String>, LockError> {
         let (wait, lease) = acquire_args(wait_ms, lease_ms)?;
-        wait_for(self.inner.acquire(wait, lease))
+        wait_for(self.inner.acquire(AcquireOptions { wait, lease }))
     }
 
     /// `release` for plain threads: blocks the calling thread.
