@@ -70,6 +70,12 @@ fn redact(url: &str) -> String {
 }
 
 async fn connect_on_runtime(url: String, options: ClientOptions) -> Result<Client> {
+    if !cfg!(feature = "tls") && url.starts_with("rediss://") {
+        return Err(Error::InvalidArgument(format!(
+            "bad Redis URL '{}': rediss:// needs polylock's \"tls\" feature, which this build left out",
+            redact(&url)
+        )));
+    }
     let redis_client = redis::Client::open(url.as_str()).map_err(|err| {
         Error::InvalidArgument(format!("bad Redis URL '{}': {err}", redact(&url)))
     })?;
@@ -452,5 +458,24 @@ impl Client {
     /// Number of locks the watchdog renews now.
     pub fn watched_locks(&self) -> usize {
         self.inner.upkeep.renewed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without the `tls` feature a rediss:// URL is refused by name, before any I/O
+    /// (`make test-rust-package` runs this with `--no-default-features`).
+    #[test]
+    fn a_tls_url_needs_the_tls_feature() {
+        let connected = runtime().block_on(Client::connect("rediss://127.0.0.1:1/0"));
+        if cfg!(feature = "tls") {
+            assert_eq!(connected.unwrap_err().kind(), crate::ErrorKind::Connection);
+        } else {
+            let err = connected.unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+            assert!(err.to_string().contains("\"tls\" feature"), "{err}");
+        }
     }
 }

@@ -1,0 +1,9 @@
+# The Rust crate `polylock` (core/) as crates.io users get it.
+# test-rust-package: `cargo package` (metadata, README, license; builds the packaged sources),
+#                    and the crate without its default `tls` feature (a rediss:// URL is refused
+#                    by name there).
+
+.PHONY: test-rust-package
+test-rust-package:
+	cargo package -p polylock --allow-dirty --quiet
+	cargo test -p polylock --no-default-features --lib --quiet
