@@ -57,8 +57,8 @@ else python/.venv/bin/python, else python3); Node workers need node/index.js bui
 (`make build-node`). Languages that are not available (or whose package lacks the calls the
 scenario needs) are skipped with a message.")]
 pub struct DemoArgs {
-    /// Redis URL; default: a private redis-server started for the demo.
-    #[arg(long, env = "POLYLOCK_REDIS_URL", hide_env_values = true)]
+    /// The global --redis URL (filled in by main); none: a private redis-server.
+    #[arg(skip)]
     pub redis: Option<String>,
     /// Tickets for sale.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]

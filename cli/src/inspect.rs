@@ -7,9 +7,9 @@ use clap::Args;
 use polylock::{Client, InspectedKind, KeyTtl, LockInfo, LockMode};
 use serde::Serialize;
 
+use crate::block_on;
 use crate::error::{CliError, CliResult};
 use crate::raw;
-use crate::{block_on, DEFAULT_URL};
 
 #[derive(Args)]
 #[command(after_help = "Examples:
@@ -27,8 +27,8 @@ One read-only snapshot (Client::inspect): nothing is changed, expired entries ar
 pub struct InspectArgs {
     /// The lock name (the Redis key of the lock).
     pub name: String,
-    /// Redis URL.
-    #[arg(long, env = "POLYLOCK_REDIS_URL", hide_env_values = true, default_value = DEFAULT_URL)]
+    /// The global --redis URL (filled in by main).
+    #[arg(skip)]
     pub redis: String,
     /// Print one JSON object instead of text (for scripts).
     #[arg(long)]
@@ -47,8 +47,8 @@ The holder is not told directly: its next renewal or release reports the lock as
 pub struct ForceUnlockArgs {
     /// The lock name (the Redis key of the lock).
     pub name: String,
-    /// Redis URL.
-    #[arg(long, env = "POLYLOCK_REDIS_URL", hide_env_values = true, default_value = DEFAULT_URL)]
+    /// The global --redis URL (filled in by main).
+    #[arg(skip)]
     pub redis: String,
     /// Do not ask for confirmation (required when stdin is not a terminal).
     #[arg(long, short = 'y')]

@@ -10,7 +10,7 @@ mod signals;
 mod watch;
 mod worker;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
@@ -25,11 +25,22 @@ const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
   polylock force-unlock orders:42 --yes  # delete a lock whoever holds it
   polylock watch 'orders:*'              # live table of held locks
 
-Every command takes --redis URL (or POLYLOCK_REDIS_URL).
+Every command takes --redis URL (also -u, or POLYLOCK_REDIS_URL; default
+redis://127.0.0.1:6379, and for the demo a private redis-server).
+Shell completions: polylock completions bash|zsh|fish|elvish|powershell.
 Exit codes: 0 ok, 1 failed (e.g. the demo sold the wrong number), 2 bad usage or URL,
 3 Redis unreachable or failing, 4 the name holds a key that is not a lock, 130 interrupted."
 )]
 struct Cli {
+    /// Redis URL (redis://[user:password@]host:port[/db], rediss:// for TLS).
+    #[arg(
+        long,
+        short = 'u',
+        global = true,
+        env = "POLYLOCK_REDIS_URL",
+        hide_env_values = true
+    )]
+    redis: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -44,6 +55,8 @@ enum Command {
     ForceUnlock(inspect::ForceUnlockArgs),
     /// A live table of the held locks and semaphores whose names match a pattern.
     Watch(watch::WatchArgs),
+    /// Prints a completion script for a shell, e.g. `polylock completions bash > /etc/bash_completion.d/polylock`.
+    Completions { shell: clap_complete::Shell },
     /// One demo worker process (started by `polylock demo`).
     #[command(hide = true)]
     DemoWorker(worker::WorkerArgs),
@@ -51,11 +64,33 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    let url = cli.redis.clone().unwrap_or_else(|| DEFAULT_URL.to_owned());
     let result = match cli.command {
-        Command::Demo(args) => demo::run(args),
-        Command::Inspect(args) => inspect::run_inspect(args),
-        Command::ForceUnlock(args) => inspect::run_force_unlock(args),
-        Command::Watch(args) => watch::run(args),
+        Command::Demo(mut args) => {
+            args.redis = cli.redis;
+            demo::run(args)
+        }
+        Command::Inspect(mut args) => {
+            args.redis = url;
+            inspect::run_inspect(args)
+        }
+        Command::ForceUnlock(mut args) => {
+            args.redis = url;
+            inspect::run_force_unlock(args)
+        }
+        Command::Watch(mut args) => {
+            args.redis = url;
+            watch::run(args)
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "polylock",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
         Command::DemoWorker(args) => worker::run(args),
     };
     if let Err(err) = result {

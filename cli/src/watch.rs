@@ -8,10 +8,10 @@ use redis::aio::MultiplexedConnection;
 
 use polylock::Client;
 
+use crate::block_on;
 use crate::error::CliResult;
 use crate::inspect::{read_state, Kind, LockState};
 use crate::raw;
-use crate::{block_on, DEFAULT_URL};
 
 /// Keys looked at per SCAN call: big enough to be quick, small enough not to block Redis.
 const SCAN_COUNT: usize = 500;
@@ -21,6 +21,7 @@ const SCAN_COUNT: usize = 500;
   polylock watch                 # every lock, refreshed every second (Ctrl-C to stop)
   polylock watch 'orders:*'      # only names matching the glob pattern
   polylock watch --once          # print the table once and exit
+  polylock watch --json | jq .   # one JSON object per refresh (each lock as inspect --json)
 
 Uses SCAN (never KEYS) and reads each name with one read-only snapshot (as `inspect`). Shows
 held locks of every kind (plain, fair, fenced with its token, read-write with each holder's
@@ -32,12 +33,15 @@ pub struct WatchArgs {
     /// Redis glob pattern of lock names.
     #[arg(default_value = "*")]
     pub pattern: String,
-    /// Redis URL.
-    #[arg(long, env = "POLYLOCK_REDIS_URL", hide_env_values = true, default_value = DEFAULT_URL)]
+    /// The global --redis URL (filled in by main).
+    #[arg(skip)]
     pub redis: String,
     /// Print one table and exit.
     #[arg(long)]
     pub once: bool,
+    /// One JSON object per refresh, on one line each (as `inspect --json` for every row).
+    #[arg(long)]
+    pub json: bool,
     /// Seconds between refreshes.
     #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
     pub interval: f64,
@@ -58,6 +62,7 @@ struct Row {
     holders: String,
     lease: String,
     waiting: usize,
+    state: LockState,
 }
 
 /// Keys the kinds keep next to a name (Redisson's and polylock's latches, counters, queues,
@@ -158,6 +163,7 @@ async fn rows(
             },
             lease,
             waiting,
+            state,
         });
     }
     Ok(rows)
@@ -206,17 +212,28 @@ fn render(url: &str, pattern: &str, rows: &[Row]) -> String {
     out
 }
 
+/// One refresh as one line of JSON: the pattern, the time, and each row's inspect state.
+fn render_json(pattern: &str, rows: &[Row]) -> String {
+    let unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64);
+    let locks: Vec<&LockState> = rows.iter().map(|row| &row.state).collect();
+    let line = serde_json::json!({ "pattern": pattern, "unix_ms": unix_ms, "locks": locks });
+    format!("{line}\n")
+}
+
 pub fn run(args: WatchArgs) -> CliResult<()> {
     block_on(async {
         let mut connection = raw::connect(&args.redis).await?;
         let client = raw::client(&args.redis).await?;
-        let clear = !args.once && std::io::stdout().is_terminal();
+        let clear = !args.once && !args.json && std::io::stdout().is_terminal();
         loop {
-            let table = render(
-                &args.redis,
-                &args.pattern,
-                &rows(&mut connection, &client, &args.pattern).await?,
-            );
+            let rows = rows(&mut connection, &client, &args.pattern).await?;
+            let table = if args.json {
+                render_json(&args.pattern, &rows)
+            } else {
+                render(&args.redis, &args.pattern, &rows)
+            };
             let mut stdout = std::io::stdout().lock();
             if clear {
                 // Clear the screen and go home, then draw the table.
@@ -228,7 +245,7 @@ pub fn run(args: WatchArgs) -> CliResult<()> {
             if args.once {
                 return Ok(());
             }
-            if !clear {
+            if !clear && !args.json {
                 println!();
             }
             tokio::time::sleep(Duration::from_secs_f64(args.interval)).await;

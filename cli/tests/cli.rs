@@ -1046,3 +1046,70 @@ fn help_shows_examples() {
     let out = polylock(&["--help"]);
     assert!(out.stdout.contains("Exit codes"), "{}", out.stdout);
 }
+
+#[test]
+fn the_url_is_one_global_option_with_a_short_form() {
+    let server = RedisServer::start();
+    let url = server.url();
+    server.int(&[
+        "HSET",
+        "short-u",
+        "6e3814a1-e847-452b-a982-45baf93a1df2:1",
+        "1",
+    ]);
+    // As redis-cli users type it: before the subcommand, -u.
+    let out = polylock(&["-u", &url, "inspect", "short-u", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(json(&out.stdout)["kind"], "plain");
+    // After it, long form; and it wins over the environment.
+    let out = polylock_with_env(
+        &["inspect", "short-u", "--json", "--redis", &url],
+        &[("POLYLOCK_REDIS_URL", "redis://127.0.0.1:1")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(json(&out.stdout)["kind"], "plain");
+}
+
+#[test]
+fn watch_json_prints_one_object_per_refresh_with_each_lock() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = connect(&server);
+    let fenced = client.fenced_lock("j:fenced").expect("lock");
+    hold(&fenced);
+    let semaphore = client.semaphore("j:sem").expect("semaphore");
+    assert!(block_on(semaphore.try_set_permits(3)).expect("set"));
+
+    let out = polylock(&["--redis", &url, "watch", "j:*", "--once", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stdout);
+    let snapshot = json(lines[0]);
+    assert_eq!(snapshot["pattern"], "j:*");
+    assert!(snapshot["unix_ms"].as_u64().unwrap() > 0);
+    let locks = snapshot["locks"].as_array().expect("locks");
+    let by_name = |name: &str| {
+        locks
+            .iter()
+            .find(|lock| lock["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {snapshot}"))
+    };
+    assert_eq!(by_name("j:fenced")["kind"], "fenced");
+    assert_eq!(by_name("j:fenced")["fence_token"], fenced.token().unwrap());
+    assert_eq!(by_name("j:sem")["permits_available"], 3);
+    assert_eq!(locks.len(), 2, "{snapshot}");
+}
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = polylock(&["completions", shell]);
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        // Every shell's script names the subcommands and the global URL option.
+        for word in ["force-unlock", "watch", "redis"] {
+            assert!(out.stdout.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let out = polylock(&["completions", "tcsh"]);
+    assert_eq!(out.code, 2, "an unknown shell is bad usage");
+}
