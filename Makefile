@@ -7,8 +7,9 @@ SHELL := /bin/bash
 .PHONY: help test test-core lint redis-server
 help:
 	@echo "make demo   - the cross-language ticket-sale demo (builds what is missing)"
-	@echo "make test   - every test: core and faults, Redisson interop, Python, Node, Kotlin, Swift, CLI, history under faults, demo, bench smoke"
+	@echo "make test   - every test: core and faults, Redisson interop, Python, Node, Kotlin, Swift, API parity, CLI, history under faults, demo, packages, bench smoke"
 	@echo "make bench  - the benchmark run, written to bench/results/RESULTS.md"
+	@echo "make dist   - every package (Python wheel and sdist, npm tarballs, Maven jar) into dist/"
 
 # Installs redis-server (and faketime, which skews one test peer's clock) from Debian's
 # packages when they are missing.
@@ -27,7 +28,16 @@ lint:
 
 include $(sort $(wildcard mk/*.mk))
 
+# The packages users install (release builds, once), and each installed as a new user would.
+.PHONY: dist test-dist test-parity
+dist: dist-python dist-node dist-kotlin
+test-dist: test-rust-package test-dist-python test-dist-node test-dist-kotlin
+
+# The public API of every language against tests/parity/api.toml (after the packages are built).
+test-parity: build-python build-node build-uniffi
+	python3 tests/parity/check.py --python $(CURDIR)/python/.venv/bin/python
+
 # Every suite, one after the other (each suite starts its own redis-server processes).
 .PHONY: test
-test: lint test-core test-interop test-python test-node test-kotlin test-swift test-cli test-history test-demo bench-smoke
+test: lint test-core test-interop test-python test-node test-kotlin test-swift test-parity test-cli test-history test-demo test-dist bench-smoke
 	@echo "make test: every suite passed"

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Checks that every language has the same public API: tests/parity/api.toml lists each
+capability of each class with its name in every language, and this script finds each name in
+that language's real API, and fails on any public name a language has that the list lacks.
+
+Where each language's API is read from (each must be built first: `make test-parity` does it):
+  rust          `pub fn` in the inherent impls of core/src (the crate's public types)
+  python        dir() of the classes of the installed package (python/.venv)
+  python_async  the same, for the asyncio classes
+  node          the classes' prototypes and statics in node/index.js
+  kotlin        the generated interfaces (uniffi) plus the package's hand-written extensions
+  swift         tests/swift/api.golden (checked against the generated and hand-written Swift)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LANGUAGES = ("rust", "python", "python_async", "node", "kotlin", "swift")
+
+
+def rust_api(classes: dict[str, str]) -> dict[str, set[str]]:
+    """Public methods of each type's inherent impl blocks in core/src."""
+    api: dict[str, set[str]] = {name: set() for name in classes.values()}
+    for path in sorted((ROOT / "core/src").rglob("*.rs")):
+        text = path.read_text()
+        for match in re.finditer(r"^impl (\w+) \{\n(.*?)^\}", text, re.S | re.M):
+            if match.group(1) in api:
+                api[match.group(1)] |= set(
+                    re.findall(r"^    pub (?:const )?(?:async )?fn (\w+)", match.group(2), re.M)
+                )
+    return api
+
+
+PY_DUNDERS = ("__enter__", "__exit__", "__aenter__", "__aexit__", "__version__")
+
+
+def python_api(python: str, classes: dict[str, str]) -> dict[str, set[str]]:
+    probe = f"""
+import json, polylock
+out = {{}}
+for name in {sorted(set(classes.values()))!r}:
+    if name == "polylock":
+        obj = polylock
+        names = [n for n in getattr(polylock, "__all__", [])]
+        names += [n for n in {PY_DUNDERS!r} if hasattr(obj, n)]
+    else:
+        obj = getattr(polylock, name)
+        names = [n for n in dir(obj) if not n.startswith("_")]
+        names += [n for n in {PY_DUNDERS!r} if n in dir(obj)]
+    out[name] = names
+print(json.dumps(out))
+"""
+    result = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True, cwd=ROOT / "python")
+    return {name: set(names) for name, names in json.loads(result.stdout).items()}
+
+
+def node_api(classes: dict[str, str]) -> dict[str, set[str]]:
+    probe = f"""
+const polylock = require('./node/index.js')
+const out = {{}}
+for (const name of {json.dumps(sorted(set(classes.values())))}) {{
+  const cls = polylock[name]
+  if (typeof cls !== 'function') {{ out[name] = null; continue }}
+  const names = []
+  for (let proto = cls.prototype; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {{
+    names.push(...Object.getOwnPropertyNames(proto).filter(n => n !== 'constructor' && !n.startsWith('_')))
+  }}
+  for (const n of Object.getOwnPropertyNames(cls)) {{
+    if (!['length', 'name', 'prototype'].includes(n) && !n.startsWith('_')) names.push(n)
+  }}
+  if (Symbol.asyncDispose in cls.prototype) names.push('[Symbol.asyncDispose]')
+  out[name] = names
+}}
+console.log(JSON.stringify(out))
+"""
+    result = subprocess.run(["node", "-e", probe], check=True, capture_output=True, text=True, cwd=ROOT)
+    return {name: set(names or []) for name, names in json.loads(result.stdout).items()}
+
+
+def kotlin_api(generated: Path, idioms: list[Path], classes: dict[str, str]) -> dict[str, set[str]]:
+    text = generated.read_text()
+    api: dict[str, set[str]] = {}
+    for name in set(classes.values()):
+        names: set[str] = set()
+        block = re.search(rf"^public interface {name}Interface \{{\n(.*?)^\}}", text, re.S | re.M)
+        if block:
+            names |= set(re.findall(r"^    (?:suspend )?fun `(\w+)`", block.group(1), re.M))
+        klass = re.search(rf"^open class {name}\b.*?^\}}", text, re.S | re.M)
+        if klass:
+            companion = re.search(r"companion object \{(.*?)^    \}", klass.group(0), re.S | re.M)
+            if companion:
+                names |= set(re.findall(r"^\s+(?:suspend )?fun `(\w+)`", companion.group(1), re.M))
+        for path in idioms:
+            names |= set(
+                re.findall(rf"^(?:public )?(?:inline )?(?:suspend )?fun (?:<[^>]+> )?{name}(?:\.Companion)?\.(\w+)\(", path.read_text(), re.M)
+            )
+        api[name] = names
+    return api
+
+
+def swift_api(golden: Path, classes: dict[str, str]) -> dict[str, set[str]]:
+    api: dict[str, set[str]] = {name: set() for name in classes.values()}
+    owner: str | None = None
+    for line in golden.read_text().splitlines():
+        if not line.startswith(" "):
+            header = re.match(r"(?:public |open )*(?:protocol|class|struct|enum|extension) (\w+?)(?:Protocol)?\b", line)
+            owner = header.group(1) if header and header.group(1) in api else None
+            continue
+        if owner:
+            member = re.match(r"\s+(?:public |open |static |nonisolated )*func (\w+)", line)
+            if member:
+                api[owner].add(member.group(1))
+    return api
+
+
+def names_of(entry: object) -> list[str]:
+    """A table cell: a name, a list of names (all must exist), or "-: why" (not applicable)."""
+    if isinstance(entry, list):
+        return [str(name) for name in entry]
+    text = str(entry)
+    return [] if text.startswith("-") else [text]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--python", default=str(ROOT / "python/.venv/bin/python"))
+    parser.add_argument("--kotlin-generated", default=str(ROOT / "target/uniffi/kotlin/polylock/polylock.kt"))
+    parser.add_argument("--only", help="comma-separated languages to check (default: all)")
+    parser.add_argument("--dump", action="store_true", help="print the API found, as JSON, and stop")
+    args = parser.parse_args()
+    table = tomllib.loads((ROOT / "tests/parity/api.toml").read_text())
+    languages = args.only.split(",") if args.only else list(LANGUAGES)
+    classes = {language: {cls: spec["types"][language] for cls, spec in table["classes"].items() if spec["types"].get(language, "-") != "-"} for language in languages}
+    extractors = {
+        "rust": lambda c: rust_api(c),
+        "python": lambda c: python_api(args.python, c),
+        "python_async": lambda c: python_api(args.python, c),
+        "node": lambda c: node_api(c),
+        "kotlin": lambda c: kotlin_api(Path(args.kotlin_generated), [ROOT / p for p in table["kotlin_idioms"]], c),
+        "swift": lambda c: swift_api(ROOT / "tests/swift/api.golden", c),
+    }
+    problems: list[str] = []
+    if args.dump:
+        print(json.dumps({lang: {t: sorted(n) for t, n in extractors[lang](classes[lang]).items()} for lang in languages}, indent=1))
+        return 0
+    for language in languages:
+        found = extractors[language](classes[language])
+        for cls, spec in table["classes"].items():
+            type_name = spec["types"].get(language, "-")
+            if type_name == "-":
+                continue
+            listed: set[str] = set()
+            for capability, cells in spec["api"].items():
+                if language not in cells:
+                    problems.append(f"{cls}.{capability}: no {language} entry in api.toml")
+                    continue
+                for name in names_of(cells[language]):
+                    listed.add(name)
+                    if name not in found[type_name]:
+                        problems.append(f"{language}: {type_name}.{name} ({cls}.{capability}) is missing")
+            for name in sorted(found[type_name] - listed):
+                problems.append(
+                    f"{language}: {type_name}.{name} is public but not in tests/parity/api.toml "
+                    f"(add it to {cls} for every language, or say why a language has no such call)"
+                )
+    for problem in problems:
+        print(problem)
+    checked = ", ".join(languages)
+    if problems:
+        print(f"parity: {len(problems)} problem(s) ({checked})")
+        return 1
+    print(f"parity: every language has the listed API and nothing else ({checked})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
