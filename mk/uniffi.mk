@@ -54,7 +54,7 @@ dist-kotlin:
 	mkdir -p dist
 	cp bindings/kotlin/target/polylock-$(KOTLIN_VERSION).jar dist/
 	cp bindings/kotlin/pom.xml dist/polylock-$(KOTLIN_VERSION).pom
-	@unzip -l dist/polylock-$(KOTLIN_VERSION).jar | grep -q 'linux-x86-64/libpolylock_ffi.so' || \
+	@python3 -m zipfile -l dist/polylock-$(KOTLIN_VERSION).jar | grep -q 'linux-x86-64/libpolylock_ffi.so' || \
 	  { echo "dist-kotlin: the jar lacks linux-x86-64/libpolylock_ffi.so"; exit 1; }
 	@echo "dist/polylock-$(KOTLIN_VERSION).jar (+ .pom), installed as dev.polylock:polylock:$(KOTLIN_VERSION) in ~/.m2"
 
