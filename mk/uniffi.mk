@@ -13,7 +13,12 @@ UNIFFI_PYDEPS := $(UNIFFI_TARGET_DIR)/uniffi-pydeps
 UNIFFI_PYPI := tree-sitter==0.26.1 tree-sitter-swift==0.7.4
 UNIFFI_PYDEPS_STAMP := $(UNIFFI_PYDEPS)/.installed-tree-sitter-0.26.1-swift-0.7.4
 
-.PHONY: build-uniffi test-kotlin test-swift
+.PHONY: build-uniffi test-kotlin test-swift dist-kotlin test-dist-kotlin
+
+UNIFFI_RELEASE_LIBRARY := $(UNIFFI_TARGET_DIR)/release/libpolylock_ffi.so
+# A stripped copy of the release library, the one packed into the jar.
+KOTLIN_NATIVE_DIR := $(UNIFFI_TARGET_DIR)/kotlin-native
+KOTLIN_VERSION := 0.1.0
 
 ## build-uniffi: build libpolylock_ffi and generate the Kotlin and Swift bindings into target/uniffi/
 build-uniffi:
@@ -35,3 +40,25 @@ $(UNIFFI_PYDEPS_STAMP):
 	rm -rf $(UNIFFI_PYDEPS)
 	python3 -m pip install --quiet --disable-pip-version-check --target $(UNIFFI_PYDEPS) $(UNIFFI_PYPI)
 	touch $@
+
+## dist-kotlin: the Maven package dev.polylock:polylock (release libpolylock_ffi inside the jar),
+## installed into ~/.m2 and copied with its pom into dist/
+dist-kotlin:
+	cargo build --release -p polylock-ffi
+	cargo build -p polylock-ffi -p uniffi-bindgen
+	rm -rf $(KOTLIN_NATIVE_DIR) && mkdir -p $(KOTLIN_NATIVE_DIR)
+	strip --strip-unneeded -o $(KOTLIN_NATIVE_DIR)/libpolylock_ffi.so $(UNIFFI_RELEASE_LIBRARY)
+	$(UNIFFI_MVN) -B -ntp -q -f bindings/kotlin/pom.xml clean install \
+	  -Dpolylock.library=$(UNIFFI_RELEASE_LIBRARY) -Dpolylock.native.dir=$(KOTLIN_NATIVE_DIR) \
+	  -Duniffi.bindgen=$(UNIFFI_BINDGEN)
+	mkdir -p dist
+	cp bindings/kotlin/target/polylock-$(KOTLIN_VERSION).jar dist/
+	cp bindings/kotlin/pom.xml dist/polylock-$(KOTLIN_VERSION).pom
+	@python3 -m zipfile -l dist/polylock-$(KOTLIN_VERSION).jar | grep -q 'linux-x86-64/libpolylock_ffi.so' || \
+	  { echo "dist-kotlin: the jar lacks linux-x86-64/libpolylock_ffi.so"; exit 1; }
+	@echo "dist/polylock-$(KOTLIN_VERSION).jar (+ .pom), installed as dev.polylock:polylock:$(KOTLIN_VERSION) in ~/.m2"
+
+## test-dist-kotlin: a separate Maven project that depends on dev.polylock:polylock:0.1.0 only
+test-dist-kotlin: dist-kotlin redis-server
+	$(UNIFFI_MVN) -B -ntp -q -f tests/kotlin-consumer/pom.xml clean test
+	@echo "test-dist-kotlin: the installed package took and released a lock"

@@ -9,6 +9,11 @@
 4. Every function the header declares is exported by the library (`nm -D`).
 5. The public API (public/open declarations, protocol requirements and enum cases, nested
    under their type) equals tests/swift/api.golden.
+6. The Swift package (bindings/swift): Package.swift and the hand-written
+   Sources/Polylock/Polylock+Idioms.swift parse without errors; the layout Package.swift
+   declares exists (target paths, the binary target that build-xcframework.sh makes, the C
+   module its module map declares, which is the one the generated Swift imports); and the
+   idioms' public API is in tests/swift/api.golden too (after the generated API).
 
 Usage (from anywhere; `make test-swift` builds the library and installs tree-sitter first):
     python3 tests/swift/check_swift.py                  # check
@@ -27,6 +32,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 GOLDEN = HERE / "api.golden"
+PACKAGE = ROOT / "bindings" / "swift"
+IDIOMS_NAME = "Polylock+Idioms.swift"
 
 # Valid Swift that tree-sitter-swift 0.7.x cannot parse, each replaced (line count kept) by an
 # equivalent the grammar knows before parsing. Anything else that fails to parse fails the check.
@@ -129,6 +136,10 @@ def signature(node):
     return text.replace("( ", "(")
 
 
+def is_extension(node):
+    return any(child.type == "extension" or child.text == b"extension" for child in node.children[:3])
+
+
 def public_api(tree, doc_private_rows):
     lines = []
 
@@ -138,6 +149,13 @@ def public_api(tree, doc_private_rows):
                 visit(child, depth, inside_public_type)
                 continue
             if child.start_point.row - 1 in doc_private_rows:
+                continue
+            if child.type == "class_declaration" and not is_public(child) and is_extension(child):
+                # `extension T { public func ... }`: listed when it adds public members.
+                start = len(lines)
+                visit(child, depth + 1, False)
+                if len(lines) > start:
+                    lines.insert(start, "    " * depth + signature(child))
                 continue
             # Protocol requirements and enum cases have no modifiers: their type's visibility counts.
             implied = child.type.startswith("protocol_") or child.type == "enum_entry"
@@ -205,8 +223,13 @@ def main():
           symbols.returncode == 0 and len(declared) >= 20 and not missing,
           f"declared: {len(declared)}; not exported: {missing}\n{symbols.stderr}")
 
-    # 5. Public API against the golden file.
+    # 6. The Swift package: syntax, layout, module names.
+    idioms_api = check_package(out, swift_file.read_text())
+
+    # 5. Public API against the golden file (the generated API, then the idioms').
     api = public_api(tree, doc_private_rows)
+    if idioms_api is not None:
+        api += [f"// {IDIOMS_NAME}"] + idioms_api
     text = "\n".join(api) + "\n"
     if args.update_golden:
         GOLDEN.write_text(text)
@@ -217,6 +240,69 @@ def main():
     check(f"the public Swift API ({len(api)} declarations) matches tests/swift/api.golden", text == golden,
           diff + "\nIf the change is intended: python3 tests/swift/check_swift.py --update-golden")
     return finish()
+
+
+def script_names(script):
+    """The NAME=value settings of build-xcframework.sh."""
+    return dict(re.findall(r"^([A-Z_]+)=([\w./+-]+)$", script, re.MULTILINE))
+
+
+def check_package(generated, generated_swift):
+    """Checks bindings/swift; returns the idioms' public API (None when they do not parse)."""
+    manifest_path, script_path = PACKAGE / "Package.swift", PACKAGE / "build-xcframework.sh"
+    manifest = manifest_path.read_text()
+    errors = syntax_errors(parse(manifest), manifest)
+    check("bindings/swift/Package.swift parses with tree-sitter-swift", not errors, "\n".join(errors[:20]))
+
+    binaries = re.findall(r'\.binaryTarget\(\s*name:\s*"([^"]+)",\s*path:\s*"([^"]+)"\s*\)', manifest)
+    targets = re.findall(r'\.target\(\s*name:\s*"([^"]+)",\s*dependencies:\s*\[([^\]]*)\],\s*path:\s*"([^"]+)"',
+                         manifest)
+    products = re.findall(r'\.library\(\s*name:\s*"([^"]+)",\s*targets:\s*\[([^\]]*)\]', manifest)
+    if not check("Package.swift declares one binary target, one Swift target and a library of it",
+                 len(binaries) == 1 and len(targets) == 1 and len(products) == 1,
+                 f"binary targets {binaries}, targets {targets}, products {products}"):
+        return None
+    (binary_name, binary_path), (target_name, dependencies, target_path) = binaries[0], targets[0]
+    product_targets = re.findall(r'"([^"]+)"', products[0][1])
+    check("the library product is the Swift target, which depends on the binary target",
+          product_targets == [target_name] and f'"{binary_name}"' in dependencies,
+          f"product targets {product_targets}, dependencies {dependencies}")
+
+    syntax = run("bash", "-n", str(script_path))
+    check("build-xcframework.sh passes bash -n", syntax.returncode == 0, syntax.stderr)
+    names = script_names(script_path.read_text())
+    check("build-xcframework.sh makes the XCFramework and sources directory Package.swift declares",
+          names.get("XCFRAMEWORK") == binary_path and names.get("SOURCES") == target_path
+          and binary_path == f"{binary_name}.xcframework",
+          f"script {names}; Package.swift binary {binary_name} at {binary_path}, sources at {target_path}")
+    sources = PACKAGE / target_path
+    idioms = sources / IDIOMS_NAME
+    check(f"the Swift target's directory {target_path} exists with {IDIOMS_NAME}", idioms.is_file())
+
+    # The C module: the module map's name and header, the generated Swift's import, the script.
+    modulemap = (generated / "polylockFFI.modulemap").read_text()
+    module = re.search(r"^module\s+(\w+)\s*\{", modulemap, re.MULTILINE)
+    header = re.search(r'header\s+"([^"]+)"', modulemap)
+    module_name = module.group(1) if module else None
+    imported = set(re.findall(r"^\s*import\s+(\w+FFI)\s*$", generated_swift, re.MULTILINE))
+    check("the module map's module is the one the generated Swift imports and the script packs",
+          module_name is not None and header is not None and header.group(1) == f"{module_name}.h"
+          and imported == {module_name} and names.get("FFI_MODULE") == module_name
+          and (generated / header.group(1)).is_file(),
+          f"module {module_name}, header {header and header.group(1)}, imports {imported}, script {names}")
+
+    if not idioms.is_file():
+        return None
+    source = idioms.read_text()
+    tree = parse(source)
+    errors = syntax_errors(tree, source)
+    if not check(f"{IDIOMS_NAME} parses with tree-sitter-swift ({len(source.splitlines())} lines)",
+                 not errors, "\n".join(errors[:20])):
+        return None
+    broken = source.replace("extension Lock {", "extension Lock {{", 1)
+    check(f"the parse check catches a syntax error in a broken copy of {IDIOMS_NAME}",
+          broken != source and bool(syntax_errors(parse(broken), broken)))
+    return public_api(tree, set())
 
 
 def finish():

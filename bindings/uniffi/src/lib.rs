@@ -48,6 +48,10 @@ pub enum LockError {
     /// A fenced write was refused: its token is lower than one already applied to the key.
     #[error("{0}")]
     StaleToken(String),
+    /// The lock stayed taken for the whole wait of a scoped hold (Kotlin and Swift `withLock`).
+    /// No call of this library raises it: a plain `acquire` returns `false` instead.
+    #[error("{0}")]
+    NotAcquired(String),
 }
 
 /// The one mapping from the core's errors. The core's message becomes the exception message.
@@ -74,14 +78,54 @@ fn ms(value: Option<i64>) -> Option<f64> {
 }
 
 /// The wait and lease of an acquire (`null`: no bound, the watchdog lease).
-fn acquire_args(
-    wait_ms: Option<i64>,
-    lease_ms: Option<i64>,
-) -> polylock::Result<(Option<Duration>, Option<Duration>)> {
-    Ok((
-        wait_from_millis(ms(wait_ms))?,
-        lease_from_millis(ms(lease_ms))?,
-    ))
+fn acquire_args(wait_ms: Option<i64>, lease_ms: Option<i64>) -> polylock::Result<AcquireOptions> {
+    Ok(AcquireOptions {
+        wait: wait_from_millis(ms(wait_ms))?,
+        lease: lease_from_millis(ms(lease_ms))?,
+    })
+}
+
+/// A wait or a lease of `Lock.acquireWith`, where "left out" and "no bound" differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum Bound {
+    /// The lock's default: what `client.lock(name, waitMs, leaseMs)` set, else no bound.
+    LockDefault,
+    /// No bound: wait without bound; for a lease, the watchdog lease, renewed while held.
+    Unbounded,
+    /// This many milliseconds (a wait of `0` makes one attempt).
+    Millis { ms: i64 },
+}
+
+impl Bound {
+    /// `null` milliseconds (an argument left out) mean the lock's default.
+    fn from_ms(value: Option<i64>) -> Bound {
+        value.map_or(Bound::LockDefault, |ms| Bound::Millis { ms })
+    }
+
+    fn resolve(
+        self,
+        default: Option<Duration>,
+        convert: fn(Option<f64>) -> polylock::Result<Option<Duration>>,
+    ) -> polylock::Result<Option<Duration>> {
+        match self {
+            Bound::LockDefault => Ok(default),
+            Bound::Unbounded => Ok(None),
+            Bound::Millis { ms } => convert(Some(ms as f64)),
+        }
+    }
+}
+
+/// Milliseconds of a duration for the foreign side (saturating).
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The per-lock defaults of a handle (`client.lock(name, waitMs, leaseMs)`); `null`: no bound
+/// (wait without bound, the watchdog lease).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct LockDefaults {
+    pub wait_ms: Option<i64>,
+    pub lease_ms: Option<i64>,
 }
 
 /// Waits for a core future on the calling (foreign) thread.
@@ -177,25 +221,44 @@ impl Client {
     }
 
     /// A handle on the lock `name`, with an owner of its own (two handles exclude each other,
-    /// even in one thread). No I/O. `InvalidArgument` for an empty or over-long name.
-    pub fn lock(&self, name: String) -> Result<Arc<Lock>, LockError> {
-        let inner = self.inner.lock(&name)?;
-        Ok(Arc::new(Lock { inner }))
+    /// even in one thread). No I/O. `InvalidArgument` for an empty or over-long name, or a
+    /// default out of bounds.
+    ///
+    /// `waitMs`, `leaseMs`: the handle's defaults, used by every `acquire` that leaves them out
+    /// (`null`: wait without bound, the watchdog lease). Also for `fairLock`, `fencedLock`.
+    #[uniffi::method(default(wait_ms = None, lease_ms = None))]
+    pub fn lock(
+        &self,
+        name: String,
+        wait_ms: Option<i64>,
+        lease_ms: Option<i64>,
+    ) -> Result<Arc<Lock>, LockError> {
+        Lock::with_defaults(self.inner.lock(&name)?, wait_ms, lease_ms)
     }
 
     /// A handle on the fair lock `name` (Redisson's RFairLock layout): waiters are served in
     /// arrival order and a release wakes only the next one. Same handle API as `lock`. No I/O.
-    pub fn fair_lock(&self, name: String) -> Result<Arc<Lock>, LockError> {
-        let inner = self.inner.fair_lock(&name)?;
-        Ok(Arc::new(Lock { inner }))
+    #[uniffi::method(default(wait_ms = None, lease_ms = None))]
+    pub fn fair_lock(
+        &self,
+        name: String,
+        wait_ms: Option<i64>,
+        lease_ms: Option<i64>,
+    ) -> Result<Arc<Lock>, LockError> {
+        Lock::with_defaults(self.inner.fair_lock(&name)?, wait_ms, lease_ms)
     }
 
     /// A handle on the fenced lock `name` (Redisson's RFencedLock layout): the same handle as
     /// `lock`, whose `token()` is the fencing token of the current hold (it grows on every
     /// acquisition of the name, reentrant ones too). No I/O.
-    pub fn fenced_lock(&self, name: String) -> Result<Arc<Lock>, LockError> {
-        let inner = self.inner.fenced_lock(&name)?;
-        Ok(Arc::new(Lock { inner }))
+    #[uniffi::method(default(wait_ms = None, lease_ms = None))]
+    pub fn fenced_lock(
+        &self,
+        name: String,
+        wait_ms: Option<i64>,
+        lease_ms: Option<i64>,
+    ) -> Result<Arc<Lock>, LockError> {
+        Lock::with_defaults(self.inner.fenced_lock(&name)?, wait_ms, lease_ms)
     }
 
     /// Sets `key` to `value` (a Redis string, no expiry) only if `token` is at least the
@@ -242,7 +305,7 @@ impl Client {
 
     /// Lease of locks acquired without `leaseMs`, in milliseconds.
     pub fn watchdog_timeout_ms(&self) -> i64 {
-        i64::try_from(self.inner.watchdog_timeout().as_millis()).unwrap_or(i64::MAX)
+        millis(self.inner.watchdog_timeout())
     }
 
     /// Closes the connection now, even while locks made from it are in use: waiting acquires
@@ -274,11 +337,33 @@ pub struct Lock {
     inner: polylock::Lock,
 }
 
+impl Lock {
+    fn with_defaults(
+        lock: polylock::Lock,
+        wait_ms: Option<i64>,
+        lease_ms: Option<i64>,
+    ) -> Result<Arc<Lock>, LockError> {
+        let inner = lock.with_defaults(acquire_args(wait_ms, lease_ms)?)?;
+        Ok(Arc::new(Lock { inner }))
+    }
+
+    /// The wait and lease of an acquire, the lock's defaults filling what is left out.
+    fn options(&self, wait: Bound, lease: Bound) -> polylock::Result<AcquireOptions> {
+        let defaults = self.inner.defaults();
+        Ok(AcquireOptions {
+            wait: wait.resolve(defaults.wait, wait_from_millis)?,
+            lease: lease.resolve(defaults.lease, lease_from_millis)?,
+        })
+    }
+}
+
 #[uniffi::export]
 impl Lock {
-    /// Acquires the lock, or re-enters it. `waitMs`: `null` waits without bound, `0` makes one
-    /// attempt, otherwise waits that long and returns `false`. `leaseMs`: `null` takes the
-    /// watchdog lease, renewed while held; otherwise a fixed lease, never renewed.
+    /// Acquires the lock, or re-enters it. `waitMs`: `0` makes one attempt, otherwise waits
+    /// that long and returns `false`. `leaseMs`: a fixed lease, never renewed. `null` (left
+    /// out) takes the lock's default (`client.lock(name, waitMs, leaseMs)`), which is to wait
+    /// without bound and take the watchdog lease, renewed while held, unless set; `acquireWith`
+    /// asks for no bound whatever the default.
     ///
     /// Cancelling the caller (Kotlin coroutine) leaves no lock held.
     #[uniffi::method(default(wait_ms = None, lease_ms = None))]
@@ -287,8 +372,36 @@ impl Lock {
         wait_ms: Option<i64>,
         lease_ms: Option<i64>,
     ) -> Result<bool, LockError> {
-        let (wait, lease) = acquire_args(wait_ms, lease_ms)?;
-        Ok(self.inner.acquire(AcquireOptions { wait, lease }).await?)
+        self.acquire_with(Bound::from_ms(wait_ms), Bound::from_ms(lease_ms))
+            .await
+    }
+
+    /// `acquire` with a `Bound` for each of the wait and the lease: the lock's default, no
+    /// bound, or milliseconds.
+    pub async fn acquire_with(&self, wait: Bound, lease: Bound) -> Result<bool, LockError> {
+        let options = self.options(wait, lease)?;
+        Ok(self.inner.acquire(options).await?)
+    }
+
+    /// `acquireWith` for plain threads: blocks the calling thread.
+    pub fn acquire_with_blocking(&self, wait: Bound, lease: Bound) -> Result<bool, LockError> {
+        let options = self.options(wait, lease)?;
+        wait_for(self.inner.acquire(options))
+    }
+
+    /// The per-lock defaults of this handle (no I/O).
+    pub fn defaults(&self) -> LockDefaults {
+        let defaults = self.inner.defaults();
+        LockDefaults {
+            wait_ms: defaults.wait.map(millis),
+            lease_ms: defaults.lease.map(millis),
+        }
+    }
+
+    /// The holder's remaining lease in milliseconds (asks Redis): `null` when nobody holds the
+    /// lock, `Long.MAX_VALUE` (Swift `Int64.max`) when the lock's key has no expiry.
+    pub async fn remaining_lease_ms(&self) -> Result<Option<i64>, LockError> {
+        Ok(self.inner.remaining_lease().await?.map(millis))
     }
 
     /// Releases one level of the hold. `NotHeld` when this handle does not hold the lock,
@@ -305,8 +418,7 @@ impl Lock {
         wait_ms: Option<i64>,
         lease_ms: Option<i64>,
     ) -> Result<bool, LockError> {
-        let (wait, lease) = acquire_args(wait_ms, lease_ms)?;
-        wait_for(self.inner.acquire(AcquireOptions { wait, lease }))
+        self.acquire_with_blocking(Bound::from_ms(wait_ms), Bound::from_ms(lease_ms))
     }
 
     /// `release` for plain threads: blocks the calling thread (bounded by the response timeout).
@@ -469,7 +581,7 @@ pub struct ExpirableSemaphore {
 #[uniffi::export]
 impl ExpirableSemaphore {
     /// Takes one permit and returns its id (32 hex characters), or `null` when `waitMs` ran
-    /// out. `waitMs` as for `Lock.acquire`. `leaseMs`: `null` renews the permit by the watchdog
+    /// out. `waitMs`: `null` waits without bound, `0` makes one attempt. `leaseMs`: `null` renews the permit by the watchdog
     /// while this client lives; otherwise a fixed lease, after which the permit comes back.
     ///
     /// Cancelling the caller (Kotlin coroutine) takes nothing.
@@ -479,8 +591,7 @@ impl ExpirableSemaphore {
         wait_ms: Option<i64>,
         lease_ms: Option<i64>,
     ) -> Result<Option<String>, LockError> {
-        let (wait, lease) = acquire_args(wait_ms, lease_ms)?;
-        Ok(self.inner.acquire(AcquireOptions { wait, lease }).await?)
+        Ok(self.inner.acquire(acquire_args(wait_ms, lease_ms)?).await?)
     }
 
     /// Releases the permit `permitId`, from this handle or any other. `NotHeld` when nobody
@@ -497,8 +608,7 @@ impl ExpirableSemaphore {
         wait_ms: Option<i64>,
         lease_ms: Option<i64>,
     ) -> Result<Option<String>, LockError> {
-        let (wait, lease) = acquire_args(wait_ms, lease_ms)?;
-        wait_for(self.inner.acquire(AcquireOptions { wait, lease }))
+        wait_for(self.inner.acquire(acquire_args(wait_ms, lease_ms)?))
     }
 
     /// `release` for plain threads: blocks the calling thread.

@@ -1,0 +1,148 @@
+// Kotlin idioms over the generated binding (polylock.kt, whose API counts milliseconds):
+// kotlin.time.Duration overloads, the scoped `withLock` and a lambda lost listener.
+//
+// Durations and the lock's defaults: a wait or lease that is `null` (or left out) takes the
+// lock's default (`client.lock(name, wait, lease)`), which is no bound unless set;
+// `Duration.INFINITE`, Kotlin's "no bound" (as in kotlinx.coroutines), asks for no bound
+// whatever the default: wait without bound, or the watchdog lease renewed while held. Where a
+// handle has no defaults (client factories, semaphores) `null` and `Duration.INFINITE` both mean
+// no bound. Durations are handed over in whole milliseconds (truncated); the Rust core checks
+// every value (a negative wait, a zero lease: `LockException.InvalidArgument`).
+package polylock
+
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.milliseconds
+import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.withContext
+
+/** A lock's wait or lease for `acquireWith`: null is the lock's default, INFINITE no bound. */
+internal fun Duration?.toBound(): Bound = when {
+    this == null -> Bound.LockDefault
+    this == Duration.INFINITE -> Bound.Unbounded
+    else -> Bound.Millis(inWholeMilliseconds)
+}
+
+/** Milliseconds where there are no defaults: null and INFINITE are no bound. */
+internal fun Duration?.toMillisOrNull(): Long? =
+    if (this == null || this == Duration.INFINITE) null else inWholeMilliseconds
+
+// ---- Client: per-lock defaults ----
+
+/**
+ * A handle on the lock [name] whose `acquire`, `acquireBlocking` and `withLock` take [wait] and
+ * [lease] when they leave them out. `null` or `Duration.INFINITE`: wait without bound, the
+ * watchdog lease. No I/O; `LockException.InvalidArgument` for a default out of bounds.
+ */
+fun Client.lock(name: String, wait: Duration? = null, lease: Duration? = null): Lock =
+    lock(name, wait.toMillisOrNull(), lease.toMillisOrNull())
+
+/** [Client.lock] for the fair lock [name] (waiters served in arrival order). */
+fun Client.fairLock(name: String, wait: Duration? = null, lease: Duration? = null): Lock =
+    fairLock(name, wait.toMillisOrNull(), lease.toMillisOrNull())
+
+/** [Client.lock] for the fenced lock [name] (its `token()` is the fencing token of the hold). */
+fun Client.fencedLock(name: String, wait: Duration? = null, lease: Duration? = null): Lock =
+    fencedLock(name, wait.toMillisOrNull(), lease.toMillisOrNull())
+
+// ---- Lock ----
+
+/**
+ * Acquires the lock, or re-enters it; `false` when [wait] ran out (`Duration.ZERO`: one
+ * attempt). [lease]: a fixed lease, never renewed. `null`: the lock's default;
+ * `Duration.INFINITE`: no bound (for the lease: the watchdog's, renewed while held).
+ * Cancelling the coroutine leaves no lock held.
+ */
+suspend fun Lock.acquire(wait: Duration? = null, lease: Duration? = null): Boolean =
+    acquireWith(wait.toBound(), lease.toBound())
+
+/** [Lock.acquire] for plain threads: blocks the calling thread. */
+fun Lock.acquireBlocking(wait: Duration? = null, lease: Duration? = null): Boolean =
+    acquireWithBlocking(wait.toBound(), lease.toBound())
+
+/**
+ * The holder's remaining lease (asks Redis): `null` when nobody holds the lock,
+ * `Duration.INFINITE` when its key has no expiry.
+ */
+suspend fun Lock.remainingLease(): Duration? = remainingLeaseMs()?.let {
+    if (it == Long.MAX_VALUE) Duration.INFINITE else it.milliseconds
+}
+
+/** The wait `acquire` takes when it leaves it out; `null`: no bound. */
+val Lock.defaultWait: Duration? get() = defaults().waitMs?.milliseconds
+
+/** The lease `acquire` takes when it leaves it out; `null`: the watchdog lease. */
+val Lock.defaultLease: Duration? get() = defaults().leaseMs?.milliseconds
+
+/**
+ * Runs [block] holding the lock and releases it afterwards, however [block] ends (a result, an
+ * exception, a cancellation: the release is not cancellable).
+ *
+ * [wait] and [lease] as for [Lock.acquire]. When the wait runs out the block does not run and
+ * `LockException.NotAcquired` is thrown (a typed error rather than a `null` result, which a
+ * caller could not tell from a block that returned `null`). When [block] throws and the release
+ * fails too (`LockException.LockLost`: the lease was lost meanwhile), the block's exception is
+ * thrown with the release's attached as suppressed; when only the release fails, its exception
+ * is thrown.
+ */
+suspend fun <T> Lock.withLock(
+    wait: Duration? = null,
+    lease: Duration? = null,
+    block: suspend () -> T,
+): T {
+    if (!acquire(wait, lease)) {
+        val waited = wait ?: defaultWait
+        throw LockException.NotAcquired(
+            "lock '${name()}' is still held by another owner after waiting $waited",
+        )
+    }
+    val result = try {
+        block()
+    } catch (failure: Throwable) {
+        try {
+            withContext(NonCancellable) { release() }
+        } catch (releaseFailure: Throwable) {
+            failure.addSuppressed(releaseFailure)
+        }
+        throw failure
+    }
+    withContext(NonCancellable) { release() }
+    return result
+}
+
+/**
+ * Calls [callback] each time a hold of this handle is lost (`LockException.LockLost`), on a
+ * background thread of polylock; what it throws is ignored.
+ */
+fun Lock.onLost(callback: (LockException) -> Unit) = onLost(
+    object : LostListener {
+        override fun onLost(error: LockException) = callback(error)
+    },
+)
+
+// ---- Semaphores ----
+
+/**
+ * Takes [permits] permits; `false` when [wait] ran out (`null` or `Duration.INFINITE`: no bound,
+ * `Duration.ZERO`: one attempt). Cancelling the coroutine takes nothing.
+ */
+suspend fun Semaphore.acquire(permits: Int = 1, wait: Duration? = null): Boolean =
+    acquire(permits, wait.toMillisOrNull())
+
+/** [Semaphore.acquire] for plain threads: blocks the calling thread. */
+fun Semaphore.acquireBlocking(permits: Int = 1, wait: Duration? = null): Boolean =
+    acquireBlocking(permits, wait.toMillisOrNull())
+
+/**
+ * Takes one permit and returns its id, or `null` when [wait] ran out. [wait]: `null` or
+ * `Duration.INFINITE` no bound; [lease]: `null` or `Duration.INFINITE` renewed by the watchdog,
+ * else a fixed lease after which the permit comes back.
+ */
+suspend fun ExpirableSemaphore.acquire(wait: Duration? = null, lease: Duration? = null): String? =
+    acquire(wait.toMillisOrNull(), lease.toMillisOrNull())
+
+/** [ExpirableSemaphore.acquire] for plain threads: blocks the calling thread. */
+fun ExpirableSemaphore.acquireBlocking(wait: Duration? = null, lease: Duration? = null): String? =
+    acquireBlocking(wait.toMillisOrNull(), lease.toMillisOrNull())
+
+/** The watchdog lease of this client's locks (see `ClientOptions.watchdogTimeoutMs`). */
+val Client.watchdogTimeout: Duration get() = watchdogTimeoutMs().milliseconds
