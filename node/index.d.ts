@@ -56,7 +56,11 @@ export type PolylockErrorCode =
   | 'ERR_REDIS'
   | 'ERR_STALE_TOKEN'
 
-/** An `Error` from polylock (abort rejections are the signal's reason instead). */
+/**
+ * An `Error` from polylock (abort rejections are the signal's reason instead). A value of the
+ * wrong JavaScript type inside an options object (`{ waitMs: '5' }`, which TypeScript refuses)
+ * is rejected earlier by napi's conversion, with napi's code (`InvalidArg`, `NumberExpected`).
+ */
 export interface PolylockError extends Error {
   code: PolylockErrorCode
 }
