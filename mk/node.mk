@@ -28,3 +28,61 @@ test-node:
 	    echo "node/$$file changed when regenerated: run 'make build-node' and commit it"; exit 1; }; \
 	done
 	cd node && npm test
+
+# The npm packages (the napi-rs layout): `polylock` (JavaScript and declarations, no addon)
+# and one package per platform with the release addon, `polylock-<platform>` (node/npm/*,
+# made by `napi create-npm-dirs` from package.json's napi.targets). This machine builds and
+# packs linux-x64-gnu; the other platforms' packages are packed the same way where they are
+# built. The optionalDependencies on the platform packages are added to the packed
+# package.json only (as `napi prepublish` does), so that installing node/'s dev tools never
+# asks the registry for packages that are not published yet.
+NODE_PLATFORM ?= linux-x64-gnu
+NODE_VERSION = $(shell node -p "require('./node/package.json').version")
+NODE_STAGE := target/node-dist
+NODE_DIST_TEST := target/node-dist-test
+DIST_DIR := dist
+# PATH without cargo and rustc: the installed package must not need them.
+PATH_WITHOUT_RUST = $(shell echo "$$PATH" | tr ':' '\n' | while read -r dir; do \
+  [ -x "$$dir/cargo" ] || [ -x "$$dir/rustc" ] || printf '%s:' "$$dir"; done | sed 's/:$$//')
+
+.PHONY: dist-node test-dist-node
+
+## dist-node: dist/polylock-<v>.tgz and dist/polylock-<platform>-<v>.tgz (release addon)
+dist-node:
+	cd node && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; }
+	rm -rf $(NODE_STAGE) && mkdir -p $(NODE_STAGE)/addon $(NODE_STAGE)/polylock $(NODE_STAGE)/platform $(DIST_DIR)
+	cd node && npx napi build --platform --release --strip --manifest-path ../bindings/node/Cargo.toml \
+	  --output-dir ../$(NODE_STAGE)/addon --no-js --dts native.d.ts
+	@# (node/native.js and node/native.d.ts are the committed ones, drift-checked by test-node.)
+	cp node/package.json node/README.md node/index.js node/index.d.ts node/native.js node/native.d.ts \
+	  $(NODE_STAGE)/polylock/
+	cd $(NODE_STAGE)/polylock && npm pkg delete scripts devDependencies && \
+	  for manifest in ../../../node/npm/*/package.json; do \
+	    npm pkg set "optionalDependencies.$$(node -p "require('$$manifest').name")=$(NODE_VERSION)" || exit 1; \
+	  done
+	cp node/npm/$(NODE_PLATFORM)/package.json node/npm/$(NODE_PLATFORM)/README.md $(NODE_STAGE)/platform/
+	cp $(NODE_STAGE)/addon/polylock.$(NODE_PLATFORM).node $(NODE_STAGE)/platform/
+	rm -f $(DIST_DIR)/polylock-$(NODE_VERSION).tgz $(DIST_DIR)/polylock-$(NODE_PLATFORM)-$(NODE_VERSION).tgz
+	cd $(NODE_STAGE)/polylock && npm pack --pack-destination $(abspath $(DIST_DIR))
+	cd $(NODE_STAGE)/platform && npm pack --pack-destination $(abspath $(DIST_DIR))
+	@if tar -tzf $(DIST_DIR)/polylock-$(NODE_VERSION).tgz | grep '\.node$$'; then \
+	  echo "dist-node: the main package must not carry an addon"; exit 1; fi
+	@tar -tzf $(DIST_DIR)/polylock-$(NODE_PLATFORM)-$(NODE_VERSION).tgz | grep -qx 'package/polylock.$(NODE_PLATFORM).node' || { \
+	  echo "dist-node: the platform package has no addon"; exit 1; }
+	rm -rf $(NODE_STAGE)
+
+## test-dist-node: install both tarballs offline in an empty directory and use them
+test-dist-node: dist-node redis-server
+	rm -rf $(NODE_DIST_TEST) && mkdir -p $(NODE_DIST_TEST)
+	cp node/test/dist/* $(NODE_DIST_TEST)/
+	cd $(NODE_DIST_TEST) && export PATH="$(PATH_WITHOUT_RUST)" && \
+	  ! command -v cargo && ! command -v rustc && \
+	  echo '{"name": "polylock-dist-test", "private": true}' > package.json && \
+	  npm install --offline --no-audit --no-fund \
+	    ../../$(DIST_DIR)/polylock-$(NODE_VERSION).tgz ../../$(DIST_DIR)/polylock-$(NODE_PLATFORM)-$(NODE_VERSION).tgz && \
+	  node -e "require('polylock')" && \
+	  node esm.mjs && \
+	  node smoke.js && \
+	  node ../../node/node_modules/typescript/bin/tsc --noEmit --strict -p tsconfig.json \
+	    --typeRoots ../../node/node_modules/@types
+	rm -rf $(NODE_DIST_TEST)

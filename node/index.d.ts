@@ -1,37 +1,49 @@
 /// <reference lib="esnext.disposable" />
 /// <reference types="node" />
 
-/** Options of {@link Client.connect}. Times in milliseconds. */
-export interface ConnectOptions {
-  /** The lease of locks acquired without `leaseMs`, renewed every third of it. Default 30000. */
-  watchdogTimeoutMs?: number
-  /** How long connecting may take before `ERR_CONNECTION`. Default 5000. */
-  connectTimeoutMs?: number
-  /** How long one Redis command may wait for its answer before `ERR_TIMEOUT`. Default 5000. */
-  responseTimeoutMs?: number
-  /** How long a fair-lock waiter that stopped answering (its process died) keeps its place. Default 10000. */
-  fairQueueTimeoutMs?: number
-}
+import type * as native from './native'
 
-/** Options of {@link Lock.acquire} and {@link Lock.using}. Times in milliseconds. */
-export interface AcquireOptions {
-  /** Longest wait: none or `Infinity` = no bound, 0 = one attempt. Fractions of a ms are accepted. */
-  waitMs?: number
-  /** A fixed lease, never renewed (1 ms to 10 years). None = the watchdog-renewed lease. */
-  leaseMs?: number
+/** Options of {@link Client.connect} (declared in Rust). Times in milliseconds. */
+export type ConnectOptions = native.ConnectOptions
+
+/**
+ * A lock's defaults ({@link Client.lock}): the wait and lease its acquires, `using` and
+ * `await using` take when they leave them out. Declared in Rust; times in milliseconds.
+ */
+export type LockOptions = native.AcquireOptions
+
+/**
+ * Options of {@link Lock.acquire} and {@link Lock.using}. Times in milliseconds. An option left
+ * out (or `null`) takes the lock's default; `waitMs: Infinity` waits without bound whatever the
+ * default.
+ */
+export interface AcquireOptions extends native.AcquireOptions {
   /** Aborting it rejects the call with the signal's reason (an `AbortError`); no lock is left held. */
   signal?: AbortSignal
 }
 
 /** Options of {@link Semaphore.acquire}. Times in milliseconds. */
-export interface SemaphoreAcquireOptions {
-  /** How many permits to take: 1 (the default) to 2147483647. A fraction is truncated. */
-  permits?: number
-  /** Longest wait: none or `Infinity` = no bound, 0 = one attempt. Fractions of a ms are accepted. */
-  waitMs?: number
+export interface SemaphoreAcquireOptions extends native.SemaphoreAcquireOptions {
   /** Aborting it rejects the call with the signal's reason (an `AbortError`); no permit is left taken. */
   signal?: AbortSignal
 }
+
+/** The levels of {@link setLogger}, most severe first. */
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace'
+
+/**
+ * A log hook: `message` is the event's text, `fields` its structured values (for a lost lease:
+ * `lock`, `owner`, `error`).
+ */
+export type Logger = (level: LogLevel, message: string, fields: Record<string, string | number | boolean>) => void
+
+/**
+ * Sends polylock's log events (the Rust core's tracing events) at `level` and above (default
+ * `'info'`) to `logger`; `null` stops it. One logger per process: a call replaces the last. A
+ * lost lease is a `warn`. The logger runs on the main thread, never keeps the process alive,
+ * and misses events when it falls thousands behind.
+ */
+export declare function setLogger(logger: Logger | null, level?: LogLevel): void
 
 /** The `code` of every error polylock rejects or throws with. */
 export type PolylockErrorCode =
@@ -44,7 +56,11 @@ export type PolylockErrorCode =
   | 'ERR_REDIS'
   | 'ERR_STALE_TOKEN'
 
-/** An `Error` from polylock (abort rejections are the signal's reason instead). */
+/**
+ * An `Error` from polylock (abort rejections are the signal's reason instead). A value of the
+ * wrong JavaScript type inside an options object (`{ waitMs: '5' }`, which TypeScript refuses)
+ * is rejected earlier by napi's conversion, with napi's code (`InvalidArg`, `NumberExpected`).
+ */
 export interface PolylockError extends Error {
   code: PolylockErrorCode
 }
@@ -58,19 +74,22 @@ export declare class Client {
   readonly id: string
   /**
    * A new handle on the lock `name`, and so a new owner: every call gives a different holder;
-   * the same handle re-enters. No I/O. Throws `ERR_INVALID_ARGUMENT` for an empty name.
+   * the same handle re-enters. No I/O. Throws `ERR_INVALID_ARGUMENT` for an empty name, or
+   * for `defaults` an acquire would reject (the same message). `defaults` are the wait and
+   * lease of its acquires when they leave them out, `client.lock(name, { waitMs: 5000,
+   * leaseMs: 30000 })`; `waitMs: Infinity` in one call still waits without bound.
    */
-  lock(name: string): Lock
+  lock(name: string, defaults?: LockOptions): Lock
   /**
    * A new handle on the fair lock `name` (Redisson's RFairLock layout): waiters are served in
    * arrival order and a release wakes only the next one. Same handle API as `lock`. No I/O.
    */
-  fairLock(name: string): Lock
+  fairLock(name: string, defaults?: LockOptions): Lock
   /**
    * A new handle on the fenced lock `name` (Redisson's RFencedLock layout): the lock API, plus
    * `lock.token`, which grows on every acquisition (across holders, and on reentry). No I/O.
    */
-  fencedLock(name: string): Lock
+  fencedLock(name: string, defaults?: LockOptions): Lock
   /**
    * Sets `key` to `value` (a Redis string, no expiry) only if `token` is at least the highest
    * token already applied to `key` (equal is accepted); else rejects with `ERR_STALE_TOKEN` and
@@ -82,8 +101,9 @@ export declare class Client {
   fencedDelete(key: string, token: number): Promise<boolean>
   /**
    * A new owner's handle on the read-write lock `name` (Redisson's RReadWriteLock layout). No I/O.
+   * `defaults` are those of both its locks (see {@link Client.lock}).
    */
-  readWriteLock(name: string): ReadWriteLock
+  readWriteLock(name: string, defaults?: LockOptions): ReadWriteLock
   /**
    * A handle on the semaphore `name` (Redisson's RSemaphore layout). Permits belong to nobody
    * and never expire: permits taken by a process that dies are lost. No I/O.
@@ -111,7 +131,19 @@ export declare class Lock {
   /** `<client-id>:<holder-id>`, the owner this handle writes. */
   readonly owner: string
   /** Whether the current hold's lease was lost (no I/O). */
-  readonly lost: boolean
+  isLost(): boolean
+  /**
+   * The holder's remaining lease in milliseconds (asks Redis, whoever holds it): `null` when
+   * nobody holds the lock, `Infinity` when its key has no expiry.
+   */
+  remainingLease(): Promise<number | null>
+  /**
+   * Calls `callback` with an `ERR_LOCK_LOST` error each time a hold of this handle is lost (a
+   * fixed lease ran out while held, or Redis could not be reached to renew it). The callback
+   * never keeps the process alive. It must not reference this handle, or the handle could never
+   * be garbage-collected.
+   */
+  onLost(callback: (error: PolylockError) => void): void
   /**
    * The fencing token of the current hold of a fenced lock ({@link Client.fencedLock}): the
    * token of its latest acquisition, reentrant ones included. Tokens grow by one per

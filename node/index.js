@@ -2,7 +2,7 @@
 'use strict'
 
 // The public API of polylock for Node. The native classes (native.js, built by napi-rs) do
-// the work and all argument checks; this layer adds what is JavaScript idiom rather than
+// the work and the argument checks; this layer adds what is JavaScript idiom rather than
 // logic: AbortSignal in and out, `using`, and `Symbol.asyncDispose`.
 
 const native = require('./native.js')
@@ -23,11 +23,13 @@ function codedError(/** @type {string} */ code, /** @type {string} */ message) {
  * @returns {Promise<T>}
  */
 async function acquireWithSignal(options, acquire, giveBack) {
-  // Anything else given as `signal` is rejected by the native argument check.
-  const signal = options?.signal instanceof AbortSignal ? options.signal : undefined
+  const signal = options?.signal ?? undefined
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw codedError('ERR_INVALID_ARGUMENT', 'invalid argument: signal must be an AbortSignal')
+  }
   const cancellation = new native.Cancellation()
   const cancel = () => cancellation.cancel()
-  // Already aborted: the native call still checks the arguments, then makes no attempt.
+  // Already aborted: the native call still checks the other options, then makes no attempt.
   if (signal?.aborted) cancel()
   else signal?.addEventListener('abort', cancel, { once: true })
   let taken
@@ -73,30 +75,33 @@ class Client {
   /**
    * A new handle, and so a new owner, on the lock `name`. No I/O.
    * @param {string} name
+   * @param {import('./index').LockOptions} [defaults] the wait and lease of its acquires
    * @returns {Lock}
    */
-  lock(name) {
-    return new Lock(this.#native.lock(name))
+  lock(name, defaults) {
+    return new Lock(this.#native.lock(name, defaults))
   }
 
   /**
    * A new handle on the fair lock `name` (Redisson's RFairLock layout): waiters are served in
    * arrival order and a release wakes only the next one. Same handle API as `lock`. No I/O.
    * @param {string} name
+   * @param {import('./index').LockOptions} [defaults] the wait and lease of its acquires
    * @returns {Lock}
    */
-  fairLock(name) {
-    return new Lock(this.#native.fairLock(name))
+  fairLock(name, defaults) {
+    return new Lock(this.#native.fairLock(name, defaults))
   }
 
   /**
    * A new handle on the fenced lock `name` (Redisson's RFencedLock layout): the lock API, plus
    * `lock.token`, a number that grows on every acquisition. No I/O.
    * @param {string} name
+   * @param {import('./index').LockOptions} [defaults] the wait and lease of its acquires
    * @returns {Lock}
    */
-  fencedLock(name) {
-    return new Lock(this.#native.fencedLock(name))
+  fencedLock(name, defaults) {
+    return new Lock(this.#native.fencedLock(name, defaults))
   }
 
   /**
@@ -124,10 +129,11 @@ class Client {
   /**
    * A new owner's handle on the read-write lock `name` (Redisson's RReadWriteLock layout). No I/O.
    * @param {string} name
+   * @param {import('./index').LockOptions} [defaults] those of both its locks
    * @returns {ReadWriteLock}
    */
-  readWriteLock(name) {
-    return new ReadWriteLock(this.#native.readWriteLock(name))
+  readWriteLock(name, defaults) {
+    return new ReadWriteLock(this.#native.readWriteLock(name, defaults))
   }
 
   /**
@@ -197,8 +203,29 @@ class Lock {
   }
 
   /** Whether the current hold's lease was lost (no I/O). */
-  get lost() {
-    return this.#native.lost
+  isLost() {
+    return this.#native.isLost()
+  }
+
+  /**
+   * The holder's remaining lease in milliseconds (asks Redis): `null` when nobody holds the
+   * lock, `Infinity` when its key has no expiry.
+   * @returns {Promise<number | null>}
+   */
+  async remainingLease() {
+    return this.#native.remainingLease()
+  }
+
+  /**
+   * Calls `callback` with an `ERR_LOCK_LOST` error each time a hold of this handle is lost (its
+   * lease ran out, or Redis could not be reached to renew it). It never keeps the process alive.
+   * @param {(error: import('./index').PolylockError) => void} callback
+   */
+  onLost(callback) {
+    if (typeof callback !== 'function') {
+      throw codedError('ERR_INVALID_ARGUMENT', 'invalid argument: onLost(callback): callback must be a function')
+    }
+    this.#native.onLost(/** @type {(error: Error) => void} */ (callback))
   }
 
   /**
@@ -234,9 +261,10 @@ class Lock {
     }
     const running = this.#watchLost()
     if (!(await this.acquire(options))) {
+      const waitMs = options?.waitMs ?? this.#native.defaults.waitMs
       throw codedError(
         'ERR_TIMEOUT',
-        `lock '${this.name}' was not acquired within ${options?.waitMs} ms; using() did not run the routine`,
+        `lock '${this.name}' was not acquired within ${waitMs} ms; using() did not run the routine`,
       )
     }
     const controller = new AbortController()
@@ -455,8 +483,22 @@ class ExpirableSemaphore extends PermitCount {
   }
 }
 
+/**
+ * Sends polylock's log events (the Rust core's tracing events) at `level` and above to
+ * `logger(level, message, fields)`; `null` stops it. A lost lease is a `warn`.
+ * @param {import('./index').Logger | null} logger
+ * @param {import('./index').LogLevel} [level] default `'info'`
+ */
+function setLogger(logger, level) {
+  if (logger !== null && typeof logger !== 'function') {
+    throw codedError('ERR_INVALID_ARGUMENT', 'invalid argument: setLogger(logger): logger must be a function or null')
+  }
+  native.setLogger(logger, level)
+}
+
 exports.Client = Client
 exports.Lock = Lock
 exports.ReadWriteLock = ReadWriteLock
 exports.Semaphore = Semaphore
 exports.ExpirableSemaphore = ExpirableSemaphore
+exports.setLogger = setLogger

@@ -18,23 +18,29 @@ export declare class Cancellation {
 /** A connection to one Redis server; make locks from it. */
 export declare class Client {
   /** Connects; rejects with `ERR_CONNECTION` when the server cannot be reached in time. */
-  static connect(url: string, options?: { watchdogTimeoutMs?: number; connectTimeoutMs?: number; responseTimeoutMs?: number; fairQueueTimeoutMs?: number } | null): Promise<Client>
+  static connect(url: string, options?: ConnectOptions | null): Promise<Client>
   /** This client's id, the first half of every owner string it writes. */
   get id(): string
-  /** A new handle (a new owner) on the lock `name`. No I/O. */
-  lock(name: string): Lock
+  /**
+   * A new handle (a new owner) on the lock `name`, with per-lock `defaults` for its acquires
+   * (checked now). No I/O.
+   */
+  lock(name: string, defaults?: AcquireOptions | null): Lock
   /**
    * A new handle (a new owner) on the fair lock `name`: FIFO, a release wakes only the next
    * waiter. No I/O.
    */
-  fairLock(name: string): Lock
+  fairLock(name: string, defaults?: AcquireOptions | null): Lock
   /**
    * A new handle (a new owner) on the fenced lock `name`: the lock API plus a token per
    * acquisition (`token`). No I/O.
    */
-  fencedLock(name: string): Lock
-  /** A new owner's handle on the read-write lock `name`. No I/O. */
-  readWriteLock(name: string): ReadWriteLock
+  fencedLock(name: string, defaults?: AcquireOptions | null): Lock
+  /**
+   * A new owner's handle on the read-write lock `name`. No I/O.
+   * `defaults` are those of both its locks.
+   */
+  readWriteLock(name: string, defaults?: AcquireOptions | null): ReadWriteLock
   /** A handle on the semaphore `name`. No I/O. */
   semaphore(name: string): Semaphore
   /** A handle on the expirable semaphore `name` (permits with ids and leases). No I/O. */
@@ -62,7 +68,7 @@ export declare class ExpirableSemaphore {
    * runs out or `cancellation` fires (then nothing is taken). `leaseMs`: none = renewed by
    * the watchdog while the client lives.
    */
-  acquire(options?: { waitMs?: number; leaseMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null): Promise<string | null>
+  acquire(options?: AcquireOptions | null, cancellation?: Cancellation | null): Promise<string | null>
   /**
    * Releases the permit `permitId`: `ERR_NOT_HELD` when nobody holds it, `ERR_LOCK_LOST`
    * when it was this handle's and its lease ran out.
@@ -77,12 +83,21 @@ export declare class ExpirableSemaphore {
 /** One owner's handle on one lock (reentrant). Dropping it while held releases in the background. */
 export declare class Lock {
   /**
-   * Acquires or re-enters. `waitMs`: none or `Infinity` = no bound, 0 = one attempt.
-   * `leaseMs`: none = watchdog-renewed. Resolves `false` when the wait runs out or
-   * `cancellation` fires (then no lock is held; a cancellation fired before the call makes no
-   * attempt at all).
+   * Acquires or re-enters. An option left out takes the lock's default. `waitMs`: `Infinity`
+   * = no bound, 0 = one attempt. Resolves `false` when the wait runs out or `cancellation`
+   * fires (then no lock is held; a cancellation fired before the call makes no attempt).
    */
-  acquire(options?: { waitMs?: number; leaseMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null): Promise<boolean>
+  acquire(options?: AcquireOptions | null, cancellation?: Cancellation | null): Promise<boolean>
+  /**
+   * The defaults of this handle's acquires (`client.lock(name, defaults)`); a field is absent
+   * when its default is none (no bound, the watchdog lease).
+   */
+  get defaults(): AcquireOptions
+  /**
+   * The holder's remaining lease in milliseconds (asks Redis): `null` when nobody holds the
+   * lock, `Infinity` when its key has no expiry.
+   */
+  remainingLease(): Promise<number | null>
   /** Releases one level of the hold: `ERR_NOT_HELD` when not held, `ERR_LOCK_LOST` when lost. */
   release(): Promise<void>
   /** Whether anyone holds the lock. */
@@ -98,8 +113,8 @@ export declare class Lock {
    * kinds without tokens. Tokens grow by one per acquisition, so they stay safe integers.
    */
   get token(): number | null
-  /** Whether the current hold's lease was lost. */
-  get lost(): boolean
+  /** Whether the current hold's lease was lost (no I/O). */
+  isLost(): boolean
   get name(): string
   /** `<client-id>:<holder-id>`, the hash field this handle writes. */
   get owner(): string
@@ -132,9 +147,63 @@ export declare class Semaphore {
    * one attempt). Resolves `false` when the wait runs out or `cancellation` fires (then
    * nothing is taken).
    */
-  acquire(options?: { permits?: number; waitMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null): Promise<boolean>
+  acquire(options?: SemaphoreAcquireOptions | null, cancellation?: Cancellation | null): Promise<boolean>
   /** Gives `permits` (default 1) back, whoever took them, and wakes waiters. */
   release(permits?: number | null): Promise<void>
   /** The permits available now (0 when never set). */
   availablePermits(): Promise<number>
 }
+
+/**
+ * The wait and lease of an acquire, and a lock's defaults (`client.lock(name, defaults)`).
+ * Times in milliseconds. A field left out (or `null`) takes the lock's default.
+ */
+export interface AcquireOptions {
+  /**
+   * Longest wait: `Infinity` = no bound, 0 = one attempt; fractions of a ms are accepted.
+   * Left out: the lock's default wait, which is no bound unless `client.lock` set one.
+   */
+  waitMs?: number
+  /**
+   * A fixed lease, never renewed (1 ms to 10 years). Left out: the lock's default lease,
+   * which is the watchdog-renewed lease unless `client.lock` set one.
+   */
+  leaseMs?: number
+}
+
+/**
+ * Options of `Client.connect`. Times in milliseconds; an option left out (or `null`) takes the
+ * core's default.
+ */
+export interface ConnectOptions {
+  /** The lease of locks acquired without `leaseMs`, renewed every third of it. Default 30000. */
+  watchdogTimeoutMs?: number
+  /** How long connecting may take before `ERR_CONNECTION`. Default 5000. */
+  connectTimeoutMs?: number
+  /** How long one Redis command may wait for its answer before `ERR_TIMEOUT`. Default 5000. */
+  responseTimeoutMs?: number
+  /**
+   * How long a fair-lock waiter that stopped answering (its process died) keeps its place.
+   * Default 10000.
+   */
+  fairQueueTimeoutMs?: number
+}
+
+/** The options of a `Semaphore` acquire. Times in milliseconds. */
+export interface SemaphoreAcquireOptions {
+  /** How many permits to take: 1 (the default) to 2147483647. A fraction is truncated. */
+  permits?: number
+  /**
+   * Longest wait: left out or `Infinity` = no bound, 0 = one attempt. Fractions of a ms are
+   * accepted.
+   */
+  waitMs?: number
+}
+
+/**
+ * Sends the core's tracing events at `level` and above (default `'info'`) to `logger`, as
+ * `logger(level, message, fields)`; `null` stops it. One logger per process: a new call
+ * replaces the last. The logger runs on the main thread and never keeps the process alive;
+ * events that find the JavaScript thread far behind are dropped.
+ */
+export declare function setLogger(logger: ((level: 'error' | 'warn' | 'info' | 'debug' | 'trace', message: string, fields: Record<string, string | number | boolean>) => void) | null, level?: 'error' | 'warn' | 'info' | 'debug' | 'trace' | null): void

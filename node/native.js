@@ -841,3 +841,4 @@ module.exports.ExpirableSemaphore = nativeBinding.ExpirableSemaphore
 module.exports.Lock = nativeBinding.Lock
 module.exports.ReadWriteLock = nativeBinding.ReadWriteLock
 module.exports.Semaphore = nativeBinding.Semaphore
+module.exports.setLogger = nativeBinding.setLogger

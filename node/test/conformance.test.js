@@ -137,19 +137,36 @@ describe('accepted values', () => {
     await short.close()
   })
 
-  test('a value that is not a number is the binding\'s own ERR_INVALID_ARGUMENT', async () => {
+  test('a value of the wrong type is napi\'s own error, naming the option', async () => {
+    // The option objects are declared in Rust (#[napi(object)]); napi converts them and
+    // rejects a value of the wrong type before the core sees it (TypeScript catches it sooner).
     const lock = client.lock(fresh('type'))
     await assert.rejects(lock.acquire({ waitMs: '5' }), {
-      code: 'ERR_INVALID_ARGUMENT',
-      message: 'invalid argument: waitMs must be a number of milliseconds',
+      code: 'NumberExpected',
+      message: /AcquireOptions\.waitMs/,
     })
     await assert.rejects(lock.acquire({ leaseMs: 10n }), {
-      code: 'ERR_INVALID_ARGUMENT',
-      message: 'invalid argument: leaseMs must be a number of milliseconds',
+      code: 'NumberExpected',
+      message: /AcquireOptions\.leaseMs/,
     })
     await assert.rejects(Client.connect(redis.url, { connectTimeoutMs: '5000' }), {
-      code: 'ERR_INVALID_ARGUMENT',
-      message: 'invalid argument: connectTimeoutMs must be a number of milliseconds',
+      code: 'NumberExpected',
+      message: /ConnectOptions\.connectTimeoutMs/,
     })
+    assert.throws(() => client.lock(fresh('type'), { waitMs: '5' }), {
+      code: 'NumberExpected',
+      message: /AcquireOptions\.waitMs/,
+    })
+  })
+
+  test('bad lock defaults get the same messages as a bad acquire', async () => {
+    for (const c of table.cases.filter((c) => c.call === 'acquire')) {
+      const defaults = { waitMs: ms(c.wait_ms), leaseMs: ms(c.lease_ms) }
+      const expected = { code: 'ERR_INVALID_ARGUMENT', message: c.message }
+      assert.throws(() => client.lock(fresh('defaults'), defaults), expected)
+      assert.throws(() => client.fairLock(fresh('defaults'), defaults), expected)
+      assert.throws(() => client.fencedLock(fresh('defaults'), defaults), expected)
+      assert.throws(() => client.readWriteLock(fresh('defaults'), defaults), expected)
+    }
   })
 })

@@ -121,7 +121,7 @@ test('close() ends a waiting acquire at once and marks the holds lost', async ()
   assert.ok(Date.now() - started < 5000, 'at once, far from its 30 s bound')
 
   assert.equal(holder.isHeld(), false)
-  assert.equal(holder.lost, true)
+  assert.equal(holder.isLost(), true)
   const usingError = await within(10_000, using, 'using after close()')
   assert.equal(usingError?.code, 'ERR_LOCK_LOST', 'using() reports the lost hold')
   assert.ok(reason instanceof Error, 'the lost signal aborted')

@@ -7,7 +7,10 @@ import {
   Lock,
   ReadWriteLock,
   Semaphore,
+  setLogger,
   type AcquireOptions,
+  type LockOptions,
+  type LogLevel,
   type PolylockError,
   type SemaphoreAcquireOptions,
 } from 'polylock'
@@ -31,7 +34,7 @@ async function main(): Promise<void> {
     try {
       const held: boolean = lock.isHeld()
       const count: number = lock.holdCount()
-      const lost: boolean = lock.lost
+      const lost: boolean = lock.isLost()
       console.log(held, count, lost, lock.name, lock.owner)
     } finally {
       await lock.release()
@@ -57,6 +60,24 @@ async function main(): Promise<void> {
     const code: PolylockError['code'] = (error as PolylockError).code
     if (code === 'ERR_NOT_HELD' || code === 'ERR_LOCK_LOST') console.log(code)
   }
+
+  // Per-lock defaults, lease inspection, loss callback, logger.
+  const defaults: LockOptions = { waitMs: 5000, leaseMs: 30000 }
+  const orders: Lock = client.lock('orders:43', defaults)
+  const fairDefaults: Lock = client.fairLock('orders:queue', { waitMs: 100 })
+  const fencedDefaults: Lock = client.fencedLock('stock:8', { leaseMs: 1000 })
+  const rwDefaults: ReadWriteLock = client.readWriteLock('catalog', { waitMs: 0 })
+  orders.onLost((error: PolylockError) => console.log(error.code, error.message))
+  if (await orders.acquire({ waitMs: Infinity })) {
+    const remaining: number | null = await orders.remainingLease()
+    console.log(remaining, orders.isLost(), fairDefaults.name, fencedDefaults.name, rwDefaults.name)
+    await orders.release()
+  }
+  const level: LogLevel = 'warn'
+  setLogger((lvl: LogLevel, message: string, fields: Record<string, string | number | boolean>) => {
+    console.log(lvl, message, fields.lock)
+  }, level)
+  setLogger(null)
 
   // Fenced lock and fenced writes.
   const fenced: Lock = client.fencedLock('stock:7')
@@ -144,6 +165,15 @@ async function main(): Promise<void> {
   const wrong: string = await lock.acquire()
   // @ts-expect-error the routine gets an AbortSignal
   await lock.using(async (signal: string) => signal)
+  // @ts-expect-error lock defaults have no signal (it belongs to one call)
+  client.lock('x', { signal: controller.signal })
+  // @ts-expect-error not a log level
+  setLogger(() => {}, 'verbose')
+  // @ts-expect-error a lost callback gets an error
+  orders.onLost((error: string) => error)
+  // @ts-expect-error the remaining lease is a number or null
+  const noLease: number = await orders.remainingLease()
+  console.log(noLease)
   // @ts-expect-error not a code polylock uses
   const bad: PolylockError['code'] = 'ERR_OTHER'
   console.log(wrong, bad)

@@ -5,18 +5,20 @@
 //! JavaScript type checks and the one error mapping live here, and the core checks every value
 //! (so a bad value gets the same message in every language). Times are milliseconds.
 
-use polylock::AcquireOptions;
+use polylock::AcquireOptions as CoreAcquireOptions;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use napi::bindgen_prelude::{BufferSlice, Function, JsObjectValue, Object, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{BufferSlice, Function, Object, ToNapiValue, Unknown};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::{Env, JsError, JsValue, ValueType};
 use napi_derive::napi;
 use polylock::options::{lease_from_millis, option_from_millis, wait_from_millis};
 use tokio::sync::watch;
+
+pub mod log;
 
 /// The `code` of the JS `Error` for each kind of core error. The one mapping of this binding.
 fn error_code(kind: polylock::ErrorKind) -> &'static str {
@@ -71,46 +73,77 @@ where
     Ok(promise)
 }
 
-/// `undefined`/`null` -> `None`; a number -> itself, milliseconds for the core to check (the
-/// core's `options` functions). Only the type is checked here: anything but a number is an
-/// error of this binding, since the core never sees JavaScript values.
-fn millis(value: Option<Unknown>, what: &str) -> polylock::Result<Option<f64>> {
-    let Some(value) = value else {
-        return Ok(None);
-    };
-    match value.get_type() {
-        Ok(ValueType::Undefined | ValueType::Null) => return Ok(None),
-        Ok(ValueType::Number) => {}
-        _ => return Err(invalid(format!("{what} must be a number of milliseconds"))),
-    }
-    // SAFETY: the value was checked to be a number just above.
-    unsafe { value.cast::<f64>() }
-        .map(Some)
-        .map_err(|_| invalid(format!("{what} must be a number of milliseconds")))
+/// Options of `Client.connect`. Times in milliseconds; an option left out (or `null`) takes the
+/// core's default.
+#[napi(object)]
+#[derive(Default)]
+pub struct ConnectOptions {
+    /// The lease of locks acquired without `leaseMs`, renewed every third of it. Default 30000.
+    pub watchdog_timeout_ms: Option<f64>,
+    /// How long connecting may take before `ERR_CONNECTION`. Default 5000.
+    pub connect_timeout_ms: Option<f64>,
+    /// How long one Redis command may wait for its answer before `ERR_TIMEOUT`. Default 5000.
+    pub response_timeout_ms: Option<f64>,
+    /// How long a fair-lock waiter that stopped answering (its process died) keeps its place.
+    /// Default 10000.
+    pub fair_queue_timeout_ms: Option<f64>,
 }
 
-/// The options object (or `undefined`/`null`) of a call, as an object to read fields from.
-fn options_object<'env>(
-    value: Option<Unknown<'env>>,
-    what: &str,
-) -> polylock::Result<Option<Object<'env>>> {
-    let Some(value) = value else {
-        return Ok(None);
-    };
-    match value.get_type() {
-        Ok(ValueType::Undefined | ValueType::Null) => Ok(None),
-        // SAFETY: the value was checked to be an object.
-        Ok(ValueType::Object) => unsafe { value.cast::<Object>() }
-            .map(Some)
-            .map_err(|_| invalid(format!("{what} must be an object"))),
-        _ => Err(invalid(format!("{what} must be an object"))),
-    }
+/// The wait and lease of an acquire, and a lock's defaults (`client.lock(name, defaults)`).
+/// Times in milliseconds. A field left out (or `null`) takes the lock's default.
+#[napi(object)]
+#[derive(Default)]
+pub struct AcquireOptions {
+    /// Longest wait: `Infinity` = no bound, 0 = one attempt; fractions of a ms are accepted.
+    /// Left out: the lock's default wait, which is no bound unless `client.lock` set one.
+    pub wait_ms: Option<f64>,
+    /// A fixed lease, never renewed (1 ms to 10 years). Left out: the lock's default lease,
+    /// which is the watchdog-renewed lease unless `client.lock` set one.
+    pub lease_ms: Option<f64>,
 }
 
-fn field<'env>(object: &Option<Object<'env>>, name: &str) -> Option<Unknown<'env>> {
-    object
-        .as_ref()
-        .and_then(|object| object.get_named_property::<Unknown>(name).ok())
+/// The options of a `Semaphore` acquire. Times in milliseconds.
+#[napi(object)]
+#[derive(Default)]
+pub struct SemaphoreAcquireOptions {
+    /// How many permits to take: 1 (the default) to 2147483647. A fraction is truncated.
+    pub permits: Option<i64>,
+    /// Longest wait: left out or `Infinity` = no bound, 0 = one attempt. Fractions of a ms are
+    /// accepted.
+    pub wait_ms: Option<f64>,
+}
+
+/// A lock's defaults from `client.lock(name, defaults)`, checked by the core.
+fn lock_defaults(defaults: Option<AcquireOptions>) -> polylock::Result<CoreAcquireOptions> {
+    let defaults = defaults.unwrap_or_default();
+    Ok(CoreAcquireOptions {
+        wait: wait_from_millis(defaults.wait_ms)?,
+        lease: lease_from_millis(defaults.lease_ms)?,
+    })
+}
+
+/// The options of one acquire: a field left out takes `defaults`' value.
+fn acquire_options(
+    defaults: CoreAcquireOptions,
+    options: Option<AcquireOptions>,
+) -> polylock::Result<CoreAcquireOptions> {
+    let options = options.unwrap_or_default();
+    Ok(CoreAcquireOptions {
+        wait: match options.wait_ms {
+            None => defaults.wait,
+            ms => wait_from_millis(ms)?,
+        },
+        lease: match options.lease_ms {
+            None => defaults.lease,
+            ms => lease_from_millis(ms)?,
+        },
+    })
+}
+
+/// A lock's `defaults` and a handle of it: `with_defaults` checks them.
+fn with_defaults(lock: polylock::Lock, defaults: Option<AcquireOptions>) -> polylock::Result<Lock> {
+    let inner = lock.with_defaults(lock_defaults(defaults)?)?;
+    Ok(Lock { inner })
 }
 
 /// A connection to one Redis server; make locks from it.
@@ -123,13 +156,14 @@ pub struct Client {
 impl Client {
     /// Connects; rejects with `ERR_CONNECTION` when the server cannot be reached in time.
     #[napi(
-        ts_args_type = "url: string, options?: { watchdogTimeoutMs?: number; connectTimeoutMs?: number; responseTimeoutMs?: number; fairQueueTimeoutMs?: number } | null",
+        strict,
+        ts_args_type = "url: string, options?: ConnectOptions | null",
         ts_return_type = "Promise<Client>"
     )]
     pub fn connect<'env>(
         env: &'env Env,
         url: Unknown,
-        options: Option<Unknown>,
+        options: Option<ConnectOptions>,
     ) -> napi::Result<Object<'env>> {
         let (url, options) = connect_options(url, options).map_err(|err| js_error(env, &err))?;
         promise(env, async move {
@@ -144,38 +178,80 @@ impl Client {
         self.inner.id().to_owned()
     }
 
-    /// A new handle (a new owner) on the lock `name`. No I/O.
-    #[napi(ts_args_type = "name: string")]
-    pub fn lock(&self, env: &Env, name: Unknown) -> napi::Result<Lock> {
-        let made = string(name, "lock name").and_then(|name| self.inner.lock(&name));
-        made.map(|inner| Lock { inner })
+    /// A new handle (a new owner) on the lock `name`, with per-lock `defaults` for its acquires
+    /// (checked now). No I/O.
+    #[napi(
+        strict,
+        ts_args_type = "name: string, defaults?: AcquireOptions | null"
+    )]
+    pub fn lock(
+        &self,
+        env: &Env,
+        name: Unknown,
+        defaults: Option<AcquireOptions>,
+    ) -> napi::Result<Lock> {
+        string(name, "lock name")
+            .and_then(|name| self.inner.lock(&name))
+            .and_then(|lock| with_defaults(lock, defaults))
             .map_err(|err| js_error(env, &err))
     }
 
     /// A new handle (a new owner) on the fair lock `name`: FIFO, a release wakes only the next
     /// waiter. No I/O.
-    #[napi(ts_args_type = "name: string")]
-    pub fn fair_lock(&self, env: &Env, name: Unknown) -> napi::Result<Lock> {
-        let made = string(name, "lock name").and_then(|name| self.inner.fair_lock(&name));
-        made.map(|inner| Lock { inner })
+    #[napi(
+        strict,
+        ts_args_type = "name: string, defaults?: AcquireOptions | null"
+    )]
+    pub fn fair_lock(
+        &self,
+        env: &Env,
+        name: Unknown,
+        defaults: Option<AcquireOptions>,
+    ) -> napi::Result<Lock> {
+        string(name, "lock name")
+            .and_then(|name| self.inner.fair_lock(&name))
+            .and_then(|lock| with_defaults(lock, defaults))
             .map_err(|err| js_error(env, &err))
     }
 
     /// A new handle (a new owner) on the fenced lock `name`: the lock API plus a token per
     /// acquisition (`token`). No I/O.
-    #[napi(ts_args_type = "name: string")]
-    pub fn fenced_lock(&self, env: &Env, name: Unknown) -> napi::Result<Lock> {
-        let made = string(name, "lock name").and_then(|name| self.inner.fenced_lock(&name));
-        made.map(|inner| Lock { inner })
+    #[napi(
+        strict,
+        ts_args_type = "name: string, defaults?: AcquireOptions | null"
+    )]
+    pub fn fenced_lock(
+        &self,
+        env: &Env,
+        name: Unknown,
+        defaults: Option<AcquireOptions>,
+    ) -> napi::Result<Lock> {
+        string(name, "lock name")
+            .and_then(|name| self.inner.fenced_lock(&name))
+            .and_then(|lock| with_defaults(lock, defaults))
             .map_err(|err| js_error(env, &err))
     }
 
     /// A new owner's handle on the read-write lock `name`. No I/O.
-    #[napi(ts_args_type = "name: string")]
-    pub fn read_write_lock(&self, env: &Env, name: Unknown) -> napi::Result<ReadWriteLock> {
-        let made = string(name, "lock name").and_then(|name| self.inner.read_write_lock(&name));
-        made.map(|inner| ReadWriteLock { inner })
-            .map_err(|err| js_error(env, &err))
+    /// `defaults` are those of both its locks.
+    #[napi(
+        strict,
+        ts_args_type = "name: string, defaults?: AcquireOptions | null"
+    )]
+    pub fn read_write_lock(
+        &self,
+        env: &Env,
+        name: Unknown,
+        defaults: Option<AcquireOptions>,
+    ) -> napi::Result<ReadWriteLock> {
+        let made = string(name, "lock name").and_then(|name| {
+            let inner = self.inner.read_write_lock(&name)?;
+            let defaults = lock_defaults(defaults)?;
+            // The core checks them (the same messages as an acquire's).
+            inner.read_lock().with_defaults(defaults)?;
+            Ok(ReadWriteLock { inner, defaults })
+        });
+        made.map_err(|err| js_error(env, &err))
     }
 
     /// A handle on the semaphore `name`. No I/O.
@@ -301,34 +377,33 @@ fn bytes(value: Unknown) -> polylock::Result<Vec<u8>> {
 /// takes the core's default. `Client::connect_with` checks the values.
 fn connect_options(
     url: Unknown,
-    options: Option<Unknown>,
+    options: Option<ConnectOptions>,
 ) -> polylock::Result<(String, polylock::ClientOptions)> {
     let url = string(url, "Redis URL")?;
-    let options = options_object(options, "connect options")?;
+    let options = options.unwrap_or_default();
     let defaults = polylock::ClientOptions::default();
     // The core's name of each option goes into its messages, the same in every language.
-    let option = |js_name: &str, name: &str, default: Duration| {
-        let ms = millis(field(&options, js_name), js_name)?;
+    let option = |ms: Option<f64>, name: &str, default: Duration| {
         ms.map_or(Ok(default), |ms| option_from_millis(name, ms))
     };
     let options = polylock::ClientOptions {
         watchdog_timeout: option(
-            "watchdogTimeoutMs",
+            options.watchdog_timeout_ms,
             "watchdog_timeout",
             defaults.watchdog_timeout,
         )?,
         connect_timeout: option(
-            "connectTimeoutMs",
+            options.connect_timeout_ms,
             "connect_timeout",
             defaults.connect_timeout,
         )?,
         response_timeout: option(
-            "responseTimeoutMs",
+            options.response_timeout_ms,
             "response_timeout",
             defaults.response_timeout,
         )?,
         fair_queue_timeout: option(
-            "fairQueueTimeoutMs",
+            options.fair_queue_timeout_ms,
             "fair_queue_timeout",
             defaults.fair_queue_timeout,
         )?,
@@ -344,30 +419,51 @@ pub struct Lock {
 
 #[napi]
 impl Lock {
-    /// Acquires or re-enters. `waitMs`: none or `Infinity` = no bound, 0 = one attempt.
-    /// `leaseMs`: none = watchdog-renewed. Resolves `false` when the wait runs out or
-    /// `cancellation` fires (then no lock is held; a cancellation fired before the call makes no
-    /// attempt at all).
+    /// Acquires or re-enters. An option left out takes the lock's default. `waitMs`: `Infinity`
+    /// = no bound, 0 = one attempt. Resolves `false` when the wait runs out or `cancellation`
+    /// fires (then no lock is held; a cancellation fired before the call makes no attempt).
     #[napi(
-        ts_args_type = "options?: { waitMs?: number; leaseMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null",
+        strict,
+        ts_args_type = "options?: AcquireOptions | null, cancellation?: Cancellation | null",
         ts_return_type = "Promise<boolean>"
     )]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
-        options: Option<Unknown>,
+        options: Option<AcquireOptions>,
         cancellation: Option<&Cancellation>,
     ) -> napi::Result<Object<'env>> {
-        let (wait, lease) = acquire_options(env, options).map_err(|err| js_error(env, &err))?;
+        let options =
+            acquire_options(self.inner.defaults(), options).map_err(|err| js_error(env, &err))?;
         let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
         let lock = self.inner.clone();
         promise(env, async move {
-            cancellable(
-                cancelled,
-                false,
-                lock.acquire(AcquireOptions { wait, lease }),
-            )
-            .await
+            cancellable(cancelled, false, lock.acquire(options)).await
+        })
+    }
+
+    /// The defaults of this handle's acquires (`client.lock(name, defaults)`); a field is absent
+    /// when its default is none (no bound, the watchdog lease).
+    #[napi(getter)]
+    pub fn defaults(&self) -> AcquireOptions {
+        let defaults = self.inner.defaults();
+        AcquireOptions {
+            wait_ms: defaults.wait.map(|wait| wait.as_secs_f64() * 1000.0),
+            lease_ms: defaults.lease.map(|lease| lease.as_secs_f64() * 1000.0),
+        }
+    }
+
+    /// The holder's remaining lease in milliseconds (asks Redis): `null` when nobody holds the
+    /// lock, `Infinity` when its key has no expiry.
+    #[napi(ts_return_type = "Promise<number | null>")]
+    pub fn remaining_lease<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let lock = self.inner.clone();
+        promise(env, async move {
+            let remaining = lock.remaining_lease().await?;
+            Ok(remaining.map(|lease| match lease {
+                Duration::MAX => f64::INFINITY,
+                lease => lease.as_secs_f64() * 1000.0,
+            }))
         })
     }
 
@@ -411,9 +507,9 @@ impl Lock {
         self.inner.token()
     }
 
-    /// Whether the current hold's lease was lost.
-    #[napi(getter)]
-    pub fn lost(&self) -> bool {
+    /// Whether the current hold's lease was lost (no I/O).
+    #[napi]
+    pub fn is_lost(&self) -> bool {
         self.inner.is_lost()
     }
 
@@ -445,40 +541,6 @@ impl Lock {
     }
 }
 
-/// Reads `waitMs` and `leaseMs`, and checks `signal` is an `AbortSignal`.
-fn acquire_options(
-    env: &Env,
-    options: Option<Unknown>,
-) -> polylock::Result<(Option<Duration>, Option<Duration>)> {
-    let options = options_object(options, "acquire options")?;
-    let wait = wait_from_millis(millis(field(&options, "waitMs"), "waitMs")?)?;
-    let lease = lease_from_millis(millis(field(&options, "leaseMs"), "leaseMs")?)?;
-    check_signal(env, &options)?;
-    Ok((wait, lease))
-}
-
-/// Reads `permits` (default one) and `waitMs`, and checks `signal` is an `AbortSignal`.
-fn permits_options(
-    env: &Env,
-    options: Option<Unknown>,
-) -> polylock::Result<(i64, Option<Duration>)> {
-    let options = options_object(options, "acquire options")?;
-    let permits = permits_or_one(field(&options, "permits"))?;
-    let wait = wait_from_millis(millis(field(&options, "waitMs"), "waitMs")?)?;
-    check_signal(env, &options)?;
-    Ok((permits, wait))
-}
-
-fn check_signal(env: &Env, options: &Option<Object>) -> polylock::Result<()> {
-    if let Some(signal) = field(options, "signal") {
-        if !matches!(signal.get_type(), Ok(ValueType::Undefined)) && !is_abort_signal(env, &signal)
-        {
-            return Err(invalid("signal must be an AbortSignal".into()));
-        }
-    }
-    Ok(())
-}
-
 /// Runs `acquire` until it settles or `cancellation` fires (then resolves to `cancelled`; the
 /// core guarantees that dropping an acquire future leaves nothing taken).
 async fn cancellable<T>(
@@ -500,6 +562,7 @@ async fn cancellable<T>(
 #[napi]
 pub struct ReadWriteLock {
     inner: polylock::ReadWriteLock,
+    defaults: CoreAcquireOptions,
 }
 
 #[napi]
@@ -511,18 +574,18 @@ impl ReadWriteLock {
 
     /// The read lock (readers share it), a handle of this owner. No I/O.
     #[napi]
-    pub fn read_lock(&self) -> Lock {
-        Lock {
-            inner: self.inner.read_lock(),
-        }
+    pub fn read_lock(&self, env: &Env) -> napi::Result<Lock> {
+        let made = self.inner.read_lock().with_defaults(self.defaults);
+        made.map(|inner| Lock { inner })
+            .map_err(|err| js_error(env, &err))
     }
 
     /// The write lock (excludes readers and writers), a handle of this owner. No I/O.
     #[napi]
-    pub fn write_lock(&self) -> Lock {
-        Lock {
-            inner: self.inner.write_lock(),
-        }
+    pub fn write_lock(&self, env: &Env) -> napi::Result<Lock> {
+        let made = self.inner.write_lock().with_defaults(self.defaults);
+        made.map(|inner| Lock { inner })
+            .map_err(|err| js_error(env, &err))
     }
 }
 
@@ -567,16 +630,19 @@ impl Semaphore {
     /// one attempt). Resolves `false` when the wait runs out or `cancellation` fires (then
     /// nothing is taken).
     #[napi(
-        ts_args_type = "options?: { permits?: number; waitMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null",
+        strict,
+        ts_args_type = "options?: SemaphoreAcquireOptions | null, cancellation?: Cancellation | null",
         ts_return_type = "Promise<boolean>"
     )]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
-        options: Option<Unknown>,
+        options: Option<SemaphoreAcquireOptions>,
         cancellation: Option<&Cancellation>,
     ) -> napi::Result<Object<'env>> {
-        let (permits, wait) = permits_options(env, options).map_err(|err| js_error(env, &err))?;
+        let options = options.unwrap_or_default();
+        let wait = wait_from_millis(options.wait_ms).map_err(|err| js_error(env, &err))?;
+        let permits = options.permits.unwrap_or(1);
         let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
         let semaphore = self.inner.clone();
         promise(env, async move {
@@ -648,25 +714,22 @@ impl ExpirableSemaphore {
     /// runs out or `cancellation` fires (then nothing is taken). `leaseMs`: none = renewed by
     /// the watchdog while the client lives.
     #[napi(
-        ts_args_type = "options?: { waitMs?: number; leaseMs?: number; signal?: AbortSignal } | null, cancellation?: Cancellation | null",
+        strict,
+        ts_args_type = "options?: AcquireOptions | null, cancellation?: Cancellation | null",
         ts_return_type = "Promise<string | null>"
     )]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
-        options: Option<Unknown>,
+        options: Option<AcquireOptions>,
         cancellation: Option<&Cancellation>,
     ) -> napi::Result<Object<'env>> {
-        let (wait, lease) = acquire_options(env, options).map_err(|err| js_error(env, &err))?;
+        let options = acquire_options(CoreAcquireOptions::new(), options)
+            .map_err(|err| js_error(env, &err))?;
         let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
         let semaphore = self.inner.clone();
         promise(env, async move {
-            cancellable(
-                cancelled,
-                None,
-                semaphore.acquire(AcquireOptions { wait, lease }),
-            )
-            .await
+            cancellable(cancelled, None, semaphore.acquire(options)).await
         })
     }
 
@@ -691,16 +754,6 @@ impl ExpirableSemaphore {
     pub fn held_permits(&self) -> Vec<String> {
         self.inner.held_permits()
     }
-}
-
-fn is_abort_signal(env: &Env, value: &Unknown) -> bool {
-    let Ok(global) = env.get_global() else {
-        return false;
-    };
-    let Ok(class) = global.get_named_property::<Function<Unknown, Unknown>>("AbortSignal") else {
-        return false;
-    };
-    value.instanceof(class).unwrap_or(false)
 }
 
 /// Cancels the `acquire` calls it was given to (the JS layer fires it from an AbortSignal).
