@@ -72,6 +72,8 @@ export declare class Client {
   static connect(url: string, options?: ConnectOptions): Promise<Client>
   /** This client's id, the first half of every owner string it writes. */
   readonly id: string
+  /** The lease of watchdog-renewed locks, in milliseconds (the `watchdogTimeoutMs` option). */
+  readonly watchdogTimeoutMs: number
   /**
    * A new handle on the lock `name`, and so a new owner: every call gives a different holder;
    * the same handle re-enters. No I/O. Throws `ERR_INVALID_ARGUMENT` for an empty name, or

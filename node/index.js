@@ -72,6 +72,11 @@ class Client {
     return this.#native.id
   }
 
+  /** The lease of watchdog-renewed locks, in milliseconds (the `watchdogTimeoutMs` option). */
+  get watchdogTimeoutMs() {
+    return this.#native.watchdogTimeoutMs
+  }
+
   /**
    * A new handle, and so a new owner, on the lock `name`. No I/O.
    * @param {string} name

@@ -21,6 +21,8 @@ export declare class Client {
   static connect(url: string, options?: ConnectOptions | null): Promise<Client>
   /** This client's id, the first half of every owner string it writes. */
   get id(): string
+  /** The lease of watchdog-renewed locks, in milliseconds. */
+  get watchdogTimeoutMs(): number
   /**
    * A new handle (a new owner) on the lock `name`, with per-lock `defaults` for its acquires
    * (checked now). No I/O.

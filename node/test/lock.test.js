@@ -207,6 +207,7 @@ describe('using', () => {
   test('the signal aborts with ERR_LOCK_LOST when the key is deleted behind the holder', async () => {
     const short = await Client.connect(redis.url, { watchdogTimeoutMs: 1500 })
     try {
+      assert.equal(short.watchdogTimeoutMs, 1500)
       const name = fresh('lost')
       const lock = short.lock(name)
       let reason

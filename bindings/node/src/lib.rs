@@ -178,6 +178,12 @@ impl Client {
         self.inner.id().to_owned()
     }
 
+    /// The lease of watchdog-renewed locks, in milliseconds.
+    #[napi(getter)]
+    pub fn watchdog_timeout_ms(&self) -> f64 {
+        self.inner.watchdog_timeout().as_secs_f64() * 1000.0
+    }
+
     /// A new handle (a new owner) on the lock `name`, with per-lock `defaults` for its acquires
     /// (checked now). No I/O.
     #[napi(
