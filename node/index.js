@@ -265,13 +265,9 @@ class Lock {
       throw codedError('ERR_INVALID_ARGUMENT', 'using(routine): routine must be a function')
     }
     const running = this.#watchLost()
-    if (!(await this.acquire(options))) {
-      const waitMs = options?.waitMs ?? this.#native.defaults.waitMs
-      throw codedError(
-        'ERR_TIMEOUT',
-        `lock '${this.name}' was not acquired within ${waitMs} ms; using() did not run the routine`,
-      )
-    }
+    // A wait that runs out rejects with ERR_TIMEOUT and the core's message; an abort throws its reason.
+    await acquireWithSignal(options, (cancellation) => this.#native.acquireOrFail(options, cancellation),
+      () => this.#native.release())
     const controller = new AbortController()
     running.add(controller)
     let result

@@ -91,6 +91,12 @@ export declare class Lock {
    */
   acquire(options?: AcquireOptions | null, cancellation?: Cancellation | null): Promise<boolean>
   /**
+   * The acquire of `using()`: as `acquire`, but a wait that runs out rejects with
+   * `ERR_TIMEOUT` (the core's message, the same in every language). Resolves `true` when
+   * acquired, `false` only when `cancellation` fired.
+   */
+  acquireOrFail(options?: AcquireOptions | null, cancellation?: Cancellation | null): Promise<boolean>
+  /**
    * The defaults of this handle's acquires (`client.lock(name, defaults)`); a field is absent
    * when its default is none (no bound, the watchdog lease).
    */

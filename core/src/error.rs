@@ -17,7 +17,9 @@ pub enum Error {
     /// Redis could not be reached, or the connection broke.
     #[error("{0}")]
     Connection(String),
-    /// An operation with a deadline (other than the acquire wait) ran out of time.
+    /// An operation with a deadline ran out of time: Redis did not answer within the response
+    /// timeout, or a scoped hold's wait ran out (`Lock::acquire_or_fail`; a plain acquire
+    /// returns `false` instead).
     #[error("{0}")]
     Timeout(String),
     /// The lock's name holds a Redis key that is not a lock.

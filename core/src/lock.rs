@@ -10,7 +10,7 @@ use tracing::Instrument;
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
-use crate::options::AcquireOptions;
+use crate::options::{ms, AcquireOptions};
 use crate::runtime::runtime;
 
 /// A handle on one lock for one owner. Clones share the handle (and its holds).
@@ -100,15 +100,30 @@ impl Lock {
         self.core.acquire(options.wait, options.lease).await
     }
 
-    /// Waits without bound for the lock, with the default lease, and returns a guard that
-    /// releases it when dropped (or by [`LockGuard::release`], which reports errors).
+    /// Acquires with the per-lock defaults (by default: waiting without bound, the watchdog
+    /// lease) and returns a guard that releases it when dropped (or by
+    /// [`LockGuard::release`], which reports errors). A default wait that runs out is
+    /// [`Error::Timeout`], as [`Lock::acquire_or_fail`].
     pub async fn lock(&self) -> Result<LockGuard> {
-        let options = AcquireOptions {
-            wait: None,
-            ..self.defaults
-        };
-        self.acquire(options).await?;
+        self.acquire_or_fail(self.defaults).await?;
         Ok(LockGuard::new(self.clone()))
+    }
+
+    /// The acquire of every language's scoped hold (Rust [`Lock::lock`], Python `with`, Node
+    /// `using`, Kotlin and Swift `withLock`): [`Lock::acquire`], but a wait that runs out is
+    /// [`Error::Timeout`] with the same message in every language, since the scoped code must
+    /// not run.
+    pub async fn acquire_or_fail(&self, options: AcquireOptions) -> Result<()> {
+        if self.acquire(options).await? {
+            return Ok(());
+        }
+        let waited = options
+            .wait
+            .map_or_else(|| "its wait".to_owned(), |wait| format!("{} ms", ms(wait)));
+        Err(Error::Timeout(format!(
+            "lock '{}' was not acquired within {waited}: another owner held it all that time",
+            self.name()
+        )))
     }
 
     /// Acquires with the per-lock defaults, but with one attempt when they set no wait; `None`

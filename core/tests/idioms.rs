@@ -140,3 +140,35 @@ async fn a_client_made_from_a_redis_client_shares_its_address_and_database() {
     assert!(exists, "the lock was written to database 3");
     guard.release().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_scoped_hold_whose_default_wait_runs_out_is_a_timeout_with_the_shared_message() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let holder = client.lock("guard:scoped").unwrap();
+    let held = holder.lock().await.unwrap();
+    let waiter = client
+        .lock("guard:scoped")
+        .unwrap()
+        .with_defaults(AcquireOptions::new().wait(Duration::from_millis(150)))
+        .unwrap();
+    let err = waiter.lock().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert_eq!(
+        err.to_string(),
+        "lock 'guard:scoped' was not acquired within 150 ms: another owner held it all that time"
+    );
+    let err = waiter
+        .acquire_or_fail(AcquireOptions::new().no_wait())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("within 0 ms"), "{err}");
+    assert!(!waiter.is_held());
+    held.release().await.unwrap();
+    waiter
+        .acquire_or_fail(AcquireOptions::new().no_wait())
+        .await
+        .unwrap();
+    assert!(waiter.is_held());
+    waiter.release().await.unwrap();
+}

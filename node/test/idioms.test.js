@@ -37,7 +37,7 @@ describe('per-lock defaults', () => {
     assert.equal(await waiter.acquire(), false, 'the default wait of 200 ms ran out')
     await assert.rejects(waiter.using(async () => 'ran'), {
       code: 'ERR_TIMEOUT',
-      message: `lock '${name}' was not acquired within 200 ms; using() did not run the routine`,
+      message: `lock '${name}' was not acquired within 200 ms: another owner held it all that time`,
     })
     const unbounded = waiter.acquire({ waitMs: Infinity })
     const released = holder.release()

@@ -448,6 +448,30 @@ impl Lock {
         })
     }
 
+    /// The acquire of `using()`: as `acquire`, but a wait that runs out rejects with
+    /// `ERR_TIMEOUT` (the core's message, the same in every language). Resolves `true` when
+    /// acquired, `false` only when `cancellation` fired.
+    #[napi(
+        strict,
+        ts_args_type = "options?: AcquireOptions | null, cancellation?: Cancellation | null",
+        ts_return_type = "Promise<boolean>"
+    )]
+    pub fn acquire_or_fail<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<AcquireOptions>,
+        cancellation: Option<&Cancellation>,
+    ) -> napi::Result<Object<'env>> {
+        let options =
+            acquire_options(self.inner.defaults(), options).map_err(|err| js_error(env, &err))?;
+        let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
+        let lock = self.inner.clone();
+        promise(env, async move {
+            let acquired = async { lock.acquire_or_fail(options).await.map(|()| true) };
+            cancellable(cancelled, false, acquired).await
+        })
+    }
+
     /// The defaults of this handle's acquires (`client.lock(name, defaults)`); a field is absent
     /// when its default is none (no bound, the watchdog lease).
     #[napi(getter)]

@@ -48,10 +48,6 @@ pub enum LockError {
     /// A fenced write was refused: its token is lower than one already applied to the key.
     #[error("{0}")]
     StaleToken(String),
-    /// The lock stayed taken for the whole wait of a scoped hold (Kotlin and Swift `withLock`).
-    /// No call of this library raises it: a plain `acquire` returns `false` instead.
-    #[error("{0}")]
-    NotAcquired(String),
 }
 
 /// The one mapping from the core's errors. The core's message becomes the exception message.
@@ -381,6 +377,13 @@ impl Lock {
     pub async fn acquire_with(&self, wait: Bound, lease: Bound) -> Result<bool, LockError> {
         let options = self.options(wait, lease)?;
         Ok(self.inner.acquire(options).await?)
+    }
+
+    /// The acquire of `withLock`: `acquireWith`, but a wait that runs out throws `Timeout`
+    /// (the same message in every language) instead of returning `false`.
+    pub async fn acquire_or_fail(&self, wait: Bound, lease: Bound) -> Result<(), LockError> {
+        let options = self.options(wait, lease)?;
+        Ok(self.inner.acquire_or_fail(options).await?)
     }
 
     /// `acquireWith` for plain threads: blocks the calling thread.

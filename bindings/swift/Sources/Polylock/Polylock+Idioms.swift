@@ -127,7 +127,7 @@ extension Lock {
     /// Runs `body` holding the lock and releases it however `body` ends (a value or an error).
     ///
     /// `wait` and `lease` as for `acquire(wait:lease:)`. When the wait runs out, `body` does not
-    /// run and `LockError.NotAcquired` is thrown. When `body` throws, its error is rethrown
+    /// run and `LockError.Timeout` is thrown with the core's message (as Python's `with`, Node's `using`). When `body` throws, its error is rethrown
     /// (a failing release is then dropped); when only the release fails (`LockError.LockLost`:
     /// the lease was lost meanwhile), its error is thrown.
     public func withLock<T>(
@@ -135,12 +135,7 @@ extension Lock {
         lease: Duration? = nil,
         _ body: () async throws -> T
     ) async throws -> T {
-        guard try await acquire(wait: wait, lease: lease) else {
-            let waited = (wait ?? defaultWait).map { "\($0)" } ?? "without bound"
-            throw LockError.NotAcquired(
-                message: "lock '\(name())' is still held by another owner after waiting \(waited)"
-            )
-        }
+        try await acquireOrFail(wait: bound(wait), lease: bound(lease))
         let value: T
         do {
             value = try await body()

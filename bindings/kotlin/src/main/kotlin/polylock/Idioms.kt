@@ -78,8 +78,9 @@ val Lock.defaultLease: Duration? get() = defaults().leaseMs?.milliseconds
  * exception, a cancellation: the release is not cancellable).
  *
  * [wait] and [lease] as for [Lock.acquire]. When the wait runs out the block does not run and
- * `LockException.NotAcquired` is thrown (a typed error rather than a `null` result, which a
- * caller could not tell from a block that returned `null`). When [block] throws and the release
+ * `LockException.Timeout` is thrown with the core's message, the same as Python's `with` and
+ * Node's `using` (a typed error rather than a `null` result, which a caller could not tell
+ * from a block that returned `null`). When [block] throws and the release
  * fails too (`LockException.LockLost`: the lease was lost meanwhile), the block's exception is
  * thrown with the release's attached as suppressed; when only the release fails, its exception
  * is thrown.
@@ -89,12 +90,7 @@ suspend fun <T> Lock.withLock(
     lease: Duration? = null,
     block: suspend () -> T,
 ): T {
-    if (!acquire(wait, lease)) {
-        val waited = wait ?: defaultWait
-        throw LockException.NotAcquired(
-            "lock '${name()}' is still held by another owner after waiting $waited",
-        )
-    }
+    acquireOrFail(wait.toBound(), lease.toBound())
     val result = try {
         block()
     } catch (failure: Throwable) {

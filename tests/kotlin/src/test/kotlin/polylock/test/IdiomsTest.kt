@@ -152,14 +152,17 @@ class IdiomsTest {
     }
 
     @Test
-    fun `withLock throws NotAcquired when the wait runs out and does not run its block`() = withClient { _, client ->
+    fun `withLock throws Timeout with the core's message when the wait runs out and does not run its block`() = withClient { _, client ->
         val holder = client.lock("scoped-taken")
         val waiter = client.lock("scoped-taken", wait = 200.milliseconds)
         assertTrue(holder.acquire())
         var ran = false
-        val byDefault = expectThrows<LockException.NotAcquired> { waiter.withLock { ran = true } }
-        assertTrue(byDefault.message!!.contains("scoped-taken"), byDefault.message)
-        expectThrows<LockException.NotAcquired> { waiter.withLock(wait = Duration.ZERO) { ran = true } }
+        val byDefault = expectThrows<LockException.Timeout> { waiter.withLock { ran = true } }
+        assertEquals(
+            "lock 'scoped-taken' was not acquired within 200 ms: another owner held it all that time",
+            byDefault.message,
+        )
+        expectThrows<LockException.Timeout> { waiter.withLock(wait = Duration.ZERO) { ran = true } }
         assertFalse(ran)
         assertFalse(waiter.isHeld())
         assertTrue(holder.isHeld())
