@@ -35,6 +35,7 @@ test-dist: test-rust-package test-dist-python test-dist-node test-dist-kotlin
 
 # The public API of every language against tests/parity/api.toml (after the packages are built).
 test-parity: build-python build-node build-uniffi
+	python3 tests/parity/check.py --python $(CURDIR)/python/.venv/bin/python --self-test
 	python3 tests/parity/check.py --python $(CURDIR)/python/.venv/bin/python
 
 # Every suite, one after the other (each suite starts its own redis-server processes).

@@ -93,11 +93,11 @@ def kotlin_api(generated: Path, idioms: list[Path], classes: dict[str, str]) -> 
         block = re.search(rf"^public interface {name}Interface \{{\n(.*?)^\}}", text, re.S | re.M)
         if block:
             names |= set(re.findall(r"^    (?:suspend )?fun `(\w+)`", block.group(1), re.M))
-        klass = re.search(rf"^open class {name}\b.*?^\}}", text, re.S | re.M)
+        # The class runs to the next top-level declaration; its statics are its companion's.
+        klass = re.search(rf"^open class {name}\b.*?(?=^(?:open class|public interface|public object|sealed class) )", text, re.S | re.M)
         if klass:
-            companion = re.search(r"companion object \{(.*?)^    \}", klass.group(0), re.S | re.M)
-            if companion:
-                names |= set(re.findall(r"^\s+(?:suspend )?fun `(\w+)`", companion.group(1), re.M))
+            companion = klass.group(0).partition("companion object {")[2]
+            names |= set(re.findall(r"^\s+(?:@Throws\(\w+::class\) )?(?:suspend )?fun `(\w+)`", companion, re.M))
         for path in idioms:
             names |= set(
                 re.findall(rf"^(?:public )?(?:inline )?(?:suspend )?fun (?:<[^>]+> )?{name}(?:\.Companion)?\.(\w+)\(", path.read_text(), re.M)
@@ -129,12 +129,55 @@ def names_of(entry: object) -> list[str]:
     return [] if text.startswith("-") else [text]
 
 
+def compare(table: dict, found: dict[str, dict[str, set[str]]], languages: list[str]) -> list[str]:
+    problems: list[str] = []
+    for language in languages:
+        for cls, spec in table["classes"].items():
+            type_name = spec["types"].get(language, "-")
+            if type_name == "-":
+                continue
+            listed: set[str] = set()
+            for capability, cells in spec["api"].items():
+                if language not in cells:
+                    problems.append(f"{cls}.{capability}: no {language} entry in api.toml")
+                    continue
+                for name in names_of(cells[language]):
+                    listed.add(name)
+                    if name not in found[language][type_name]:
+                        problems.append(f"{language}: {type_name}.{name} ({cls}.{capability}) is missing")
+            for name in sorted(found[language][type_name] - listed):
+                problems.append(
+                    f"{language}: {type_name}.{name} is public but not in tests/parity/api.toml "
+                    f"(add it to {cls} for every language, or say why a language has no such call)"
+                )
+    return problems
+
+
+def self_test(table: dict, found: dict[str, dict[str, set[str]]], languages: list[str]) -> int:
+    """The comparison must fail when one language gains a call the table lacks, and when it
+    loses one the table lists."""
+    language = languages[0]
+    cells = table["classes"]["Lock"]["api"]["force_unlock"]
+    type_name = table["classes"]["Lock"]["types"][language]
+    extra = {lang: {t: set(n) for t, n in api.items()} for lang, api in found.items()}
+    extra[language][type_name].add("onlyHere")
+    missing = {lang: {t: set(n) for t, n in api.items()} for lang, api in found.items()}
+    missing[language][type_name] -= set(names_of(cells[language]))
+    caught = [compare(table, extra, languages), compare(table, missing, languages)]
+    if all(caught) and not compare(table, found, languages):
+        print(f"parity self-test: an extra and a missing {language} call are both caught")
+        return 0
+    print(f"parity self-test failed: {caught}")
+    return 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--python", default=str(ROOT / "python/.venv/bin/python"))
     parser.add_argument("--kotlin-generated", default=str(ROOT / "target/uniffi/kotlin/polylock/polylock.kt"))
     parser.add_argument("--only", help="comma-separated languages to check (default: all)")
     parser.add_argument("--dump", action="store_true", help="print the API found, as JSON, and stop")
+    parser.add_argument("--self-test", action="store_true", help="check that a name missing from the table, or from a language, is caught")
     args = parser.parse_args()
     table = tomllib.loads((ROOT / "tests/parity/api.toml").read_text())
     languages = args.only.split(",") if args.only else list(LANGUAGES)
@@ -147,30 +190,13 @@ def main() -> int:
         "kotlin": lambda c: kotlin_api(Path(args.kotlin_generated), [ROOT / p for p in table["kotlin_idioms"]], c),
         "swift": lambda c: swift_api(ROOT / "tests/swift/api.golden", c),
     }
-    problems: list[str] = []
     if args.dump:
         print(json.dumps({lang: {t: sorted(n) for t, n in extractors[lang](classes[lang]).items()} for lang in languages}, indent=1))
         return 0
-    for language in languages:
-        found = extractors[language](classes[language])
-        for cls, spec in table["classes"].items():
-            type_name = spec["types"].get(language, "-")
-            if type_name == "-":
-                continue
-            listed: set[str] = set()
-            for capability, cells in spec["api"].items():
-                if language not in cells:
-                    problems.append(f"{cls}.{capability}: no {language} entry in api.toml")
-                    continue
-                for name in names_of(cells[language]):
-                    listed.add(name)
-                    if name not in found[type_name]:
-                        problems.append(f"{language}: {type_name}.{name} ({cls}.{capability}) is missing")
-            for name in sorted(found[type_name] - listed):
-                problems.append(
-                    f"{language}: {type_name}.{name} is public but not in tests/parity/api.toml "
-                    f"(add it to {cls} for every language, or say why a language has no such call)"
-                )
+    found = {language: extractors[language](classes[language]) for language in languages}
+    if args.self_test:
+        return self_test(table, found, languages)
+    problems = compare(table, found, languages)
     for problem in problems:
         print(problem)
     checked = ", ".join(languages)
