@@ -200,6 +200,12 @@ class Lock:
         return self._name
 
     @property
+    def owner(self) -> str:
+        """``<client id>:<holder id>``: the hash field the calling thread writes when it holds the
+        lock (no I/O)."""
+        return self._handle().owner
+
+    @property
     def default_timeout(self) -> Optional[float]:
         """The lock's default ``timeout`` in seconds (None: wait without bound)."""
         return self._probe.default_timeout

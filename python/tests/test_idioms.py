@@ -117,6 +117,18 @@ def test_bad_defaults_are_refused_by_the_factory_with_the_acquire_message(
 # ---- owned, force_unlock, remaining_lease ---------------------------------------------------
 
 
+def test_owner_is_the_hash_field_of_the_calling_thread(client, redis, name):
+    lock = client.lock(name)
+    assert lock.owner == f"{client.id}:{threading.get_ident()}"
+    with lock:
+        assert redis("HEXISTS", name, lock.owner) == 1
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(lock.owner))
+    thread.start()
+    thread.join()
+    assert seen != [lock.owner] and seen[0].startswith(f"{client.id}:")
+
+
 def test_owned_is_per_thread(client, name):
     lock = client.lock(name)
     assert not lock.owned()
@@ -175,6 +187,7 @@ def test_async_idioms(url, redis, name):
                 assert await lock.remaining_lease() is None
                 async with lock:
                     assert lock.owned()
+                    assert redis("HEXISTS", name, lock.owner) == 1
                     remaining = await lock.remaining_lease()
                     assert remaining is not None and 0 < remaining <= 4.0
                 assert not lock.owned()
