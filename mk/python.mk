@@ -4,12 +4,18 @@
 # test-python:  pytest against real redis-servers (some through the test kit's fault proxy),
 #               plus the stub check (mypy.stubtest).
 # A plain `pip install ./python` builds a release wheel the same way (see docs/python.md).
+# dist-python:      the abi3 wheel (CPython 3.9+, manylinux_2_17 through zig, release profile)
+#                   and the sdist, into dist/; maturin, ziglang and auditwheel live in
+#                   target/dist-venv.
+# test-dist-python: installs that wheel alone into a fresh venv (target/dist-test-venv) and uses
+#                   it with no cargo/rustc on PATH (python/tests/install_check.py); auditwheel
+#                   must find it manylinux_2_17 and the tag abi3 / cp39.
 
 PYTHON ?= python3
 PY_VENV := python/.venv
 PY_RUN := $(CURDIR)/$(PY_VENV)/bin/python
 
-.PHONY: build-python test-python python-peer
+.PHONY: build-python test-python python-peer dist-python test-dist-python
 
 $(PY_VENV)/bin/python:
 	$(PYTHON) -m venv $(PY_VENV)
@@ -27,3 +33,29 @@ test-python: redis-server build-python python-peer
 	cd python && $(PY_RUN) -m pytest -q tests
 	cd python && $(PY_RUN) -m mypy.stubtest polylock._native
 	cd python && $(PY_RUN) -m mypy --strict polylock
+
+PY_DIST_VENV := $(CURDIR)/target/dist-venv
+PY_TEST_VENV := $(CURDIR)/target/dist-test-venv
+# PATH without rustup's directory (cargo, rustc): the installed wheel must not need them.
+PY_PATH_WITHOUT_RUST = $(shell printf '%s' "$$PATH" | tr ':' '\n' | grep -v '/\.cargo/bin$$' | paste -sd: -)
+
+$(PY_DIST_VENV)/bin/maturin:
+	$(PYTHON) -m venv $(PY_DIST_VENV)
+	$(PY_DIST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "maturin>=1.9,<2" "ziglang>=0.13" "auditwheel>=6"
+
+dist-python: $(PY_DIST_VENV)/bin/maturin
+	mkdir -p dist
+	rm -f dist/polylock-*.whl dist/polylock-*.tar.gz
+	cd python && PATH="$(PY_DIST_VENV)/bin:$$PATH" maturin build --quiet --release --zig --compatibility manylinux2014 --out ../dist
+	cd python && $(PY_DIST_VENV)/bin/maturin sdist --out ../dist
+	tar tzf dist/polylock-*.tar.gz | grep -q '^polylock-[^/]*/core/src/lib.rs$$'
+	@ls -l dist/polylock-*
+
+test-dist-python: dist-python redis-server
+	rm -rf $(PY_TEST_VENV)
+	$(PYTHON) -m venv $(PY_TEST_VENV)
+	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-index dist/polylock-*-cp39-abi3-*.whl
+	cd $(PY_TEST_VENV) && PATH="$(PY_PATH_WITHOUT_RUST)" $(PY_TEST_VENV)/bin/python $(CURDIR)/python/tests/install_check.py
+	$(PY_DIST_VENV)/bin/auditwheel show dist/polylock-*.whl | tee target/dist-python-auditwheel.txt
+	grep -q '"manylinux_2_17_x86_64"' target/dist-python-auditwheel.txt
+	ls dist/polylock-*.whl | grep -q -- '-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl$$'

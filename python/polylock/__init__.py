@@ -10,6 +10,7 @@ A lock taken here excludes a Redisson, Rust, Node, Kotlin or Swift polylock lock
 """
 
 from ._native import (
+    DEFAULT,
     ConnectionError,
     InvalidArgumentError,
     LockError,
@@ -19,6 +20,7 @@ from ._native import (
     StaleTokenError,
     TimeoutError,
     WrongTypeError,
+    __version__,
 )
 from ._async import (
     AsyncClient,
@@ -27,9 +29,11 @@ from ._async import (
     AsyncReadWriteLock,
     AsyncSemaphore,
 )
-from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
+from ._sync import AcquireTimeoutError, Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
 
 __all__ = [
+    "DEFAULT",
+    "AcquireTimeoutError",
     "AsyncClient",
     "AsyncExpirableSemaphore",
     "AsyncLock",
@@ -49,4 +53,5 @@ __all__ = [
     "StaleTokenError",
     "TimeoutError",
     "WrongTypeError",
+    "__version__",
 ]

@@ -10,7 +10,8 @@ from types import TracebackType
 from typing import Optional, Union
 
 from . import _native
-from ._sync import LockKind, LostCallback, as_bytes, handle_maker
+from ._native import DEFAULT
+from ._sync import LockKind, LostCallback, Seconds, as_bytes, handle_maker, timed_out
 
 
 class AsyncClient:
@@ -65,19 +66,26 @@ class AsyncClient:
     def watchdog_timeout(self) -> float:
         return self._native.watchdog_timeout
 
-    def lock(self, name: str) -> AsyncLock:
-        """A reentrant lock named ``name``, owned by whichever asyncio task acquires it. No I/O."""
-        return AsyncLock(self._native, name)
+    def lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> AsyncLock:
+        """A reentrant lock named ``name``, owned by whichever asyncio task acquires it, with
+        the defaults ``timeout`` and ``lease`` (as :meth:`polylock.Client.lock`). No I/O."""
+        return AsyncLock(self._native, name, timeout=timeout, lease=lease)
 
-    def fair_lock(self, name: str) -> AsyncLock:
+    def fair_lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> AsyncLock:
         """A reentrant fair lock named ``name`` (Redisson RFairLock): waiting tasks are served in
-        arrival order. Same API as :meth:`lock`. No I/O."""
-        return AsyncLock(self._native, name, kind="fair")
+        arrival order. Same API and defaults as :meth:`lock`. No I/O."""
+        return AsyncLock(self._native, name, kind="fair", timeout=timeout, lease=lease)
 
-    def fenced_lock(self, name: str) -> AsyncLock:
+    def fenced_lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> AsyncLock:
         """A reentrant fenced lock named ``name``: each acquisition gets a fencing token
-        (:attr:`AsyncLock.token`). Same API as :meth:`lock`. No I/O."""
-        return AsyncLock(self._native, name, kind="fenced")
+        (:attr:`AsyncLock.token`). Same API and defaults as :meth:`lock`. No I/O."""
+        return AsyncLock(self._native, name, kind="fenced", timeout=timeout, lease=lease)
 
     async def fenced_set(self, key: str, value: Union[bytes, str], token: int) -> None:
         """As :meth:`polylock.Client.fenced_set`."""
@@ -87,9 +95,11 @@ class AsyncClient:
         """As :meth:`polylock.Client.fenced_delete`."""
         return await self._native.fenced_delete_async(key, token)
 
-    def read_write_lock(self, name: str) -> AsyncReadWriteLock:
+    def read_write_lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> AsyncReadWriteLock:
         """As :meth:`polylock.Client.read_write_lock`, owned by asyncio tasks. No I/O."""
-        return AsyncReadWriteLock(self._native, name)
+        return AsyncReadWriteLock(self._native, name, timeout=timeout, lease=lease)
 
     def semaphore(self, name: str) -> AsyncSemaphore:
         """As :meth:`polylock.Client.semaphore`. No I/O."""
@@ -143,9 +153,17 @@ class AsyncLock:
     garbage-collected while holding drops its hold (released in the background).
     """
 
-    def __init__(self, client: _native.Client, name: str, *, kind: LockKind = "lock") -> None:
-        self._make_handle = handle_maker(client, kind)
-        self._probe = self._make_handle(name, 0)
+    def __init__(
+        self,
+        client: _native.Client,
+        name: str,
+        *,
+        kind: LockKind = "lock",
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+    ) -> None:
+        self._make_handle = handle_maker(client, kind, name, timeout, lease)
+        self._probe = self._make_handle(0)
         self._name = name
         self._mutex = threading.Lock()
         self._handles: weakref.WeakKeyDictionary[asyncio.Task[object], _native.LockHandle] = (
@@ -157,12 +175,28 @@ class AsyncLock:
     def name(self) -> str:
         return self._name
 
+    @property
+    def owner(self) -> str:
+        """``<client id>:<holder id>``: the hash field the calling task writes when it holds the
+        lock (no I/O)."""
+        return self._handle().owner
+
+    @property
+    def default_timeout(self) -> Optional[float]:
+        """The lock's default ``timeout`` in seconds (None: wait without bound)."""
+        return self._probe.default_timeout
+
+    @property
+    def default_lease(self) -> Optional[float]:
+        """The lock's default ``lease`` in seconds (None: renewed by the watchdog)."""
+        return self._probe.default_lease
+
     def _handle(self) -> _native.LockHandle:
         task = _current_task()
         with self._mutex:
             handle = self._handles.get(task)
             if handle is None:
-                handle = self._make_handle(self._name, id(task))
+                handle = self._make_handle(id(task))
                 for callback in self._callbacks:
                     handle.on_lost(callback)
                 self._handles[task] = handle
@@ -182,8 +216,8 @@ class AsyncLock:
     async def acquire(
         self,
         blocking: bool = True,
-        timeout: Optional[float] = None,
-        lease: Optional[float] = None,
+        timeout: Seconds = DEFAULT,
+        lease: Seconds = DEFAULT,
     ) -> bool:
         """As :meth:`polylock.Lock.acquire`, for the calling task. Cancelling the task while it
         waits leaves no lock held."""
@@ -215,10 +249,18 @@ class AsyncLock:
         """Whether anyone holds the lock (asks Redis)."""
         return await self._probe.locked_async()
 
-    def is_held(self) -> bool:
+    def owned(self) -> bool:
         """Whether the calling task holds the lock (no I/O)."""
         handle = self._current()
         return handle is not None and handle.is_held()
+
+    async def force_unlock(self) -> bool:
+        """As :meth:`polylock.Lock.force_unlock`."""
+        return await self._probe.force_unlock_async()
+
+    async def remaining_lease(self) -> Optional[float]:
+        """As :meth:`polylock.Lock.remaining_lease`."""
+        return await self._probe.remaining_lease_async()
 
     def hold_count(self) -> int:
         handle = self._current()
@@ -249,7 +291,10 @@ class AsyncLock:
                 handle.on_lost(callback)
 
     async def __aenter__(self) -> AsyncLock:
-        await self.acquire()
+        """Acquires with the lock's defaults; AcquireTimeoutError (and the block does not run)
+        when its default timeout runs out."""
+        if not await self.acquire():
+            raise timed_out(self._name, self.default_timeout)
         return self
 
     async def __aexit__(
@@ -291,10 +336,17 @@ class AsyncReadWriteLock:
     """As :class:`polylock.ReadWriteLock`, with :class:`AsyncLock` objects owned by the calling
     asyncio task."""
 
-    def __init__(self, client: _native.Client, name: str) -> None:
+    def __init__(
+        self,
+        client: _native.Client,
+        name: str,
+        *,
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+    ) -> None:
         self._name = name
-        self._read = AsyncLock(client, name, kind="read")
-        self._write = AsyncLock(client, name, kind="write")
+        self._read = AsyncLock(client, name, kind="read", timeout=timeout, lease=lease)
+        self._write = AsyncLock(client, name, kind="write", timeout=timeout, lease=lease)
 
     @property
     def name(self) -> str:

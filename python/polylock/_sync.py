@@ -8,24 +8,50 @@ from types import TracebackType
 from typing import Callable, Literal, Optional, Union
 
 from . import _native
-from ._native import LockLostError
+from ._native import DEFAULT, LockError, LockLostError, UseDefault
 
 LostCallback = Callable[[LockLostError], object]
 
 #: The kinds of lock with the :class:`Lock` API: which native handle a thread or task gets.
 LockKind = Literal["lock", "fair", "fenced", "read", "write"]
 
+#: An ``acquire`` argument: seconds, None (no bound / the watchdog lease), or left out
+#: (:data:`polylock.DEFAULT`: the lock's own default).
+Seconds = Union[float, None, UseDefault]
 
-def handle_maker(client: _native.Client, kind: LockKind) -> Callable[[str, int], _native.LockHandle]:
-    """The native constructor of ``kind``'s handles, called with (name, holder id)."""
-    makers: dict[str, Callable[[str, int], _native.LockHandle]] = {
+
+class AcquireTimeoutError(LockError, TimeoutError):
+    """``with lock:`` gave up: the lock's default ``timeout`` ran out before it was acquired
+    (the block did not run)."""
+
+    __module__ = "polylock"
+
+
+def handle_maker(
+    client: _native.Client,
+    kind: LockKind,
+    name: str,
+    timeout: Optional[float],
+    lease: Optional[float],
+) -> Callable[[int], _native.LockHandle]:
+    """The native constructor of ``kind``'s handles on ``name`` with the per-lock defaults
+    ``timeout`` and ``lease``, called with a holder id."""
+    makers: dict[str, Callable[[str, int, Optional[float], Optional[float]], _native.LockHandle]] = {
         "lock": client.lock_handle,
         "fair": client.fair_lock_handle,
         "fenced": client.fenced_lock_handle,
         "read": client.read_lock_handle,
         "write": client.write_lock_handle,
     }
-    return makers[kind]
+    maker = makers[kind]
+    return lambda holder: maker(name, holder, timeout, lease)
+
+
+def timed_out(name: str, timeout: Optional[float]) -> AcquireTimeoutError:
+    """The error of a ``with`` block whose lock's default timeout ran out."""
+    return AcquireTimeoutError(
+        f"lock '{name}' was not acquired within its timeout of {timeout} s; the block did not run"
+    )
 
 
 def as_bytes(value: Union[bytes, str]) -> bytes:
@@ -71,20 +97,30 @@ class Client:
     def watchdog_timeout(self) -> float:
         return self._native.watchdog_timeout
 
-    def lock(self, name: str) -> Lock:
-        """A reentrant lock named ``name``, owned by whichever thread acquires it. No I/O."""
-        return Lock(self._native, name)
+    def lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> Lock:
+        """A reentrant lock named ``name``, owned by whichever thread acquires it. No I/O.
 
-    def fair_lock(self, name: str) -> Lock:
+        ``timeout`` and ``lease`` are the lock's defaults, used by ``with lock:`` and by
+        :meth:`Lock.acquire` when it leaves them out (None: wait without bound / a lease renewed
+        by the watchdog). Bad values raise InvalidArgumentError here."""
+        return Lock(self._native, name, timeout=timeout, lease=lease)
+
+    def fair_lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> Lock:
         """A reentrant fair lock named ``name`` (Redisson RFairLock): waiting threads are served
-        in arrival order. Same API as :meth:`lock`. No I/O."""
-        return Lock(self._native, name, kind="fair")
+        in arrival order. Same API and defaults as :meth:`lock`. No I/O."""
+        return Lock(self._native, name, kind="fair", timeout=timeout, lease=lease)
 
-    def fenced_lock(self, name: str) -> Lock:
+    def fenced_lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> Lock:
         """A reentrant fenced lock named ``name`` (Redisson RFencedLock): each acquisition,
         reentry included, gets a fencing token (:attr:`Lock.token`) higher than any earlier one
-        of the name, whoever held it. Same API as :meth:`lock`. No I/O."""
-        return Lock(self._native, name, kind="fenced")
+        of the name, whoever held it. Same API and defaults as :meth:`lock`. No I/O."""
+        return Lock(self._native, name, kind="fenced", timeout=timeout, lease=lease)
 
     def fenced_set(self, key: str, value: Union[bytes, str], token: int) -> None:
         """Sets the Redis string ``key`` to ``value`` (a str is written in UTF-8) only if
@@ -97,10 +133,13 @@ class Client:
         deleted."""
         return self._native.fenced_delete(key, token)
 
-    def read_write_lock(self, name: str) -> ReadWriteLock:
+    def read_write_lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> ReadWriteLock:
         """A read-write lock named ``name`` (Redisson RReadWriteLock): readers share it, a
-        writer excludes everyone else. No I/O."""
-        return ReadWriteLock(self._native, name)
+        writer excludes everyone else. ``timeout`` and ``lease``: the defaults of both its
+        locks, as for :meth:`lock`. No I/O."""
+        return ReadWriteLock(self._native, name, timeout=timeout, lease=lease)
 
     def semaphore(self, name: str) -> Semaphore:
         """A counting semaphore named ``name`` (Redisson RSemaphore). No I/O."""
@@ -138,10 +177,19 @@ class Lock:
     another Lock object of the same name and client). Each thread gets its own core handle.
     """
 
-    def __init__(self, client: _native.Client, name: str, *, kind: LockKind = "lock") -> None:
-        self._make_handle = handle_maker(client, kind)
-        # Holder 0 is never a thread id; this handle only asks Redis and checks the name now.
-        self._probe = self._make_handle(name, 0)
+    def __init__(
+        self,
+        client: _native.Client,
+        name: str,
+        *,
+        kind: LockKind = "lock",
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+    ) -> None:
+        self._make_handle = handle_maker(client, kind, name, timeout, lease)
+        # Holder 0 is never a thread id; this handle only asks Redis, and checks the name and
+        # the defaults now.
+        self._probe = self._make_handle(0)
         self._name = name
         self._mutex = threading.Lock()
         self._handles: dict[int, _native.LockHandle] = {}
@@ -151,13 +199,29 @@ class Lock:
     def name(self) -> str:
         return self._name
 
+    @property
+    def owner(self) -> str:
+        """``<client id>:<holder id>``: the hash field the calling thread writes when it holds the
+        lock (no I/O)."""
+        return self._handle().owner
+
+    @property
+    def default_timeout(self) -> Optional[float]:
+        """The lock's default ``timeout`` in seconds (None: wait without bound)."""
+        return self._probe.default_timeout
+
+    @property
+    def default_lease(self) -> Optional[float]:
+        """The lock's default ``lease`` in seconds (None: renewed by the watchdog)."""
+        return self._probe.default_lease
+
     def _handle(self) -> _native.LockHandle:
         thread = threading.get_ident()
         with self._mutex:
             handle = self._handles.get(thread)
             if handle is None:
                 self._forget_ended_threads()
-                handle = self._make_handle(self._name, thread)
+                handle = self._make_handle(thread)
                 for callback in self._callbacks:
                     handle.on_lost(callback)
                 self._handles[thread] = handle
@@ -178,15 +242,16 @@ class Lock:
     def acquire(
         self,
         blocking: bool = True,
-        timeout: Optional[float] = None,
-        lease: Optional[float] = None,
+        timeout: Seconds = DEFAULT,
+        lease: Seconds = DEFAULT,
     ) -> bool:
         """Acquires (or re-enters) the lock; True when acquired.
 
         ``blocking=False`` makes one attempt; ``timeout`` bounds the wait (None, -1 or
-        ``math.inf``: no bound) and False is returned when it passes. ``lease=None`` takes a watchdog-renewed lease; a
-        number of seconds is a fixed lease, never renewed. Ctrl-C interrupts the wait and leaves
-        no lock held.
+        ``math.inf``: no bound) and False is returned when it passes. ``lease=None`` takes a
+        watchdog-renewed lease; a number of seconds is a fixed lease, never renewed. Left out,
+        each takes the lock's default (``client.lock(name, timeout=..., lease=...)``). Ctrl-C
+        interrupts the wait and leaves no lock held.
         """
         return self._handle().acquire(blocking, timeout, lease)
 
@@ -199,10 +264,20 @@ class Lock:
         """Whether anyone holds the lock (asks Redis)."""
         return self._probe.locked()
 
-    def is_held(self) -> bool:
+    def owned(self) -> bool:
         """Whether the calling thread holds the lock (no I/O)."""
         handle = self._current()
         return handle is not None and handle.is_held()
+
+    def force_unlock(self) -> bool:
+        """Deletes the lock whoever holds it (their hold is lost) and wakes a waiter. True when
+        a lock was deleted."""
+        return self._probe.force_unlock()
+
+    def remaining_lease(self) -> Optional[float]:
+        """The holder's remaining lease in seconds (asks Redis); None when nobody holds the
+        lock, ``math.inf`` when its key has no expiry."""
+        return self._probe.remaining_lease()
 
     def hold_count(self) -> int:
         """How many times the calling thread has acquired without releasing (no I/O)."""
@@ -234,7 +309,10 @@ class Lock:
                 handle.on_lost(callback)
 
     def __enter__(self) -> Lock:
-        self.acquire()
+        """Acquires with the lock's defaults; AcquireTimeoutError (and the block does not run)
+        when its default timeout runs out."""
+        if not self.acquire():
+            raise timed_out(self._name, self.default_timeout)
         return self
 
     def __exit__(
@@ -270,10 +348,17 @@ class ReadWriteLock:
     itself, so give such a wait a timeout. Waiting writers go before new readers.
     """
 
-    def __init__(self, client: _native.Client, name: str) -> None:
+    def __init__(
+        self,
+        client: _native.Client,
+        name: str,
+        *,
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+    ) -> None:
         self._name = name
-        self._read = Lock(client, name, kind="read")
-        self._write = Lock(client, name, kind="write")
+        self._read = Lock(client, name, kind="read", timeout=timeout, lease=lease)
+        self._write = Lock(client, name, kind="write", timeout=timeout, lease=lease)
 
     @property
     def name(self) -> str:

@@ -67,11 +67,11 @@ def test_task_reentrancy_and_ownership(url, redis, name):
             owner = f"{client.id}:{id(asyncio.current_task())}"
             assert await lock.acquire()
             assert await lock.acquire()
-            assert lock.hold_count() == 2 and lock.is_held()
+            assert lock.hold_count() == 2 and lock.owned()
             assert hash_count(redis, name, owner) == 2
 
             async def other_task() -> tuple[bool, bool, bool]:
-                return lock.is_held(), await lock.acquire(blocking=False), await lock.acquire(timeout=0.2)
+                return lock.owned(), await lock.acquire(blocking=False), await lock.acquire(timeout=0.2)
 
             assert await asyncio.create_task(other_task()) == (False, False, False)
             await lock.release()

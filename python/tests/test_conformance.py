@@ -61,7 +61,7 @@ def blocking_call(client: polylock.Client, case: dict[str, Any]) -> None:
         try:
             lock.acquire(timeout=wait, lease=lease)
         finally:
-            assert not lock.is_held()
+            assert not lock.owned()
     elif call == "read_write_lock":
         client.read_write_lock(case["name"])
     elif call in ("read_lock_acquire", "write_lock_acquire"):
@@ -70,7 +70,7 @@ def blocking_call(client: polylock.Client, case: dict[str, Any]) -> None:
         try:
             lock.acquire(timeout=wait, lease=lease)
         finally:
-            assert not lock.is_held()
+            assert not lock.owned()
     elif call == "semaphore_acquire":
         client.semaphore("conformance").acquire(permits(case), timeout=wait)
     elif call == "semaphore_release":
@@ -104,7 +104,7 @@ async def asyncio_call(client: polylock.AsyncClient, case: dict[str, Any]) -> No
         try:
             await lock.acquire(timeout=wait, lease=lease)
         finally:
-            assert not lock.is_held()
+            assert not lock.owned()
     elif call == "read_write_lock":
         client.read_write_lock(case["name"])
     elif call in ("read_lock_acquire", "write_lock_acquire"):
@@ -113,7 +113,7 @@ async def asyncio_call(client: polylock.AsyncClient, case: dict[str, Any]) -> No
         try:
             await lock.acquire(timeout=wait, lease=lease)
         finally:
-            assert not lock.is_held()
+            assert not lock.owned()
     elif call == "semaphore_acquire":
         await client.semaphore("conformance").acquire(permits(case), timeout=wait)
     elif call == "semaphore_release":

@@ -168,7 +168,7 @@ def test_fair_lock_reentrancy_matches_the_redis_hash_count(url, redis, name):
         seen: dict[str, object] = {}
 
         def other_thread() -> None:
-            seen["held"] = lock.is_held()
+            seen["held"] = lock.owned()
             seen["try"] = lock.acquire(blocking=False)
 
         thread = threading.Thread(target=other_thread)
@@ -233,7 +233,7 @@ def test_fair_lock_is_lost_when_its_key_is_deleted(url, redis, name):
         assert not lock.lost
         assert redis("DEL", name) == 1
         assert called.wait(timeout=10)
-        assert lock.lost and not lock.is_held()
+        assert lock.lost and not lock.owned()
         assert isinstance(received[0], polylock.LockLostError)
         with pytest.raises(polylock.LockLostError):
             lock.release()

@@ -58,9 +58,9 @@ def test_an_acquire_that_times_out_while_redis_is_paused_leaves_no_lock(url, red
             pass
         assert outcome in (None, False), "acquired while the server was paused"
         assert time.monotonic() - started < PAUSE_S, "the acquire waited for the pause to end"
-        assert not lock.is_held()
+        assert not lock.owned()
         assert_no_lock_left(url, redis, name, pause_ends)
-        assert not lock.is_held()
+        assert not lock.owned()
 
 
 def test_an_async_acquire_that_times_out_while_redis_is_paused_leaves_no_lock(url, redis, name):
@@ -78,7 +78,7 @@ def test_an_async_acquire_that_times_out_while_redis_is_paused_leaves_no_lock(ur
                 pass
             assert outcome in (None, False), "acquired while the server was paused"
             assert time.monotonic() - started < PAUSE_S, "the acquire waited for the pause to end"
-            assert not lock.is_held()
+            assert not lock.owned()
             # The client stays open while the server comes back, so the core can clean up.
             await asyncio.to_thread(assert_no_lock_left, url, redis, name, pause_ends)
 
@@ -122,7 +122,7 @@ def test_close_ends_a_waiting_acquire_at_once_and_marks_holds_lost(url, redis, n
     assert isinstance(error, polylock.ConnectionError), outcome
     assert "the client is closed" in str(error), str(error)
     assert outcome["waited"] < 5, outcome  # at once, far from its 30 s bound
-    assert lock.is_held() is False
+    assert lock.owned() is False
     assert lock.lost is True
     assert told.wait(timeout=5), "the lost callback was not called"
     assert isinstance(lost[0], polylock.LockLostError)
@@ -151,7 +151,7 @@ def test_close_ends_a_waiting_task_at_once_and_marks_holds_lost(url, redis, name
         assert not waiting.done()
         assert client.close() == [name]
         assert await asyncio.wait_for(waiting, timeout=10) < 5
-        assert lock.is_held() is False
+        assert lock.owned() is False
         assert lock.lost is True
         assert await asyncio.to_thread(told.wait, 5), "the lost callback was not called"
         redis("DEL", name)

@@ -60,7 +60,7 @@ CTRL_C_SCRIPT = textwrap.dedent(
         print("acquired", flush=True)
     except KeyboardInterrupt:
         print(f"interrupted {time.monotonic() - sent[0]:.3f}", flush=True)
-    print(f"waiter holds {waiter.hold_count()} {waiter.is_held()}", flush=True)
+    print(f"waiter holds {waiter.hold_count()} {waiter.owned()}", flush=True)
     holder.release()
     time.sleep(0.5)  # a waiter the interrupt left behind would take the lock now
     print(f"locked after release {waiter.locked()}", flush=True)
@@ -169,7 +169,7 @@ def test_fork_child_gets_a_clear_error_and_can_start_afresh(url, redis, name):
     assert "before a fork" in report[0], report
     assert report[1:] == ["fresh acquire True", "parent's lock busy True", "async acquire True"]
     # The parent's client is unaffected.
-    assert parent_lock.is_held()
+    assert parent_lock.owned()
     parent_lock.release()
     assert redis("EXISTS", name) == 0
     client.close()
@@ -234,7 +234,7 @@ def test_python_and_rust_holders_exclude_each_other(peer_binary, url, redis, nam
             def wait_then_hold() -> None:
                 result.append(lock.acquire(timeout=20))
                 release_now.wait(30)
-                if lock.is_held():
+                if lock.owned():
                     lock.release()
 
             waiter = threading.Thread(target=wait_then_hold)

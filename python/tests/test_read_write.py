@@ -72,7 +72,7 @@ def test_readers_share_and_a_writer_excludes_them(client, url, name):
         reader = client.read_write_lock(f"{name}:2")
         assert reader.read_lock().acquire(timeout=0.3) is False
         assert reader.write_lock().acquire(timeout=0.3) is False
-        assert not reader.read_lock().is_held()
+        assert not reader.read_lock().owned()
         writer.write_lock().release()
         assert reader.read_lock().acquire(timeout=5)
         reader.read_lock().release()
@@ -89,7 +89,7 @@ def test_reentrancy_and_downgrade(client, url, name):
         assert read.acquire(blocking=False)
         assert read.hold_count() == 2
     # Downgraded: still reading, so other readers come in and writers do not.
-    assert read.is_held() and not write.is_held()
+    assert read.owned() and not write.owned()
     with polylock.Client(url) as other_client:
         other = other_client.read_write_lock(name)
         assert other.read_lock().acquire(timeout=5)
@@ -97,7 +97,7 @@ def test_reentrancy_and_downgrade(client, url, name):
         assert other.write_lock().acquire(timeout=0.3) is False
         read.release()
         read.release()
-        assert not read.is_held()
+        assert not read.owned()
         assert other.write_lock().acquire(timeout=5)
         other.write_lock().release()
     with pytest.raises(polylock.NotHeldError):
@@ -172,7 +172,7 @@ def test_asyncio_readers_writers_and_downgrade(url, redis, name):
                 async with rw.write_lock():
                     assert rw.write_lock().hold_count() == 2
                 assert await rw.read_lock().acquire(blocking=False)  # downgrade
-            assert rw.read_lock().is_held() and not rw.write_lock().is_held()
+            assert rw.read_lock().owned() and not rw.write_lock().owned()
             assert await asyncio.create_task(read_in_another_task(5))
             assert not await asyncio.create_task(write_in_another_task(0.3))
             await rw.read_lock().release()

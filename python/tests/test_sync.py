@@ -35,11 +35,11 @@ def test_threads_sharing_one_lock_exclude_each_other(client, redis_server, name)
             with RedisConnection(redis_server.port) as redis:
                 for _ in range(rounds):
                     with lock:
-                        assert lock.is_held() and lock.hold_count() == 1
+                        assert lock.owned() and lock.hold_count() == 1
                         value = int(redis("GET", counter_key) or 0)
                         time.sleep(0.002)
                         redis("SET", counter_key, value + 1)
-                    assert not lock.is_held()
+                    assert not lock.owned()
         except BaseException as error:  # reported by the main thread
             errors.append(error)
 
@@ -60,7 +60,7 @@ def test_a_held_lock_excludes_another_thread_of_the_same_lock_object(client, nam
     seen: dict[str, object] = {}
 
     def other() -> None:
-        seen["is_held"] = lock.is_held()
+        seen["owned"] = lock.owned()
         seen["try"] = lock.acquire(blocking=False)
         seen["bounded"] = lock.acquire(timeout=0.2)
         try:
@@ -71,11 +71,11 @@ def test_a_held_lock_excludes_another_thread_of_the_same_lock_object(client, nam
     thread = threading.Thread(target=other)
     thread.start()
     thread.join(timeout=30)
-    assert seen["is_held"] is False
+    assert seen["owned"] is False
     assert seen["try"] is False
     assert seen["bounded"] is False
     assert isinstance(seen["release"], RuntimeError)
-    assert lock.is_held()
+    assert lock.owned()
     lock.release()
     assert not lock.locked()
 
@@ -96,7 +96,7 @@ def test_reentrancy_matches_the_redis_hash_count(client, redis, name):
         lock.release()
         assert lock.hold_count() == level
     assert redis("EXISTS", name) == 0
-    assert not lock.is_held()
+    assert not lock.owned()
     with pytest.raises(polylock.NotHeldError):
         lock.release()
 
@@ -107,7 +107,7 @@ def test_fixed_lease_expires_and_reports_lost(client, redis, name):
     assert 0 < redis("PTTL", name) <= 500
     assert wait_until(lambda: lock.lost, timeout=5)
     assert redis("EXISTS", name) == 0
-    assert not lock.is_held()
+    assert not lock.owned()
     with pytest.raises(polylock.LockLostError):
         lock.release()
 
@@ -121,7 +121,7 @@ def test_watchdog_keeps_a_lock_alive_past_its_lease(url, redis, name):
             assert not lock.lost
             assert redis("PTTL", name) > 0
             time.sleep(0.25)
-        assert lock.is_held()
+        assert lock.owned()
         lock.release()
         assert redis("EXISTS", name) == 0
 
@@ -144,7 +144,7 @@ def test_lost_notification_when_the_key_is_deleted(url, redis, name):
         assert redis("DEL", name) == 1
         assert called.wait(timeout=10)
         assert lock.lost
-        assert not lock.is_held()
+        assert not lock.owned()
         assert len(received) == 1 and isinstance(received[0], polylock.LockLostError)
         assert threads[0] != threading.get_ident()
         with pytest.raises(polylock.LockLostError):
@@ -278,7 +278,7 @@ def test_collected_while_held_warns_and_releases(client, redis, name):
 def test_lock_is_a_context_manager_and_client_too(url, redis, name):
     with polylock.Client(url) as client:
         with client.lock(name) as lock:
-            assert lock.is_held()
+            assert lock.owned()
             assert redis("EXISTS", name) == 1
         assert redis("EXISTS", name) == 0
-        assert not lock.is_held()
+        assert not lock.owned()

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 
 use crate::asyncio::awaitable;
 use crate::errors::to_py_err;
-use crate::lock::LockHandle;
+use crate::lock::{with_defaults, LockHandle};
 use crate::semaphore::{ExpirableSemaphoreHandle, SemaphoreHandle};
 use crate::wait::wait_interruptibly;
 
@@ -100,58 +100,85 @@ impl Client {
         })
     }
 
-    /// A handle on lock `name` for the holder `holder_id` (a thread or task id). No I/O.
-    fn lock_handle(&self, py: Python<'_>, name: &str, holder_id: u64) -> PyResult<LockHandle> {
-        self.inner
-            .lock_with_holder(name, holder_id)
-            .map(LockHandle::new)
-            .map_err(|err| to_py_err(py, err))
+    /// A handle on lock `name` for the holder `holder_id` (a thread or task id), with per-lock
+    /// defaults `timeout` and `lease` (seconds; `None`: no bound / the watchdog lease). No I/O.
+    #[pyo3(signature = (name, holder_id, timeout = None, lease = None))]
+    fn lock_handle(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        holder_id: u64,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<LockHandle> {
+        let lock = self.inner.lock_with_holder(name, holder_id);
+        with_defaults(py, lock, timeout, lease)
     }
 
     /// A handle on the fair lock `name` (Redisson RFairLock: waiters served in arrival order)
-    /// for the holder `holder_id`. No I/O.
-    fn fair_lock_handle(&self, py: Python<'_>, name: &str, holder_id: u64) -> PyResult<LockHandle> {
-        self.inner
-            .fair_lock_with_holder(name, holder_id)
-            .map(LockHandle::new)
-            .map_err(|err| to_py_err(py, err))
+    /// for the holder `holder_id`, with per-lock defaults. No I/O.
+    #[pyo3(signature = (name, holder_id, timeout = None, lease = None))]
+    fn fair_lock_handle(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        holder_id: u64,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<LockHandle> {
+        let lock = self.inner.fair_lock_with_holder(name, holder_id);
+        with_defaults(py, lock, timeout, lease)
     }
 
     /// A handle on the fenced lock `name` (each acquisition gets a fencing token) for the
-    /// holder `holder_id`. No I/O.
+    /// holder `holder_id`, with per-lock defaults. No I/O.
+    #[pyo3(signature = (name, holder_id, timeout = None, lease = None))]
     fn fenced_lock_handle(
         &self,
         py: Python<'_>,
         name: &str,
         holder_id: u64,
+        timeout: Option<f64>,
+        lease: Option<f64>,
     ) -> PyResult<LockHandle> {
-        self.inner
-            .fenced_lock_with_holder(name, holder_id)
-            .map(LockHandle::new)
-            .map_err(|err| to_py_err(py, err))
+        let lock = self.inner.fenced_lock_with_holder(name, holder_id);
+        with_defaults(py, lock, timeout, lease)
     }
 
     /// A handle on the read lock of the read-write lock `name` for the holder `holder_id`
-    /// (the same owner as its write lock for that holder). No I/O.
-    fn read_lock_handle(&self, py: Python<'_>, name: &str, holder_id: u64) -> PyResult<LockHandle> {
-        self.inner
+    /// (the same owner as its write lock for that holder), with per-lock defaults. No I/O.
+    #[pyo3(signature = (name, holder_id, timeout = None, lease = None))]
+    fn read_lock_handle(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        holder_id: u64,
+        timeout: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<LockHandle> {
+        let lock = self
+            .inner
             .read_write_lock_with_holder(name, holder_id)
-            .map(|rw| LockHandle::new(rw.read_lock()))
-            .map_err(|err| to_py_err(py, err))
+            .map(|rw| rw.read_lock());
+        with_defaults(py, lock, timeout, lease)
     }
 
-    /// A handle on the write lock of the read-write lock `name` for the holder `holder_id`.
-    /// No I/O.
+    /// A handle on the write lock of the read-write lock `name` for the holder `holder_id`,
+    /// with per-lock defaults. No I/O.
+    #[pyo3(signature = (name, holder_id, timeout = None, lease = None))]
     fn write_lock_handle(
         &self,
         py: Python<'_>,
         name: &str,
         holder_id: u64,
+        timeout: Option<f64>,
+        lease: Option<f64>,
     ) -> PyResult<LockHandle> {
-        self.inner
+        let lock = self
+            .inner
             .read_write_lock_with_holder(name, holder_id)
-            .map(|rw| LockHandle::new(rw.write_lock()))
-            .map_err(|err| to_py_err(py, err))
+            .map(|rw| rw.write_lock());
+        with_defaults(py, lock, timeout, lease)
     }
 
     /// A handle on the semaphore `name`. No I/O.

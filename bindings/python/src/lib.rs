@@ -7,6 +7,7 @@ mod client;
 mod errors;
 mod interpreter;
 mod lock;
+mod logging;
 mod semaphore;
 mod wait;
 
@@ -17,9 +18,13 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<client::Client>()?;
     module.add_class::<lock::LockHandle>()?;
     module.add_class::<lock::Acquisition>()?;
+    module.add_class::<lock::UseDefault>()?;
+    module.add("DEFAULT", lock::UseDefault)?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<semaphore::SemaphoreHandle>()?;
     module.add_class::<semaphore::ExpirableSemaphoreHandle>()?;
     errors::register(module)?;
     interpreter::register(module)?;
+    logging::register();
     Ok(())
 }

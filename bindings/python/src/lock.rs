@@ -28,27 +28,89 @@ pub(crate) fn lease_arg(py: Python<'_>, lease: Option<f64>) -> PyResult<Option<D
     lease_from_millis(lease.map(|seconds| seconds * 1000.0)).map_err(|err| to_py_err(py, err))
 }
 
-/// The core's wait and lease for the Python arguments `blocking`, `timeout` and `lease`
-/// (seconds): [`wait_arg`] and [`lease_arg`], and `blocking=False` makes one attempt and takes
-/// no timeout (as `threading.Lock.acquire`).
-fn acquire_args(
+/// The type of `polylock.DEFAULT`, the value of an `acquire` argument left out: the lock's own
+/// default (set by `client.lock(name, timeout=..., lease=...)`) applies.
+#[pyclass(frozen, module = "polylock._native")]
+pub(crate) struct UseDefault;
+
+#[pymethods]
+impl UseDefault {
+    fn __repr__(&self) -> &'static str {
+        "polylock.DEFAULT"
+    }
+}
+
+/// An `acquire` argument: left out (`polylock.DEFAULT`) or given (`None` or seconds).
+pub(crate) enum Arg {
+    Default,
+    Given(Option<f64>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Arg {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if obj.is_instance_of::<UseDefault>() {
+            return Ok(Arg::Default);
+        }
+        obj.extract::<Option<f64>>().map(Arg::Given)
+    }
+}
+
+/// A lock handle with per-lock defaults given in seconds (`None`: no bound / watchdog lease);
+/// the core checks them (`Lock::with_defaults`).
+pub(crate) fn with_defaults(
     py: Python<'_>,
-    blocking: bool,
+    lock: polylock::Result<polylock::Lock>,
     timeout: Option<f64>,
     lease: Option<f64>,
-) -> PyResult<(Option<Duration>, Option<Duration>)> {
-    if !blocking && timeout.is_some_and(|seconds| seconds != -1.0) {
-        return Err(invalid_argument(
-            py,
-            "can't specify a timeout for a non-blocking call".into(),
-        ));
-    }
-    let wait = if blocking {
-        wait_arg(py, timeout)?
-    } else {
-        Some(Duration::ZERO)
+) -> PyResult<LockHandle> {
+    let defaults = AcquireOptions {
+        wait: wait_arg(py, timeout)?,
+        lease: lease_arg(py, lease)?,
     };
-    Ok((wait, lease_arg(py, lease)?))
+    lock.and_then(|lock| lock.with_defaults(defaults))
+        .map(LockHandle::new)
+        .map_err(|err| to_py_err(py, err))
+}
+
+/// The core's acquire options for the Python arguments `blocking`, `timeout` and `lease`
+/// (seconds): [`wait_arg`] and [`lease_arg`] for the arguments given, the lock's defaults for
+/// those left out, and `blocking=False` makes one attempt and takes no timeout (as
+/// `threading.Lock.acquire`).
+fn acquire_args(
+    py: Python<'_>,
+    lock: &polylock::Lock,
+    blocking: bool,
+    timeout: Arg,
+    lease: Arg,
+) -> PyResult<AcquireOptions> {
+    let defaults = lock.defaults();
+    let wait = match timeout {
+        Arg::Given(Some(seconds)) if !blocking && seconds != -1.0 => {
+            return Err(invalid_argument(
+                py,
+                "can't specify a timeout for a non-blocking call".into(),
+            ));
+        }
+        _ if !blocking => Some(Duration::ZERO),
+        Arg::Default => defaults.wait,
+        Arg::Given(seconds) => wait_arg(py, seconds)?,
+    };
+    let lease = match lease {
+        Arg::Default => defaults.lease,
+        Arg::Given(seconds) => lease_arg(py, seconds)?,
+    };
+    Ok(AcquireOptions { wait, lease })
+}
+
+/// A lease in seconds for Python: `inf` when the key has no expiry.
+fn seconds(lease: Duration) -> f64 {
+    if lease == Duration::MAX {
+        f64::INFINITY
+    } else {
+        lease.as_secs_f64()
+    }
 }
 
 #[pyclass(frozen, module = "polylock._native")]
@@ -76,18 +138,48 @@ impl LockHandle {
     }
 
     /// Blocks (GIL released, Ctrl-C honoured) until acquired or the timeout passes.
-    #[pyo3(signature = (blocking = true, timeout = None, lease = None))]
-    fn acquire(
-        &self,
-        py: Python<'_>,
-        blocking: bool,
-        timeout: Option<f64>,
-        lease: Option<f64>,
-    ) -> PyResult<bool> {
-        let (wait, lease) = acquire_args(py, blocking, timeout, lease)?;
+    /// `timeout` and `lease` left out (`polylock.DEFAULT`) take the lock's defaults.
+    #[pyo3(signature = (blocking = true, timeout = Arg::Default, lease = Arg::Default))]
+    fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Arg, lease: Arg) -> PyResult<bool> {
+        let options = acquire_args(py, &self.lock, blocking, timeout, lease)?;
         // Dropping the core future (Ctrl-C) leaves no lock held: the core undoes an acquisition
         // whose caller went away before receiving it.
-        wait_interruptibly(py, self.lock.acquire(AcquireOptions { wait, lease }))
+        wait_interruptibly(py, self.lock.acquire(options))
+    }
+
+    /// The lock's default timeout in seconds (`None`: no bound).
+    #[getter]
+    fn default_timeout(&self) -> Option<f64> {
+        self.lock.defaults().wait.map(|wait| wait.as_secs_f64())
+    }
+
+    /// The lock's default lease in seconds (`None`: the watchdog's).
+    #[getter]
+    fn default_lease(&self) -> Option<f64> {
+        self.lock.defaults().lease.map(|lease| lease.as_secs_f64())
+    }
+
+    /// Deletes the lock whoever holds it; true when a lock was deleted.
+    fn force_unlock(&self, py: Python<'_>) -> PyResult<bool> {
+        wait_interruptibly(py, self.lock.force_unlock())
+    }
+
+    /// The holder's remaining lease in seconds (`inf`: no expiry), `None` when free.
+    fn remaining_lease(&self, py: Python<'_>) -> PyResult<Option<f64>> {
+        Ok(wait_interruptibly(py, self.lock.remaining_lease())?.map(seconds))
+    }
+
+    fn force_unlock_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lock = self.lock.clone();
+        awaitable(py, async move { lock.force_unlock().await })
+    }
+
+    fn remaining_lease_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lock = self.lock.clone();
+        awaitable(
+            py,
+            async move { Ok(lock.remaining_lease().await?.map(seconds)) },
+        )
     }
 
     /// Releases one level of the hold.
@@ -101,18 +193,18 @@ impl LockHandle {
     }
 
     /// An awaitable giving an `Acquisition`; cancelling it leaves no lock held.
-    #[pyo3(signature = (blocking = true, timeout = None, lease = None))]
+    #[pyo3(signature = (blocking = true, timeout = Arg::Default, lease = Arg::Default))]
     fn acquire_async<'py>(
         &self,
         py: Python<'py>,
         blocking: bool,
-        timeout: Option<f64>,
-        lease: Option<f64>,
+        timeout: Arg,
+        lease: Arg,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (wait, lease) = acquire_args(py, blocking, timeout, lease)?;
+        let options = acquire_args(py, &self.lock, blocking, timeout, lease)?;
         let lock = self.lock.clone();
         awaitable(py, async move {
-            let acquired = lock.acquire(AcquireOptions { wait, lease }).await?;
+            let acquired = lock.acquire(options).await?;
             Ok(Acquisition::of_lock(lock, acquired))
         })
     }
