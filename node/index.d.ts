@@ -132,6 +132,8 @@ export declare class Lock {
   readonly name: string
   /** `<client-id>:<holder-id>`, the owner this handle writes. */
   readonly owner: string
+  /** The lock's defaults from `client.lock(name, defaults)`; a field is absent when none was set. */
+  readonly defaults: LockOptions
   /** Whether the current hold's lease was lost (no I/O). */
   isLost(): boolean
   /**

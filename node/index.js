@@ -197,6 +197,11 @@ class Lock {
     return this.#native.owner
   }
 
+  /** The lock's defaults from `client.lock(name, defaults)`; a field is absent when none was set. */
+  get defaults() {
+    return this.#native.defaults
+  }
+
   /**
    * The fencing token of the current hold of a fenced lock (`client.fencedLock`): grows by one
    * on every acquisition, reentrant ones too, so it stays a safe integer. `null` when this

@@ -48,6 +48,16 @@ pub enum ErrorKind {
 }
 
 impl Error {
+    /// The error of a scoped hold (Rust `Lock::lock`, Python `with`, Node `using`, Kotlin and
+    /// Swift `withLock`) whose wait of `wait` ran out: the same kind and message in every
+    /// language.
+    pub fn not_acquired(name: &str, wait: Duration) -> Error {
+        Error::Timeout(format!(
+            "lock '{name}' was not acquired within {} ms: another owner held it all that time",
+            wait.as_secs_f64() * 1000.0
+        ))
+    }
+
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::InvalidArgument(_) => ErrorKind::InvalidArgument,

@@ -10,7 +10,7 @@ use tracing::Instrument;
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
-use crate::options::{ms, AcquireOptions};
+use crate::options::AcquireOptions;
 use crate::runtime::runtime;
 
 /// A handle on one lock for one owner. Clones share the handle (and its holds).
@@ -117,13 +117,10 @@ impl Lock {
         if self.acquire(options).await? {
             return Ok(());
         }
-        let waited = options
-            .wait
-            .map_or_else(|| "its wait".to_owned(), |wait| format!("{} ms", ms(wait)));
-        Err(Error::Timeout(format!(
-            "lock '{}' was not acquired within {waited}: another owner held it all that time",
-            self.name()
-        )))
+        Err(Error::not_acquired(
+            self.name(),
+            options.wait.unwrap_or(Duration::MAX),
+        ))
     }
 
     /// Acquires with the per-lock defaults, but with one attempt when they set no wait; `None`

@@ -71,7 +71,7 @@ impl ClientOptions {
 }
 
 /// Milliseconds as they appear in messages: `1500`, `0.5`, `-3`.
-pub(crate) fn ms(duration: Duration) -> String {
+fn ms(duration: Duration) -> String {
     format!("{}", duration.as_secs_f64() * 1000.0)
 }
 

@@ -34,6 +34,8 @@ describe('per-lock defaults', () => {
     const holder = client.lock(name)
     assert.equal(await holder.acquire(), true)
     const waiter = client.lock(name, { waitMs: 200 })
+    assert.deepEqual({ ...waiter.defaults }, { waitMs: 200 })
+    assert.deepEqual({ ...holder.defaults }, {})
     assert.equal(await waiter.acquire(), false, 'the default wait of 200 ms ran out')
     await assert.rejects(waiter.using(async () => 'ran'), {
       code: 'ERR_TIMEOUT',

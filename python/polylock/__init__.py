@@ -29,11 +29,10 @@ from ._async import (
     AsyncReadWriteLock,
     AsyncSemaphore,
 )
-from ._sync import AcquireTimeoutError, Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
+from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
 
 __all__ = [
     "DEFAULT",
-    "AcquireTimeoutError",
     "AsyncClient",
     "AsyncExpirableSemaphore",
     "AsyncLock",

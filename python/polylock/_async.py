@@ -291,8 +291,8 @@ class AsyncLock:
                 handle.on_lost(callback)
 
     async def __aenter__(self) -> AsyncLock:
-        """Acquires with the lock's defaults; AcquireTimeoutError (and the block does not run)
-        when its default timeout runs out."""
+        """Acquires with the lock's defaults; :class:`polylock.TimeoutError` (and the block does
+        not run) when its default timeout runs out."""
         if not await self.acquire():
             raise timed_out(self._name, self.default_timeout)
         return self

@@ -23,6 +23,7 @@ __all__ = [
     "TimeoutError",
     "RedisError",
     "StaleTokenError",
+    "not_acquired_error",
 ]
 
 __version__: Final[str]
@@ -33,6 +34,9 @@ class UseDefault:
 
 DEFAULT: Final[UseDefault]
 """An ``acquire`` argument left out: the lock's own default applies."""
+
+def not_acquired_error(name: str, timeout: float) -> TimeoutError:
+    """The error of a ``with`` block whose lock's default timeout (seconds) ran out."""
 
 class LockError(Exception):
     """Base class of every polylock error."""

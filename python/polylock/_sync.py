@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import Callable, Literal, Optional, Union
 
 from . import _native
-from ._native import DEFAULT, LockError, LockLostError, UseDefault
+from ._native import DEFAULT, LockLostError, UseDefault
 
 LostCallback = Callable[[LockLostError], object]
 
@@ -18,13 +18,6 @@ LockKind = Literal["lock", "fair", "fenced", "read", "write"]
 #: An ``acquire`` argument: seconds, None (no bound / the watchdog lease), or left out
 #: (:data:`polylock.DEFAULT`: the lock's own default).
 Seconds = Union[float, None, UseDefault]
-
-
-class AcquireTimeoutError(LockError, TimeoutError):
-    """``with lock:`` gave up: the lock's default ``timeout`` ran out before it was acquired
-    (the block did not run)."""
-
-    __module__ = "polylock"
 
 
 def handle_maker(
@@ -47,11 +40,10 @@ def handle_maker(
     return lambda holder: maker(name, holder, timeout, lease)
 
 
-def timed_out(name: str, timeout: Optional[float]) -> AcquireTimeoutError:
-    """The error of a ``with`` block whose lock's default timeout ran out."""
-    return AcquireTimeoutError(
-        f"lock '{name}' was not acquired within its timeout of {timeout} s; the block did not run"
-    )
+def timed_out(name: str, timeout: Optional[float]) -> _native.TimeoutError:
+    """The error of a ``with`` block whose lock's default timeout ran out: the core's
+    :class:`polylock.TimeoutError`, with the message every polylock language gives there."""
+    return _native.not_acquired_error(name, timeout or 0.0)
 
 
 def as_bytes(value: Union[bytes, str]) -> bytes:
@@ -309,8 +301,8 @@ class Lock:
                 handle.on_lost(callback)
 
     def __enter__(self) -> Lock:
-        """Acquires with the lock's defaults; AcquireTimeoutError (and the block does not run)
-        when its default timeout runs out."""
+        """Acquires with the lock's defaults; :class:`polylock.TimeoutError` (and the block does
+        not run) when its default timeout runs out."""
         if not self.acquire():
             raise timed_out(self._name, self.default_timeout)
         return self

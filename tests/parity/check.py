@@ -173,7 +173,7 @@ def self_test(table: dict, found: dict[str, dict[str, set[str]]], languages: lis
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--python", default=str(ROOT / "python/.venv/bin/python"))
+    parser.add_argument("--python", type=lambda p: str(Path(p).resolve()), default=str(ROOT / "python/.venv/bin/python"))
     parser.add_argument("--kotlin-generated", default=str(ROOT / "target/uniffi/kotlin/polylock/polylock.kt"))
     parser.add_argument("--only", help="comma-separated languages to check (default: all)")
     parser.add_argument("--dump", action="store_true", help="print the API found, as JSON, and stop")
