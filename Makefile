@@ -28,6 +28,10 @@ lint:
 
 include $(sort $(wildcard mk/*.mk))
 
+# PATH without the directories holding cargo or rustc: an installed package must not need them.
+PATH_WITHOUT_RUST = $(shell echo "$$PATH" | tr ':' '\n' | while read -r dir; do \
+  [ -x "$$dir/cargo" ] || [ -x "$$dir/rustc" ] || printf '%s:' "$$dir"; done | sed 's/:$$//')
+
 # The packages users install (release builds, once), and each installed as a new user would.
 .PHONY: dist test-dist test-parity
 dist: dist-python dist-node dist-kotlin

@@ -8,7 +8,6 @@ BENCH_PYTHON ?= python3
 BENCH_VENV := bench/.venv
 BENCH_PY := $(CURDIR)/$(BENCH_VENV)/bin/python
 BENCH_TARGET := $(CURDIR)/target/bench-rust
-BENCH_WHEELS := $(BENCH_TARGET)/wheels
 BENCH_PYPI := "redis>=5,<9" "python-redis-lock>=4,<5" "pottery>=3,<4" "matplotlib>=3.8,<4" "maturin>=1.9,<2"
 
 .PHONY: bench bench-smoke bench-deps bench-rust bench-python-polylock bench-node-polylock
@@ -24,13 +23,9 @@ bench-deps: $(BENCH_VENV)/bin/python bench-rust
 bench-rust:
 	cd bench/rust && CARGO_TARGET_DIR=$(BENCH_TARGET) cargo build --release --locked
 
-# polylock itself, as users get it: a release wheel for Python, the release addon for Node.
-bench-python-polylock: $(BENCH_VENV)/bin/python
-	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check "maturin>=1.9,<2"
-	rm -rf $(BENCH_WHEELS)
-	cd python && CARGO_TARGET_DIR=$(BENCH_TARGET) $(CURDIR)/$(BENCH_VENV)/bin/maturin build --quiet \
-	  --release --out $(BENCH_WHEELS)
-	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps $(BENCH_WHEELS)/*.whl
+# polylock itself, as users get it: the wheel of `make dist`, the release addon for Node.
+bench-python-polylock: $(BENCH_VENV)/bin/python dist-python
+	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/polylock-*-cp39-abi3-*.whl
 
 bench-node-polylock:
 	$(MAKE) build-node NODE_BUILD=build

@@ -41,9 +41,6 @@ NODE_VERSION = $(shell node -p "require('./node/package.json').version")
 NODE_STAGE := target/node-dist
 NODE_DIST_TEST := target/node-dist-test
 DIST_DIR := dist
-# PATH without cargo and rustc: the installed package must not need them.
-PATH_WITHOUT_RUST = $(shell echo "$$PATH" | tr ':' '\n' | while read -r dir; do \
-  [ -x "$$dir/cargo" ] || [ -x "$$dir/rustc" ] || printf '%s:' "$$dir"; done | sed 's/:$$//')
 
 .PHONY: dist-node test-dist-node
 

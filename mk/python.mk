@@ -36,8 +36,6 @@ test-python: redis-server build-python python-peer
 
 PY_DIST_VENV := $(CURDIR)/target/dist-venv
 PY_TEST_VENV := $(CURDIR)/target/dist-test-venv
-# PATH without rustup's directory (cargo, rustc): the installed wheel must not need them.
-PY_PATH_WITHOUT_RUST = $(shell printf '%s' "$$PATH" | tr ':' '\n' | grep -v '/\.cargo/bin$$' | paste -sd: -)
 
 $(PY_DIST_VENV)/bin/maturin:
 	$(PYTHON) -m venv $(PY_DIST_VENV)
@@ -55,7 +53,7 @@ test-dist-python: dist-python redis-server
 	rm -rf $(PY_TEST_VENV)
 	$(PYTHON) -m venv $(PY_TEST_VENV)
 	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-index dist/polylock-*-cp39-abi3-*.whl
-	cd $(PY_TEST_VENV) && PATH="$(PY_PATH_WITHOUT_RUST)" $(PY_TEST_VENV)/bin/python $(CURDIR)/python/tests/install_check.py
+	cd $(PY_TEST_VENV) && PATH="$(PATH_WITHOUT_RUST)" $(PY_TEST_VENV)/bin/python $(CURDIR)/python/tests/install_check.py
 	$(PY_DIST_VENV)/bin/auditwheel show dist/polylock-*.whl | tee target/dist-python-auditwheel.txt
 	grep -q '"manylinux_2_17_x86_64"' target/dist-python-auditwheel.txt
 	ls dist/polylock-*.whl | grep -q -- '-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl$$'
