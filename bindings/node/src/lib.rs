@@ -423,6 +423,28 @@ pub struct Lock {
     inner: polylock::Lock,
 }
 
+impl Lock {
+    /// The promise of an acquire: its options (the lock's defaults filling what is left out),
+    /// then `run`, which resolves `false` as soon as `cancellation` fires.
+    fn acquiring<'env, Run, Acquired>(
+        &self,
+        env: &'env Env,
+        options: Option<AcquireOptions>,
+        cancellation: Option<&Cancellation>,
+        run: Run,
+    ) -> napi::Result<Object<'env>>
+    where
+        Run: FnOnce(polylock::Lock, CoreAcquireOptions) -> Acquired,
+        Acquired: Future<Output = polylock::Result<bool>> + Send + 'static,
+    {
+        let options =
+            acquire_options(self.inner.defaults(), options).map_err(|err| js_error(env, &err))?;
+        let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
+        let acquired = run(self.inner.clone(), options);
+        promise(env, cancellable(cancelled, false, acquired))
+    }
+}
+
 #[napi]
 impl Lock {
     /// Acquires or re-enters. An option left out takes the lock's default. `waitMs`: `Infinity`
@@ -439,12 +461,8 @@ impl Lock {
         options: Option<AcquireOptions>,
         cancellation: Option<&Cancellation>,
     ) -> napi::Result<Object<'env>> {
-        let options =
-            acquire_options(self.inner.defaults(), options).map_err(|err| js_error(env, &err))?;
-        let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
-        let lock = self.inner.clone();
-        promise(env, async move {
-            cancellable(cancelled, false, lock.acquire(options)).await
+        self.acquiring(env, options, cancellation, |lock, options| async move {
+            lock.acquire(options).await
         })
     }
 
@@ -462,13 +480,8 @@ impl Lock {
         options: Option<AcquireOptions>,
         cancellation: Option<&Cancellation>,
     ) -> napi::Result<Object<'env>> {
-        let options =
-            acquire_options(self.inner.defaults(), options).map_err(|err| js_error(env, &err))?;
-        let cancelled = cancellation.map(|cancellation| cancellation.sender.subscribe());
-        let lock = self.inner.clone();
-        promise(env, async move {
-            let acquired = async { lock.acquire_or_fail(options).await.map(|()| true) };
-            cancellable(cancelled, false, acquired).await
+        self.acquiring(env, options, cancellation, |lock, options| async move {
+            lock.acquire_or_fail(options).await.map(|()| true)
         })
     }
 
