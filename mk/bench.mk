@@ -35,10 +35,12 @@ bench: bench-deps bench-python-polylock bench-node-polylock
 	$(BENCH_PY) bench/run.py --out bench/results
 
 # The smoke run only checks that every contender runs and loses nothing, so it uses debug
-# builds that share target/debug with the test suites instead of three release builds.
+# builds that share target/debug with the test suites (the Rust worker too) instead of three
+# release builds.
 bench-smoke: $(BENCH_VENV)/bin/python build-node
 	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check $(BENCH_PYPI)
 	cd bench && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
-	cd bench/rust && CARGO_TARGET_DIR=$(BENCH_TARGET) cargo build --locked
+	@# target/ (not target/bench-rust): the debug dependencies the test suites compiled are reused.
+	cd bench/rust && CARGO_TARGET_DIR=$(CURDIR)/target cargo build --locked
 	cd python && VIRTUAL_ENV=$(CURDIR)/$(BENCH_VENV) $(CURDIR)/$(BENCH_VENV)/bin/maturin develop --quiet
-	BENCH_RUST_BIN=$(BENCH_TARGET)/debug/polylock-bench $(BENCH_PY) bench/run.py --smoke --out target/bench-smoke
+	BENCH_RUST_BIN=$(CURDIR)/target/debug/polylock-bench $(BENCH_PY) bench/run.py --smoke --out target/bench-smoke

@@ -48,8 +48,11 @@ DIST_DIR := dist
 dist-node:
 	cd node && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; }
 	rm -rf $(NODE_STAGE) && mkdir -p $(NODE_STAGE)/addon $(NODE_STAGE)/polylock $(NODE_STAGE)/platform $(DIST_DIR)
-	cd node && npx napi build --platform --release --strip --manifest-path ../bindings/node/Cargo.toml \
+	@# No --strip: it changes RUSTFLAGS, which would make dist-kotlin's release build of the same
+	@# dependencies start over; the addon is stripped afterwards instead.
+	cd node && npx napi build --platform --release --manifest-path ../bindings/node/Cargo.toml \
 	  --output-dir ../$(NODE_STAGE)/addon --no-js --dts native.d.ts
+	strip --strip-unneeded $(NODE_STAGE)/addon/polylock.$(NODE_PLATFORM).node
 	@# (node/native.js and node/native.d.ts are the committed ones, drift-checked by test-node.)
 	cp node/package.json node/README.md node/index.js node/index.d.ts node/native.js node/native.d.ts \
 	  $(NODE_STAGE)/polylock/
@@ -79,7 +82,7 @@ test-dist-node: dist-node redis-server
 	    ../../$(DIST_DIR)/polylock-$(NODE_VERSION).tgz ../../$(DIST_DIR)/polylock-$(NODE_PLATFORM)-$(NODE_VERSION).tgz && \
 	  node -e "require('polylock')" && \
 	  node esm.mjs && \
-	  node smoke.js && \
+	  POLYLOCK_NODE_TESTKIT=$(CURDIR)/node/test/redis.js node smoke.js && \
 	  node ../../node/node_modules/typescript/bin/tsc --noEmit --strict -p tsconfig.json \
 	    --typeRoots ../../node/node_modules/@types
 	rm -rf $(NODE_DIST_TEST)

@@ -7,7 +7,8 @@
 # dist-python:      the abi3 wheel (CPython 3.9+, manylinux_2_17 through zig, release profile)
 #                   and the sdist, into dist/; maturin, ziglang and auditwheel live in
 #                   target/dist-venv.
-# test-dist-python: installs that wheel alone into a fresh venv (target/dist-test-venv) and uses
+# test-dist-python: installs that wheel (with no index; then redis-py for the test kit's launcher)
+#                   into a fresh venv (target/dist-test-venv) and uses
 #                   it with no cargo/rustc on PATH (python/tests/install_check.py); auditwheel
 #                   must find it manylinux_2_17 and the tag abi3 / cp39.
 
@@ -53,6 +54,8 @@ test-dist-python: dist-python redis-server
 	rm -rf $(PY_TEST_VENV)
 	$(PYTHON) -m venv $(PY_TEST_VENV)
 	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-index dist/polylock-*-cp39-abi3-*.whl
+	@# redis-py for the test kit's redis-server launcher (python/tests/redis_server.py) only.
+	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "redis>=5"
 	cd $(PY_TEST_VENV) && PATH="$(PATH_WITHOUT_RUST)" $(PY_TEST_VENV)/bin/python $(CURDIR)/python/tests/install_check.py
 	$(PY_DIST_VENV)/bin/auditwheel show dist/polylock-*.whl | tee target/dist-python-auditwheel.txt
 	grep -q '"manylinux_2_17_x86_64"' target/dist-python-auditwheel.txt

@@ -2,27 +2,14 @@
 
 // The install test of the packed tarballs (make test-dist-node), run from a directory where
 // only they are installed: requires polylock, then takes and releases a lock against a
-// redis-server it starts on a free loopback port and stops by pid.
+// redis-server started by the Node test kit (node/test/redis.js, given by POLYLOCK_NODE_TESTKIT).
 
 const assert = require('node:assert/strict')
-const { spawn } = require('node:child_process')
 const fs = require('node:fs')
-const net = require('node:net')
-const os = require('node:os')
 const path = require('node:path')
 
 const polylock = require('polylock')
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-}
+const { startRedis } = require(process.env.POLYLOCK_NODE_TESTKIT)
 
 async function main() {
   assert.match(require.resolve('polylock'), /node_modules[\\/]polylock[\\/]index\.js$/)
@@ -32,21 +19,9 @@ async function main() {
   assert.deepEqual(fs.readdirSync(installed).filter((file) => file.endsWith('.node')), [],
     'the main package carries no addon')
 
-  const port = await freePort()
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polylock-dist-redis-'))
-  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '',
-    '--appendonly', 'no'], { cwd: dir, stdio: 'ignore' })
+  const redis = await startRedis()
   try {
-    const url = `redis://127.0.0.1:${port}`
-    let client
-    for (let attempt = 0; client === undefined; attempt += 1) {
-      try {
-        client = await polylock.Client.connect(url, { connectTimeoutMs: 500 })
-      } catch (error) {
-        if (attempt === 50) throw error
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-    }
+    const client = await polylock.Client.connect(redis.url)
     const lock = client.lock('dist:smoke', { waitMs: 1000, leaseMs: 10_000 })
     assert.equal(await lock.acquire(), true)
     const left = await lock.remainingLease()
@@ -58,8 +33,7 @@ async function main() {
     assert.deepEqual(await client.close(), [])
     console.log('smoke: took and released a lock through the installed packages')
   } finally {
-    redis.kill('SIGKILL')
-    fs.rmSync(dir, { recursive: true, force: true })
+    await redis.stop()
   }
 }
 
