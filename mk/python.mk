@@ -3,7 +3,7 @@
 #               installed into it (`maturin develop`: a debug build sharing target/).
 # test-python:  pytest against real redis-servers (some through the test kit's fault proxy),
 #               plus the stub check (mypy.stubtest).
-# A plain `pip install ./python` builds a release wheel the same way (see docs/python.md).
+# A plain `pip install ./python` builds a release wheel from source (needs Rust); users install the wheel of dist-python.
 # dist-python:      the abi3 wheel (CPython 3.9+, manylinux_2_17 through zig, release profile)
 #                   and the sdist, into dist/; maturin, ziglang and auditwheel live in
 #                   target/dist-venv.
