@@ -10,7 +10,6 @@ use polylock::{AcquireOptions, ErrorKind, InspectedKind, KeyTtl, LockMode};
 use redis::AsyncCommands;
 
 const NOW: Option<Duration> = Some(Duration::ZERO);
-const LONG: Option<Duration> = Some(Duration::from_secs(60));
 
 fn remaining_ms(ttl: KeyTtl) -> u128 {
     match ttl {
@@ -81,10 +80,7 @@ async fn a_fair_lock_shows_its_queue_in_order_with_deadlines() {
     let waiter_client = client(&server).await;
     let holder = holder_client.fair_lock("inspect:fair").unwrap();
     assert!(holder
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     let first = waiter_client.fair_lock("inspect:fair").unwrap();
@@ -96,10 +92,7 @@ async fn a_fair_lock_shows_its_queue_in_order_with_deadlines() {
         let waiter = waiter.clone();
         waits.push(tokio::spawn(async move {
             waiter
-                .acquire(AcquireOptions {
-                    wait: LONG,
-                    lease: None,
-                })
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
                 .await
         }));
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -141,20 +134,8 @@ async fn a_fenced_lock_shows_its_token_counter_held_or_free() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let lock = client.fenced_lock("inspect:fenced").unwrap();
-    assert!(lock
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
-        .await
-        .unwrap());
-    assert!(lock
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
-        .await
-        .unwrap());
+    assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
     let token = lock.token().expect("a token");
 
     let info = client.inspect("inspect:fenced").await.unwrap();
@@ -182,26 +163,17 @@ async fn a_read_write_lock_shows_its_mode_readers_writer_and_waiting_writers() {
     let writer = client.read_write_lock("inspect:rw").unwrap();
     assert!(a
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     assert!(a
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     assert!(b
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     // A writer waits behind the readers (and registers itself while it waits).
@@ -209,10 +181,7 @@ async fn a_read_write_lock_shows_its_mode_readers_writer_and_waiting_writers() {
         let write = writer.write_lock();
         tokio::spawn(async move {
             write
-                .acquire(AcquireOptions {
-                    wait: LONG,
-                    lease: None,
-                })
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
                 .await
         })
     };
@@ -254,10 +223,7 @@ async fn a_read_write_lock_shows_its_mode_readers_writer_and_waiting_writers() {
     assert!(waiting.await.unwrap().unwrap());
     assert!(writer
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     let info = client.inspect("inspect:rw").await.unwrap();
@@ -304,18 +270,20 @@ async fn an_expirable_semaphore_shows_held_permits_and_never_gives_back_on_its_o
     let semaphore = client.expirable_semaphore("inspect:xsem").unwrap();
     assert!(semaphore.try_set_permits(3).await.unwrap());
     let long = semaphore
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: Some(Duration::from_secs(60)),
-        })
+        .acquire(
+            AcquireOptions::new()
+                .no_wait()
+                .lease(Duration::from_secs(60)),
+        )
         .await
         .unwrap()
         .expect("a permit");
     let short = semaphore
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: Some(Duration::from_millis(50)),
-        })
+        .acquire(
+            AcquireOptions::new()
+                .no_wait()
+                .lease(Duration::from_millis(50)),
+        )
         .await
         .unwrap()
         .expect("a permit");

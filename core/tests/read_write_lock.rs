@@ -12,9 +12,6 @@ use common::*;
 use polylock::{AcquireOptions, ErrorKind};
 use redis::AsyncCommands;
 
-const NOW: Option<Duration> = Some(Duration::ZERO);
-const LONG: Option<Duration> = Some(Duration::from_secs(60));
-
 async fn mode(con: &mut redis::aio::MultiplexedConnection, name: &str) -> Option<String> {
     con.hget(name, "mode").await.unwrap()
 }
@@ -30,18 +27,12 @@ async fn readers_share_and_a_writer_excludes() {
 
     assert!(a
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     assert!(b
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     assert_eq!(mode(&mut con, "rw:share").await.as_deref(), Some("read"));
@@ -57,10 +48,7 @@ async fn readers_share_and_a_writer_excludes() {
     assert!(exists(&mut con, &level).await);
     assert!(!c
         .write_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
 
@@ -68,10 +56,7 @@ async fn readers_share_and_a_writer_excludes() {
     assert!(!exists(&mut con, &level).await);
     assert!(!c
         .write_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     b.read_lock().release().await.unwrap();
@@ -79,10 +64,7 @@ async fn readers_share_and_a_writer_excludes() {
 
     assert!(c
         .write_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     assert_eq!(mode(&mut con, "rw:share").await.as_deref(), Some("write"));
@@ -90,18 +72,12 @@ async fn readers_share_and_a_writer_excludes() {
     assert_eq!(hget(&mut con, "rw:share", &field).await, Some(1));
     assert!(!a
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     assert!(!b
         .write_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     c.write_lock().release().await.unwrap();
@@ -118,41 +94,20 @@ async fn both_locks_are_reentrant_and_the_writer_may_downgrade() {
     let (read, write) = (rw.read_lock(), rw.write_lock());
 
     assert!(write
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     assert!(write
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     assert_eq!(write.hold_count(), 2);
     // The writer takes the read lock too; nobody else does.
-    assert!(read
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
-        .await
-        .unwrap());
-    assert!(read
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
-        .await
-        .unwrap());
+    assert!(read.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+    assert!(read.acquire(AcquireOptions::new().no_wait()).await.unwrap());
     assert!(!other
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
 
@@ -170,18 +125,12 @@ async fn both_locks_are_reentrant_and_the_writer_may_downgrade() {
     assert!(read.is_held());
     assert!(other
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     assert!(!other
         .write_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
 
@@ -200,10 +149,11 @@ async fn a_write_release_wakes_every_waiting_reader() {
     // A 60 s lease: readers that got in soon were woken by the release, not by the expiry.
     assert!(writer
         .write_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: Some(Duration::from_secs(60))
-        })
+        .acquire(
+            AcquireOptions::new()
+                .no_wait()
+                .lease(Duration::from_secs(60))
+        )
         .await
         .unwrap());
     let readers: Vec<_> = (0..5)
@@ -212,10 +162,7 @@ async fn a_write_release_wakes_every_waiting_reader() {
             tokio::spawn(async move {
                 let got = rw
                     .read_lock()
-                    .acquire(AcquireOptions {
-                        wait: LONG,
-                        lease: None,
-                    })
+                    .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
                     .await
                     .unwrap();
                 (got, rw)
@@ -255,10 +202,7 @@ async fn a_waiting_writer_is_not_starved_by_a_stream_of_readers() {
                 while !stop.load(Ordering::Relaxed) {
                     assert!(rw
                         .read_lock()
-                        .acquire(AcquireOptions {
-                            wait: LONG,
-                            lease: None
-                        })
+                        .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
                         .await
                         .unwrap());
                     reads.fetch_add(1, Ordering::Relaxed);
@@ -312,10 +256,7 @@ async fn a_waiting_reader_is_not_starved_by_writers_taking_turns() {
                 while !stop.load(Ordering::Relaxed) {
                     assert!(rw
                         .write_lock()
-                        .acquire(AcquireOptions {
-                            wait: LONG,
-                            lease: None
-                        })
+                        .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
                         .await
                         .unwrap());
                     writes.fetch_add(1, Ordering::Relaxed);
@@ -382,10 +323,7 @@ async fn a_free_lock_waits_for_an_older_waiting_reader_but_not_past_its_registra
     assert!(
         !writer
             .write_lock()
-            .acquire(AcquireOptions {
-                wait: NOW,
-                lease: None
-            })
+            .acquire(AcquireOptions::new().no_wait())
             .await
             .unwrap(),
         "a writer that began to wait after the reader lets it go first"
@@ -394,10 +332,7 @@ async fn a_free_lock_waits_for_an_older_waiting_reader_but_not_past_its_registra
     assert!(
         other
             .read_lock()
-            .acquire(AcquireOptions {
-                wait: NOW,
-                lease: None
-            })
+            .acquire(AcquireOptions::new().no_wait())
             .await
             .unwrap(),
         "readers do not wait for readers"
@@ -425,10 +360,7 @@ async fn a_writer_that_gives_up_lets_readers_in_at_once() {
     let holder = client.read_write_lock("rw:give-up").unwrap();
     assert!(holder
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     let writer = client.read_write_lock("rw:give-up").unwrap();
@@ -440,10 +372,7 @@ async fn a_writer_that_gives_up_lets_readers_in_at_once() {
     let reader = client.read_write_lock("rw:give-up").unwrap();
     assert!(reader
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     let mut con = raw(&server).await;
@@ -463,18 +392,12 @@ async fn the_watchdog_renews_read_and_write_holds() {
     let b = client.read_write_lock("rw:renew").unwrap();
     assert!(a
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     assert!(b
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     tokio::time::sleep(Duration::from_millis(1200)).await;
@@ -492,20 +415,14 @@ async fn the_watchdog_renews_read_and_write_holds() {
 
     assert!(a
         .write_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(a.write_lock().is_held() && !a.write_lock().is_lost());
     assert!(!b
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     a.write_lock().release().await.unwrap();
@@ -519,18 +436,16 @@ async fn a_reader_whose_fixed_lease_ran_out_leaves_the_others_holding() {
     let long = client.read_write_lock("rw:expire").unwrap();
     assert!(short
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: Some(Duration::from_millis(200))
-        })
+        .acquire(
+            AcquireOptions::new()
+                .no_wait()
+                .lease(Duration::from_millis(200))
+        )
         .await
         .unwrap());
     assert!(long
         .read_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -539,10 +454,7 @@ async fn a_reader_whose_fixed_lease_ran_out_leaves_the_others_holding() {
     let writer = client.read_write_lock("rw:expire").unwrap();
     assert!(!writer
         .write_lock()
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap());
     long.read_lock().release().await.unwrap();
@@ -567,13 +479,7 @@ async fn timed_out_acquires_leave_no_phantom_reader_or_writer() {
     // Warm the script cache: a first EVALSHA that meets the pause only gets NOSCRIPT.
     let warm = client.read_write_lock("rw:warm").unwrap();
     for lock in [warm.read_lock(), warm.write_lock()] {
-        assert!(lock
-            .acquire(AcquireOptions {
-                wait: NOW,
-                lease: None
-            })
-            .await
-            .unwrap());
+        assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
         lock.release().await.unwrap();
     }
     let rw = client.read_write_lock("rw:phantom").unwrap();
@@ -581,10 +487,7 @@ async fn timed_out_acquires_leave_no_phantom_reader_or_writer() {
         pause(&server, 2000);
         let paused_at = Instant::now();
         let err = lock
-            .acquire(AcquireOptions {
-                wait: NOW,
-                lease: None,
-            })
+            .acquire(AcquireOptions::new().no_wait())
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
@@ -606,10 +509,7 @@ async fn a_name_of_another_type_is_refused() {
     let rw = client.read_write_lock("rw:string").unwrap();
     for lock in [rw.read_lock(), rw.write_lock()] {
         let err = lock
-            .acquire(AcquireOptions {
-                wait: NOW,
-                lease: None,
-            })
+            .acquire(AcquireOptions::new().no_wait())
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::WrongType, "{err}");

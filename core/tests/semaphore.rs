@@ -250,27 +250,22 @@ async fn permits_have_ids_and_are_released_by_id() {
     let semaphore = client.expirable_semaphore("xsem:ids").unwrap();
     assert!(semaphore.try_set_permits(2).await.unwrap());
     let a = semaphore
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None,
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap()
         .unwrap();
     let b = semaphore
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: Some(Duration::from_secs(60)),
-        })
+        .acquire(
+            AcquireOptions::new()
+                .no_wait()
+                .lease(Duration::from_secs(60)),
+        )
         .await
         .unwrap()
         .unwrap();
     assert_eq!(a.len(), 32);
     assert!(semaphore
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap()
         .is_none());
@@ -311,10 +306,11 @@ async fn a_dead_holders_permit_comes_back_when_its_lease_runs_out() {
     assert!(semaphore.try_set_permits(1).await.unwrap());
     let dead = dying.expirable_semaphore("xsem:dead").unwrap();
     let taken = dead
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: Some(Duration::from_millis(500)),
-        })
+        .acquire(
+            AcquireOptions::new()
+                .no_wait()
+                .lease(Duration::from_millis(500)),
+        )
         .await
         .unwrap();
     assert!(taken.is_some());
@@ -340,10 +336,7 @@ async fn the_watchdog_renews_a_permit_while_its_holder_lives() {
     let held = holder.expirable_semaphore("xsem:watchdog").unwrap();
     assert!(held.try_set_permits(1).await.unwrap());
     let id = held
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None,
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap()
         .unwrap();
@@ -351,10 +344,7 @@ async fn the_watchdog_renews_a_permit_while_its_holder_lives() {
     let semaphore = client.expirable_semaphore("xsem:watchdog").unwrap();
     assert_eq!(semaphore.available_permits().await.unwrap(), 0);
     assert!(semaphore
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap()
         .is_none());
@@ -379,10 +369,11 @@ async fn a_permit_whose_lease_ran_out_is_lost_to_its_holder() {
     let semaphore = client.expirable_semaphore("xsem:lost").unwrap();
     assert!(semaphore.try_set_permits(1).await.unwrap());
     let id = semaphore
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: Some(Duration::from_millis(200)),
-        })
+        .acquire(
+            AcquireOptions::new()
+                .no_wait()
+                .lease(Duration::from_millis(200)),
+        )
         .await
         .unwrap()
         .unwrap();
@@ -404,10 +395,7 @@ async fn a_timed_out_permit_acquire_takes_nothing() {
     let semaphore = client.expirable_semaphore("xsem:phantom").unwrap();
     assert!(semaphore.try_set_permits(1).await.unwrap());
     let warm = semaphore
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None,
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap()
         .unwrap();
@@ -415,10 +403,7 @@ async fn a_timed_out_permit_acquire_takes_nothing() {
     pause(&server, 2000);
     let paused_at = Instant::now();
     let err = semaphore
-        .acquire(AcquireOptions {
-            wait: NOW,
-            lease: None,
-        })
+        .acquire(AcquireOptions::new().no_wait())
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
@@ -441,18 +426,12 @@ async fn dropping_the_handle_gives_its_permits_back() {
     {
         let holder = client.expirable_semaphore("xsem:drop").unwrap();
         holder
-            .acquire(AcquireOptions {
-                wait: NOW,
-                lease: None,
-            })
+            .acquire(AcquireOptions::new().no_wait())
             .await
             .unwrap()
             .unwrap();
         holder
-            .acquire(AcquireOptions {
-                wait: NOW,
-                lease: None,
-            })
+            .acquire(AcquireOptions::new().no_wait())
             .await
             .unwrap()
             .unwrap();
