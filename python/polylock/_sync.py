@@ -29,15 +29,7 @@ def handle_maker(
 ) -> Callable[[int], _native.LockHandle]:
     """The native constructor of ``kind``'s handles on ``name`` with the per-lock defaults
     ``timeout`` and ``lease``, called with a holder id."""
-    makers: dict[str, Callable[[str, int, Optional[float], Optional[float]], _native.LockHandle]] = {
-        "lock": client.lock_handle,
-        "fair": client.fair_lock_handle,
-        "fenced": client.fenced_lock_handle,
-        "read": client.read_lock_handle,
-        "write": client.write_lock_handle,
-    }
-    maker = makers[kind]
-    return lambda holder: maker(name, holder, timeout, lease)
+    return lambda holder: client.lock_handle(kind, name, holder, timeout, lease)
 
 
 def timed_out(name: str, timeout: Optional[float]) -> _native.TimeoutError:

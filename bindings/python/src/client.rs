@@ -6,7 +6,7 @@ use polylock::options::option_from_millis;
 use pyo3::prelude::*;
 
 use crate::asyncio::awaitable;
-use crate::errors::to_py_err;
+use crate::errors::{invalid_argument, to_py_err};
 use crate::lock::{with_defaults, LockHandle};
 use crate::semaphore::{ExpirableSemaphoreHandle, SemaphoreHandle};
 use crate::wait::wait_interruptibly;
@@ -100,84 +100,33 @@ impl Client {
         })
     }
 
-    /// A handle on lock `name` for the holder `holder_id` (a thread or task id), with per-lock
-    /// defaults `timeout` and `lease` (seconds; `None`: no bound / the watchdog lease). No I/O.
-    #[pyo3(signature = (name, holder_id, timeout = None, lease = None))]
+    /// A handle of `kind` (`lock`, `fair`, `fenced`, `read`, `write`: the read or write lock of
+    /// a read-write lock) on `name` for the holder `holder_id` (a thread or task id), with
+    /// per-lock defaults `timeout` and `lease` (seconds; `None`: no bound / the watchdog
+    /// lease). No I/O.
+    #[pyo3(signature = (kind, name, holder_id, timeout = None, lease = None))]
     fn lock_handle(
         &self,
         py: Python<'_>,
+        kind: &str,
         name: &str,
         holder_id: u64,
         timeout: Option<f64>,
         lease: Option<f64>,
     ) -> PyResult<LockHandle> {
-        let lock = self.inner.lock_with_holder(name, holder_id);
-        with_defaults(py, lock, timeout, lease)
-    }
-
-    /// A handle on the fair lock `name` (Redisson RFairLock: waiters served in arrival order)
-    /// for the holder `holder_id`, with per-lock defaults. No I/O.
-    #[pyo3(signature = (name, holder_id, timeout = None, lease = None))]
-    fn fair_lock_handle(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        holder_id: u64,
-        timeout: Option<f64>,
-        lease: Option<f64>,
-    ) -> PyResult<LockHandle> {
-        let lock = self.inner.fair_lock_with_holder(name, holder_id);
-        with_defaults(py, lock, timeout, lease)
-    }
-
-    /// A handle on the fenced lock `name` (each acquisition gets a fencing token) for the
-    /// holder `holder_id`, with per-lock defaults. No I/O.
-    #[pyo3(signature = (name, holder_id, timeout = None, lease = None))]
-    fn fenced_lock_handle(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        holder_id: u64,
-        timeout: Option<f64>,
-        lease: Option<f64>,
-    ) -> PyResult<LockHandle> {
-        let lock = self.inner.fenced_lock_with_holder(name, holder_id);
-        with_defaults(py, lock, timeout, lease)
-    }
-
-    /// A handle on the read lock of the read-write lock `name` for the holder `holder_id`
-    /// (the same owner as its write lock for that holder), with per-lock defaults. No I/O.
-    #[pyo3(signature = (name, holder_id, timeout = None, lease = None))]
-    fn read_lock_handle(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        holder_id: u64,
-        timeout: Option<f64>,
-        lease: Option<f64>,
-    ) -> PyResult<LockHandle> {
-        let lock = self
-            .inner
-            .read_write_lock_with_holder(name, holder_id)
-            .map(|rw| rw.read_lock());
-        with_defaults(py, lock, timeout, lease)
-    }
-
-    /// A handle on the write lock of the read-write lock `name` for the holder `holder_id`,
-    /// with per-lock defaults. No I/O.
-    #[pyo3(signature = (name, holder_id, timeout = None, lease = None))]
-    fn write_lock_handle(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        holder_id: u64,
-        timeout: Option<f64>,
-        lease: Option<f64>,
-    ) -> PyResult<LockHandle> {
-        let lock = self
-            .inner
-            .read_write_lock_with_holder(name, holder_id)
-            .map(|rw| rw.write_lock());
+        let client = &self.inner;
+        let lock = match kind {
+            "lock" => client.lock_with_holder(name, holder_id),
+            "fair" => client.fair_lock_with_holder(name, holder_id),
+            "fenced" => client.fenced_lock_with_holder(name, holder_id),
+            "read" => client
+                .read_write_lock_with_holder(name, holder_id)
+                .map(|rw| rw.read_lock()),
+            "write" => client
+                .read_write_lock_with_holder(name, holder_id)
+                .map(|rw| rw.write_lock()),
+            other => return Err(invalid_argument(py, format!("unknown lock kind '{other}'"))),
+        };
         with_defaults(py, lock, timeout, lease)
     }
 
