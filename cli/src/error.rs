@@ -52,9 +52,10 @@ impl From<polylock::Error> for CliError {
             Error::Connection(message) | Error::Timeout(message) | Error::Redis(message) => {
                 CliError::Connection(message)
             }
-            Error::NotHeld(message) | Error::LockLost(message) | Error::StaleToken(message) => {
-                CliError::Failed(message)
-            }
+            Error::NotHeld(message)
+            | Error::LockLost(message)
+            | Error::StaleToken(message)
+            | Error::NotSynced(message) => CliError::Failed(message),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `polylock`: inspect, force-unlock and watch polylock/Redisson locks, and a cross-language
 //! ticket-sale demo.
 
+mod check;
 mod demo;
 mod embedded;
 mod error;
@@ -24,6 +25,7 @@ const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
   polylock inspect orders:42             # who holds the lock, for how long, who waits
   polylock force-unlock orders:42 --yes  # delete a lock whoever holds it
   polylock watch 'orders:*'              # live table of held locks
+  polylock check --failover -u redis+sentinel://h:26379/mymaster  # safety self-test
 
 Every command takes --redis URL (also -u, or POLYLOCK_REDIS_URL; default
 redis://127.0.0.1:6379, and for the demo a private redis-server).
@@ -32,7 +34,9 @@ Exit codes: 0 ok, 1 failed (e.g. the demo sold the wrong number), 2 bad usage or
 3 Redis unreachable or failing, 4 the name holds a key that is not a lock, 130 interrupted."
 )]
 struct Cli {
-    /// Redis URL (redis://[user:password@]host:port[/db], rediss:// for TLS).
+    /// Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS),
+    /// redis+cluster://host:port[,host:port...], or
+    /// redis+sentinel://host:port[,host:port...]/<master-name>[/db].
     #[arg(
         long,
         short = 'u',
@@ -55,6 +59,8 @@ enum Command {
     ForceUnlock(inspect::ForceUnlockArgs),
     /// A live table of the held locks and semaphores whose names match a pattern.
     Watch(watch::WatchArgs),
+    /// A safety self-test of your deployment: workers hammer one lock, optionally through a failover, and overlaps are reported.
+    Check(check::CheckArgs),
     /// Prints a completion script for a shell, e.g. `polylock completions bash > /etc/bash_completion.d/polylock`.
     Completions { shell: clap_complete::Shell },
     /// One demo worker process (started by `polylock demo`).
@@ -77,6 +83,10 @@ fn main() {
         Command::ForceUnlock(mut args) => {
             args.redis = url;
             inspect::run_force_unlock(args)
+        }
+        Command::Check(mut args) => {
+            args.redis = url;
+            check::run(args)
         }
         Command::Watch(mut args) => {
             args.redis = url;

@@ -9,6 +9,10 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::watch;
 
+use crate::connection::sentinel::Sentinel;
+use crate::connection::target::{redact, Target};
+use crate::connection::{Connection, Publish, ReplicaSync};
+
 use crate::engine::renew::{Scheduler, Upkeep};
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
@@ -20,7 +24,7 @@ use crate::kinds::reentrant::Reentrant;
 use crate::kinds::LockKind;
 use crate::lock::Lock;
 use crate::options::{validate_fenced_write, validate_name, ClientOptions};
-use crate::pubsub::{Hub, Timeouts};
+use crate::pubsub::{Hub, Source, Timeouts};
 use crate::read_write_lock::ReadWriteLock;
 use crate::runtime::{current_pid, runtime};
 use crate::semaphore::Semaphore;
@@ -33,6 +37,17 @@ pub struct ClientBuilder {
 }
 
 impl ClientBuilder {
+    /// See [`ClientOptions::sync_replicas`].
+    pub fn sync_replicas(mut self, on: bool) -> Self {
+        self.options.sync_replicas = on;
+        self
+    }
+
+    pub fn replica_sync_timeout(mut self, timeout: Duration) -> Self {
+        self.options.replica_sync_timeout = timeout;
+        self
+    }
+
     pub fn fair_queue_timeout(mut self, timeout: Duration) -> Self {
         self.options.fair_queue_timeout = timeout;
         self
@@ -59,60 +74,144 @@ impl ClientBuilder {
     }
 }
 
-/// Hides a password in a URL before it goes into a message.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
 async fn connect_on_runtime(url: String, options: ClientOptions) -> Result<Client> {
-    if !cfg!(feature = "tls") && url.starts_with("rediss://") {
-        return Err(Error::InvalidArgument(format!(
-            "bad Redis URL '{}': rediss:// needs polylock's \"tls\" feature, which this build left out",
-            redact(&url)
-        )));
-    }
-    let redis_client = redis::Client::open(url.as_str()).map_err(|err| {
-        Error::InvalidArgument(format!("bad Redis URL '{}': {err}", redact(&url)))
-    })?;
-    connect_client_on_runtime(redis_client, url, options).await
+    let deployment = Target::parse(&url)?;
+    connect_target(deployment, redact(&url), options).await
 }
 
-async fn connect_client_on_runtime(
-    redis_client: redis::Client,
-    url: String,
-    options: ClientOptions,
-) -> Result<Client> {
-    let config = ConnectionManagerConfig::new()
+fn as_connection_error(err: Error) -> Error {
+    match err {
+        Error::Timeout(message) | Error::Redis(message) => Error::Connection(message),
+        other => other,
+    }
+}
+
+fn manager_config(options: &ClientOptions) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
         .set_connection_timeout(Some(options.connect_timeout))
         .set_response_timeout(Some(options.response_timeout))
         .set_number_of_retries(1)
-        .set_max_delay(Duration::from_millis(500));
-    let what = format!("connect to {}", redact(&url));
-    let as_connection_error = |err: Error| match err {
-        Error::Timeout(message) | Error::Redis(message) => Error::Connection(message),
-        other => other,
+        .set_max_delay(Duration::from_millis(500))
+}
+
+/// Runs `connecting` within the connect timeout; its failures are connection errors.
+async fn within_connect_timeout<T>(
+    what: &str,
+    timeout: Duration,
+    connecting: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(timeout, connecting).await {
+        Ok(Ok(connected)) => Ok(connected),
+        Ok(Err(err)) => Err(as_connection_error(Error::from_redis(what, err))),
+        Err(_) => Err(Error::Connection(format!(
+            "{what}: no answer within {timeout:?}"
+        ))),
+    }
+}
+
+/// The major version of the Redis serving `connection` (`INFO server`).
+async fn server_major_version(connection: &mut Connection) -> Option<u32> {
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(connection)
+        .await
+        .ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("redis_version:"))
+        .and_then(|version| version.split('.').next()?.trim().parse().ok())
+}
+
+async fn connect_target(
+    deployment: Target,
+    shown_url: String,
+    options: ClientOptions,
+) -> Result<Client> {
+    let what = format!("connect to {shown_url}");
+    let timeouts = Timeouts {
+        connect: options.connect_timeout,
+        response: options.response_timeout,
     };
-    let connection = match tokio::time::timeout(
-        options.connect_timeout,
-        ConnectionManager::new_with_config(redis_client.clone(), config),
-    )
-    .await
-    {
-        Ok(Ok(connection)) => connection,
-        Ok(Err(err)) => return Err(as_connection_error(Error::from_redis(&what, err))),
-        Err(_) => {
-            return Err(Error::Connection(format!(
-                "{what}: no answer within {:?}",
-                options.connect_timeout
-            )))
+    let (connection, source, publish, sentinel) = match deployment {
+        Target::Single(redis_client) => {
+            let manager = within_connect_timeout(
+                &what,
+                options.connect_timeout,
+                ConnectionManager::new_with_config(redis_client.clone(), manager_config(&options)),
+            )
+            .await?;
+            (
+                Connection::Single(manager),
+                Source::Single(Box::new(redis_client)),
+                Publish::Plain,
+                None,
+            )
+        }
+        Target::Cluster { nodes } => {
+            let cluster = redis::cluster::ClusterClientBuilder::new(nodes.clone())
+                .connection_timeout(options.connect_timeout)
+                .response_timeout(options.response_timeout)
+                .build()
+                .map_err(|err| {
+                    Error::InvalidArgument(format!("bad cluster URL '{shown_url}': {err}"))
+                })?;
+            let cluster = within_connect_timeout(
+                &what,
+                options.connect_timeout,
+                cluster.get_async_connection(),
+            )
+            .await?;
+            let mut connection = Connection::Cluster(cluster);
+            // Redisson uses sharded pub/sub on a Redis 7+ cluster; so must we, to wake it.
+            let sharded = server_major_version(&mut connection)
+                .await
+                .is_some_and(|major| major >= 7);
+            let publish = if sharded {
+                Publish::Sharded
+            } else {
+                Publish::Plain
+            };
+            (
+                connection,
+                Source::Cluster { nodes, sharded },
+                publish,
+                None,
+            )
+        }
+        Target::Sentinel {
+            sentinels,
+            master,
+            node,
+        } => {
+            let sentinel = Sentinel::connect(sentinels, master, node, timeouts)
+                .await
+                .map_err(as_connection_error)?;
+            (
+                Connection::Sentinel(sentinel.clone()),
+                Source::Sentinel(sentinel.clone()),
+                Publish::Plain,
+                Some(sentinel),
+            )
         }
     };
-    let upkeep = Scheduler::start(connection.clone(), options.watchdog_timeout);
+    start_client(connection, source, publish, sentinel, options).await
+}
+
+async fn start_client(
+    connection: Connection,
+    source: Source,
+    publish: Publish,
+    sentinel: Option<Arc<Sentinel>>,
+    options: ClientOptions,
+) -> Result<Client> {
+    let replica_sync = options
+        .sync_replicas
+        .then(|| Arc::new(ReplicaSync::new(options.replica_sync_timeout)));
+    let upkeep = Scheduler::start(
+        connection.clone(),
+        options.watchdog_timeout,
+        publish,
+        replica_sync.clone(),
+    );
     let on_reconnect = {
         let upkeep = upkeep.clone();
         Box::new(move || upkeep.check_now())
@@ -121,17 +220,35 @@ async fn connect_client_on_runtime(
         connect: options.connect_timeout,
         response: options.response_timeout,
     };
-    let hub = match Hub::start(redis_client, timeouts, on_reconnect).await {
-        Ok(hub) => hub,
+    let hub = match Hub::start(source, timeouts, on_reconnect).await {
+        Ok(hub) => Arc::new(hub),
         Err(err) => {
             upkeep.stop();
+            if let Some(sentinel) = &sentinel {
+                sentinel.shutdown();
+            }
             return Err(as_connection_error(err));
         }
     };
+    if let Some(sentinel) = &sentinel {
+        // After a failover: waiters resubscribe on the new primary, holds are checked at once.
+        let (hub, upkeep) = (Arc::downgrade(&hub), Arc::downgrade(&upkeep));
+        sentinel.on_switch(Box::new(move || {
+            if let Some(hub) = hub.upgrade() {
+                hub.reconnect();
+            }
+            if let Some(upkeep) = upkeep.upgrade() {
+                upkeep.check_now();
+            }
+        }));
+    }
     let inner = ClientInner {
         id: uuid::Uuid::new_v4().to_string(),
         pid: current_pid(),
         connection,
+        publish,
+        replica_sync,
+        sentinel,
         hub,
         upkeep,
         options,
@@ -161,8 +278,13 @@ struct Registry {
 pub(crate) struct ClientInner {
     pub(crate) id: String,
     pid: u32,
-    pub(crate) connection: ConnectionManager,
-    pub(crate) hub: Hub,
+    pub(crate) connection: Connection,
+    /// How this deployment's lock scripts publish (PUBLISH, or SPUBLISH on a cluster).
+    pub(crate) publish: Publish,
+    /// `WAIT` for the replicas after writes (`sync_replicas`), when on.
+    pub(crate) replica_sync: Option<Arc<ReplicaSync>>,
+    sentinel: Option<Arc<Sentinel>>,
+    pub(crate) hub: Arc<Hub>,
     pub(crate) upkeep: Arc<Scheduler>,
     pub(crate) options: ClientOptions,
     registry: Mutex<Registry>,
@@ -237,6 +359,9 @@ impl ClientInner {
         self.closed.send_replace(true);
         self.upkeep.stop();
         self.hub.shutdown();
+        if let Some(sentinel) = &self.sentinel {
+            sentinel.shutdown();
+        }
     }
 }
 
@@ -282,7 +407,7 @@ impl Client {
         let info = redis_client.get_connection_info();
         let url = format!("{}/{}", info.addr(), info.redis_settings().db());
         runtime()
-            .spawn(connect_client_on_runtime(redis_client, url, options))
+            .spawn(connect_target(Target::Single(redis_client), url, options))
             .await
             .map_err(|err| Error::Connection(format!("connect task failed: {err}")))?
     }
@@ -323,7 +448,10 @@ impl Client {
     /// with the same holder id are the same owner and re-enter each other's holds. No I/O.
     pub fn lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
-        Ok(self.handle(Arc::new(Reentrant::new(name)), holder_id))
+        Ok(self.handle(
+            Arc::new(Reentrant::new(name, self.inner.publish)),
+            holder_id,
+        ))
     }
 
     /// A handle on the fair lock `name` (Redisson RFairLock layout): waiters are served in
@@ -336,7 +464,7 @@ impl Client {
     /// [`Client::fair_lock`] for the given holder id (a thread or task id). No I/O.
     pub fn fair_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
-        Ok(self.handle(Arc::new(Fair::new(name)), holder_id))
+        Ok(self.handle(Arc::new(Fair::new(name, self.inner.publish)), holder_id))
     }
 
     /// A handle on the fenced lock `name` (Redisson RFencedLock layout): the reentrant lock,
@@ -352,7 +480,7 @@ impl Client {
     /// [`Client::fenced_lock`] for the given holder id (a thread or task id). No I/O.
     pub fn fenced_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
-        Ok(self.handle(Arc::new(Fenced::new(name)), holder_id))
+        Ok(self.handle(Arc::new(Fenced::new(name, self.inner.publish)), holder_id))
     }
 
     /// A handle on the read-write lock `name` (Redisson RReadWriteLock layout), for a holder
@@ -366,8 +494,11 @@ impl Client {
     pub fn read_write_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<ReadWriteLock> {
         validate_name(name)?;
         Ok(ReadWriteLock::new(
-            self.handle(Arc::new(ReadLock::new(name)), holder_id),
-            self.handle(Arc::new(WriteLock::new(name)), holder_id),
+            self.handle(Arc::new(ReadLock::new(name, self.inner.publish)), holder_id),
+            self.handle(
+                Arc::new(WriteLock::new(name, self.inner.publish)),
+                holder_id,
+            ),
         ))
     }
 

@@ -32,6 +32,10 @@ pub enum Error {
     /// is lower than one already applied to that key (a newer holder of the lock wrote since).
     #[error("{0}")]
     StaleToken(String),
+    /// With `sync_replicas`: no replica acknowledged an acquisition within the wait (it was
+    /// undone), so the lock would not survive a failover.
+    #[error("{0}")]
+    NotSynced(String),
 }
 
 /// The kind of an [`Error`], for bindings that map kinds to their own exception types.
@@ -45,6 +49,7 @@ pub enum ErrorKind {
     WrongType,
     Redis,
     StaleToken,
+    NotSynced,
 }
 
 impl Error {
@@ -68,6 +73,7 @@ impl Error {
             Error::WrongType(_) => ErrorKind::WrongType,
             Error::Redis(_) => ErrorKind::Redis,
             Error::StaleToken(_) => ErrorKind::StaleToken,
+            Error::NotSynced(_) => ErrorKind::NotSynced,
         }
     }
 
@@ -118,6 +124,7 @@ impl Error {
             Error::WrongType(m) => Error::WrongType(noted(m)),
             Error::Redis(m) => Error::Redis(noted(m)),
             Error::StaleToken(m) => Error::StaleToken(noted(m)),
+            Error::NotSynced(m) => Error::NotSynced(noted(m)),
         }
     }
 

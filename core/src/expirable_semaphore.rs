@@ -48,9 +48,9 @@ impl ExpirableSemaphore {
         ExpirableSemaphore {
             inner: Arc::new(Inner {
                 counter: Semaphore::new(client.clone(), name),
+                kind: Arc::new(Permit::new(name, client.publish)),
                 client,
                 name: name.to_owned(),
-                kind: Arc::new(Permit::new(name)),
                 held: Mutex::new(HashMap::new()),
             }),
         }

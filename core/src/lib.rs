@@ -26,6 +26,7 @@
 //! ```
 
 mod client;
+mod connection;
 mod engine;
 mod error;
 mod expirable_semaphore;

@@ -31,6 +31,14 @@ pub struct ClientOptions {
     /// How long a fair-lock waiter that stopped looking (its process died) keeps its place.
     /// Live waiters look every half of it. Default 10 s.
     pub fair_queue_timeout: Duration,
+    /// Follow every acquire, renewal and release with `WAIT` for the primary's connected
+    /// replicas (Redisson's `checkLockSyncedSlaves`), so a lock survives a failover to a
+    /// replica. An acquisition no replica acknowledged is undone and tried again within the
+    /// wait, then fails with [`Error::NotSynced`]. A server that refuses `WAIT` turns it off
+    /// for the client, with a warning. Default off.
+    pub sync_replicas: bool,
+    /// How long `WAIT` waits for the replicas (with `sync_replicas`). Default 1 s.
+    pub replica_sync_timeout: Duration,
 }
 
 impl Default for ClientOptions {
@@ -40,6 +48,8 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(5),
             fair_queue_timeout: Duration::from_secs(10),
+            sync_replicas: false,
+            replica_sync_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -66,6 +76,11 @@ impl ClientOptions {
             "fair_queue_timeout",
             self.fair_queue_timeout,
             MIN_FAIR_QUEUE_TIMEOUT,
+        )?;
+        within(
+            "replica_sync_timeout",
+            self.replica_sync_timeout,
+            Duration::from_millis(1),
         )
     }
 }

@@ -8,6 +8,14 @@
 //! SUBSCRIBE and UNSUBSCRIBE go through one control task in order, so an unsubscribe of a
 //! channel whose last waiter left can never overtake the subscribe of the next waiter.
 //! `shutdown` ends the control task and the connection.
+//!
+//! Where the connection goes depends on the deployment ([`Source`]): one server, the primary
+//! Sentinel names now (the hub reconnects when it changes), or a Redis Cluster, where waiters
+//! subscribe with SSUBSCRIBE on Redis 7+ (sharded pub/sub, as Redisson does there) through the
+//! `redis` crate's cluster client, which routes each channel to the node serving its slot and
+//! resubscribes after a reconnect or a new slot map. A slot moved to another node makes the
+//! server end the subscriptions of its channels (a `sunsubscribe` push): the hub subscribes
+//! them again, where the slot lives now, and wakes their waiters to look.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,9 +24,12 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::aio::PubSubSink;
+use redis::cluster_async::ClusterConnection;
+use redis::{ConnectionInfo, PushInfo, PushKind, Value};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
+use crate::connection::sentinel::Sentinel;
 use crate::error::{Error, Result};
 
 /// Payload of an unlock message that frees the lock for one waiter.
@@ -78,9 +89,69 @@ impl Channels {
     }
 }
 
+/// Where the pub/sub connection goes.
+pub(crate) enum Source {
+    Single(Box<redis::Client>),
+    Sentinel(Arc<Sentinel>),
+    Cluster {
+        nodes: Vec<ConnectionInfo>,
+        /// SSUBSCRIBE (Redis 7+) rather than SUBSCRIBE.
+        sharded: bool,
+    },
+}
+
+/// The subscribing half of the current connection.
+enum Sink {
+    Plain(PubSubSink),
+    Cluster {
+        connection: ClusterConnection,
+        sharded: bool,
+    },
+}
+
+impl Sink {
+    async fn subscribe(&mut self, channels: &[String]) -> redis::RedisResult<()> {
+        match self {
+            Sink::Plain(sink) => sink.subscribe(channels).await,
+            // One by one: channels of different slots live on different nodes.
+            Sink::Cluster {
+                connection,
+                sharded,
+            } => {
+                for channel in channels {
+                    if *sharded {
+                        connection.ssubscribe(channel).await?;
+                    } else {
+                        connection.subscribe(channel).await?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn unsubscribe(&mut self, channel: &str) -> redis::RedisResult<()> {
+        match self {
+            Sink::Plain(sink) => sink.unsubscribe(channel).await,
+            Sink::Cluster {
+                connection,
+                sharded: true,
+            } => connection.sunsubscribe(channel).await,
+            Sink::Cluster { connection, .. } => connection.unsubscribe(channel).await,
+        }
+    }
+}
+
 enum Command {
     Subscribe(String, oneshot::Sender<Result<()>>),
     Unsubscribe(String),
+    /// The server ended the subscription of a channel (its slot moved): subscribe again if
+    /// it still has waiters.
+    Resubscribe(String),
+    /// Reconnect now (the primary changed).
+    Reconnect,
+    /// One node of a cluster connection dropped and is being reconnected by the crate.
+    NodeDisconnected,
     /// The message stream of connection `generation` ended.
     Disconnected(u64),
     Shutdown,
@@ -151,14 +222,14 @@ pub(crate) struct Timeouts {
 impl Hub {
     /// Opens the pub/sub connection and starts the control task on the current runtime.
     pub(crate) async fn start(
-        client: redis::Client,
+        source: Source,
         timeouts: Timeouts,
         on_reconnect: ReconnectHook,
     ) -> Result<Hub> {
         let channels = Arc::new(Channels::default());
         let (commands, receiver) = mpsc::unbounded_channel();
         let mut control = Control {
-            client,
+            source,
             timeouts,
             channels: channels.clone(),
             commands: commands.clone(),
@@ -204,6 +275,11 @@ impl Hub {
         self.channels.map().len()
     }
 
+    /// Reconnects at once (to the new primary after a failover); waiters look again.
+    pub(crate) fn reconnect(&self) {
+        let _ = self.commands.send(Command::Reconnect);
+    }
+
     /// Ends the control task and closes the connection; waiters are woken (and find the
     /// client closed).
     pub(crate) fn shutdown(&self) {
@@ -217,11 +293,11 @@ fn closed() -> Error {
 }
 
 struct Control {
-    client: redis::Client,
+    source: Source,
     timeouts: Timeouts,
     channels: Arc<Channels>,
     commands: mpsc::UnboundedSender<Command>,
-    sink: Option<PubSubSink>,
+    sink: Option<Sink>,
     /// The task reading the current connection's messages.
     reader: Option<JoinHandle<()>>,
     generation: u64,
@@ -250,6 +326,17 @@ impl Control {
                     let _ = ack.send(result);
                 }
                 Some(Command::Unsubscribe(channel)) => self.unsubscribe(channel).await,
+                Some(Command::Resubscribe(channel)) => self.resubscribe(channel).await,
+                Some(Command::NodeDisconnected) => {
+                    tracing::warn!(
+                        "a cluster node's pub/sub connection dropped; waiters look again"
+                    );
+                    self.after_reconnect();
+                }
+                Some(Command::Reconnect) => {
+                    self.disconnect();
+                    self.reconnect().await;
+                }
                 Some(Command::Disconnected(generation)) if generation == self.generation => {
                     tracing::warn!("pub/sub connection lost; reconnecting");
                     self.disconnect();
@@ -280,7 +367,8 @@ impl Control {
             };
         };
         let what = format!("subscribe to '{channel}'");
-        match tokio::time::timeout(self.timeouts.response, sink.subscribe(channel)).await {
+        let channels = [channel.to_owned()];
+        match tokio::time::timeout(self.timeouts.response, sink.subscribe(&channels)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(err)) => {
                 self.disconnect();
@@ -313,30 +401,68 @@ impl Control {
         }
     }
 
+    /// A channel the server unsubscribed us from: subscribe again where its slot lives now,
+    /// if it still has waiters, and let them look (a message may have been missed).
+    async fn resubscribe(&mut self, channel: String) {
+        let Some(notify) = self
+            .channels
+            .map()
+            .get(&channel)
+            .filter(|entry| entry.refs > 0)
+            .map(|entry| entry.notify.clone())
+        else {
+            return;
+        };
+        if self.sink.is_some() {
+            if let Err(err) = self.subscribe(&channel).await {
+                tracing::debug!(error = %err, %channel, "resubscribe failed; reconnecting");
+            }
+        }
+        notify.wake_all();
+    }
+
     /// Opens a pub/sub connection and subscribes to every channel that has waiters.
     async fn connect(&mut self) -> Result<()> {
+        let wanted: Vec<String> = self.channels.map().keys().cloned().collect();
+        let (mut sink, reader) = match &self.source {
+            Source::Single(client) => self.connect_plain((**client).clone()).await?,
+            Source::Sentinel(sentinel) => self.connect_plain(sentinel.primary_client()).await?,
+            Source::Cluster { nodes, sharded } => {
+                self.connect_cluster(nodes.clone(), *sharded).await?
+            }
+        };
+        if !wanted.is_empty() {
+            match tokio::time::timeout(self.timeouts.response, sink.subscribe(&wanted)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => {
+                    reader.abort();
+                    return Err(Error::from_redis("resubscribe", err));
+                }
+                Err(_) => {
+                    reader.abort();
+                    return Err(Error::timed_out("resubscribe", self.timeouts.response));
+                }
+            }
+        }
+        self.reader = Some(reader);
+        self.sink = Some(sink);
+        Ok(())
+    }
+
+    async fn connect_plain(&mut self, client: redis::Client) -> Result<(Sink, JoinHandle<()>)> {
         let what = "open the pub/sub connection";
         let pubsub =
-            match tokio::time::timeout(self.timeouts.connect, self.client.get_async_pubsub()).await
-            {
+            match tokio::time::timeout(self.timeouts.connect, client.get_async_pubsub()).await {
                 Ok(Ok(pubsub)) => pubsub,
                 Ok(Err(err)) => return Err(Error::from_redis(what, err)),
                 Err(_) => return Err(Error::timed_out(what, self.timeouts.connect)),
             };
-        let (mut sink, mut stream) = pubsub.split();
-        let wanted: Vec<String> = self.channels.map().keys().cloned().collect();
-        if !wanted.is_empty() {
-            match tokio::time::timeout(self.timeouts.response, sink.subscribe(&wanted)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(err)) => return Err(Error::from_redis("resubscribe", err)),
-                Err(_) => return Err(Error::timed_out("resubscribe", self.timeouts.response)),
-            }
-        }
+        let (sink, mut stream) = pubsub.split();
         self.generation += 1;
         let generation = self.generation;
         let channels = self.channels.clone();
         let commands = self.commands.clone();
-        self.reader = Some(tokio::spawn(async move {
+        let reader = tokio::spawn(async move {
             while let Some(message) = stream.next().await {
                 dispatch(
                     &channels,
@@ -345,9 +471,74 @@ impl Control {
                 );
             }
             let _ = commands.send(Command::Disconnected(generation));
-        }));
-        self.sink = Some(sink);
-        Ok(())
+        });
+        Ok((Sink::Plain(sink), reader))
+    }
+
+    /// A cluster connection that delivers messages as RESP3 pushes; the `redis` crate
+    /// reconnects its nodes and resubscribes by itself.
+    async fn connect_cluster(
+        &mut self,
+        nodes: Vec<ConnectionInfo>,
+        sharded: bool,
+    ) -> Result<(Sink, JoinHandle<()>)> {
+        let what = "open the pub/sub connection to the cluster";
+        let (pushes, mut received) = mpsc::unbounded_channel::<PushInfo>();
+        let client = redis::cluster::ClusterClientBuilder::new(nodes)
+            .use_protocol(redis::ProtocolVersion::RESP3)
+            .push_sender(pushes)
+            .connection_timeout(self.timeouts.connect)
+            .response_timeout(self.timeouts.response)
+            .build()
+            .map_err(|err| Error::from_redis(what, err))?;
+        let connection = match tokio::time::timeout(
+            self.timeouts.connect,
+            client.get_async_connection(),
+        )
+        .await
+        {
+            Ok(Ok(connection)) => connection,
+            Ok(Err(err)) => return Err(Error::from_redis(what, err)),
+            Err(_) => return Err(Error::timed_out(what, self.timeouts.connect)),
+        };
+        self.generation += 1;
+        let generation = self.generation;
+        let channels = self.channels.clone();
+        let commands = self.commands.clone();
+        let reader = tokio::spawn(async move {
+            while let Some(push) = received.recv().await {
+                let channel = match push.data.first() {
+                    Some(Value::BulkString(channel)) => {
+                        String::from_utf8_lossy(channel).into_owned()
+                    }
+                    _ => String::new(),
+                };
+                match push.kind {
+                    PushKind::Message | PushKind::SMessage => {
+                        if let Some(Value::BulkString(payload)) = push.data.get(1) {
+                            dispatch(&channels, &channel, payload);
+                        }
+                    }
+                    PushKind::Unsubscribe | PushKind::SUnsubscribe => {
+                        let _ = commands.send(Command::Resubscribe(channel));
+                    }
+                    // A node's connection dropped (the crate reconnects it): messages sent
+                    // meanwhile are lost, so every waiter looks and every hold is checked.
+                    PushKind::Disconnection => {
+                        let _ = commands.send(Command::NodeDisconnected);
+                    }
+                    _ => {}
+                }
+            }
+            let _ = commands.send(Command::Disconnected(generation));
+        });
+        Ok((
+            Sink::Cluster {
+                connection,
+                sharded,
+            },
+            reader,
+        ))
     }
 
     async fn reconnect(&mut self) {

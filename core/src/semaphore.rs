@@ -61,7 +61,7 @@ impl Semaphore {
     /// Sets the number of permits if it was never set (no key); true when set. Wakes waiters.
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
         validate_permits("permits", permits, 0)?;
-        let mut call = TRY_SET.prepare_invoke();
+        let mut call = TRY_SET.prepare_invoke(self.inner.client.publish);
         call.key(&self.inner.name)
             .key(&self.inner.channel)
             .arg(permits);
@@ -85,7 +85,7 @@ impl Semaphore {
     }
 
     async fn add(&self, permits: i64, what: String) -> Result<()> {
-        let mut call = ADD.prepare_invoke();
+        let mut call = ADD.prepare_invoke(self.inner.client.publish);
         let client = &self.inner.client;
         call.key(&self.inner.name)
             .key(&self.inner.channel)
@@ -107,7 +107,11 @@ impl Semaphore {
     /// attempt is undone as soon as the server answers again.
     pub async fn acquire(&self, permits: i64, wait: Option<Duration>) -> Result<bool> {
         validate_permits("permits", permits, 1)?;
-        let kind = Arc::new(SemaphoreAcquisition::new(&self.inner.name, permits));
+        let kind = Arc::new(SemaphoreAcquisition::new(
+            &self.inner.name,
+            permits,
+            self.inner.client.publish,
+        ));
         let core = Arc::new(LockCore::with_owner(
             self.inner.client.clone(),
             kind,
@@ -137,7 +141,7 @@ impl Semaphore {
 
     /// The permits available now (0 when never set).
     pub async fn available_permits(&self) -> Result<i64> {
-        let mut call = AVAILABLE.prepare_invoke();
+        let mut call = AVAILABLE.prepare_invoke(self.inner.client.publish);
         call.key(&self.inner.name);
         query(&self.inner.client, self.what("count the permits of"), call).await
     }

@@ -23,6 +23,7 @@ __all__ = [
     "TimeoutError",
     "RedisError",
     "StaleTokenError",
+    "NotSyncedError",
     "not_acquired_error",
 ]
 
@@ -65,6 +66,9 @@ class RedisError(LockError):
 
 class StaleTokenError(LockError):
     """A fenced write was refused: its token is lower than one already applied to the key."""
+
+class NotSyncedError(LockError):
+    """With sync_replicas: no replica acknowledged an acquisition within the timeout (it was undone)."""
 
 @final
 class Client:

@@ -32,6 +32,7 @@ fn error_code(kind: polylock::ErrorKind) -> &'static str {
         WrongType => "ERR_WRONG_TYPE",
         Redis => "ERR_REDIS",
         StaleToken => "ERR_STALE_TOKEN",
+        NotSynced => "ERR_NOT_SYNCED",
     }
 }
 
@@ -87,6 +88,11 @@ pub struct ConnectOptions {
     /// How long a fair-lock waiter that stopped answering (its process died) keeps its place.
     /// Default 10000.
     pub fair_queue_timeout_ms: Option<f64>,
+    /// Follow every acquire, renewal and release with `WAIT` for the replicas; an acquisition
+    /// no replica acknowledged is undone (`ERR_NOT_SYNCED` once the wait runs out). Default false.
+    pub sync_replicas: Option<bool>,
+    /// How long `WAIT` waits for the replicas (with `syncReplicas`). Default 1000.
+    pub replica_sync_timeout_ms: Option<f64>,
 }
 
 /// The wait and lease of an acquire, and a lock's defaults (`client.lock(name, defaults)`).
@@ -412,6 +418,12 @@ fn connect_options(
             options.fair_queue_timeout_ms,
             "fair_queue_timeout",
             defaults.fair_queue_timeout,
+        )?,
+        sync_replicas: options.sync_replicas.unwrap_or(defaults.sync_replicas),
+        replica_sync_timeout: option(
+            options.replica_sync_timeout_ms,
+            "replica_sync_timeout",
+            defaults.replica_sync_timeout,
         )?,
     };
     Ok((url, options))

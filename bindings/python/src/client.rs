@@ -24,6 +24,8 @@ fn options(
     connect_timeout: Option<f64>,
     response_timeout: Option<f64>,
     fair_queue_timeout: Option<f64>,
+    sync_replicas: bool,
+    replica_sync_timeout: Option<f64>,
 ) -> polylock::Result<polylock::ClientOptions> {
     let defaults = polylock::ClientOptions::default();
     let option = |name: &str, seconds: Option<f64>, default: Duration| match seconds {
@@ -47,6 +49,12 @@ fn options(
             fair_queue_timeout,
             defaults.fair_queue_timeout,
         )?,
+        sync_replicas,
+        replica_sync_timeout: option(
+            "replica_sync_timeout",
+            replica_sync_timeout,
+            defaults.replica_sync_timeout,
+        )?,
     })
 }
 
@@ -54,7 +62,9 @@ fn options(
 impl Client {
     /// Connects, waiting at most `connect_timeout` seconds (GIL released, Ctrl-C honoured).
     #[new]
-    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None))]
+    // Python keyword arguments, one per client option.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None, sync_replicas = false, replica_sync_timeout = None))]
     fn new(
         py: Python<'_>,
         url: &str,
@@ -62,12 +72,16 @@ impl Client {
         connect_timeout: Option<f64>,
         response_timeout: Option<f64>,
         fair_queue_timeout: Option<f64>,
+        sync_replicas: bool,
+        replica_sync_timeout: Option<f64>,
     ) -> PyResult<Self> {
         let options = options(
             watchdog_timeout,
             connect_timeout,
             response_timeout,
             fair_queue_timeout,
+            sync_replicas,
+            replica_sync_timeout,
         )
         .map_err(|err| to_py_err(py, err))?;
         let inner = wait_interruptibly(py, polylock::Client::connect_with(url, options))?;
@@ -76,7 +90,8 @@ impl Client {
 
     /// Connects without blocking the event loop; the awaitable gives a `Client`.
     #[staticmethod]
-    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None, sync_replicas = false, replica_sync_timeout = None))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: &str,
@@ -84,12 +99,16 @@ impl Client {
         connect_timeout: Option<f64>,
         response_timeout: Option<f64>,
         fair_queue_timeout: Option<f64>,
+        sync_replicas: bool,
+        replica_sync_timeout: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = options(
             watchdog_timeout,
             connect_timeout,
             response_timeout,
             fair_queue_timeout,
+            sync_replicas,
+            replica_sync_timeout,
         )
         .map_err(|err| to_py_err(py, err))?;
         let url = url.to_owned();

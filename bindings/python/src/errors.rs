@@ -15,6 +15,7 @@ pub(crate) struct Exceptions {
     timeout: Py<PyType>,
     redis: Py<PyType>,
     stale_token: Py<PyType>,
+    not_synced: Py<PyType>,
 }
 
 static EXCEPTIONS: PyOnceLock<Exceptions> = PyOnceLock::new();
@@ -92,6 +93,11 @@ fn make(py: Python<'_>) -> PyResult<Exceptions> {
             None,
             "A fenced write was refused: its token is lower than one already applied to the key.",
         )?,
+        not_synced: with(
+            "NotSyncedError",
+            None,
+            "With sync_replicas: no replica acknowledged an acquisition within the timeout (it was undone).",
+        )?,
         lock_error,
     })
 }
@@ -110,6 +116,7 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
         &exceptions.timeout,
         &exceptions.redis,
         &exceptions.stale_token,
+        &exceptions.not_synced,
     ] {
         let class = class.bind(py);
         module.add(class.name()?, class)?;
@@ -132,6 +139,7 @@ pub(crate) fn to_py_err(py: Python<'_>, err: polylock::Error) -> PyErr {
         polylock::ErrorKind::WrongType => &exceptions.wrong_type,
         polylock::ErrorKind::Redis => &exceptions.redis,
         polylock::ErrorKind::StaleToken => &exceptions.stale_token,
+        polylock::ErrorKind::NotSynced => &exceptions.not_synced,
     };
     PyErr::from_type(class.bind(py).clone(), err.to_string())
 }

@@ -48,6 +48,9 @@ pub enum LockError {
     /// A fenced write was refused: its token is lower than one already applied to the key.
     #[error("{0}")]
     StaleToken(String),
+    /// With `syncReplicas`: no replica acknowledged an acquisition within the timeout (undone).
+    #[error("{0}")]
+    NotSynced(String),
 }
 
 /// The one mapping from the core's errors. The core's message becomes the exception message.
@@ -63,6 +66,7 @@ impl From<polylock::Error> for LockError {
             polylock::Error::WrongType(_) => LockError::WrongType(message),
             polylock::Error::Redis(_) => LockError::Redis(message),
             polylock::Error::StaleToken(_) => LockError::StaleToken(message),
+            polylock::Error::NotSynced(_) => LockError::NotSynced(message),
         }
     }
 }
@@ -153,6 +157,13 @@ pub struct ClientOptions {
     /// (default 10 000).
     #[uniffi(default = None)]
     pub fair_queue_timeout_ms: Option<i64>,
+    /// Follow every acquire, renewal and release with `WAIT` for the replicas; an acquisition
+    /// no replica acknowledged is undone (`NotSynced` once the wait runs out). Default false.
+    #[uniffi(default = None)]
+    pub sync_replicas: Option<bool>,
+    /// How long `WAIT` waits for the replicas (with `syncReplicas`; default 1 000).
+    #[uniffi(default = None)]
+    pub replica_sync_timeout_ms: Option<i64>,
 }
 
 /// A connection to one Redis server, shared by every lock made from it.
@@ -199,6 +210,12 @@ impl Client {
                 "fair_queue_timeout",
                 options.fair_queue_timeout_ms,
                 defaults.fair_queue_timeout,
+            )?,
+            sync_replicas: options.sync_replicas.unwrap_or(defaults.sync_replicas),
+            replica_sync_timeout: option(
+                "replica_sync_timeout",
+                options.replica_sync_timeout_ms,
+                defaults.replica_sync_timeout,
             )?,
         };
         let inner = polylock::Client::connect_with(&url, options).await?;

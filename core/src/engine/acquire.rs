@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
+use crate::connection::Synced;
 use crate::engine::{latch_ms, request_id, Backoff, Lease, LockCore, LATCH_GRACE};
 use crate::error::{Error, Result};
 use crate::kinds::{AcquireArgs, Attempt, UndoArgs};
@@ -147,7 +148,7 @@ impl LockCore {
         mut cancelled: oneshot::Receiver<()>,
         handoff: Arc<Handoff>,
     ) -> Result<bool> {
-        let request = request_id();
+        let mut request = request_id();
         let mut waiting = Waiting {
             subscription: self.take_kept_subscription(),
             woken: false,
@@ -155,7 +156,7 @@ impl LockCore {
         let first_sent = Instant::now();
         let ended = self
             .acquire_loop(
-                &request,
+                &mut request,
                 deadline,
                 lease,
                 &mut cancelled,
@@ -180,7 +181,7 @@ impl LockCore {
 
     async fn acquire_loop(
         self: &Arc<Self>,
-        request: &str,
+        request: &mut String,
         deadline: Option<Instant>,
         lease: Lease,
         cancelled: &mut oneshot::Receiver<()>,
@@ -224,6 +225,25 @@ impl LockCore {
                     return ended(Ok(false), false);
                 }
                 Ok(Attempt::Undone) => return ended(Ok(false), false),
+                Ok(Attempt::NotSynced { replicas }) => {
+                    // Held on the primary only, where a failover would hand it to a second
+                    // holder: undo it, and try again under a new request id.
+                    if let Err(err) = self.undo_attempt(request, lease).await {
+                        return ended(Err(err), true);
+                    }
+                    *request = request_id();
+                    unknown = false;
+                    let left = remaining(deadline);
+                    if left.is_zero() {
+                        return ended(Err(self.not_synced(replicas)), false);
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff.next_delay().min(left)) => {}
+                        _ = &mut *cancelled => return ended(Ok(false), false),
+                        _ = closed.wait_for(|closed| *closed) => {}
+                    }
+                    continue;
+                }
                 Ok(Attempt::Busy(holder_lease)) => {
                     unknown = false;
                     waiting.woken = false;
@@ -306,45 +326,79 @@ impl LockCore {
             .invoke_async(&mut connection)
             .await
             .map_err(|err| Error::from_redis(&self.what("acquire"), err))?;
-        self.kind.read_acquire(reply).map_err(|other| {
+        let attempt = self.kind.read_acquire(reply).map_err(|other| {
             Error::Redis(format!(
                 "{}: unexpected reply {other:?}",
                 self.what("acquire")
             ))
-        })
+        })?;
+        if let (Attempt::Acquired { .. }, Some(sync)) = (attempt, &self.client.replica_sync) {
+            // A failed WAIT leaves it unknown whether the replicas have it: the same request is
+            // retried, replays the acquisition, and waits again.
+            let synced = sync
+                .wait(&self.client.connection, self.name())
+                .await
+                .map_err(|err| Error::from_redis(&self.what("wait for the replicas of"), err))?;
+            if let Synced::NotAcked { replicas } = synced {
+                return Ok(Attempt::NotSynced { replicas });
+            }
+        }
+        Ok(attempt)
+    }
+
+    fn not_synced(&self, replicas: usize) -> Error {
+        let timeout = self
+            .client
+            .replica_sync
+            .as_ref()
+            .map_or(Duration::ZERO, |sync| sync.timeout());
+        Error::NotSynced(format!(
+            "lock '{}' was acquired on the primary, but none of its {replicas} replicas \
+             acknowledged it within {} ms, so a failover could hand it to a second holder; it was \
+             undone (sync_replicas)",
+            self.name(),
+            timeout.as_millis()
+        ))
+    }
+
+    /// Undoes acquire `request` (or makes sure it never takes effect); 1 when something was
+    /// undone.
+    async fn undo_attempt(self: &Arc<Self>, request: &str, lease: Lease) -> Result<i64> {
+        let lease = self.lease_of(lease);
+        let restore = self.current_lease_ms();
+        let args = UndoArgs {
+            owner: &self.owner,
+            request,
+            latch_ms: latch_ms(lease),
+            lease_ms: restore,
+        };
+        let mut connection = self.client.connection.clone();
+        let sent_at = Instant::now();
+        let undone = self
+            .kind
+            .undo_acquire(&args, &self.client.options)
+            .invoke_async::<i64>(&mut connection)
+            .await
+            .map_err(|err| Error::from_redis(&self.what("undo an acquire of"), err))?;
+        if undone == 1 && restore > 0 {
+            // The TTL of the levels still held was set again just now.
+            self.partially_released(sent_at);
+        }
+        Ok(undone)
     }
 
     /// The reply of acquire `request` was lost and its caller is gone: undo it (or make sure it
     /// never takes effect) as soon as the server answers again.
     fn resolve_unknown(self: &Arc<Self>, request: String, lease: Lease, first_sent: Instant) {
         let lock = self.clone();
-        let lease = self.lease_of(lease);
+        let attempt_lease = lease;
         // After this, whatever it acquired has expired, and the request can no longer arrive.
-        let until = first_sent + lease + LATCH_GRACE;
+        let until = first_sent + self.lease_of(lease) + LATCH_GRACE;
         runtime().spawn(async move {
             let mut backoff = Backoff::default();
             loop {
-                let restore = lock.current_lease_ms();
-                let args = UndoArgs {
-                    owner: &lock.owner,
-                    request: &request,
-                    latch_ms: latch_ms(lease),
-                    lease_ms: restore,
-                };
-                let mut connection = lock.client.connection.clone();
-                let sent_at = Instant::now();
-                let undone = lock
-                    .kind
-                    .undo_acquire(&args, &lock.client.options)
-                    .invoke_async::<i64>(&mut connection)
-                    .await
-                    .map_err(|err| Error::from_redis(&lock.what("undo an acquire of"), err));
-                match undone {
+                match lock.undo_attempt(&request, attempt_lease).await {
                     Ok(undone) => {
-                        if undone == 1 && restore > 0 {
-                            // The TTL of the levels still held was set again just now.
-                            lock.partially_released(sent_at);
-                        }
                         tracing::info!(lock = %lock.name(), undone, "resolved an acquire whose reply was lost");
                         return;
                     }

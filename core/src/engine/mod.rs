@@ -16,10 +16,10 @@ pub(crate) mod renew;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use redis::Script;
 use tokio::sync::watch;
 
 use crate::client::ClientInner;
+use crate::connection::LockScript;
 use crate::error::{Error, Result};
 use crate::kinds::LockKind;
 use crate::pubsub::Subscription;
@@ -27,11 +27,11 @@ use crate::pubsub::Subscription;
 pub(crate) use hold::{Hold, Lease, LostCallback};
 
 /// Renews hash-based locks (reentrant, fair): see `scripts/renew.lua`.
-pub(crate) static HASH_RENEWAL: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/renew.lua")));
+pub(crate) static HASH_RENEWAL: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("scripts/renew.lua")));
 /// The PTTL of a hash-based lock: see `scripts/inspect.lua`.
-pub(crate) static INSPECT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua")));
+pub(crate) static INSPECT: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("scripts/inspect.lua")));
 
 /// How long a latch (the remembered outcome of an acquire or release request) outlives the
 /// lease it was written with. Every retry of one request is sent before the lease it guards

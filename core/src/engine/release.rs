@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::client::ClientInner;
+use crate::connection::sync_write;
 use crate::engine::hold::Reserved;
 use crate::engine::{latch_ms, request_id, Backoff, LockCore};
 use crate::error::{Error, Result};
@@ -60,6 +61,12 @@ impl ReleaseRequest {
                     tracing::debug!(%err, "release failed; retrying with the same request id");
                     let left = until.saturating_duration_since(Instant::now());
                     tokio::time::sleep(backoff.next_delay().min(left)).await;
+                }
+                Ok(answer) => {
+                    if answer.is_some() {
+                        sync_write(&self.client, self.kind.name(), "a release").await;
+                    }
+                    return Ok(answer);
                 }
                 other => return other,
             }

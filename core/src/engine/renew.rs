@@ -1,16 +1,19 @@
 //! The client's one upkeep task: renews every watchdog-leased hold (up to [`BATCH`] per script
 //! call, every third of the lease), reports a fixed lease that ran out while held, and checks
 //! every hold at once when asked (after a reconnect). One task per client whatever the number of
-//! holds: memory follows the holds of now, never the acquisitions of the past.
+//! holds: memory follows the holds of now, never the acquisitions of the past. On a cluster, one
+//! script call renews holds of one hash slot only (a script's keys must share a slot).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionManager;
 use tokio::sync::Notify;
 
+use redis::cluster_routing::Slot;
+
+use crate::connection::{Connection, LockScript, Publish, ReplicaSync, Synced};
 use crate::engine::LockCore;
 use crate::error::Error;
 use crate::kinds::Renewal;
@@ -49,11 +52,18 @@ pub(crate) struct Scheduler {
     check_requested: AtomicBool,
     stopped: AtomicBool,
     generations: std::sync::atomic::AtomicU64,
+    publish: Publish,
+    replica_sync: Option<Arc<ReplicaSync>>,
 }
 
 impl Scheduler {
     /// Starts the upkeep task on the current runtime.
-    pub(crate) fn start(connection: ConnectionManager, lease: Duration) -> Arc<Scheduler> {
+    pub(crate) fn start(
+        connection: Connection,
+        lease: Duration,
+        publish: Publish,
+        replica_sync: Option<Arc<ReplicaSync>>,
+    ) -> Arc<Scheduler> {
         let scheduler = Arc::new(Scheduler {
             entries: Mutex::new(HashMap::new()),
             lease,
@@ -61,6 +71,8 @@ impl Scheduler {
             check_requested: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             generations: std::sync::atomic::AtomicU64::new(0),
+            publish,
+            replica_sync,
         });
         tokio::spawn(run(scheduler.clone(), connection));
         scheduler
@@ -183,17 +195,18 @@ impl Scheduler {
 
     /// Renews the watchdog's holds, and with `check_all` checks the fixed ones too. False when
     /// Redis could not be reached.
-    async fn renew(&self, connection: &mut ConnectionManager, check_all: bool) -> bool {
-        // (script, renew?) -> holds; a check sends lease 0 (the script then only looks).
-        let mut groups: HashMap<(usize, bool), Vec<Due>> = HashMap::new();
+    async fn renew(&self, connection: &mut Connection, check_all: bool) -> bool {
+        // (script, renew?, slot) -> holds; a check sends lease 0 (the script then only looks).
+        let mut groups: HashMap<(usize, bool, Slot), Vec<Due>> = HashMap::new();
         for (id, entry) in self.entries().iter() {
             if entry.paused {
                 continue;
             }
             let renew = matches!(entry.upkeep, Upkeep::Renew { .. });
             if renew || check_all {
-                let script = entry.renewal.script as *const redis::Script as usize;
-                groups.entry((script, renew)).or_default().push((
+                let script = entry.renewal.script as *const LockScript as usize;
+                let slot = connection.slot_of(&entry.renewal.key);
+                groups.entry((script, renew, slot)).or_default().push((
                     *id,
                     entry.generation,
                     entry.renewal.clone(),
@@ -201,14 +214,14 @@ impl Scheduler {
             }
         }
         let mut reachable = true;
-        for ((_, renew), holds) in groups {
+        for ((_, renew, _), holds) in groups {
             let lease_ms = if renew {
                 self.lease.as_millis() as u64
             } else {
                 0
             };
             for batch in holds.chunks(BATCH) {
-                let mut call = batch[0].2.script.prepare_invoke();
+                let mut call = batch[0].2.script.prepare_invoke(self.publish);
                 call.arg(lease_ms);
                 for (_, _, renewal) in batch {
                     call.key(&renewal.key).arg(&renewal.owner);
@@ -216,6 +229,9 @@ impl Scheduler {
                 let sent_at = Instant::now();
                 match call.invoke_async::<Vec<i64>>(connection).await {
                     Ok(held) => {
+                        if renew {
+                            self.sync_renewal(connection, &batch[0].2.key).await;
+                        }
                         for ((id, generation, renewal), flag) in batch.iter().zip(held) {
                             if flag == 1 {
                                 self.renewed_at(*id, *generation, sent_at);
@@ -242,6 +258,23 @@ impl Scheduler {
         reachable
     }
 
+    /// With `sync_replicas`: waits for the replicas to take the renewals just sent. A renewal
+    /// they did not take still holds on the primary, so it is only reported.
+    async fn sync_renewal(&self, connection: &Connection, key: &str) {
+        let Some(sync) = &self.replica_sync else {
+            return;
+        };
+        match sync.wait(connection, key).await {
+            Ok(Synced::NotAcked { replicas }) => tracing::warn!(
+                replicas,
+                "no replica acknowledged a watchdog renewal within {:?}; a failover now could lose these locks",
+                sync.timeout()
+            ),
+            Err(err) => tracing::warn!(error = %err, "could not wait for the replicas after a renewal"),
+            Ok(_) => {}
+        }
+    }
+
     fn renewed_at(&self, id: u64, generation: u64, sent_at: Instant) {
         if let Some(entry) = self
             .entries()
@@ -255,7 +288,7 @@ impl Scheduler {
     }
 }
 
-async fn run(scheduler: Arc<Scheduler>, mut connection: ConnectionManager) {
+async fn run(scheduler: Arc<Scheduler>, mut connection: Connection) {
     let period = scheduler.lease / 3;
     // After a failed renewal or check, try again soon (the command connection reconnects on
     // the failed attempt), so a short outage costs no lock and a restart is noticed at once.

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
+use crate::connection::LockScript;
 use crate::options::ClientOptions;
 
 /// One acquire attempt. The request id makes it idempotent: a retry with the same id replays
@@ -59,6 +60,9 @@ pub(crate) enum Attempt {
     Busy(Option<Duration>),
     /// The request was undone before it ran (a tombstone in its latch).
     Undone,
+    /// Acquired on the primary, but none of its `replicas` connected replicas acknowledged it
+    /// (`sync_replicas`; set by the engine, never by a kind's reply).
+    NotSynced { replicas: usize },
 }
 
 impl Attempt {
@@ -75,7 +79,7 @@ impl Attempt {
 /// 1 (renewed) or 0 (gone). Renewals with the same script are batched.
 #[derive(Clone)]
 pub(crate) struct Renewal {
-    pub script: &'static redis::Script,
+    pub script: &'static LockScript,
     pub key: String,
     pub owner: String,
 }

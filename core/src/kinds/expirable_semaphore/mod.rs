@@ -7,8 +7,9 @@
 
 use std::sync::LazyLock;
 
-use redis::{Script, ScriptInvocation};
+use redis::ScriptInvocation;
 
+use crate::connection::{LockScript, Publish};
 use crate::keys;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
@@ -16,7 +17,7 @@ use crate::options::ClientOptions;
 macro_rules! permit_script {
     ($file:literal) => {
         LazyLock::new(|| {
-            Script::new(concat!(
+            LockScript::new(concat!(
                 include_str!("../semaphore/prelude.lua"),
                 include_str!("prelude.lua"),
                 include_str!($file)
@@ -25,31 +26,33 @@ macro_rules! permit_script {
     };
 }
 
-static ACQUIRE: LazyLock<Script> = permit_script!("acquire.lua");
-static RELEASE: LazyLock<Script> = permit_script!("release.lua");
-static UNDO: LazyLock<Script> = permit_script!("undo.lua");
-static RENEWAL: LazyLock<Script> = permit_script!("renew.lua");
-pub(crate) static AVAILABLE: LazyLock<Script> = permit_script!("available.lua");
+static ACQUIRE: LazyLock<LockScript> = permit_script!("acquire.lua");
+static RELEASE: LazyLock<LockScript> = permit_script!("release.lua");
+static UNDO: LazyLock<LockScript> = permit_script!("undo.lua");
+static RENEWAL: LazyLock<LockScript> = permit_script!("renew.lua");
+pub(crate) static AVAILABLE: LazyLock<LockScript> = permit_script!("available.lua");
 
 /// The permits of one expirable semaphore; the owner of each hold is its permit id.
 pub(crate) struct Permit {
     name: String,
     timeouts: String,
     channel: String,
+    publish: Publish,
 }
 
 impl Permit {
-    pub(crate) fn new(name: &str) -> Permit {
+    pub(crate) fn new(name: &str, publish: Publish) -> Permit {
         Permit {
             name: name.to_owned(),
             timeouts: keys::permit_timeouts(name),
             channel: keys::semaphore_channel(name),
+            publish,
         }
     }
 
     /// The permits available now (expired ones come back first).
     pub(crate) fn available(&self) -> ScriptInvocation<'static> {
-        let mut call = AVAILABLE.prepare_invoke();
+        let mut call = AVAILABLE.prepare_invoke(self.publish);
         call.key(&self.name).key(&self.timeouts).key(&self.channel);
         call
     }
@@ -65,7 +68,7 @@ impl LockKind for Permit {
     }
 
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = ACQUIRE.prepare_invoke();
+        let mut call = ACQUIRE.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(&self.timeouts)
             .key(&self.channel)
@@ -76,7 +79,7 @@ impl LockKind for Permit {
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = UNDO.prepare_invoke();
+        let mut call = UNDO.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(&self.timeouts)
             .key(&self.channel)
@@ -87,7 +90,7 @@ impl LockKind for Permit {
     }
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let mut call = RELEASE.prepare_invoke();
+        let mut call = RELEASE.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(&self.timeouts)
             .key(&self.channel)

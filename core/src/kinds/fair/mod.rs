@@ -11,8 +11,9 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::{Script, ScriptInvocation};
+use redis::ScriptInvocation;
 
+use crate::connection::{LockScript, Publish};
 use crate::engine::HASH_RENEWAL;
 use crate::keys;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
@@ -24,15 +25,15 @@ const WAIT_ALLOWANCE: Duration = Duration::from_secs(300);
 
 macro_rules! fair_script {
     ($file:literal) => {
-        LazyLock::new(|| Script::new(concat!(include_str!("prelude.lua"), include_str!($file))))
+        LazyLock::new(|| LockScript::new(concat!(include_str!("prelude.lua"), include_str!($file))))
     };
 }
 
-static ACQUIRE: LazyLock<Script> = fair_script!("acquire.lua");
-static RELEASE: LazyLock<Script> = fair_script!("release.lua");
-static UNDO: LazyLock<Script> = fair_script!("undo.lua");
-static CANCEL: LazyLock<Script> = fair_script!("cancel.lua");
-static FORCE_UNLOCK: LazyLock<Script> = fair_script!("force_unlock.lua");
+static ACQUIRE: LazyLock<LockScript> = fair_script!("acquire.lua");
+static RELEASE: LazyLock<LockScript> = fair_script!("release.lua");
+static UNDO: LazyLock<LockScript> = fair_script!("undo.lua");
+static CANCEL: LazyLock<LockScript> = fair_script!("cancel.lua");
+static FORCE_UNLOCK: LazyLock<LockScript> = fair_script!("force_unlock.lua");
 
 pub(crate) struct Fair {
     name: String,
@@ -41,22 +42,24 @@ pub(crate) struct Fair {
     seen: String,
     /// `redisson_lock__channel:{name}`; each waiter listens on `<prefix>:<owner>`.
     channel_prefix: String,
+    publish: Publish,
 }
 
 impl Fair {
-    pub(crate) fn new(name: &str) -> Fair {
+    pub(crate) fn new(name: &str, publish: Publish) -> Fair {
         Fair {
             name: name.to_owned(),
             queue: keys::fair_queue(name),
             timeouts: keys::fair_timeouts(name),
             seen: keys::fair_seen(name),
             channel_prefix: keys::lock_channel(name),
+            publish,
         }
     }
 
     /// A call of `script` with the keys every fair script starts with.
-    fn call(&self, script: &'static Script) -> ScriptInvocation<'static> {
-        let mut call = script.prepare_invoke();
+    fn call(&self, script: &'static LockScript) -> ScriptInvocation<'static> {
+        let mut call = script.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(&self.queue)
             .key(&self.timeouts)

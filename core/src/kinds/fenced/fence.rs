@@ -5,9 +5,9 @@
 
 use std::sync::LazyLock;
 
-use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 
+use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::keys;
 
@@ -22,7 +22,7 @@ pub(crate) enum Write {
 /// Applies `write` to `key` if `token` is at least the highest token applied to it; replies
 /// the number of keys written or deleted, or [`Error::StaleToken`].
 pub(crate) async fn apply(
-    mut connection: ConnectionManager,
+    mut connection: Connection,
     key: &str,
     token: i64,
     write: Write,

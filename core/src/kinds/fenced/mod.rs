@@ -12,14 +12,16 @@ pub(crate) mod fence;
 
 use std::sync::LazyLock;
 
-use redis::{Script, ScriptInvocation, Value};
+use redis::{ScriptInvocation, Value};
 
+use crate::connection::{LockScript, Publish};
 use crate::keys;
 use crate::kinds::reentrant::Reentrant;
 use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 
-static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("acquire.lua")));
+static ACQUIRE: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("acquire.lua")));
 
 pub(crate) struct Fenced {
     lock: Reentrant,
@@ -27,9 +29,9 @@ pub(crate) struct Fenced {
 }
 
 impl Fenced {
-    pub(crate) fn new(name: &str) -> Fenced {
+    pub(crate) fn new(name: &str, publish: Publish) -> Fenced {
         Fenced {
-            lock: Reentrant::new(name),
+            lock: Reentrant::new(name, publish),
             token_counter: keys::fenced_token(name),
         }
     }
@@ -45,7 +47,7 @@ impl LockKind for Fenced {
     }
 
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = ACQUIRE.prepare_invoke();
+        let mut call = ACQUIRE.prepare_invoke(self.lock.publish);
         call.key(self.name())
             .key(&self.token_counter)
             .key(keys::acquire_latch(self.name(), args.request))

@@ -14,8 +14,9 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::{Script, ScriptInvocation};
+use redis::ScriptInvocation;
 
+use crate::connection::{LockScript, Publish};
 use crate::engine::HASH_RENEWAL;
 use crate::keys;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
@@ -23,19 +24,19 @@ use crate::options::ClientOptions;
 
 macro_rules! rw_script {
     ($file:literal) => {
-        LazyLock::new(|| Script::new(concat!(include_str!("prelude.lua"), include_str!($file))))
+        LazyLock::new(|| LockScript::new(concat!(include_str!("prelude.lua"), include_str!($file))))
     };
 }
 
-static READ_ACQUIRE: LazyLock<Script> = rw_script!("read_acquire.lua");
-static READ_RELEASE: LazyLock<Script> = rw_script!("read_release.lua");
-static READ_UNDO: LazyLock<Script> = rw_script!("read_undo.lua");
-static READ_RENEWAL: LazyLock<Script> = rw_script!("read_renew.lua");
-static WRITE_ACQUIRE: LazyLock<Script> = rw_script!("write_acquire.lua");
-static WRITE_RELEASE: LazyLock<Script> = rw_script!("write_release.lua");
-static WRITE_UNDO: LazyLock<Script> = rw_script!("write_undo.lua");
-static LEAVE: LazyLock<Script> = rw_script!("leave.lua");
-static FORCE_UNLOCK: LazyLock<Script> = rw_script!("force_unlock.lua");
+static READ_ACQUIRE: LazyLock<LockScript> = rw_script!("read_acquire.lua");
+static READ_RELEASE: LazyLock<LockScript> = rw_script!("read_release.lua");
+static READ_UNDO: LazyLock<LockScript> = rw_script!("read_undo.lua");
+static READ_RENEWAL: LazyLock<LockScript> = rw_script!("read_renew.lua");
+static WRITE_ACQUIRE: LazyLock<LockScript> = rw_script!("write_acquire.lua");
+static WRITE_RELEASE: LazyLock<LockScript> = rw_script!("write_release.lua");
+static WRITE_UNDO: LazyLock<LockScript> = rw_script!("write_undo.lua");
+static LEAVE: LazyLock<LockScript> = rw_script!("leave.lua");
+static FORCE_UNLOCK: LazyLock<LockScript> = rw_script!("force_unlock.lua");
 
 /// Keys shared by both sides of one read-write lock.
 struct Names {
@@ -44,11 +45,13 @@ struct Names {
     writers: String,
     readers: String,
     since: String,
+    publish: Publish,
 }
 
 impl Names {
-    fn new(name: &str) -> Names {
+    fn new(name: &str, publish: Publish) -> Names {
         Names {
+            publish,
             name: name.to_owned(),
             channel: keys::rwlock_channel(name),
             writers: keys::rwlock_writers(name),
@@ -59,7 +62,7 @@ impl Names {
 
     /// A waiter that gives up leaves `side` (its ZSET of waiters), under `member`.
     fn leave(&self, side: &str, member: String) -> ScriptInvocation<'static> {
-        let mut call = LEAVE.prepare_invoke();
+        let mut call = LEAVE.prepare_invoke(self.publish);
         call.key(side)
             .key(&self.since)
             .key(&self.channel)
@@ -82,8 +85,8 @@ fn registration(options: &ClientOptions) -> Duration {
 pub(crate) struct ReadLock(Names);
 
 impl ReadLock {
-    pub(crate) fn new(name: &str) -> ReadLock {
-        ReadLock(Names::new(name))
+    pub(crate) fn new(name: &str, publish: Publish) -> ReadLock {
+        ReadLock(Names::new(name, publish))
     }
 }
 
@@ -106,7 +109,7 @@ impl LockKind for ReadLock {
         args: &AcquireArgs<'_>,
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
-        let mut call = READ_ACQUIRE.prepare_invoke();
+        let mut call = READ_ACQUIRE.prepare_invoke(self.0.publish);
         call.key(&self.0.name)
             .key(keys::rwlock_timeout_prefix(&self.0.name, args.owner))
             .key(keys::acquire_latch(&self.0.name, args.request))
@@ -125,7 +128,7 @@ impl LockKind for ReadLock {
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = READ_UNDO.prepare_invoke();
+        let mut call = READ_UNDO.prepare_invoke(self.0.publish);
         call.key(&self.0.name)
             .key(&self.0.channel)
             .key(keys::rwlock_timeout_prefix(&self.0.name, args.owner))
@@ -139,7 +142,7 @@ impl LockKind for ReadLock {
     }
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let mut call = READ_RELEASE.prepare_invoke();
+        let mut call = READ_RELEASE.prepare_invoke(self.0.publish);
         call.key(&self.0.name)
             .key(&self.0.channel)
             .key(keys::rwlock_timeout_prefix(&self.0.name, args.owner))
@@ -155,7 +158,7 @@ impl LockKind for ReadLock {
 
     /// Deletes the lock when readers hold it (as Redisson's read lock's `forceUnlock`).
     fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
-        let mut call = FORCE_UNLOCK.prepare_invoke();
+        let mut call = FORCE_UNLOCK.prepare_invoke(self.0.publish);
         call.key(&self.0.name)
             .key(&self.0.channel)
             .arg("read")
@@ -175,8 +178,8 @@ impl LockKind for ReadLock {
 pub(crate) struct WriteLock(Names);
 
 impl WriteLock {
-    pub(crate) fn new(name: &str) -> WriteLock {
-        WriteLock(Names::new(name))
+    pub(crate) fn new(name: &str, publish: Publish) -> WriteLock {
+        WriteLock(Names::new(name, publish))
     }
 }
 
@@ -199,7 +202,7 @@ impl LockKind for WriteLock {
         args: &AcquireArgs<'_>,
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
-        let mut call = WRITE_ACQUIRE.prepare_invoke();
+        let mut call = WRITE_ACQUIRE.prepare_invoke(self.0.publish);
         call.key(&self.0.name)
             .key(keys::acquire_latch(&self.0.name, args.request))
             .key(&self.0.writers)
@@ -212,7 +215,7 @@ impl LockKind for WriteLock {
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = WRITE_UNDO.prepare_invoke();
+        let mut call = WRITE_UNDO.prepare_invoke(self.0.publish);
         call.key(&self.0.name)
             .key(&self.0.channel)
             .key(keys::acquire_latch(&self.0.name, args.request))
@@ -225,7 +228,7 @@ impl LockKind for WriteLock {
     }
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let mut call = WRITE_RELEASE.prepare_invoke();
+        let mut call = WRITE_RELEASE.prepare_invoke(self.0.publish);
         call.key(&self.0.name)
             .key(&self.0.channel)
             .key(keys::unlock_latch(&self.0.name, args.request))
@@ -243,7 +246,7 @@ impl LockKind for WriteLock {
 
     /// Deletes the lock when a writer holds it (as Redisson's write lock's `forceUnlock`).
     fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
-        let mut call = FORCE_UNLOCK.prepare_invoke();
+        let mut call = FORCE_UNLOCK.prepare_invoke(self.0.publish);
         call.key(&self.0.name)
             .key(&self.0.channel)
             .arg("write")

@@ -3,29 +3,34 @@
 
 use std::sync::LazyLock;
 
-use redis::{Script, ScriptInvocation};
+use redis::ScriptInvocation;
 
+use crate::connection::{LockScript, Publish};
 use crate::engine::HASH_RENEWAL;
 use crate::keys;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 
-static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("acquire.lua")));
-static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
-static UNDO: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("undo.lua")));
-static FORCE_UNLOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));
+static ACQUIRE: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("acquire.lua")));
+static RELEASE: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("release.lua")));
+static UNDO: LazyLock<LockScript> = LazyLock::new(|| LockScript::new(include_str!("undo.lua")));
+static FORCE_UNLOCK: LazyLock<LockScript> =
+    LazyLock::new(|| LockScript::new(include_str!("force_unlock.lua")));
 
 pub(crate) struct Reentrant {
     name: String,
     channel: String,
+    pub(super) publish: Publish,
 }
 
 impl Reentrant {
-    pub(crate) fn new(name: &str) -> Reentrant {
+    pub(crate) fn new(name: &str, publish: Publish) -> Reentrant {
         Reentrant {
             name: name.to_owned(),
             channel: keys::lock_channel(name),
+            publish,
         }
     }
 }
@@ -40,7 +45,7 @@ impl LockKind for Reentrant {
     }
 
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = ACQUIRE.prepare_invoke();
+        let mut call = ACQUIRE.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(keys::acquire_latch(&self.name, args.request))
             .arg(args.lease_ms)
@@ -49,7 +54,7 @@ impl LockKind for Reentrant {
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = UNDO.prepare_invoke();
+        let mut call = UNDO.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(&self.channel)
             .key(keys::acquire_latch(&self.name, args.request))
@@ -60,7 +65,7 @@ impl LockKind for Reentrant {
     }
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let mut call = RELEASE.prepare_invoke();
+        let mut call = RELEASE.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(&self.channel)
             .key(keys::unlock_latch(&self.name, args.request))
@@ -73,7 +78,7 @@ impl LockKind for Reentrant {
     }
 
     fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
-        let mut call = FORCE_UNLOCK.prepare_invoke();
+        let mut call = FORCE_UNLOCK.prepare_invoke(self.publish);
         call.key(&self.name).key(&self.channel);
         Some(call)
     }

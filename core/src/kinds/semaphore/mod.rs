@@ -9,39 +9,42 @@
 
 use std::sync::LazyLock;
 
-use redis::{Script, ScriptInvocation};
+use redis::ScriptInvocation;
 
+use crate::connection::{LockScript, Publish};
 use crate::keys;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 
 macro_rules! semaphore_script {
     ($file:literal) => {
-        LazyLock::new(|| Script::new(concat!(include_str!("prelude.lua"), include_str!($file))))
+        LazyLock::new(|| LockScript::new(concat!(include_str!("prelude.lua"), include_str!($file))))
     };
 }
 
-static ACQUIRE: LazyLock<Script> = semaphore_script!("acquire.lua");
-static UNDO: LazyLock<Script> = semaphore_script!("undo.lua");
-static GIVE_BACK: LazyLock<Script> = semaphore_script!("give_back.lua");
-static HELD: LazyLock<Script> = semaphore_script!("held.lua");
-pub(crate) static ADD: LazyLock<Script> = semaphore_script!("add.lua");
-pub(crate) static TRY_SET: LazyLock<Script> = semaphore_script!("try_set.lua");
-pub(crate) static AVAILABLE: LazyLock<Script> = semaphore_script!("available.lua");
+static ACQUIRE: LazyLock<LockScript> = semaphore_script!("acquire.lua");
+static UNDO: LazyLock<LockScript> = semaphore_script!("undo.lua");
+static GIVE_BACK: LazyLock<LockScript> = semaphore_script!("give_back.lua");
+static HELD: LazyLock<LockScript> = semaphore_script!("held.lua");
+pub(crate) static ADD: LazyLock<LockScript> = semaphore_script!("add.lua");
+pub(crate) static TRY_SET: LazyLock<LockScript> = semaphore_script!("try_set.lua");
+pub(crate) static AVAILABLE: LazyLock<LockScript> = semaphore_script!("available.lua");
 
 /// One acquisition of `permits` permits.
 pub(crate) struct SemaphoreAcquisition {
     name: String,
     channel: String,
     permits: i64,
+    publish: Publish,
 }
 
 impl SemaphoreAcquisition {
-    pub(crate) fn new(name: &str, permits: i64) -> SemaphoreAcquisition {
+    pub(crate) fn new(name: &str, permits: i64, publish: Publish) -> SemaphoreAcquisition {
         SemaphoreAcquisition {
             name: name.to_owned(),
             channel: keys::semaphore_channel(name),
             permits,
+            publish,
         }
     }
 }
@@ -57,7 +60,7 @@ impl LockKind for SemaphoreAcquisition {
 
     /// The lease is the lifetime of the request's latch (permits do not expire).
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = ACQUIRE.prepare_invoke();
+        let mut call = ACQUIRE.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(keys::acquire_latch(&self.name, args.request))
             .arg(args.lease_ms)
@@ -66,7 +69,7 @@ impl LockKind for SemaphoreAcquisition {
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = UNDO.prepare_invoke();
+        let mut call = UNDO.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(&self.channel)
             .key(keys::acquire_latch(&self.name, args.request))
@@ -77,7 +80,7 @@ impl LockKind for SemaphoreAcquisition {
 
     /// Gives the permits back (only for an acquisition whose caller went away).
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let mut call = GIVE_BACK.prepare_invoke();
+        let mut call = GIVE_BACK.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(&self.channel)
             .key(keys::unlock_latch(&self.name, args.request))

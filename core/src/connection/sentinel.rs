@@ -1,0 +1,267 @@
+//! A primary found through Sentinel, followed across failovers.
+//!
+//! The command connection is a `ConnectionManager` to the primary the sentinels name. It is
+//! replaced when the sentinels announce a new primary (`+switch-master`, watched on one
+//! sentinel at a time) and when a command fails in a way a failover causes (the old primary
+//! refused, gone, or demoted to a read-only replica). After a switch the client's hooks run:
+//! the pub/sub hub reconnects to the new primary and every held lock is checked at once (a
+//! lock that had not reached the promoted replica is reported lost).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
+use redis::{ConnectionAddr, ConnectionInfo, RedisError};
+
+use crate::error::{Error, Result};
+use crate::pubsub::Timeouts;
+
+/// Delay before watching another sentinel after the watched one went away.
+const REWATCH_DELAY: Duration = Duration::from_millis(200);
+
+pub(crate) type SwitchHook = Box<dyn Fn() + Send + Sync>;
+
+struct Primary {
+    generation: u64,
+    addr: String,
+    client: redis::Client,
+    manager: ConnectionManager,
+}
+
+pub(crate) struct Sentinel {
+    master: String,
+    sentinel: tokio::sync::Mutex<SentinelClient>,
+    primary: RwLock<Primary>,
+    generations: AtomicU64,
+    /// One rediscovery at a time; a caller that waited finds the switch already made.
+    switching: tokio::sync::Mutex<()>,
+    timeouts: Timeouts,
+    on_switch: OnceLock<SwitchHook>,
+    watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+fn manager_config(timeouts: Timeouts) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeouts.connect))
+        .set_response_timeout(Some(timeouts.response))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(500))
+}
+
+/// Errors after which the primary may have moved: it refused, went away, or is a replica now.
+pub(crate) fn may_mean_failover(err: &RedisError) -> bool {
+    err.is_io_error()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_timeout()
+        || matches!(err.code(), Some("READONLY" | "MASTERDOWN"))
+}
+
+impl Sentinel {
+    /// Asks the sentinels for the primary of `master` and connects to it.
+    pub(crate) async fn connect(
+        sentinels: Vec<ConnectionInfo>,
+        master: String,
+        node: ConnectionInfo,
+        timeouts: Timeouts,
+    ) -> Result<Arc<Sentinel>> {
+        let mut node_info = SentinelNodeConnectionInfo::default()
+            .set_redis_connection_info(node.redis_settings().clone());
+        if let ConnectionAddr::TcpTls { .. } = node.addr() {
+            node_info = node_info.set_tls_mode(redis::TlsMode::Secure);
+        }
+        let mut client = SentinelClient::build(
+            sentinels,
+            master.clone(),
+            Some(node_info),
+            SentinelServerType::Master,
+        )
+        .map_err(|err| Error::InvalidArgument(format!("bad sentinel URL: {err}")))?;
+        let (addr, redis_client) = discover(&mut client, &master, timeouts).await?;
+        let manager = open_manager(&redis_client, &addr, timeouts).await?;
+        let sentinel = Arc::new(Sentinel {
+            master,
+            sentinel: tokio::sync::Mutex::new(client),
+            primary: RwLock::new(Primary {
+                generation: 0,
+                addr,
+                client: redis_client,
+                manager,
+            }),
+            generations: AtomicU64::new(1),
+            switching: tokio::sync::Mutex::new(()),
+            timeouts,
+            on_switch: OnceLock::new(),
+            watcher: Mutex::new(None),
+        });
+        let watcher = tokio::spawn(watch_switches(Arc::downgrade(&sentinel)));
+        *sentinel.watcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(watcher);
+        Ok(sentinel)
+    }
+
+    /// What runs after the primary changed (set once, by the client).
+    pub(crate) fn on_switch(&self, hook: SwitchHook) {
+        let _ = self.on_switch.set(hook);
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Primary> {
+        self.primary.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The command connection to the current primary, and its generation.
+    pub(crate) fn manager(&self) -> (u64, ConnectionManager) {
+        let primary = self.read();
+        (primary.generation, primary.manager.clone())
+    }
+
+    /// A client for the current primary (for the pub/sub connection).
+    pub(crate) fn primary_client(&self) -> redis::Client {
+        self.read().client.clone()
+    }
+
+    /// Asks the sentinels again after a command on connection `generation` failed as a
+    /// failover would make it fail; switches when they name another primary.
+    pub(crate) fn suspect(self: &Arc<Self>, generation: u64) {
+        let sentinel = self.clone();
+        tokio::spawn(async move { sentinel.rediscover(Some(generation)).await });
+    }
+
+    async fn rediscover(&self, failed_generation: Option<u64>) {
+        let _switching = self.switching.lock().await;
+        if failed_generation.is_some_and(|generation| generation != self.read().generation) {
+            return; // another caller switched meanwhile
+        }
+        let found = {
+            let mut client = self.sentinel.lock().await;
+            discover(&mut client, &self.master, self.timeouts).await
+        };
+        let (addr, client) = match found {
+            Ok(found) => found,
+            Err(err) => {
+                tracing::warn!(error = %err, "no sentinel named a primary; asking again on the next failure");
+                return;
+            }
+        };
+        if addr == self.read().addr {
+            return; // same primary: its connection manager reconnects by itself
+        }
+        let manager = match open_manager(&client, &addr, self.timeouts).await {
+            Ok(manager) => manager,
+            Err(err) => {
+                tracing::warn!(error = %err, %addr, "could not connect to the new primary yet");
+                return;
+            }
+        };
+        {
+            let mut primary = self.primary.write().unwrap_or_else(|p| p.into_inner());
+            tracing::warn!(from = %primary.addr, to = %addr, master = %self.master, "Sentinel failover: switching to the new primary");
+            *primary = Primary {
+                generation: self.generations.fetch_add(1, Ordering::Relaxed),
+                addr,
+                client,
+                manager,
+            };
+        }
+        if let Some(hook) = self.on_switch.get() {
+            hook();
+        }
+    }
+
+    pub(crate) fn shutdown(&self) {
+        if let Some(watcher) = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            watcher.abort();
+        }
+    }
+}
+
+async fn discover(
+    client: &mut SentinelClient,
+    master: &str,
+    timeouts: Timeouts,
+) -> Result<(String, redis::Client)> {
+    let what = format!("ask the sentinels for the primary of '{master}'");
+    let client = match tokio::time::timeout(timeouts.connect, client.async_get_client()).await {
+        Ok(Ok(client)) => client,
+        Ok(Err(err)) => return Err(Error::Connection(format!("{what}: {err}"))),
+        Err(_) => {
+            return Err(Error::Connection(format!(
+                "{what}: no answer within {:?}",
+                timeouts.connect
+            )))
+        }
+    };
+    let addr = client.get_connection_info().addr().to_string();
+    Ok((addr, client))
+}
+
+async fn open_manager(
+    client: &redis::Client,
+    addr: &str,
+    timeouts: Timeouts,
+) -> Result<ConnectionManager> {
+    let what = format!("connect to the primary at {addr}");
+    match tokio::time::timeout(
+        timeouts.connect,
+        ConnectionManager::new_with_config(client.clone(), manager_config(timeouts)),
+    )
+    .await
+    {
+        Ok(Ok(manager)) => Ok(manager),
+        Ok(Err(err)) => Err(Error::Connection(format!("{what}: {err}"))),
+        Err(_) => Err(Error::Connection(format!(
+            "{what}: no answer within {:?}",
+            timeouts.connect
+        ))),
+    }
+}
+
+/// Watches `+switch-master` on one sentinel at a time and switches at once when it names our
+/// master; moves to another sentinel when the watched one goes away.
+async fn watch_switches(sentinel: std::sync::Weak<Sentinel>) {
+    loop {
+        let (client, master) = {
+            let Some(sentinel) = sentinel.upgrade() else {
+                return;
+            };
+            let client = {
+                let mut sentinels = sentinel.sentinel.lock().await;
+                tokio::time::timeout(
+                    sentinel.timeouts.connect,
+                    sentinels.async_get_sentinel_client(),
+                )
+                .await
+            };
+            (client, sentinel.master.clone())
+        };
+        if let Ok(Ok(client)) = client {
+            if let Ok(mut pubsub) = client.get_async_pubsub().await {
+                if pubsub.subscribe("+switch-master").await.is_ok() {
+                    // The primary may have moved while nobody watched.
+                    if let Some(sentinel) = sentinel.upgrade() {
+                        sentinel.rediscover(None).await;
+                    }
+                    let mut messages = pubsub.on_message();
+                    while let Some(message) = messages.next().await {
+                        // "<master-name> <old-ip> <old-port> <new-ip> <new-port>"
+                        let payload: String = message.get_payload().unwrap_or_default();
+                        if payload.split(' ').next() == Some(master.as_str()) {
+                            let Some(sentinel) = sentinel.upgrade() else {
+                                return;
+                            };
+                            sentinel.rediscover(None).await;
+                        }
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(REWATCH_DELAY).await;
+    }
+}
