@@ -109,18 +109,6 @@ async fn within_connect_timeout<T>(
     }
 }
 
-/// The major version of the Redis serving `connection` (`INFO server`).
-async fn server_major_version(connection: &mut Connection) -> Option<u32> {
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query_async(connection)
-        .await
-        .ok()?;
-    info.lines()
-        .find_map(|line| line.strip_prefix("redis_version:"))
-        .and_then(|version| version.split('.').next()?.trim().parse().ok())
-}
-
 async fn connect_target(
     deployment: Target,
     shown_url: String,
@@ -160,9 +148,10 @@ async fn connect_target(
                 cluster.get_async_connection(),
             )
             .await?;
-            let mut connection = Connection::Cluster(cluster);
+            let connection = Connection::Cluster(cluster);
             // Redisson uses sharded pub/sub on a Redis 7+ cluster; so must we, to wake it.
-            let sharded = server_major_version(&mut connection)
+            let sharded = connection
+                .server_major_version()
                 .await
                 .is_some_and(|major| major >= 7);
             let publish = if sharded {

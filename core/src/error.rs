@@ -32,7 +32,7 @@ pub enum Error {
     /// is lower than one already applied to that key (a newer holder of the lock wrote since).
     #[error("{0}")]
     StaleToken(String),
-    /// With `sync_replicas`: no replica acknowledged an acquisition within the wait (it was
+    /// With `sync_replicas`: not every connected replica acknowledged an acquisition within the wait (it was
     /// undone), so the lock would not survive a failover.
     #[error("{0}")]
     NotSynced(String),

@@ -33,7 +33,7 @@ pub struct ClientOptions {
     pub fair_queue_timeout: Duration,
     /// Follow every acquire, renewal and release with `WAIT` for the primary's connected
     /// replicas (Redisson's `checkLockSyncedSlaves`), so a lock survives a failover to a
-    /// replica. An acquisition no replica acknowledged is undone and tried again within the
+    /// replica. An acquisition not every connected replica acknowledged is undone and tried again within the
     /// wait, then fails with [`Error::NotSynced`]. A server that refuses `WAIT` turns it off
     /// for the client, with a warning. Default off.
     pub sync_replicas: bool,

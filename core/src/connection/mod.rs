@@ -72,6 +72,27 @@ impl Connection {
         }
     }
 
+    /// The major version of Redis (`INFO server`; on a cluster, of one primary).
+    pub(crate) async fn server_major_version(&self) -> Option<u32> {
+        let mut info = redis::cmd("INFO");
+        info.arg("server");
+        let reply = match self {
+            Connection::Cluster(cluster) => cluster
+                .clone()
+                .route_command(
+                    info,
+                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::RandomPrimary),
+                )
+                .await
+                .ok()?,
+            other => info.query_async(&mut other.clone()).await.ok()?,
+        };
+        let text: String = redis::from_redis_value(reply).ok()?;
+        text.lines()
+            .find_map(|line| line.strip_prefix("redis_version:"))
+            .and_then(|version| version.split('.').next()?.trim().parse().ok())
+    }
+
     /// Runs `command` on the node that serves `key` (the primary, on a cluster).
     async fn query_at(&self, key: &str, command: Cmd) -> redis::RedisResult<Value> {
         match self {
@@ -142,9 +163,9 @@ impl ConnectionLike for Connection {
 /// What `WAIT` found after a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Synced {
-    /// `acked` of the `replicas` connected replicas acknowledged it (at least one).
+    /// Every one of the `replicas` connected replicas acknowledged it.
     Acked { acked: usize, replicas: usize },
-    /// No replica acknowledged it within the timeout, though `replicas` were connected.
+    /// Not every one of the `replicas` connected replicas acknowledged it within the timeout.
     NotAcked { replicas: usize },
     /// The server has no connected replica: nothing to wait for.
     NoReplicas,
@@ -198,7 +219,10 @@ impl ReplicaSync {
         let mut wait = redis::cmd("WAIT");
         wait.arg(replicas).arg(self.timeout.as_millis() as u64);
         match connection.query_at(key, wait).await {
-            Ok(Value::Int(acked)) if acked > 0 => Ok(Synced::Acked {
+            // Every connected replica must have it: during a failover the replica being
+            // promoted stops acknowledging, while the others still follow the old primary and
+            // would acknowledge a write the new primary never gets.
+            Ok(Value::Int(acked)) if acked as usize >= replicas => Ok(Synced::Acked {
                 acked: acked as usize,
                 replicas,
             }),
@@ -277,7 +301,7 @@ pub(crate) async fn sync_write(client: &crate::client::ClientInner, name: &str, 
         Ok(Synced::NotAcked { replicas }) => tracing::warn!(
             lock = %name,
             replicas,
-            "no replica acknowledged {what} within {:?}",
+            "not every replica acknowledged {what} within {:?}",
             sync.timeout()
         ),
         Err(err) => {

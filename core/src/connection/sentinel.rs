@@ -1,8 +1,8 @@
 //! A primary found through Sentinel, followed across failovers.
 //!
 //! The command connection is a `ConnectionManager` to the primary the sentinels name. It is
-//! replaced when the sentinels announce a new primary (`+switch-master`, watched on one
-//! sentinel at a time) and when a command fails in a way a failover causes (the old primary
+//! replaced when the sentinels name a new primary (asked twice a second, one sentinel at a
+//! time) and when a command fails in a way a failover causes (the old primary
 //! refused, gone, or demoted to a read-only replica). After a switch the client's hooks run:
 //! the pub/sub hub reconnects to the new primary and every held lock is checked at once (a
 //! lock that had not reached the promoted replica is reported lost).
@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{ConnectionAddr, ConnectionInfo, RedisError};
@@ -19,8 +18,8 @@ use redis::{ConnectionAddr, ConnectionInfo, RedisError};
 use crate::error::{Error, Result};
 use crate::pubsub::Timeouts;
 
-/// Delay before watching another sentinel after the watched one went away.
-const REWATCH_DELAY: Duration = Duration::from_millis(200);
+/// How often the sentinels are asked which primary they name.
+const WATCH_PERIOD: Duration = Duration::from_millis(500);
 
 pub(crate) type SwitchHook = Box<dyn Fn() + Send + Sync>;
 
@@ -33,6 +32,10 @@ struct Primary {
 
 pub(crate) struct Sentinel {
     master: String,
+    /// The primary's (and replicas') credentials, database and TLS.
+    node: ConnectionInfo,
+    /// The sentinels, in the URL's order (watched one at a time for `+switch-master`).
+    sentinels: Vec<ConnectionInfo>,
     sentinel: tokio::sync::Mutex<SentinelClient>,
     primary: RwLock<Primary>,
     generations: AtomicU64,
@@ -74,7 +77,7 @@ impl Sentinel {
             node_info = node_info.set_tls_mode(redis::TlsMode::Secure);
         }
         let mut client = SentinelClient::build(
-            sentinels,
+            sentinels.clone(),
             master.clone(),
             Some(node_info),
             SentinelServerType::Master,
@@ -84,6 +87,8 @@ impl Sentinel {
         let manager = open_manager(&redis_client, &addr, timeouts).await?;
         let sentinel = Arc::new(Sentinel {
             master,
+            node: node.clone(),
+            sentinels,
             sentinel: tokio::sync::Mutex::new(client),
             primary: RwLock::new(Primary {
                 generation: 0,
@@ -126,17 +131,22 @@ impl Sentinel {
     /// failover would make it fail; switches when they name another primary.
     pub(crate) fn suspect(self: &Arc<Self>, generation: u64) {
         let sentinel = self.clone();
-        tokio::spawn(async move { sentinel.rediscover(Some(generation)).await });
+        tokio::spawn(async move { sentinel.rediscover(Some(generation), None).await });
     }
 
-    async fn rediscover(&self, failed_generation: Option<u64>) {
+    /// Finds the primary again (`named`: the address a sentinel just named, checked with
+    /// `ROLE`) and switches to it if it is another one.
+    async fn rediscover(&self, failed_generation: Option<u64>, named: Option<(String, u16)>) {
         let _switching = self.switching.lock().await;
         if failed_generation.is_some_and(|generation| generation != self.read().generation) {
             return; // another caller switched meanwhile
         }
-        let found = {
-            let mut client = self.sentinel.lock().await;
-            discover(&mut client, &self.master, self.timeouts).await
+        let found = match named {
+            Some((host, port)) => self.confirm_primary(host, port).await,
+            None => {
+                let mut client = self.sentinel.lock().await;
+                discover(&mut client, &self.master, self.timeouts).await
+            }
         };
         let (addr, client) = match found {
             Ok(found) => found,
@@ -167,6 +177,43 @@ impl Sentinel {
         }
         if let Some(hook) = self.on_switch.get() {
             hook();
+        }
+    }
+
+    /// A client for `host:port` with the primary's credentials, database and TLS, if that
+    /// server says it is a primary.
+    async fn confirm_primary(&self, host: String, port: u16) -> Result<(String, redis::Client)> {
+        let addr = match self.node.addr() {
+            ConnectionAddr::TcpTls {
+                insecure,
+                tls_params,
+                ..
+            } => ConnectionAddr::TcpTls {
+                host: host.clone(),
+                port,
+                insecure: *insecure,
+                tls_params: tls_params.clone(),
+            },
+            _ => ConnectionAddr::Tcp(host.clone(), port),
+        };
+        let what = format!("check the primary named at {host}:{port}");
+        let client = redis::Client::open(self.node.clone().set_addr(addr))
+            .map_err(|err| Error::Connection(format!("{what}: {err}")))?;
+        let role = async {
+            let mut connection = client.get_multiplexed_async_connection().await?;
+            redis::cmd("ROLE")
+                .query_async::<redis::Value>(&mut connection)
+                .await
+        };
+        match tokio::time::timeout(self.timeouts.connect, role).await {
+            Ok(Ok(redis::Value::Array(parts))) if matches!(parts.first(), Some(redis::Value::BulkString(role)) if role == b"master") => {
+                Ok((format!("{host}:{port}"), client))
+            }
+            Ok(Ok(other)) => Err(Error::Connection(format!(
+                "{what}: it is not a primary ({other:?})"
+            ))),
+            Ok(Err(err)) => Err(Error::Connection(format!("{what}: {err}"))),
+            Err(_) => Err(Error::Connection(format!("{what}: no answer"))),
         }
     }
 
@@ -223,45 +270,45 @@ async fn open_manager(
     }
 }
 
-/// Watches `+switch-master` on one sentinel at a time and switches at once when it names our
-/// master; moves to another sentinel when the watched one goes away.
+/// Asks one sentinel at a time, every [`WATCH_PERIOD`], which primary it names, and switches
+/// at once when that is another one; moves to the next sentinel when one does not answer.
 async fn watch_switches(sentinel: std::sync::Weak<Sentinel>) {
+    let mut turn = 0usize;
     loop {
-        let (client, master) = {
+        tokio::time::sleep(WATCH_PERIOD).await;
+        let (info, master, timeout, current) = {
             let Some(sentinel) = sentinel.upgrade() else {
                 return;
             };
-            let client = {
-                let mut sentinels = sentinel.sentinel.lock().await;
-                tokio::time::timeout(
-                    sentinel.timeouts.connect,
-                    sentinels.async_get_sentinel_client(),
-                )
-                .await
-            };
-            (client, sentinel.master.clone())
+            let info = sentinel.sentinels[turn % sentinel.sentinels.len()].clone();
+            let current = sentinel.read().addr.clone();
+            (
+                info,
+                sentinel.master.clone(),
+                sentinel.timeouts.response,
+                current,
+            )
         };
-        if let Ok(Ok(client)) = client {
-            if let Ok(mut pubsub) = client.get_async_pubsub().await {
-                if pubsub.subscribe("+switch-master").await.is_ok() {
-                    // The primary may have moved while nobody watched.
-                    if let Some(sentinel) = sentinel.upgrade() {
-                        sentinel.rediscover(None).await;
-                    }
-                    let mut messages = pubsub.on_message();
-                    while let Some(message) = messages.next().await {
-                        // "<master-name> <old-ip> <old-port> <new-ip> <new-port>"
-                        let payload: String = message.get_payload().unwrap_or_default();
-                        if payload.split(' ').next() == Some(master.as_str()) {
-                            let Some(sentinel) = sentinel.upgrade() else {
-                                return;
-                            };
-                            sentinel.rediscover(None).await;
-                        }
-                    }
+        let named = async {
+            let client = redis::Client::open(info)?;
+            let mut connection = client.get_multiplexed_async_connection().await?;
+            redis::cmd("SENTINEL")
+                .arg("get-master-addr-by-name")
+                .arg(&master)
+                .query_async::<Option<(String, u16)>>(&mut connection)
+                .await
+        };
+        match tokio::time::timeout(timeout, named).await {
+            Ok(Ok(Some((host, port)))) => {
+                if format!("{host}:{port}") != current {
+                    let Some(sentinel) = sentinel.upgrade() else {
+                        return;
+                    };
+                    sentinel.rediscover(None, Some((host, port))).await;
                 }
             }
+            // No answer: ask the next sentinel.
+            _ => turn += 1,
         }
-        tokio::time::sleep(REWATCH_DELAY).await;
     }
 }

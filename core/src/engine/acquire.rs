@@ -353,7 +353,7 @@ impl LockCore {
             .as_ref()
             .map_or(Duration::ZERO, |sync| sync.timeout());
         Error::NotSynced(format!(
-            "lock '{}' was acquired on the primary, but none of its {replicas} replicas \
+            "lock '{}' was acquired on the primary, but not all of its {replicas} replicas \
              acknowledged it within {} ms, so a failover could hand it to a second holder; it was \
              undone (sync_replicas)",
             self.name(),

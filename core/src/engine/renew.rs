@@ -267,7 +267,7 @@ impl Scheduler {
         match sync.wait(connection, key).await {
             Ok(Synced::NotAcked { replicas }) => tracing::warn!(
                 replicas,
-                "no replica acknowledged a watchdog renewal within {:?}; a failover now could lose these locks",
+                "not every replica acknowledged a watchdog renewal within {:?}; a failover now could lose these locks",
                 sync.timeout()
             ),
             Err(err) => tracing::warn!(error = %err, "could not wait for the replicas after a renewal"),

@@ -60,7 +60,7 @@ pub(crate) enum Attempt {
     Busy(Option<Duration>),
     /// The request was undone before it ran (a tombstone in its latch).
     Undone,
-    /// Acquired on the primary, but none of its `replicas` connected replicas acknowledged it
+    /// Acquired on the primary, but not all of its `replicas` connected replicas acknowledged it
     /// (`sync_replicas`; set by the engine, never by a kind's reply).
     NotSynced { replicas: usize },
 }

@@ -9,9 +9,13 @@ use std::time::{Duration, Instant};
 
 use redis::ConnectionLike;
 
+pub mod cluster;
 mod proxy;
+pub mod sentinel;
 
+pub use cluster::Cluster;
 pub use proxy::{Fault, FaultProxy};
+pub use sentinel::SentinelSet;
 
 /// How long `command` waits to connect and for a reply.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
@@ -22,6 +26,8 @@ pub struct RedisServer {
     dir: PathBuf,
     /// The `--option value` arguments it was started with, for `restart`.
     extra: Vec<String>,
+    /// A sentinel: the lines of its configuration file (written before its first start).
+    sentinel: Option<Vec<String>>,
     child: Option<Child>,
 }
 
@@ -59,15 +65,51 @@ impl RedisServer {
             port,
             dir,
             extra: extra.iter().map(|arg| arg.to_string()).collect(),
+            sentinel: None,
             child: None,
         };
         server.launch().then_some(server)
+    }
+
+    /// Starts a Sentinel on a free port with these configuration lines (`sentinel monitor
+    /// ...`); it rewrites its file as it learns the topology.
+    pub fn start_sentinel(config: &[&str]) -> RedisServer {
+        for _ in 0..5 {
+            let port = free_port();
+            let dir = std::env::temp_dir()
+                .join(format!("polylock-sentinel-{port}-{}", std::process::id()));
+            if std::fs::create_dir_all(&dir).is_err() {
+                continue;
+            }
+            let mut server = RedisServer {
+                port,
+                dir,
+                extra: Vec::new(),
+                sentinel: Some(config.iter().map(|line| line.to_string()).collect()),
+                child: None,
+            };
+            if server.launch() {
+                return server;
+            }
+        }
+        panic!("redis-server --sentinel did not start");
+    }
+
+    /// True until killed.
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Spawns redis-server with this server's port, directory and arguments and waits until
     /// it answers PING; false if it exited (port taken) or never answered.
     fn launch(&mut self) -> bool {
         let port_text = self.port.to_string();
+        let config = self.dir.join("sentinel.conf");
+        if let Some(lines) = &self.sentinel {
+            if !config.exists() && std::fs::write(&config, lines.join("\n") + "\n").is_err() {
+                return false;
+            }
+        }
         let mut args = vec![
             "--port",
             &port_text,
@@ -83,6 +125,22 @@ impl RedisServer {
             "warning",
         ];
         args.extend(self.extra.iter().map(String::as_str));
+        let config_text = config.to_string_lossy().into_owned();
+        if self.sentinel.is_some() {
+            // Sentinels keep no data: only the port, address and their own file.
+            args = vec![
+                &config_text,
+                "--sentinel",
+                "--port",
+                &port_text,
+                "--bind",
+                "127.0.0.1",
+                "--daemonize",
+                "no",
+                "--loglevel",
+                "warning",
+            ];
+        }
         let Ok(child) = Command::new("redis-server")
             .args(&args)
             .current_dir(&self.dir)

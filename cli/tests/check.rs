@@ -1,0 +1,80 @@
+//! `polylock check` against real deployments the test kit starts: a Sentinel set failed over
+//! mid-run with replica sync (no overlap may show), a cluster failed over by hand, and the
+//! usage errors.
+
+use std::process::Command;
+
+use polylock_testkit::{Cluster, RedisServer, SentinelSet};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_polylock");
+
+/// Runs `polylock check ARGS --json` and returns the exit code and the JSON report.
+fn check(url: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
+    let output = Command::new(BINARY)
+        .args(["check", "-u", url, "--json"])
+        .args(args)
+        .env_remove("POLYLOCK_REDIS_URL")
+        .output()
+        .expect("run polylock check");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let report = serde_json::from_str(stdout.trim()).unwrap_or(serde_json::Value::Null);
+    (output.status.code().unwrap_or(-1), report, stderr)
+}
+
+#[test]
+fn with_replica_sync_a_sentinel_failover_mid_run_shows_no_overlap() {
+    let set = SentinelSet::start(2, 3);
+    let (code, report, stderr) = check(
+        &set.url(),
+        &[
+            "--workers",
+            "4",
+            "--duration",
+            "6",
+            "--failover",
+            "--sync-replicas",
+        ],
+    );
+    let round = &report["rounds"][0];
+    assert_eq!(code, 0, "{report} {stderr}");
+    assert_eq!(round["sync_replicas"], true);
+    assert!(
+        round["failover"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("SENTINEL FAILOVER"),
+        "{round}"
+    );
+    assert!(round["acquisitions"].as_u64().unwrap() > 10, "{round}");
+    assert_eq!(round["overlaps"], 0, "{round}");
+}
+
+#[test]
+fn a_cluster_failover_mid_run_is_followed_and_reported() {
+    let cluster = Cluster::start(3, 1);
+    let (code, report, stderr) = check(
+        &cluster.url(),
+        &["--workers", "4", "--duration", "5", "--failover"],
+    );
+    let round = &report["rounds"][0];
+    assert!(
+        round["failover"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("CLUSTER FAILOVER on replica"),
+        "{report} {stderr}"
+    );
+    assert!(round["acquisitions"].as_u64().unwrap() > 10, "{round}");
+    // CLUSTER FAILOVER waits for the replica to catch up: nothing is lost, no overlap.
+    assert_eq!(round["overlaps"], 0, "{round}");
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn failover_on_a_single_server_is_a_usage_error() {
+    let server = RedisServer::start();
+    let (code, _, stderr) = check(&server.url(), &["--failover", "--duration", "1"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--failover needs a Sentinel"), "{stderr}");
+}

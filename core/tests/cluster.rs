@@ -1,0 +1,205 @@
+//! Redis Cluster: a 3-primary cluster with a replica each, started by the test kit. Locks
+//! exclude across slots, waiters are woken by sharded messages (SSUBSCRIBE / SPUBLISH), a slot
+//! migrated while a lock is held and waited on, a primary killed and its replica promoted.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::init_tracing;
+use polylock::{AcquireOptions, Client};
+use polylock_testkit::Cluster;
+
+/// A waiter that wakes long before this lease ends was woken by a message, not by expiry.
+const LONG_LEASE: Duration = Duration::from_secs(60);
+
+async fn connect(url: &str, watchdog: Duration) -> Client {
+    Client::builder(url)
+        .watchdog_timeout(watchdog)
+        .connect_timeout(Duration::from_secs(5))
+        .response_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .expect("connect to the cluster")
+}
+
+fn held_for(lease: Duration) -> AcquireOptions {
+    AcquireOptions::new().no_wait().lease(lease)
+}
+
+/// How many subscribers the node `port` counts on the shard channel `channel`.
+fn shard_subscribers(cluster: &Cluster, port: u16, channel: &str) -> i64 {
+    let node = cluster
+        .nodes
+        .iter()
+        .find(|node| node.port() == port)
+        .unwrap();
+    let mut connection = node.connection().unwrap();
+    let counts: Vec<redis::Value> = redis::cmd("PUBSUB")
+        .arg("SHARDNUMSUB")
+        .arg(channel)
+        .query(&mut connection)
+        .unwrap();
+    match counts.get(1) {
+        Some(redis::Value::Int(count)) => *count,
+        other => panic!("PUBSUB SHARDNUMSUB replied {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_exclude_across_slots_wake_by_sharded_messages_and_follow_a_slot_migration() {
+    init_tracing();
+    let cluster = Cluster::start(3, 1);
+    let first = connect(&cluster.url(), Duration::from_secs(3)).await;
+    let second = connect(&cluster.url(), Duration::from_secs(3)).await;
+
+    // Exclusion on names of many slots (on every primary).
+    let names: Vec<String> = (0..12).map(|i| format!("cluster:{i}")).collect();
+    let primaries: std::collections::HashSet<u16> = names
+        .iter()
+        .map(|name| cluster.primary_for_key(name))
+        .collect();
+    assert_eq!(primaries.len(), 3, "the names spread over every primary");
+    for name in &names {
+        let mine = first.lock(name).unwrap();
+        let theirs = second.lock(name).unwrap();
+        assert!(mine.acquire(held_for(LONG_LEASE)).await.unwrap(), "{name}");
+        assert!(
+            !theirs
+                .acquire(AcquireOptions::new().no_wait())
+                .await
+                .unwrap(),
+            "{name}: excluded"
+        );
+        mine.release().await.unwrap();
+        assert!(
+            theirs
+                .acquire(AcquireOptions::new().no_wait())
+                .await
+                .unwrap(),
+            "{name}: free again"
+        );
+        theirs.release().await.unwrap();
+    }
+
+    // A waiter subscribes with SSUBSCRIBE on the node of the lock's slot, and the release's
+    // SPUBLISH wakes it long before the holder's 60 s lease would have ended.
+    let name = "cluster:wake";
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let holder = first.lock(name).unwrap();
+    assert!(holder.acquire(held_for(LONG_LEASE)).await.unwrap());
+    let waiter = second.lock(name).unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            let started = Instant::now();
+            let acquired = waiter.acquire(AcquireOptions::new().wait(LONG_LEASE)).await;
+            (acquired, started.elapsed())
+        }
+    });
+    let node = cluster.primary_for_key(name);
+    assert!(
+        common::eventually(Duration::from_secs(5), || async {
+            shard_subscribers(&cluster, node, &channel) == 1
+        })
+        .await,
+        "the waiter is a shard subscriber of the lock's node"
+    );
+    holder.release().await.unwrap();
+    let (acquired, waited) = waiting.await.unwrap();
+    assert!(acquired.unwrap());
+    assert!(
+        waited < LONG_LEASE / 4,
+        "woken by the sharded message after {waited:?}"
+    );
+    waiter.release().await.unwrap();
+
+    // The slot moves to another primary while the lock is held (watchdog) and waited on: the
+    // holder keeps renewing it there, and the waiter, subscribed again where the slot lives
+    // now, is woken by the release.
+    let name = "cluster:migrating";
+    let holder = first.lock(name).unwrap();
+    assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
+    let waiter = second.lock(name).unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            let started = Instant::now();
+            let acquired = waiter.acquire(AcquireOptions::new().wait(LONG_LEASE)).await;
+            (acquired, started.elapsed())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let from = cluster.primary_for_key(name);
+    let to = cluster.other_primary(from);
+    let slot = cluster.slot_of(name);
+    tokio::task::block_in_place(|| cluster.migrate_slot(slot, to));
+    // Past a whole watchdog lease (3 s): renewals reached the lock on its new node.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(!holder.is_lost(), "the hold survived the migration");
+    assert!(holder.is_locked().await.unwrap());
+    assert!(!waiting.is_finished(), "the waiter still waits");
+    let released_at = Instant::now();
+    holder.release().await.unwrap();
+    let (acquired, _) = waiting.await.unwrap();
+    assert!(acquired.unwrap());
+    assert!(
+        released_at.elapsed() < LONG_LEASE / 4,
+        "the waiter was woken on the slot's new node"
+    );
+    waiter.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_primary_is_replaced_by_its_replica_and_a_replicated_lock_survives() {
+    init_tracing();
+    let mut cluster = Cluster::start(3, 1);
+    let holder_client = connect(&cluster.url(), Duration::from_secs(6)).await;
+    let other = connect(&cluster.url(), Duration::from_secs(6)).await;
+    let name = "cluster:failover";
+    let holder = holder_client.lock(name).unwrap();
+    assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
+    // Let the replica take the lock before its primary dies.
+    let primary = cluster.primary_for_key(name);
+    let replica_port = cluster.replica_of(primary);
+    let replica = cluster
+        .nodes
+        .iter()
+        .find(|node| node.port() == replica_port)
+        .unwrap();
+    // A cluster replica answers reads only after READONLY.
+    let mut on_replica = replica.connection().unwrap();
+    let () = redis::cmd("READONLY").query(&mut on_replica).unwrap();
+    assert!(
+        common::eventually(Duration::from_secs(5), || {
+            let exists: i64 = redis::cmd("EXISTS")
+                .arg(name)
+                .query(&mut on_replica)
+                .unwrap();
+            std::future::ready(exists == 1)
+        })
+        .await,
+        "the replica has the lock"
+    );
+    let promoted = tokio::task::block_in_place(|| cluster.kill_primary(primary));
+    assert_eq!(cluster.primary_for_key(name), promoted);
+
+    // The lock survived on the promoted replica: nobody else gets it, its holder keeps it
+    // (renewed there past a whole watchdog lease), and then releases it.
+    let contender = other.lock(name).unwrap();
+    assert!(!contender
+        .acquire(AcquireOptions::new().wait(Duration::from_millis(500)))
+        .await
+        .unwrap());
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert!(
+        !holder.is_lost(),
+        "the hold was renewed on the promoted replica"
+    );
+    holder.release().await.unwrap();
+    assert!(contender
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(5)))
+        .await
+        .unwrap());
+    contender.release().await.unwrap();
+}

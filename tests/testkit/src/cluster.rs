@@ -1,0 +1,370 @@
+//! A Redis Cluster of real redis-server processes on loopback ports: primaries with replicas,
+//! created with `redis-cli --cluster create`, with the operations the deployment tests need
+//! (kill a primary and wait for its replica to take over, fail over by hand, move a slot).
+
+use std::time::{Duration, Instant};
+
+use crate::RedisServer;
+
+/// How long a topology change may take before a test fails.
+const SETTLE: Duration = Duration::from_secs(30);
+
+pub struct Cluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+/// One line of `CLUSTER NODES`.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub id: String,
+    pub port: u16,
+    pub primary: bool,
+    pub failed: bool,
+    /// The id of the primary it replicates (replicas).
+    pub replicates: Option<String>,
+    pub slots: Vec<(u16, u16)>,
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> Result<(), String>) {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        match done() {
+            Ok(()) => return,
+            Err(seen) if Instant::now() > deadline => {
+                panic!("cluster: gave up waiting for {what}; last seen: {seen}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+impl Cluster {
+    /// `primaries` primaries with `replicas` replicas each, every slot covered, every node
+    /// agreeing on the slot map.
+    pub fn start(primaries: usize, replicas: usize) -> Cluster {
+        let count = primaries * (replicas + 1);
+        let nodes: Vec<RedisServer> = (0..count)
+            .map(|_| {
+                RedisServer::start_with(&[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "1000",
+                    "--cluster-replica-validity-factor",
+                    "0",
+                ])
+            })
+            .collect();
+        let mut create = std::process::Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for node in &nodes {
+            create.arg(format!("127.0.0.1:{}", node.port()));
+        }
+        let output = create
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .output()
+            .expect("redis-cli is installed with redis-server");
+        assert!(
+            output.status.success(),
+            "redis-cli --cluster create failed: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        let cluster = Cluster { nodes };
+        cluster.wait_settled(primaries, primaries * replicas);
+        cluster
+    }
+
+    /// The URL polylock takes: every node as a seed.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port()))
+            .collect();
+        format!("redis+cluster://{}", hosts.join(","))
+    }
+
+    fn node(&self, port: u16) -> &RedisServer {
+        self.nodes
+            .iter()
+            .find(|node| node.port() == port)
+            .expect("a node of this cluster")
+    }
+
+    fn node_mut(&mut self, port: u16) -> &mut RedisServer {
+        self.nodes
+            .iter_mut()
+            .find(|node| node.port() == port)
+            .expect("a node of this cluster")
+    }
+
+    /// A live node's view of the cluster.
+    pub fn topology(&self) -> Vec<NodeInfo> {
+        for node in &self.nodes {
+            if let Some(text) = node.command(&["CLUSTER", "NODES"]) {
+                if !text.starts_with('-') && !text.is_empty() {
+                    return parse_nodes(&text);
+                }
+            }
+        }
+        panic!("no cluster node answers CLUSTER NODES");
+    }
+
+    pub fn slot_of(&self, key: &str) -> u16 {
+        let node = self
+            .nodes
+            .iter()
+            .find(|node| node.is_running())
+            .expect("a live node");
+        node.int(&["CLUSTER", "KEYSLOT", key]) as u16
+    }
+
+    /// The port of the primary serving `key`'s slot.
+    pub fn primary_for_key(&self, key: &str) -> u16 {
+        self.primary_for_slot(self.slot_of(key))
+    }
+
+    pub fn primary_for_slot(&self, slot: u16) -> u16 {
+        self.topology()
+            .into_iter()
+            .find(|node| {
+                node.primary
+                    && !node.failed
+                    && node.slots.iter().any(|(l, h)| *l <= slot && slot <= *h)
+            })
+            .map(|node| node.port)
+            .expect("a primary serves every slot")
+    }
+
+    /// A healthy replica of the primary on `primary_port`.
+    pub fn replica_of(&self, primary_port: u16) -> u16 {
+        let topology = self.topology();
+        let primary = topology
+            .iter()
+            .find(|node| node.port == primary_port)
+            .expect("the primary is listed");
+        topology
+            .iter()
+            .find(|node| node.replicates.as_deref() == Some(&primary.id) && !node.failed)
+            .map(|node| node.port)
+            .expect("the primary has a healthy replica")
+    }
+
+    /// Another primary than `port`.
+    pub fn other_primary(&self, port: u16) -> u16 {
+        self.topology()
+            .into_iter()
+            .find(|node| {
+                node.primary && !node.failed && node.port != port && !node.slots.is_empty()
+            })
+            .map(|node| node.port)
+            .expect("another primary")
+    }
+
+    /// Kills the primary on `port` (a crash) and waits until its replica serves its slots.
+    pub fn kill_primary(&mut self, port: u16) -> u16 {
+        let replica = self.replica_of(port);
+        self.node_mut(port).kill();
+        wait_until("the replica to be promoted", || {
+            let topology = self.live_topology(port);
+            let promoted = topology
+                .iter()
+                .any(|node| node.port == replica && node.primary && !node.slots.is_empty());
+            let ok = self.state_ok(port);
+            if promoted && ok {
+                Ok(())
+            } else {
+                Err(format!("promoted={promoted} state_ok={ok}"))
+            }
+        });
+        replica
+    }
+
+    /// `CLUSTER FAILOVER` on a replica of `primary_port`: waits until it is the primary.
+    pub fn failover(&self, primary_port: u16) -> u16 {
+        let replica = self.replica_of(primary_port);
+        assert_eq!(
+            self.node(replica)
+                .command(&["CLUSTER", "FAILOVER"])
+                .as_deref(),
+            Some("+OK")
+        );
+        wait_until("the manual failover", || {
+            let topology = self.topology();
+            let done = topology
+                .iter()
+                .any(|node| node.port == replica && node.primary)
+                && self.state_ok(0);
+            if done {
+                Ok(())
+            } else {
+                Err(format!("{topology:?}"))
+            }
+        });
+        replica
+    }
+
+    /// Moves `slot` with its keys to the primary on `to`, as `redis-cli --cluster reshard`
+    /// does: IMPORTING / MIGRATING, MIGRATE each key, then SETSLOT NODE on every primary.
+    pub fn migrate_slot(&self, slot: u16, to: u16) {
+        let from = self.primary_for_slot(slot);
+        assert_ne!(from, to, "slot {slot} already lives on {to}");
+        let id_of = |port: u16| self.node(port).command(&["CLUSTER", "MYID"]).unwrap();
+        let (from_id, to_id) = (id_of(from), id_of(to));
+        let slot_text = slot.to_string();
+        let (source, target) = (self.node(from), self.node(to));
+        let ok = |reply: Option<String>, what: &str| {
+            assert_eq!(reply.as_deref(), Some("+OK"), "{what}");
+        };
+        ok(
+            target.command(&["CLUSTER", "SETSLOT", &slot_text, "IMPORTING", &from_id]),
+            "SETSLOT IMPORTING",
+        );
+        ok(
+            source.command(&["CLUSTER", "SETSLOT", &slot_text, "MIGRATING", &to_id]),
+            "SETSLOT MIGRATING",
+        );
+        let mut connection = source.connection().expect("the source node answers");
+        loop {
+            let keys: Vec<String> = redis::cmd("CLUSTER")
+                .arg("GETKEYSINSLOT")
+                .arg(slot)
+                .arg(100)
+                .query(&mut connection)
+                .expect("GETKEYSINSLOT");
+            if keys.is_empty() {
+                break;
+            }
+            let () = redis::cmd("MIGRATE")
+                .arg("127.0.0.1")
+                .arg(to)
+                .arg("")
+                .arg(0)
+                .arg(5000)
+                .arg("KEYS")
+                .arg(&keys)
+                .query(&mut connection)
+                .expect("MIGRATE");
+        }
+        // The target first, then the source, then every other primary.
+        ok(
+            target.command(&["CLUSTER", "SETSLOT", &slot_text, "NODE", &to_id]),
+            "SETSLOT NODE on the target",
+        );
+        ok(
+            source.command(&["CLUSTER", "SETSLOT", &slot_text, "NODE", &to_id]),
+            "SETSLOT NODE on the source",
+        );
+        for node in self
+            .topology()
+            .iter()
+            .filter(|node| node.primary && !node.failed)
+        {
+            if node.port != from && node.port != to {
+                let _ = self
+                    .node(node.port)
+                    .command(&["CLUSTER", "SETSLOT", &slot_text, "NODE", &to_id]);
+            }
+        }
+        wait_until("every node to agree on the moved slot", || {
+            for node in self.nodes.iter().filter(|node| node.is_running()) {
+                let text = node.command(&["CLUSTER", "NODES"]).unwrap_or_default();
+                let owner = parse_nodes(&text).into_iter().find(|info| {
+                    info.primary && info.slots.iter().any(|(l, h)| *l <= slot && slot <= *h)
+                });
+                if owner.map(|info| info.port) != Some(to) {
+                    return Err(format!("node {} does not see it yet", node.port()));
+                }
+            }
+            Ok(())
+        });
+    }
+
+    /// The topology as seen by a live node other than `except`.
+    fn live_topology(&self, except: u16) -> Vec<NodeInfo> {
+        for node in self
+            .nodes
+            .iter()
+            .filter(|node| node.port() != except && node.is_running())
+        {
+            if let Some(text) = node.command(&["CLUSTER", "NODES"]) {
+                if !text.starts_with('-') {
+                    return parse_nodes(&text);
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// Every live node (but `except`) reports `cluster_state:ok`.
+    fn state_ok(&self, except: u16) -> bool {
+        self.nodes
+            .iter()
+            .filter(|node| node.port() != except && node.is_running())
+            .all(|node| {
+                node.command(&["CLUSTER", "INFO"])
+                    .is_some_and(|info| info.contains("cluster_state:ok"))
+            })
+    }
+
+    fn wait_settled(&self, primaries: usize, replicas: usize) {
+        wait_until("the new cluster to settle", || {
+            if !self.state_ok(0) {
+                return Err("cluster_state is not ok everywhere".into());
+            }
+            for node in &self.nodes {
+                let info = parse_nodes(&node.command(&["CLUSTER", "NODES"]).unwrap_or_default());
+                let seen_primaries = info
+                    .iter()
+                    .filter(|n| n.primary && !n.slots.is_empty())
+                    .count();
+                let seen_replicas = info.iter().filter(|n| n.replicates.is_some()).count();
+                if seen_primaries != primaries || seen_replicas != replicas {
+                    return Err(format!(
+                        "node {} sees {seen_primaries} primaries and {seen_replicas} replicas",
+                        node.port()
+                    ));
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Reads `CLUSTER NODES`.
+pub fn parse_nodes(text: &str) -> Vec<NodeInfo> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            if fields.len() < 8 {
+                return None;
+            }
+            let port = fields[1]
+                .split('@')
+                .next()?
+                .rsplit(':')
+                .next()?
+                .parse()
+                .ok()?;
+            let flags = fields[2];
+            let slots = fields[8..]
+                .iter()
+                .filter(|range| !range.starts_with('['))
+                .filter_map(|range| {
+                    let (low, high) = range.split_once('-').unwrap_or((range, range));
+                    Some((low.parse().ok()?, high.parse().ok()?))
+                })
+                .collect();
+            Some(NodeInfo {
+                id: fields[0].to_owned(),
+                port,
+                primary: flags.contains("master"),
+                failed: flags.contains("fail") && !flags.contains("fail?"),
+                replicates: (fields[3] != "-").then(|| fields[3].to_owned()),
+                slots,
+            })
+        })
+        .collect()
+}
