@@ -84,9 +84,9 @@ pub struct Round {
     pub stale_writes_refused: u64,
     /// Acquisitions undone because no replica acknowledged them (replica sync).
     pub not_synced: u64,
-    /// Acquire errors other than "not synced", by kind.
+    /// Acquire errors other than "not synced".
     pub acquire_errors: u64,
-    /// Releases that failed (lost lock, unreachable server), by count.
+    /// Releases that failed (lost lock, unreachable server).
     pub release_errors: u64,
     /// Holds whose lost signal fired.
     pub lost: u64,

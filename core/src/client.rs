@@ -6,12 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::watch;
 
 use crate::connection::sentinel::Sentinel;
 use crate::connection::target::{redact, Target};
-use crate::connection::{Connection, Publish, ReplicaSync};
+use crate::connection::{connect_manager, Connection, Publish, ReplicaSync};
 
 use crate::engine::renew::{Scheduler, Upkeep};
 use crate::engine::LockCore;
@@ -86,14 +85,6 @@ fn as_connection_error(err: Error) -> Error {
     }
 }
 
-fn manager_config(options: &ClientOptions) -> ConnectionManagerConfig {
-    ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(options.connect_timeout))
-        .set_response_timeout(Some(options.response_timeout))
-        .set_number_of_retries(1)
-        .set_max_delay(Duration::from_millis(500))
-}
-
 /// Runs `connecting` within the connect timeout; its failures are connection errors.
 async fn within_connect_timeout<T>(
     what: &str,
@@ -121,12 +112,7 @@ async fn connect_target(
     };
     let (connection, source, publish, sentinel) = match deployment {
         Target::Single(redis_client) => {
-            let manager = within_connect_timeout(
-                &what,
-                options.connect_timeout,
-                ConnectionManager::new_with_config(redis_client.clone(), manager_config(&options)),
-            )
-            .await?;
+            let manager = connect_manager(&redis_client, &what, timeouts).await?;
             (
                 Connection::Single(manager),
                 Source::Single(Box::new(redis_client)),

@@ -7,20 +7,26 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::init_tracing;
-use polylock::{AcquireOptions, Client};
+use polylock::{AcquireOptions, Client, Lock};
 use polylock_testkit::Cluster;
+use tokio::task::JoinHandle;
 
 /// A waiter that wakes long before this lease ends was woken by a message, not by expiry.
 const LONG_LEASE: Duration = Duration::from_secs(60);
 
 async fn connect(url: &str, watchdog: Duration) -> Client {
-    Client::builder(url)
-        .watchdog_timeout(watchdog)
-        .connect_timeout(Duration::from_secs(5))
-        .response_timeout(Duration::from_secs(2))
-        .connect()
-        .await
-        .expect("connect to the cluster")
+    common::client_with(url, watchdog, Duration::from_secs(2)).await
+}
+
+/// Waits for `lock` (up to a long lease) in a task of its own; gives the outcome and how long
+/// it waited.
+fn wait_for(lock: &Lock) -> JoinHandle<(polylock::Result<bool>, Duration)> {
+    let lock = lock.clone();
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let acquired = lock.acquire(AcquireOptions::new().wait(LONG_LEASE)).await;
+        (acquired, started.elapsed())
+    })
 }
 
 fn held_for(lease: Duration) -> AcquireOptions {
@@ -89,14 +95,7 @@ async fn locks_exclude_across_slots_wake_by_sharded_messages_and_follow_a_slot_m
     let holder = first.lock(name).unwrap();
     assert!(holder.acquire(held_for(LONG_LEASE)).await.unwrap());
     let waiter = second.lock(name).unwrap();
-    let waiting = tokio::spawn({
-        let waiter = waiter.clone();
-        async move {
-            let started = Instant::now();
-            let acquired = waiter.acquire(AcquireOptions::new().wait(LONG_LEASE)).await;
-            (acquired, started.elapsed())
-        }
-    });
+    let waiting = wait_for(&waiter);
     let node = cluster.primary_for_key(name);
     assert!(
         common::eventually(Duration::from_secs(5), || async {
@@ -121,14 +120,7 @@ async fn locks_exclude_across_slots_wake_by_sharded_messages_and_follow_a_slot_m
     let holder = first.lock(name).unwrap();
     assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
     let waiter = second.lock(name).unwrap();
-    let waiting = tokio::spawn({
-        let waiter = waiter.clone();
-        async move {
-            let started = Instant::now();
-            let acquired = waiter.acquire(AcquireOptions::new().wait(LONG_LEASE)).await;
-            (acquired, started.elapsed())
-        }
-    });
+    let waiting = wait_for(&waiter);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let from = cluster.primary_for_key(name);
     let to = cluster.other_primary(from);

@@ -13,12 +13,42 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-use sentinel::{may_mean_failover, Sentinel};
+use sentinel::Sentinel;
+
+use crate::error::{Error, Result};
+use crate::pubsub::Timeouts;
+
+/// Opens a command connection to one server (which reconnects by itself), within the connect
+/// timeout; its failures are connection errors naming `what`.
+pub(crate) async fn connect_manager(
+    client: &redis::Client,
+    what: &str,
+    timeouts: Timeouts,
+) -> Result<ConnectionManager> {
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeouts.connect))
+        .set_response_timeout(Some(timeouts.response))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(500));
+    match tokio::time::timeout(
+        timeouts.connect,
+        ConnectionManager::new_with_config(client.clone(), config),
+    )
+    .await
+    {
+        Ok(Ok(manager)) => Ok(manager),
+        Ok(Err(err)) => Err(Error::Connection(format!("{what}: {err}"))),
+        Err(_) => Err(Error::Connection(format!(
+            "{what}: no answer within {:?}",
+            timeouts.connect
+        ))),
+    }
+}
 
 /// How lock scripts publish their wake-up messages: `PUBLISH`, or on Redis Cluster 7+
 /// `SPUBLISH` (sharded pub/sub), as Redisson does there, so that both wake each other.
@@ -118,13 +148,7 @@ impl ConnectionLike for Connection {
             Connection::Cluster(cluster) => cluster.req_packed_command(cmd),
             Connection::Sentinel(sentinel) => Box::pin(async move {
                 let (generation, mut manager) = sentinel.manager();
-                let reply = manager.req_packed_command(cmd).await;
-                if let Err(err) = &reply {
-                    if may_mean_failover(err) {
-                        sentinel.suspect(generation);
-                    }
-                }
-                reply
+                sentinel.watch_reply(generation, manager.req_packed_command(cmd).await)
             }),
         }
     }
@@ -141,12 +165,7 @@ impl ConnectionLike for Connection {
             Connection::Sentinel(sentinel) => Box::pin(async move {
                 let (generation, mut manager) = sentinel.manager();
                 let reply = manager.req_packed_commands(pipeline, offset, count).await;
-                if let Err(err) = &reply {
-                    if may_mean_failover(err) {
-                        sentinel.suspect(generation);
-                    }
-                }
-                reply
+                sentinel.watch_reply(generation, reply)
             }),
         }
     }
@@ -163,8 +182,8 @@ impl ConnectionLike for Connection {
 /// What `WAIT` found after a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Synced {
-    /// Every one of the `replicas` connected replicas acknowledged it.
-    Acked { acked: usize, replicas: usize },
+    /// Every connected replica acknowledged it.
+    Acked,
     /// Not every one of the `replicas` connected replicas acknowledged it within the timeout.
     NotAcked { replicas: usize },
     /// The server has no connected replica: nothing to wait for.
@@ -222,10 +241,7 @@ impl ReplicaSync {
             // Every connected replica must have it: during a failover the replica being
             // promoted stops acknowledging, while the others still follow the old primary and
             // would acknowledge a write the new primary never gets.
-            Ok(Value::Int(acked)) if acked as usize >= replicas => Ok(Synced::Acked {
-                acked: acked as usize,
-                replicas,
-            }),
+            Ok(Value::Int(acked)) if acked as usize >= replicas => Ok(Synced::Acked),
             Ok(Value::Int(_)) => {
                 // A replica that left makes the count stale: ask ROLE again next time.
                 self.forget(connection, key);
@@ -291,22 +307,21 @@ fn is_refused(err: &redis::RedisError) -> bool {
         || (err.code() == Some("ERR") && err.to_string().to_lowercase().contains("unknown command"))
 }
 
-/// With `sync_replicas`: waits for the replicas to take `what` (a release), just written for
-/// the lock `name`. It holds on the primary whatever they say, so a miss is only reported.
-pub(crate) async fn sync_write(client: &crate::client::ClientInner, name: &str, what: &str) {
-    let Some(sync) = &client.replica_sync else {
-        return;
-    };
-    match sync.wait(&client.connection, name).await {
-        Ok(Synced::NotAcked { replicas }) => tracing::warn!(
-            lock = %name,
-            replicas,
-            "not every replica acknowledged {what} within {:?}",
-            sync.timeout()
-        ),
-        Err(err) => {
-            tracing::warn!(lock = %name, error = %err, "could not wait for the replicas after {what}")
+impl ReplicaSync {
+    /// Waits for the replicas to take `what` (a release, a watchdog renewal), just written for
+    /// the lock `name`. It holds on the primary whatever they say, so a miss is only reported.
+    pub(crate) async fn confirm(&self, connection: &Connection, name: &str, what: &str) {
+        match self.wait(connection, name).await {
+            Ok(Synced::NotAcked { replicas }) => tracing::warn!(
+                lock = %name,
+                replicas,
+                "not every replica acknowledged {what} within {:?}; a failover now could lose it",
+                self.timeout
+            ),
+            Err(err) => {
+                tracing::warn!(lock = %name, error = %err, "could not wait for the replicas after {what}")
+            }
+            Ok(_) => {}
         }
-        Ok(_) => {}
     }
 }

@@ -11,10 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{ConnectionAddr, ConnectionInfo, RedisError};
 
+use crate::connection::connect_manager;
 use crate::error::{Error, Result};
 use crate::pubsub::Timeouts;
 
@@ -46,16 +47,8 @@ pub(crate) struct Sentinel {
     watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-fn manager_config(timeouts: Timeouts) -> ConnectionManagerConfig {
-    ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(timeouts.connect))
-        .set_response_timeout(Some(timeouts.response))
-        .set_number_of_retries(1)
-        .set_max_delay(Duration::from_millis(500))
-}
-
 /// Errors after which the primary may have moved: it refused, went away, or is a replica now.
-pub(crate) fn may_mean_failover(err: &RedisError) -> bool {
+fn may_mean_failover(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_connection_dropped()
         || err.is_connection_refusal()
@@ -84,7 +77,12 @@ impl Sentinel {
         )
         .map_err(|err| Error::InvalidArgument(format!("bad sentinel URL: {err}")))?;
         let (addr, redis_client) = discover(&mut client, &master, timeouts).await?;
-        let manager = open_manager(&redis_client, &addr, timeouts).await?;
+        let manager = connect_manager(
+            &redis_client,
+            &format!("connect to the primary at {addr}"),
+            timeouts,
+        )
+        .await?;
         let sentinel = Arc::new(Sentinel {
             master,
             node: node.clone(),
@@ -127,11 +125,19 @@ impl Sentinel {
         self.read().client.clone()
     }
 
-    /// Asks the sentinels again after a command on connection `generation` failed as a
-    /// failover would make it fail; switches when they name another primary.
-    pub(crate) fn suspect(self: &Arc<Self>, generation: u64) {
-        let sentinel = self.clone();
-        tokio::spawn(async move { sentinel.rediscover(Some(generation), None).await });
+    /// Passes on the reply of a command sent on connection `generation`; when it failed as
+    /// a failover would make it fail, asks the sentinels again (switching when they name
+    /// another primary).
+    pub(crate) fn watch_reply<T>(
+        self: &Arc<Self>,
+        generation: u64,
+        reply: redis::RedisResult<T>,
+    ) -> redis::RedisResult<T> {
+        if reply.as_ref().is_err_and(may_mean_failover) {
+            let sentinel = self.clone();
+            tokio::spawn(async move { sentinel.rediscover(Some(generation), None).await });
+        }
+        reply
     }
 
     /// Finds the primary again (`named`: the address a sentinel just named, checked with
@@ -158,7 +164,8 @@ impl Sentinel {
         if addr == self.read().addr {
             return; // same primary: its connection manager reconnects by itself
         }
-        let manager = match open_manager(&client, &addr, self.timeouts).await {
+        let what = format!("connect to the primary at {addr}");
+        let manager = match connect_manager(&client, &what, self.timeouts).await {
             Ok(manager) => manager,
             Err(err) => {
                 tracing::warn!(error = %err, %addr, "could not connect to the new primary yet");
@@ -247,27 +254,6 @@ async fn discover(
     };
     let addr = client.get_connection_info().addr().to_string();
     Ok((addr, client))
-}
-
-async fn open_manager(
-    client: &redis::Client,
-    addr: &str,
-    timeouts: Timeouts,
-) -> Result<ConnectionManager> {
-    let what = format!("connect to the primary at {addr}");
-    match tokio::time::timeout(
-        timeouts.connect,
-        ConnectionManager::new_with_config(client.clone(), manager_config(timeouts)),
-    )
-    .await
-    {
-        Ok(Ok(manager)) => Ok(manager),
-        Ok(Err(err)) => Err(Error::Connection(format!("{what}: {err}"))),
-        Err(_) => Err(Error::Connection(format!(
-            "{what}: no answer within {:?}",
-            timeouts.connect
-        ))),
-    }
 }
 
 /// Asks one sentinel at a time, every [`WATCH_PERIOD`], which primary it names, and switches

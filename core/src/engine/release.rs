@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::client::ClientInner;
-use crate::connection::sync_write;
 use crate::engine::hold::Reserved;
 use crate::engine::{latch_ms, request_id, Backoff, LockCore};
 use crate::error::{Error, Result};
@@ -63,8 +62,9 @@ impl ReleaseRequest {
                     tokio::time::sleep(backoff.next_delay().min(left)).await;
                 }
                 Ok(answer) => {
-                    if answer.is_some() {
-                        sync_write(&self.client, self.kind.name(), "a release").await;
+                    if let (Some(sync), Some(_)) = (&self.client.replica_sync, answer) {
+                        sync.confirm(&self.client.connection, self.kind.name(), "a release")
+                            .await;
                     }
                     return Ok(answer);
                 }

@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 
 use redis::cluster_routing::Slot;
 
-use crate::connection::{Connection, LockScript, Publish, ReplicaSync, Synced};
+use crate::connection::{Connection, LockScript, Publish, ReplicaSync};
 use crate::engine::LockCore;
 use crate::error::Error;
 use crate::kinds::Renewal;
@@ -229,8 +229,10 @@ impl Scheduler {
                 let sent_at = Instant::now();
                 match call.invoke_async::<Vec<i64>>(connection).await {
                     Ok(held) => {
-                        if renew {
-                            self.sync_renewal(connection, &batch[0].2.key).await;
+                        if let (true, Some(sync)) = (renew, &self.replica_sync) {
+                            // A renewal the replicas miss still holds on the primary.
+                            sync.confirm(connection, &batch[0].2.key, "a watchdog renewal")
+                                .await;
                         }
                         for ((id, generation, renewal), flag) in batch.iter().zip(held) {
                             if flag == 1 {
@@ -256,23 +258,6 @@ impl Scheduler {
             }
         }
         reachable
-    }
-
-    /// With `sync_replicas`: waits for the replicas to take the renewals just sent. A renewal
-    /// they did not take still holds on the primary, so it is only reported.
-    async fn sync_renewal(&self, connection: &Connection, key: &str) {
-        let Some(sync) = &self.replica_sync else {
-            return;
-        };
-        match sync.wait(connection, key).await {
-            Ok(Synced::NotAcked { replicas }) => tracing::warn!(
-                replicas,
-                "not every replica acknowledged a watchdog renewal within {:?}; a failover now could lose these locks",
-                sync.timeout()
-            ),
-            Err(err) => tracing::warn!(error = %err, "could not wait for the replicas after a renewal"),
-            Ok(_) => {}
-        }
     }
 
     fn renewed_at(&self, id: u64, generation: u64, sent_at: Instant) {

@@ -2,12 +2,7 @@
 //! created with `redis-cli --cluster create`, with the operations the deployment tests need
 //! (kill a primary and wait for its replica to take over, fail over by hand, move a slot).
 
-use std::time::{Duration, Instant};
-
-use crate::RedisServer;
-
-/// How long a topology change may take before a test fails.
-const SETTLE: Duration = Duration::from_secs(30);
+use crate::{wait_until, RedisServer};
 
 pub struct Cluster {
     pub nodes: Vec<RedisServer>,
@@ -23,19 +18,6 @@ pub struct NodeInfo {
     /// The id of the primary it replicates (replicas).
     pub replicates: Option<String>,
     pub slots: Vec<(u16, u16)>,
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        match done() {
-            Ok(()) => return,
-            Err(seen) if Instant::now() > deadline => {
-                panic!("cluster: gave up waiting for {what}; last seen: {seen}")
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
 }
 
 impl Cluster {

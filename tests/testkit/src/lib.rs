@@ -31,6 +31,24 @@ pub struct RedisServer {
     child: Option<Child>,
 }
 
+/// How long a topology change (a new cluster, a failover, a moved slot) may take.
+const SETTLE: Duration = Duration::from_secs(30);
+
+/// Polls `done` until it succeeds; panics after [`SETTLE`] with what it waited for and what it
+/// saw last.
+pub(crate) fn wait_until(what: &str, mut done: impl FnMut() -> Result<(), String>) {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        match done() {
+            Ok(()) => return,
+            Err(seen) if Instant::now() > deadline => {
+                panic!("gave up waiting for {what}; last seen: {seen}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
 /// A port the OS says is free now (a race with other processes is retried by `start`).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

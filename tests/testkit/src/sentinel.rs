@@ -1,30 +1,14 @@
 //! A primary with replicas watched by Sentinel, all real processes on loopback ports.
 
-use std::time::{Duration, Instant};
-
-use crate::RedisServer;
+use crate::{wait_until, RedisServer};
 
 /// The master name the sentinels monitor.
 pub const MASTER_NAME: &str = "polylock-primary";
-const SETTLE: Duration = Duration::from_secs(30);
 
 pub struct SentinelSet {
     /// Data nodes: the first starts as the primary.
     pub servers: Vec<RedisServer>,
     pub sentinels: Vec<RedisServer>,
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> Result<(), String>) {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        match done() {
-            Ok(()) => return,
-            Err(seen) if Instant::now() > deadline => {
-                panic!("sentinel: gave up waiting for {what}; last seen: {seen}")
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
 }
 
 impl SentinelSet {
