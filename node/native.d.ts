@@ -195,6 +195,13 @@ export interface ConnectOptions {
    * Default 10000.
    */
   fairQueueTimeoutMs?: number
+  /**
+   * Follow every acquire, renewal and release with `WAIT` for the replicas; an acquisition
+   * no replica acknowledged is undone (`ERR_NOT_SYNCED` once the wait runs out). Default false.
+   */
+  syncReplicas?: boolean
+  /** How long `WAIT` waits for the replicas (with `syncReplicas`). Default 1000. */
+  replicaSyncTimeoutMs?: number
 }
 
 /** The options of a `Semaphore` acquire. Times in milliseconds. */

@@ -80,6 +80,8 @@ class Client:
         connect_timeout: float | None = None,
         response_timeout: float | None = None,
         fair_queue_timeout: float | None = None,
+        sync_replicas: bool = False,
+        replica_sync_timeout: float | None = None,
     ) -> Client: ...
     @staticmethod
     def connect_async(
@@ -89,6 +91,8 @@ class Client:
         connect_timeout: float | None = None,
         response_timeout: float | None = None,
         fair_queue_timeout: float | None = None,
+        sync_replicas: bool = False,
+        replica_sync_timeout: float | None = None,
     ) -> asyncio.Future[Client]: ...
     def lock_handle(
         self,
