@@ -55,6 +55,7 @@ export type PolylockErrorCode =
   | 'ERR_WRONG_TYPE'
   | 'ERR_REDIS'
   | 'ERR_STALE_TOKEN'
+  | 'ERR_NOT_SYNCED'
 
 /**
  * An `Error` from polylock (abort rejections are the signal's reason instead). A value of the

@@ -22,6 +22,7 @@ fn option(name: &str, value: Duration) -> ClientOptions {
         "connect_timeout" => options.connect_timeout = value,
         "response_timeout" => options.response_timeout = value,
         "fair_queue_timeout" => options.fair_queue_timeout = value,
+        "replica_sync_timeout" => options.replica_sync_timeout = value,
         other => panic!("unknown option {other}"),
     }
     options

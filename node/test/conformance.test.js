@@ -24,6 +24,7 @@ const OPTION = {
   connect_timeout: 'connectTimeoutMs',
   response_timeout: 'responseTimeoutMs',
   fair_queue_timeout: 'fairQueueTimeoutMs',
+  replica_sync_timeout: 'replicaSyncTimeoutMs',
 }
 
 const sleep = (delay) => new Promise((resolve) => setTimeout(resolve, delay))

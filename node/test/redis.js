@@ -82,13 +82,16 @@ class RedisServer {
   }
 }
 
-/** Starts one redis-server on a free port and waits until it answers PING. */
-async function startRedis() {
+/**
+ * Starts one redis-server on a free port and waits until it answers PING.
+ * @param {string[]} [extraArgs] `--option value ...` after the test kit's own
+ */
+async function startRedis(extraArgs = []) {
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const port = await freePort()
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), `polylock-node-redis-${port}-`))
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-      '--daemonize', 'no', '--loglevel', 'warning']
+      '--daemonize', 'no', '--loglevel', 'warning', ...extraArgs]
     const child = spawn('redis-server', args, { cwd: dir, stdio: 'ignore' })
     const server = new RedisServer(port, dir, child)
     const deadline = Date.now() + 10_000

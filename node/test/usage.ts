@@ -21,6 +21,8 @@ async function main(): Promise<void> {
     connectTimeoutMs: 5000,
     responseTimeoutMs: 5000,
     fairQueueTimeoutMs: 10000,
+    syncReplicas: true,
+    replicaSyncTimeoutMs: 1000,
   })
   const lock: Lock = client.lock('orders:42')
   const fair: Lock = client.fairLock('orders:queue')

@@ -28,6 +28,8 @@ class AsyncClient:
         connect_timeout: Optional[float] = None,
         response_timeout: Optional[float] = None,
         fair_queue_timeout: Optional[float] = None,
+        sync_replicas: bool = False,
+        replica_sync_timeout: Optional[float] = None,
     ) -> None:
         self._native = _native.Client(
             url,
@@ -35,6 +37,8 @@ class AsyncClient:
             connect_timeout=connect_timeout,
             response_timeout=response_timeout,
             fair_queue_timeout=fair_queue_timeout,
+            sync_replicas=sync_replicas,
+            replica_sync_timeout=replica_sync_timeout,
         )
 
     @classmethod
@@ -46,6 +50,8 @@ class AsyncClient:
         connect_timeout: Optional[float] = None,
         response_timeout: Optional[float] = None,
         fair_queue_timeout: Optional[float] = None,
+        sync_replicas: bool = False,
+        replica_sync_timeout: Optional[float] = None,
     ) -> AsyncClient:
         native = await _native.Client.connect_async(
             url,
@@ -53,6 +59,8 @@ class AsyncClient:
             connect_timeout=connect_timeout,
             response_timeout=response_timeout,
             fair_queue_timeout=fair_queue_timeout,
+            sync_replicas=sync_replicas,
+            replica_sync_timeout=replica_sync_timeout,
         )
         client = cls.__new__(cls)
         client._native = native

@@ -51,7 +51,12 @@ class Client:
     lease of locks acquired without one; it is renewed every third of it while held.
     ``connect_timeout`` and ``response_timeout`` (default 5 each) bound connecting and each
     command. ``fair_queue_timeout`` (default 10) is how long a fair-lock waiter that stopped
-    answering (its process died) keeps its place in the queue. Bad values raise
+    answering (its process died) keeps its place in the queue. ``sync_replicas`` (default False)
+    follows every acquire, renewal and release with Redis ``WAIT`` for the primary's replicas,
+    waiting at most ``replica_sync_timeout`` (default 1) each time, so a lock survives a failover
+    to a replica: an acquisition no replica acknowledged is undone and tried again within the
+    acquire's timeout, then raises :class:`NotSyncedError`. A server that refuses ``WAIT`` turns
+    it off for this client (with a warning in the log); locks keep working. Bad values raise
     InvalidArgumentError with the core's message, the same in every polylock language.
     """
 
@@ -63,6 +68,8 @@ class Client:
         connect_timeout: Optional[float] = None,
         response_timeout: Optional[float] = None,
         fair_queue_timeout: Optional[float] = None,
+        sync_replicas: bool = False,
+        replica_sync_timeout: Optional[float] = None,
     ) -> None:
         self._native = _native.Client(
             url,
@@ -70,6 +77,8 @@ class Client:
             connect_timeout=connect_timeout,
             response_timeout=response_timeout,
             fair_queue_timeout=fair_queue_timeout,
+            sync_replicas=sync_replicas,
+            replica_sync_timeout=replica_sync_timeout,
         )
 
     @property

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import redis.exceptions as redis_errors
 
@@ -33,15 +33,24 @@ class RedisServer:
     def client(self) -> RedisConnection:
         return RedisConnection(self.port)
 
+    def stop(self) -> None:
+        """Kills the server at once: nothing is persisted, and a primary asked to shut down
+        would first wait for its replicas."""
+        self.process.kill()
+        self.process.wait()
 
-def start_redis(directory: str, port: Optional[int] = None) -> RedisServer:
-    """A redis-server in `directory`, on a free port, or on `port` (to restart one in place)."""
+
+def start_redis(
+    directory: str, port: Optional[int] = None, extra_args: Sequence[str] = ()
+) -> RedisServer:
+    """A redis-server in `directory`, on a free port, or on `port` (to restart one in place),
+    with `extra_args` (`--option value ...`) after the test kit's own."""
     wanted = port
     for _ in range(5):
         port = wanted or free_port()
         process = subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"],
+             "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", *extra_args],
             cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10

@@ -58,6 +58,7 @@ class ConformanceTest {
         "connect_timeout" -> ClientOptions(connectTimeoutMs = ms)
         "response_timeout" -> ClientOptions(responseTimeoutMs = ms)
         "fair_queue_timeout" -> ClientOptions(fairQueueTimeoutMs = ms)
+        "replica_sync_timeout" -> ClientOptions(replicaSyncTimeoutMs = ms)
         else -> error("unknown option $name")
     }
 

@@ -32,19 +32,20 @@ class RedisServer private constructor(
     }
 
     companion object {
-        fun start(): RedisServer {
+        /** Starts a server with [extraArgs] (`--option value ...`) after the test kit's own. */
+        fun start(vararg extraArgs: String): RedisServer {
             repeat(5) {
-                tryStart(freePort())?.let { return it }
+                tryStart(freePort(), extraArgs)?.let { return it }
             }
             throw IllegalStateException("redis-server did not start; is it installed?")
         }
 
-        private fun tryStart(port: Int): RedisServer? {
+        private fun tryStart(port: Int, extraArgs: Array<out String>): RedisServer? {
             val dir = Files.createTempDirectory("polylock-kotlin-redis-").toFile()
             val process = ProcessBuilder(
                 System.getProperty("redis.server", "redis-server"),
                 "--port", "$port", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--daemonize", "no", "--loglevel", "warning",
+                "--daemonize", "no", "--loglevel", "warning", *extraArgs,
             ).directory(dir)
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD)
                 .redirectError(ProcessBuilder.Redirect.DISCARD)

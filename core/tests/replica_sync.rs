@@ -1,0 +1,142 @@
+//! `sync_replicas` on real servers: a primary with one replica (`--replicaof`), the same with
+//! the replica held still (`CLIENT PAUSE ... ALL` on a Redis 7 replica also stops it applying
+//! and acknowledging the primary's stream), and a primary whose `WAIT` is renamed away.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use polylock::{AcquireOptions, Client, ErrorKind};
+
+/// A primary sends its first full sync at once, not after the default 5 s wait for more
+/// replicas.
+const PRIMARY: [&str; 2] = ["--repl-diskless-sync-delay", "0"];
+
+/// Long enough for any acquire of these tests; only a broken sync would use it up.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A replica of `primary`, returned once the primary counts it as online (so `ROLE` lists it
+/// and `WAIT` waits for it).
+async fn replica_of(primary: &RedisServer) -> RedisServer {
+    let port = primary.port().to_string();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let online = eventually(Duration::from_secs(20), || async {
+        primary
+            .command(&["INFO", "replication"])
+            .is_some_and(|info| info.contains("state=online"))
+    })
+    .await;
+    assert!(
+        online,
+        "the replica on port {} never came online",
+        replica.port()
+    );
+    replica
+}
+
+/// The `ERR` replies the server sent so far (INFO errorstats; an unknown command is one).
+fn err_replies(connection: &mut redis::Connection) -> i64 {
+    let stats: String = redis::cmd("INFO")
+        .arg("errorstats")
+        .query(connection)
+        .unwrap();
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix("errorstat_ERR:count="))
+        .map_or(0, |count| count.trim().parse().unwrap())
+}
+
+/// Whether `key` exists, asked on `connection`.
+fn exists_on(connection: &mut redis::Connection, key: &str) -> bool {
+    redis::cmd("EXISTS").arg(key).query(connection).unwrap()
+}
+
+async fn synced_client(server: &RedisServer, replica_sync_timeout: Duration) -> Client {
+    Client::builder(server.url())
+        .sync_replicas(true)
+        .replica_sync_timeout(replica_sync_timeout)
+        .connect_timeout(Duration::from_secs(2))
+        .response_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .expect("connect to the test server")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_returns_once_the_replica_has_the_lock_and_a_release_once_it_dropped_it() {
+    let primary = RedisServer::start_with(&PRIMARY);
+    let replica = replica_of(&primary).await;
+    let client = synced_client(&primary, Duration::from_secs(1)).await;
+    let lock = client.lock("synced").unwrap();
+
+    assert!(lock
+        .acquire(AcquireOptions::new().wait(PATIENCE))
+        .await
+        .unwrap());
+    assert_eq!(
+        replica.command(&["EXISTS", "synced"]).as_deref(),
+        Some(":1")
+    );
+
+    lock.release().await.unwrap();
+    assert_eq!(
+        replica.command(&["EXISTS", "synced"]).as_deref(),
+        Some(":0")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_no_replica_acknowledged_is_undone_and_fails_with_not_synced() {
+    let primary = RedisServer::start_with(&PRIMARY);
+    let replica = replica_of(&primary).await;
+    let client = synced_client(&primary, Duration::from_millis(200)).await;
+    let lock = client.lock("unsynced").unwrap();
+
+    replica.pause(Duration::from_secs(3));
+    let err = lock
+        .acquire(AcquireOptions::new().no_wait())
+        .await
+        .expect_err("no replica could acknowledge the acquisition");
+
+    assert_eq!(err.kind(), ErrorKind::NotSynced, "{err}");
+    assert_eq!(
+        err.to_string(),
+        "lock 'unsynced' was acquired on the primary, but not all of its 1 replicas acknowledged it \
+         within 200 ms, so a failover could hand it to a second holder; it was undone \
+         (sync_replicas)"
+    );
+    assert_eq!(
+        primary.command(&["EXISTS", "unsynced"]).as_deref(),
+        Some(":0")
+    );
+    assert!(!lock.is_held());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_wait_turns_sync_off_and_locks_keep_working() {
+    let primary =
+        RedisServer::start_with(&[PRIMARY[0], PRIMARY[1], "--rename-command", "WAIT", ""]);
+    // A replica, so that ROLE counts one and the client does send WAIT (and is refused).
+    let _replica = replica_of(&primary).await;
+    let client = synced_client(&primary, Duration::from_secs(1)).await;
+    let lock = client.lock("no-wait-command").unwrap();
+    // One connection, made before the acquire, so that its own replies add no errors.
+    let mut observer = primary.connection().unwrap();
+    let errors_before = err_replies(&mut observer);
+
+    assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+    assert!(exists_on(&mut observer, "no-wait-command"));
+    assert_eq!(
+        err_replies(&mut observer) - errors_before,
+        1,
+        "the client sent WAIT once and was refused"
+    );
+    lock.release().await.unwrap();
+    assert!(!exists_on(&mut observer, "no-wait-command"));
+    assert_eq!(
+        err_replies(&mut observer) - errors_before,
+        1,
+        "sync is off for the client: the release sent no WAIT"
+    );
+}
