@@ -29,6 +29,7 @@ from ._async import (
     AsyncReadWriteLock,
     AsyncSemaphore,
 )
+from ._multi import AsyncMultiLock, AsyncRedLock, MultiLock, RedLock
 from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "AsyncClient",
     "AsyncExpirableSemaphore",
     "AsyncLock",
+    "AsyncMultiLock",
+    "AsyncRedLock",
     "AsyncReadWriteLock",
     "AsyncSemaphore",
     "Client",
@@ -45,8 +48,10 @@ __all__ = [
     "Lock",
     "LockError",
     "LockLostError",
+    "MultiLock",
     "NotHeldError",
     "ReadWriteLock",
+    "RedLock",
     "RedisError",
     "Semaphore",
     "StaleTokenError",
