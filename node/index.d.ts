@@ -183,6 +183,54 @@ export declare class Lock {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/** What {@link MultiLock} and {@link RedLock} share: the lock API over several locks. */
+export declare abstract class LockGroup {
+  /** The distinct names of its locks, joined by ", ". */
+  readonly name: string
+  /** How many of its locks must be held: all (MultiLock) or `n / 2 + 1` (RedLock). */
+  readonly quorum: number
+  /**
+   * Acquires (one more level of) the group: every lock in parallel, each waiting at most what
+   * is left of `waitMs` (1.5 s per round without a bound); a round short of the quorum gives
+   * back what it took and starts over. A `leaseMs` counts only if `lease - elapsed - drift`
+   * (1 % + 2 ms) is positive. Resolves `false` when `waitMs` runs out, rejects with the signal's
+   * reason when `signal` aborts (nothing held then).
+   */
+  acquire(options?: AcquireOptions): Promise<boolean>
+  /** Releases one level, on every server: `ERR_NOT_HELD`, or `ERR_LOCK_LOST` when lost. */
+  release(): Promise<void>
+  /** As {@link Lock.using}: `ERR_TIMEOUT` when `waitMs` runs out; the signal aborts when lost. */
+  using<T>(routine: (signal: AbortSignal) => Promise<T> | T, options?: AcquireOptions): Promise<T>
+  /** Whether the group is held (no I/O). */
+  isHeld(): boolean
+  /** How many unreleased acquisitions the group has (no I/O). */
+  holdCount(): number
+  /** Whether the current hold was lost: MultiLock when any lock was, RedLock below its quorum. */
+  isLost(): boolean
+  /** Calls `callback` with an `ERR_LOCK_LOST` error each time a hold of the group is lost. */
+  onLost(callback: (error: PolylockError) => void): void
+  /** Releases every level the group holds. */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
+ * All of several locks (handles of one or several clients, e.g. of independent servers),
+ * acquired together or not at all (Redisson RedissonMultiLock). Lost when any of them is lost.
+ * `ERR_INVALID_ARGUMENT` for no locks or one given twice.
+ */
+export declare class MultiLock extends LockGroup {
+  constructor(locks: Lock[], defaults?: LockOptions | null)
+}
+
+/**
+ * One lock per independent Redis master, held when a majority is (Redlock, Redisson
+ * RedissonRedLock). Lost when fewer than the quorum remain held. Its safety rests on timing
+ * assumptions: use a fenced lock where correctness matters.
+ */
+export declare class RedLock extends LockGroup {
+  constructor(locks: Lock[], defaults?: LockOptions | null)
+}
+
 /**
  * One owner's handle on a read-write lock: readers share it, a writer excludes readers and
  * writers. The writer may take the read lock too, and keep it after releasing the write lock (a

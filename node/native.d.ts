@@ -134,6 +134,32 @@ export declare class Lock {
   onLost(callback: (error: Error) => void): void
 }
 
+/** All (`kind` "multi") or a majority (`kind` "red") of several locks, held together. */
+export declare class LockGroup {
+  /**
+   * `kind`: "multi" or "red"; `defaults` as `client.lock(name, defaults)`. The core checks
+   * the locks (at least one, none twice) and the defaults.
+   */
+  constructor(kind: 'multi' | 'red', locks: Lock[], defaults?: AcquireOptions | null)
+  /**
+   * Acquires (one more level of) the group; `false` when the wait runs out or
+   * `cancellation` fires (then nothing is held).
+   */
+  acquire(options?: AcquireOptions | null, cancellation?: Cancellation | null): Promise<boolean>
+  /** As `acquire`, but a wait that runs out rejects with `ERR_TIMEOUT`. */
+  acquireOrFail(options?: AcquireOptions | null, cancellation?: Cancellation | null): Promise<boolean>
+  /** Releases one level, on every server. */
+  release(): Promise<void>
+  get name(): string
+  /** How many of its locks must be held. */
+  get quorum(): number
+  isHeld(): boolean
+  holdCount(): number
+  isLost(): boolean
+  /** Calls `callback` with an `ERR_LOCK_LOST` error each time a hold of the group is lost. */
+  onLost(callback: (error: Error) => void): void
+}
+
 /** One owner's read-write lock: `readLock()` and `writeLock()` are `Lock`s of that owner. */
 export declare class ReadWriteLock {
   get name(): string

@@ -839,6 +839,7 @@ module.exports.Cancellation = nativeBinding.Cancellation
 module.exports.Client = nativeBinding.Client
 module.exports.ExpirableSemaphore = nativeBinding.ExpirableSemaphore
 module.exports.Lock = nativeBinding.Lock
+module.exports.LockGroup = nativeBinding.LockGroup
 module.exports.ReadWriteLock = nativeBinding.ReadWriteLock
 module.exports.Semaphore = nativeBinding.Semaphore
 module.exports.setLogger = nativeBinding.setLogger

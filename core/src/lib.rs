@@ -35,6 +35,7 @@ mod inspect;
 pub mod keys;
 mod kinds;
 mod lock;
+mod multi;
 pub mod options;
 mod pubsub;
 mod read_write_lock;
@@ -49,6 +50,7 @@ pub use inspect::{
     FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo, LockMode, WaitingWriter,
 };
 pub use lock::Lock;
+pub use multi::{LockGroup, LockGroupGuard, MultiLock, RedLock};
 pub use options::{AcquireOptions, ClientOptions, MAX_DURATION, MAX_NAME_BYTES, MAX_PERMITS};
 pub use read_write_lock::ReadWriteLock;
 pub use runtime::runtime;

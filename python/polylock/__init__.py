@@ -30,6 +30,7 @@ from ._async import (
     AsyncReadWriteLock,
     AsyncSemaphore,
 )
+from ._multi import AsyncMultiLock, AsyncRedLock, MultiLock, RedLock
 from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "AsyncClient",
     "AsyncExpirableSemaphore",
     "AsyncLock",
+    "AsyncMultiLock",
+    "AsyncRedLock",
     "AsyncReadWriteLock",
     "AsyncSemaphore",
     "Client",
@@ -46,9 +49,11 @@ __all__ = [
     "Lock",
     "LockError",
     "LockLostError",
+    "MultiLock",
     "NotHeldError",
     "NotSyncedError",
     "ReadWriteLock",
+    "RedLock",
     "RedisError",
     "Semaphore",
     "StaleTokenError",

@@ -18,6 +18,7 @@ use napi_derive::napi;
 use polylock::options::{lease_from_millis, option_from_millis, wait_from_millis};
 use tokio::sync::watch;
 
+mod group;
 pub mod log;
 
 /// The `code` of the JS `Error` for each kind of core error. The one mapping of this binding.

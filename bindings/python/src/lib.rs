@@ -5,6 +5,7 @@
 mod asyncio;
 mod client;
 mod errors;
+mod group;
 mod interpreter;
 mod lock;
 mod logging;
@@ -18,6 +19,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<client::Client>()?;
     module.add_class::<lock::LockHandle>()?;
     module.add_class::<lock::Acquisition>()?;
+    module.add_class::<group::GroupHandle>()?;
     module.add_class::<lock::UseDefault>()?;
     module.add("DEFAULT", lock::UseDefault)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -78,14 +78,13 @@ pub(crate) fn with_defaults(
 /// (seconds): [`wait_arg`] and [`lease_arg`] for the arguments given, the lock's defaults for
 /// those left out, and `blocking=False` makes one attempt and takes no timeout (as
 /// `threading.Lock.acquire`).
-fn acquire_args(
+pub(crate) fn acquire_args(
     py: Python<'_>,
-    lock: &polylock::Lock,
+    defaults: AcquireOptions,
     blocking: bool,
     timeout: Arg,
     lease: Arg,
 ) -> PyResult<AcquireOptions> {
-    let defaults = lock.defaults();
     let wait = match timeout {
         Arg::Given(Some(seconds)) if !blocking && seconds != -1.0 => {
             return Err(invalid_argument(
@@ -115,7 +114,7 @@ fn seconds(lease: Duration) -> f64 {
 
 #[pyclass(frozen, module = "polylock._native")]
 pub(crate) struct LockHandle {
-    lock: polylock::Lock,
+    pub(crate) lock: polylock::Lock,
 }
 
 impl LockHandle {
@@ -141,7 +140,7 @@ impl LockHandle {
     /// `timeout` and `lease` left out (`polylock.DEFAULT`) take the lock's defaults.
     #[pyo3(signature = (blocking = true, timeout = Arg::Default, lease = Arg::Default))]
     fn acquire(&self, py: Python<'_>, blocking: bool, timeout: Arg, lease: Arg) -> PyResult<bool> {
-        let options = acquire_args(py, &self.lock, blocking, timeout, lease)?;
+        let options = acquire_args(py, self.lock.defaults(), blocking, timeout, lease)?;
         // Dropping the core future (Ctrl-C) leaves no lock held: the core undoes an acquisition
         // whose caller went away before receiving it.
         wait_interruptibly(py, self.lock.acquire(options))
@@ -201,7 +200,7 @@ impl LockHandle {
         timeout: Arg,
         lease: Arg,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = acquire_args(py, &self.lock, blocking, timeout, lease)?;
+        let options = acquire_args(py, self.lock.defaults(), blocking, timeout, lease)?;
         let lock = self.lock.clone();
         awaitable(py, async move {
             let acquired = lock.acquire(options).await?;
@@ -242,21 +241,7 @@ impl LockHandle {
 
     /// Calls `callback(error)` from a background thread each time a hold of this handle is lost.
     fn on_lost(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        if !callback.bind(py).is_callable() {
-            return Err(PyTypeError::new_err("on_lost expects a callable"));
-        }
-        self.lock.on_lost(move |err| {
-            // Called on a runtime thread; once Python is exiting there is nobody left to tell,
-            // and attaching then would crash the process (see interpreter.rs).
-            interpreter::unless_exiting(|| {
-                Python::try_attach(|py| {
-                    let error = to_py_err(py, err.clone()).into_value(py);
-                    if let Err(raised) = callback.call1(py, (error,)) {
-                        raised.write_unraisable(py, Some(callback.bind(py)));
-                    }
-                })
-            });
-        });
+        self.lock.on_lost(lost_callback(py, callback)?);
         Ok(())
     }
 
@@ -268,6 +253,28 @@ impl LockHandle {
             self.lock.hold_count()
         )
     }
+}
+
+/// A Python `callback(error)` as a core lost callback (called on a runtime thread).
+pub(crate) fn lost_callback(
+    py: Python<'_>,
+    callback: Py<PyAny>,
+) -> PyResult<impl Fn(&polylock::Error) + Send + Sync + 'static> {
+    if !callback.bind(py).is_callable() {
+        return Err(PyTypeError::new_err("on_lost expects a callable"));
+    }
+    Ok(move |err: &polylock::Error| {
+        // Once Python is exiting there is nobody left to tell, and attaching then would crash
+        // the process (see interpreter.rs).
+        interpreter::unless_exiting(|| {
+            Python::try_attach(|py| {
+                let error = to_py_err(py, err.clone()).into_value(py);
+                if let Err(raised) = callback.call1(py, (error,)) {
+                    raised.write_unraisable(py, Some(callback.bind(py)));
+                }
+            })
+        });
+    })
 }
 
 /// What gives an unclaimed acquisition back (in the background).

@@ -661,3 +661,144 @@ impl ExpirableSemaphore {
         self.inner.name().to_owned()
     }
 }
+
+/// The lock API of a group of locks (`MultiLock`, `RedLock`): one macro, so that both objects
+/// offer exactly the same calls over the core's `LockGroup`.
+macro_rules! lock_group {
+    ($name:ident, $core:ident, $doc:literal) => {
+        #[doc = $doc]
+        #[derive(uniffi::Object)]
+        pub struct $name {
+            inner: polylock::LockGroup,
+        }
+
+        impl $name {
+            fn options(&self, wait: Bound, lease: Bound) -> polylock::Result<AcquireOptions> {
+                let defaults = self.inner.defaults();
+                Ok(AcquireOptions {
+                    wait: wait.resolve(defaults.wait, wait_from_millis)?,
+                    lease: lease.resolve(defaults.lease, lease_from_millis)?,
+                })
+            }
+        }
+
+        #[uniffi::export]
+        impl $name {
+            /// A group over `locks` (handles of one or several clients): at least one, none
+            /// twice, else `InvalidArgument` with the core's message. No I/O.
+            #[uniffi::constructor]
+            pub fn new(locks: Vec<Arc<Lock>>) -> Result<Arc<Self>, LockError> {
+                let locks = locks.iter().map(|lock| lock.inner.clone()).collect();
+                let inner = polylock::$core::new(locks)?.into_group();
+                Ok(Arc::new($name { inner }))
+            }
+
+            /// Acquires (one more level of) the group; `false` when `waitMs` ran out. `null`:
+            /// no bound, the watchdog lease of each lock. Cancelling the caller leaves nothing
+            /// held.
+            #[uniffi::method(default(wait_ms = None, lease_ms = None))]
+            pub async fn acquire(
+                &self,
+                wait_ms: Option<i64>,
+                lease_ms: Option<i64>,
+            ) -> Result<bool, LockError> {
+                self.acquire_with(Bound::from_ms(wait_ms), Bound::from_ms(lease_ms))
+                    .await
+            }
+
+            /// `acquire` with a `Bound` for each of the wait and the lease.
+            pub async fn acquire_with(&self, wait: Bound, lease: Bound) -> Result<bool, LockError> {
+                let options = self.options(wait, lease)?;
+                Ok(self.inner.acquire(options).await?)
+            }
+
+            /// The acquire of `withLock`: a wait that runs out throws `Timeout`.
+            pub async fn acquire_or_fail(
+                &self,
+                wait: Bound,
+                lease: Bound,
+            ) -> Result<(), LockError> {
+                let options = self.options(wait, lease)?;
+                Ok(self.inner.acquire_or_fail(options).await?)
+            }
+
+            /// `acquire` for plain threads: blocks the calling thread.
+            #[uniffi::method(default(wait_ms = None, lease_ms = None))]
+            pub fn acquire_blocking(
+                &self,
+                wait_ms: Option<i64>,
+                lease_ms: Option<i64>,
+            ) -> Result<bool, LockError> {
+                self.acquire_with_blocking(Bound::from_ms(wait_ms), Bound::from_ms(lease_ms))
+            }
+
+            /// `acquireWith` for plain threads: blocks the calling thread.
+            pub fn acquire_with_blocking(
+                &self,
+                wait: Bound,
+                lease: Bound,
+            ) -> Result<bool, LockError> {
+                let options = self.options(wait, lease)?;
+                wait_for(self.inner.acquire(options))
+            }
+
+            /// Releases one level: every lock that acquisition took, on every server.
+            /// `NotHeld`, or `LockLost` when the group was lost while held.
+            pub async fn release(&self) -> Result<(), LockError> {
+                Ok(self.inner.release().await?)
+            }
+
+            /// `release` for plain threads: blocks the calling thread.
+            pub fn release_blocking(&self) -> Result<(), LockError> {
+                wait_for(self.inner.release())
+            }
+
+            /// Whether the group is held (no I/O).
+            pub fn is_held(&self) -> bool {
+                self.inner.is_held()
+            }
+
+            /// How many times the group was acquired and not released (no I/O).
+            pub fn hold_count(&self) -> i32 {
+                i32::try_from(self.inner.hold_count()).unwrap_or(i32::MAX)
+            }
+
+            /// Whether the current hold was lost (no I/O).
+            pub fn is_lost(&self) -> bool {
+                self.inner.is_lost()
+            }
+
+            /// Calls `listener` each time a hold of the group is lost.
+            pub fn on_lost(&self, listener: Box<dyn LostListener>) {
+                self.inner.on_lost(move |err: &polylock::Error| {
+                    let error = LockError::from(err.clone());
+                    let _ = catch_unwind(AssertUnwindSafe(|| listener.on_lost(error)));
+                });
+            }
+
+            /// The distinct names of its locks, joined by ", ".
+            pub fn name(&self) -> String {
+                self.inner.name().to_owned()
+            }
+
+            /// How many of its locks must be held.
+            pub fn quorum(&self) -> i32 {
+                i32::try_from(self.inner.quorum()).unwrap_or(i32::MAX)
+            }
+        }
+    };
+}
+
+lock_group!(
+    MultiLock,
+    MultiLock,
+    "All of several locks (of one or several servers), held together or not at all (Redisson \
+     RedissonMultiLock). Lost when any of them is lost."
+);
+lock_group!(
+    RedLock,
+    RedLock,
+    "One lock per independent Redis master, held when a majority is (Redlock). Lost when fewer \
+     than the quorum remain held; its safety rests on timing assumptions: fence where \
+     correctness matters."
+);

@@ -185,3 +185,75 @@ extension ExpirableSemaphore {
         try acquireBlocking(waitMs: millisOrNil(wait), leaseMs: millisOrNil(lease))
     }
 }
+
+extension MultiLock {
+    /// Acquires the group (all of its locks; lost when any is lost); `false` when `wait` ran out. As `Lock.acquire(wait:lease:)`.
+    public func acquire(wait: Duration?, lease: Duration? = nil) async throws -> Bool {
+        try await acquireWith(wait: bound(wait), lease: bound(lease))
+    }
+
+    /// `acquire(wait:lease:)` for plain threads: blocks the calling thread.
+    public func acquireBlocking(wait: Duration?, lease: Duration? = nil) throws -> Bool {
+        try acquireWithBlocking(wait: bound(wait), lease: bound(lease))
+    }
+
+    /// Runs `body` holding the group and releases it however `body` ends, as `Lock.withLock`
+    /// (`LockError.Timeout` when `wait` runs out).
+    public func withLock<T>(
+        wait: Duration? = nil,
+        lease: Duration? = nil,
+        _ body: () async throws -> T
+    ) async throws -> T {
+        try await acquireOrFail(wait: bound(wait), lease: bound(lease))
+        let value: T
+        do {
+            value = try await body()
+        } catch {
+            _ = try? await release()
+            throw error
+        }
+        try await release()
+        return value
+    }
+
+    /// Calls `callback` each time a hold of the group is lost (`LockError.LockLost`).
+    public func onLost(_ callback: @escaping @Sendable (LockError) -> Void) {
+        onLost(listener: LostCallback(callback))
+    }
+}
+
+extension RedLock {
+    /// Acquires the group (a majority of its locks; lost when fewer than the quorum remain); `false` when `wait` ran out. As `Lock.acquire(wait:lease:)`.
+    public func acquire(wait: Duration?, lease: Duration? = nil) async throws -> Bool {
+        try await acquireWith(wait: bound(wait), lease: bound(lease))
+    }
+
+    /// `acquire(wait:lease:)` for plain threads: blocks the calling thread.
+    public func acquireBlocking(wait: Duration?, lease: Duration? = nil) throws -> Bool {
+        try acquireWithBlocking(wait: bound(wait), lease: bound(lease))
+    }
+
+    /// Runs `body` holding the group and releases it however `body` ends, as `Lock.withLock`
+    /// (`LockError.Timeout` when `wait` runs out).
+    public func withLock<T>(
+        wait: Duration? = nil,
+        lease: Duration? = nil,
+        _ body: () async throws -> T
+    ) async throws -> T {
+        try await acquireOrFail(wait: bound(wait), lease: bound(lease))
+        let value: T
+        do {
+            value = try await body()
+        } catch {
+            _ = try? await release()
+            throw error
+        }
+        try await release()
+        return value
+    }
+
+    /// Calls `callback` each time a hold of the group is lost (`LockError.LockLost`).
+    public func onLost(_ callback: @escaping @Sendable (LockError) -> Void) {
+        onLost(listener: LostCallback(callback))
+    }
+}

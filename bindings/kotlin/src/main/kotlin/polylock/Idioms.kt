@@ -142,3 +142,64 @@ fun ExpirableSemaphore.acquireBlocking(wait: Duration? = null, lease: Duration? 
 
 /** The watchdog lease of this client's locks (see `ClientOptions.watchdogTimeoutMs`). */
 val Client.watchdogTimeout: Duration get() = watchdogTimeoutMs().milliseconds
+
+// ---- MultiLock and RedLock ----
+
+/** The scoped hold of a group: acquire, run [block], release however it ends (as [Lock.withLock]). */
+private suspend fun <T> holding(
+    acquire: suspend () -> Unit,
+    release: suspend () -> Unit,
+    block: suspend () -> T,
+): T {
+    acquire()
+    val result = try {
+        block()
+    } catch (failure: Throwable) {
+        try {
+            withContext(NonCancellable) { release() }
+        } catch (releaseFailure: Throwable) {
+            failure.addSuppressed(releaseFailure)
+        }
+        throw failure
+    }
+    withContext(NonCancellable) { release() }
+    return result
+}
+
+/** Acquires the multi-lock (all of its locks); `false` when [wait] ran out. As [Lock.acquire]. */
+suspend fun MultiLock.acquire(wait: Duration? = null, lease: Duration? = null): Boolean =
+    acquireWith(wait.toBound(), lease.toBound())
+
+/** [MultiLock.acquire] for plain threads: blocks the calling thread. */
+fun MultiLock.acquireBlocking(wait: Duration? = null, lease: Duration? = null): Boolean =
+    acquireWithBlocking(wait.toBound(), lease.toBound())
+
+/** Runs [block] holding the multi-lock, as [Lock.withLock] (`LockException.Timeout` when [wait] runs out). */
+suspend fun <T> MultiLock.withLock(wait: Duration? = null, lease: Duration? = null, block: suspend () -> T): T =
+    holding({ acquireOrFail(wait.toBound(), lease.toBound()) }, { release() }, block)
+
+/** Calls [callback] each time a hold of the multi-lock is lost (any of its locks lost). */
+fun MultiLock.onLost(callback: (LockException) -> Unit) = onLost(
+    object : LostListener {
+        override fun onLost(error: LockException) = callback(error)
+    },
+)
+
+/** Acquires the red-lock (a majority of its locks); `false` when [wait] ran out. As [Lock.acquire]. */
+suspend fun RedLock.acquire(wait: Duration? = null, lease: Duration? = null): Boolean =
+    acquireWith(wait.toBound(), lease.toBound())
+
+/** [RedLock.acquire] for plain threads: blocks the calling thread. */
+fun RedLock.acquireBlocking(wait: Duration? = null, lease: Duration? = null): Boolean =
+    acquireWithBlocking(wait.toBound(), lease.toBound())
+
+/** Runs [block] holding the red-lock, as [Lock.withLock] (`LockException.Timeout` when [wait] runs out). */
+suspend fun <T> RedLock.withLock(wait: Duration? = null, lease: Duration? = null, block: suspend () -> T): T =
+    holding({ acquireOrFail(wait.toBound(), lease.toBound()) }, { release() }, block)
+
+/** Calls [callback] each time a hold of the red-lock is lost (fewer than its quorum held). */
+fun RedLock.onLost(callback: (LockException) -> Unit) = onLost(
+    object : LostListener {
+        override fun onLost(error: LockException) = callback(error)
+    },
+)

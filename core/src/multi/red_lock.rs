@@ -1,0 +1,43 @@
+//! [`RedLock`]: a quorum of independent masters (the Redlock algorithm of the Redis docs,
+//! Redisson `RedissonRedLock`).
+
+use std::ops::Deref;
+
+use crate::error::Result;
+use crate::lock::Lock;
+use crate::multi::group::{GroupKind, LockGroup};
+
+/// One lock on each of N independent Redis masters, held when a majority (`N / 2 + 1`) of
+/// them is: it stays available while a minority of the servers is down, and a hold survives
+/// the loss of a minority. Lost when fewer than the quorum remain held.
+///
+/// With a fixed lease, an acquisition counts only if the lease minus the time the acquisition
+/// took minus the clock drift allowance (1 % of the lease + 2 ms) is still positive; the hold
+/// is reported lost when the lease runs out. Without a lease each lock's watchdog renews it.
+/// The safety of Redlock rests on timing assumptions (bounded pauses, network delays and clock
+/// drift): see `docs/MULTI_LOCKS.md`, and use a fenced lock where correctness matters.
+/// Derefs to [`LockGroup`] for the lock API.
+#[derive(Clone, Debug)]
+pub struct RedLock(LockGroup);
+
+impl RedLock {
+    /// A red-lock over `locks`, one per independent server (at least one, no handle twice;
+    /// with fewer than 3 the quorum is all of them, so no failure is tolerated). No I/O.
+    /// [`crate::Error::InvalidArgument`] otherwise.
+    pub fn new(locks: Vec<Lock>) -> Result<RedLock> {
+        LockGroup::new(GroupKind::Red, locks).map(RedLock)
+    }
+
+    /// The group handle, for code that takes either kind.
+    pub fn into_group(self) -> LockGroup {
+        self.0
+    }
+}
+
+impl Deref for RedLock {
+    type Target = LockGroup;
+
+    fn deref(&self) -> &LockGroup {
+        &self.0
+    }
+}
