@@ -1,6 +1,7 @@
 //! Real `redis-server` processes for tests: each on a free loopback port, in a temporary
 //! directory, without persistence, stopped (killed) when dropped. [`FaultProxy`] sits between
-//! a client and a server to inject network faults.
+//! a client and a server to inject network faults. Multi-server topologies built of them:
+//! [`start_many`] (independent servers), [`RedisCluster`] and [`RedisSentinel`].
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -9,9 +10,15 @@ use std::time::{Duration, Instant};
 
 use redis::ConnectionLike;
 
+mod cluster;
 mod proxy;
+mod sentinel;
+mod wait;
 
+pub use cluster::{ClusterNode, RedisCluster, Role};
 pub use proxy::{Fault, FaultProxy};
+pub use sentinel::RedisSentinel;
+pub use wait::{wait_for, WAIT_TIMEOUT};
 
 /// How long `command` waits to connect and for a reply.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
@@ -22,6 +29,9 @@ pub struct RedisServer {
     dir: PathBuf,
     /// The `--option value` arguments it was started with, for `restart`.
     extra: Vec<String>,
+    /// The config file it was started with (first argument), if any: a sentinel needs one it
+    /// can rewrite.
+    config_file: Option<PathBuf>,
     child: Option<Child>,
 }
 
@@ -41,9 +51,15 @@ impl RedisServer {
 
     /// Starts a server with extra `--option value` arguments.
     pub fn start_with(extra: &[&str]) -> RedisServer {
+        Self::start_with_config(None, extra)
+    }
+
+    /// Starts a server that reads `config` (the text of a config file written into its
+    /// directory, e.g. a sentinel's) and then extra `--option value` arguments.
+    pub fn start_with_config(config: Option<&str>, extra: &[&str]) -> RedisServer {
         for _ in 0..5 {
             let port = free_port();
-            if let Some(server) = Self::start_on(port, extra) {
+            if let Some(server) = Self::start_on_with_config(port, config, extra) {
                 return server;
             }
         }
@@ -52,13 +68,30 @@ impl RedisServer {
 
     /// Starts a server on `port` (used to restart one in place). `None` if it did not come up.
     pub fn start_on(port: u16, extra: &[&str]) -> Option<RedisServer> {
+        Self::start_on_with_config(port, None, extra)
+    }
+
+    fn start_on_with_config(
+        port: u16,
+        config: Option<&str>,
+        extra: &[&str],
+    ) -> Option<RedisServer> {
         let dir =
             std::env::temp_dir().join(format!("polylock-redis-{port}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).ok()?;
+        let config_file = match config {
+            Some(text) => {
+                let file = dir.join("redis.conf");
+                std::fs::write(&file, text).ok()?;
+                Some(file)
+            }
+            None => None,
+        };
         let mut server = RedisServer {
             port,
             dir,
             extra: extra.iter().map(|arg| arg.to_string()).collect(),
+            config_file,
             child: None,
         };
         server.launch().then_some(server)
@@ -68,7 +101,12 @@ impl RedisServer {
     /// it answers PING; false if it exited (port taken) or never answered.
     fn launch(&mut self) -> bool {
         let port_text = self.port.to_string();
-        let mut args = vec![
+        let mut args: Vec<&str> = self
+            .config_file
+            .iter()
+            .filter_map(|file| file.to_str())
+            .collect();
+        args.extend([
             "--port",
             &port_text,
             "--bind",
@@ -81,7 +119,7 @@ impl RedisServer {
             "no",
             "--loglevel",
             "warning",
-        ];
+        ]);
         args.extend(self.extra.iter().map(String::as_str));
         let Ok(child) = Command::new("redis-server")
             .args(&args)
@@ -116,6 +154,31 @@ impl RedisServer {
 
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Whether the process is still running (false after `kill` or a crash).
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Runs one command on a new connection and converts the reply, e.g.
+    /// `server.query::<String>(redis::cmd("CLUSTER").arg("NODES"))`.
+    pub fn query<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> redis::RedisResult<T> {
+        command.query(&mut self.connection()?)
+    }
+
+    /// The `field:value` lines of `INFO <section>` as pairs; empty if the server did not answer.
+    pub fn info(&self, section: &str) -> std::collections::HashMap<String, String> {
+        let text: String = self
+            .query(redis::cmd("INFO").arg(section))
+            .unwrap_or_default();
+        text.lines()
+            .filter_map(|line| line.trim_end().split_once(':'))
+            .map(|(field, value)| (field.to_owned(), value.to_owned()))
+            .collect()
     }
 
     /// A new connection to this server (redis crate, sync API) that gives up on connecting
@@ -189,6 +252,11 @@ impl RedisServer {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// `count` independent servers (e.g. for a RedLock over 3 or 5 masters).
+pub fn start_many(count: usize) -> Vec<RedisServer> {
+    (0..count).map(|_| RedisServer::start()).collect()
 }
 
 /// A reply written as its first RESP line (a bulk string as its text).
