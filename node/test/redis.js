@@ -1,7 +1,8 @@
 'use strict'
 
 // Real redis-server processes for the tests: each on a free loopback port, in a temporary
-// directory, without persistence, killed by stop(). Commands go over ioredis.
+// directory, without persistence, killed by stop(). Commands go over ioredis. The multi-server
+// topologies (redis-cluster.js, redis-sentinel.js) are built of these servers.
 
 const { spawn } = require('node:child_process')
 const fs = require('node:fs')
@@ -48,11 +49,48 @@ function connectRedis(port, options = {}) {
   return client
 }
 
+/** How long a topology wait (cluster agreement, a failover, sentinel discovery) may take. */
+const WAIT_TIMEOUT_MS = 30_000
+
+/** Thrown by a `waitFor` check: the state is not reached yet; the message says what was seen. */
+class NotYet extends Error {}
+
+/**
+ * Calls `check` every 50 ms until it resolves (a throw, e.g. NotYet or a refused connection,
+ * means "not yet"), for at most WAIT_TIMEOUT_MS; then rejects with `what` it was waiting for
+ * and what it last saw.
+ * @template T
+ * @param {string} what
+ * @param {() => Promise<T>} check
+ * @returns {Promise<T>}
+ */
+async function waitFor(what, check) {
+  const deadline = Date.now() + WAIT_TIMEOUT_MS
+  for (;;) {
+    try {
+      return await check()
+    } catch (seen) {
+      if (Date.now() >= deadline) {
+        const text = seen instanceof Error ? seen.message : String(seen)
+        throw new Error(`gave up after ${WAIT_TIMEOUT_MS / 1000} s waiting for ${what}; last saw: ${text}`)
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 class RedisServer {
-  constructor(port, dir, child) {
+  /**
+   * @param {number} port
+   * @param {string} dir
+   * @param {import('node:child_process').ChildProcess} child
+   * @param {string[]} args everything after `redis-server` but the port, for `restart`
+   */
+  constructor(port, dir, child, args = []) {
     this.port = port
     this.dir = dir
     this.child = child
+    this.args = args
     /** The connection `command` uses, opened on first use. @type {Redis | undefined} */
     this.client = undefined
   }
@@ -71,41 +109,129 @@ class RedisServer {
     return this.client.call(...args)
   }
 
-  async stop() {
+  /** The `field:value` lines of `INFO <section>`, as an object of strings. */
+  async info(section) {
+    const text = /** @type {string} */ (await this.command('INFO', section))
+    /** @type {Record<string, string>} */
+    const fields = {}
+    for (const line of text.split('\r\n')) {
+      const colon = line.indexOf(':')
+      if (colon > 0) fields[line.slice(0, colon)] = line.slice(colon + 1)
+    }
+    return fields
+  }
+
+  get running() {
+    return this.child.exitCode === null && this.child.signalCode === null
+  }
+
+  /** Kills the server at once, as a crash would (its directory stays, for `restart`). */
+  async kill() {
     this.client?.disconnect()
-    if (this.child.exitCode === null && this.child.signalCode === null) {
+    this.client = undefined
+    if (this.running) {
       const exited = new Promise((resolve) => this.child.once('exit', resolve))
       this.child.kill('SIGKILL')
       await exited
     }
+  }
+
+  /**
+   * Kills the server and starts it again on its port with its arguments (its data is gone
+   * unless its config keeps some, as a cluster node's nodes.conf).
+   */
+  async restart() {
+    await this.kill()
+    const deadline = Date.now() + 10_000
+    for (;;) { // the port may stay busy for a moment after the kill
+      const child = await launch(this.port, this.dir, this.args)
+      if (child !== undefined) {
+        this.child = child
+        return
+      }
+      if (Date.now() >= deadline) throw new Error(`redis-server did not restart on port ${this.port}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+
+  async stop() {
+    await this.kill()
     fs.rmSync(this.dir, { recursive: true, force: true })
   }
 }
 
 /**
- * Starts one redis-server on a free port and waits until it answers PING.
- * @param {string[]} [extraArgs] `--option value ...` after the test kit's own
+ * Spawns redis-server on `port` in `dir` and waits until it answers PING; undefined if it
+ * exited (port taken) or never answered.
+ * @param {number} port
+ * @param {string} dir
+ * @param {string[]} args a config file, if any, first
  */
-async function startRedis(extraArgs = []) {
+async function launch(port, dir, args) {
+  const [first, ...rest] = args
+  const fullArgs = first !== undefined && !first.startsWith('--')
+    ? [first, '--port', String(port), ...rest]
+    : ['--port', String(port), ...args]
+  const child = spawn('redis-server', fullArgs, { cwd: dir, stdio: 'ignore' })
+  const deadline = Date.now() + 10_000
+  while (Date.now() < deadline && child.exitCode === null) {
+    // A new connection per try: a refused one has ended for good (it does not reconnect).
+    const probe = connectRedis(port)
+    try {
+      if ((await probe.call('PING')) === 'PONG') return child
+    } catch {
+      // not listening yet
+    } finally {
+      probe.disconnect()
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  if (child.exitCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill('SIGKILL')
+    await exited
+  }
+  return undefined
+}
+
+/**
+ * Starts one redis-server on a free port and waits until it answers PING.
+ * @param {{extra?: string[], config?: string}} [options] extra `--option value` arguments;
+ *   `config`: the text of a config file written into the server's directory and read first
+ *   (a sentinel needs one it can rewrite)
+ */
+async function startRedis({ extra = [], config } = {}) {
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const port = await freePort()
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), `polylock-node-redis-${port}-`))
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-      '--daemonize', 'no', '--loglevel', 'warning', ...extraArgs]
-    const child = spawn('redis-server', args, { cwd: dir, stdio: 'ignore' })
-    const server = new RedisServer(port, dir, child)
-    const deadline = Date.now() + 10_000
-    while (Date.now() < deadline && child.exitCode === null) {
-      try {
-        if ((await server.command('PING')) === 'PONG') return server
-      } catch {
-        // not listening yet
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20))
+    const args = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no',
+      '--loglevel', 'warning', ...extra]
+    if (config !== undefined) {
+      const file = path.join(dir, 'redis.conf')
+      fs.writeFileSync(file, config)
+      args.unshift(file)
     }
-    await server.stop()
+    const child = await launch(port, dir, args)
+    if (child !== undefined) return new RedisServer(port, dir, child, args)
+    fs.rmSync(dir, { recursive: true, force: true })
   }
   throw new Error('redis-server did not start; is it installed (apt-get install redis-server)?')
+}
+
+/**
+ * `count` independent servers (e.g. for a RedLock over 3 or 5 masters); stop each with stop().
+ * @param {number} count
+ */
+async function startMany(count) {
+  /** @type {RedisServer[]} */
+  const servers = []
+  try {
+    for (let index = 0; index < count; index += 1) servers.push(await startRedis())
+  } catch (error) {
+    await Promise.all(servers.map((server) => server.stop()))
+    throw error
+  }
+  return servers
 }
 
 /**
@@ -135,4 +261,7 @@ function freshNames(prefix = 'node') {
   return (what) => `${prefix}:${what}:${process.pid}:${(names += 1)}`
 }
 
-module.exports = { startRedis, freePort, connectRedis, serverAndClientPerFile, freshNames }
+module.exports = {
+  startRedis, startMany, freePort, connectRedis, serverAndClientPerFile, freshNames, waitFor, NotYet,
+  RedisServer,
+}

@@ -23,7 +23,7 @@ afterEach(async () => {
 })
 
 async function start(extraArgs) {
-  const server = await startRedis(extraArgs)
+  const server = await startRedis({ extra: extraArgs })
   started.push(server)
   return server
 }

@@ -14,7 +14,7 @@ import pytest
 
 from faults import FaultProxy
 from helpers import RedisConnection
-from redis_server import RedisServer, start_redis
+from redis_server import RedisServer, start_many, start_redis
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,27 +35,11 @@ def redis_server() -> Iterator[RedisServer]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def stop_redis(server: RedisServer) -> None:
-    """Stops `server` (a no-op when a test killed it already)."""
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait()
-
-
 @pytest.fixture
 def three_servers() -> Iterator[list[RedisServer]]:
     """Three independent redis-servers (for MultiLock and RedLock); a test may kill one."""
-    directories = [tempfile.mkdtemp(prefix="polylock-py-redis-") for _ in range(3)]
-    servers = [start_redis(directory) for directory in directories]
-    try:
-        yield servers
-    finally:
-        for server, directory in zip(servers, directories):
-            stop_redis(server)
-            shutil.rmtree(directory, ignore_errors=True)
+    with start_many(3) as group:
+        yield group.servers
 
 
 @pytest.fixture

@@ -1,18 +1,48 @@
 """The Python test kit's one redis-server launcher: a real server on a free loopback port, in
-a directory of its own, without persistence. Used by conftest.py and by install_check.py (which
-runs in a venv holding only the installed wheel and redis-py)."""
+a directory of its own, without persistence. Used by conftest.py, by install_check.py (which
+runs in a venv holding only the installed wheel and redis-py), and by the multi-server
+topologies built of such servers (redis_cluster.py, redis_sentinel.py)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
-from dataclasses import dataclass
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, TypeVar
 
 import redis.exceptions as redis_errors
 
 from helpers import RedisConnection
+
+T = TypeVar("T")
+
+# How long a topology wait (cluster agreement, a failover, sentinel discovery) may take.
+WAIT_TIMEOUT = 30.0
+
+
+class NotYet(Exception):
+    """Raised by a `wait_for` check: the state is not reached yet; the message says what was seen."""
+
+
+def wait_for(what: str, check: Callable[[], T]) -> T:
+    """Calls `check` every 50 ms until it returns instead of raising NotYet (or a redis-py
+    error: a node may be restarting), for at most WAIT_TIMEOUT; then fails with `what` it was
+    waiting for and what it last saw."""
+    deadline = time.monotonic() + WAIT_TIMEOUT
+    while True:
+        try:
+            return check()
+        except (NotYet, redis_errors.RedisError) as seen:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"gave up after {WAIT_TIMEOUT:.0f} s waiting for {what}; last saw: {seen}"
+                ) from None
+        time.sleep(0.05)
 
 
 def free_port() -> int:
@@ -25,6 +55,9 @@ def free_port() -> int:
 class RedisServer:
     port: int
     process: subprocess.Popen[bytes]
+    directory: str = ""
+    # Everything after `redis-server` but the port, for `restart`.
+    arguments: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -33,34 +66,124 @@ class RedisServer:
     def client(self) -> RedisConnection:
         return RedisConnection(self.port)
 
-    def stop(self) -> None:
-        """Kills the server at once: nothing is persisted, and a primary asked to shut down
-        would first wait for its replicas."""
-        self.process.kill()
+    def command(self, *args: Any) -> Any:
+        """One command on a new connection (5 s timeout); the reply as redis-py gives it."""
+        with RedisConnection(self.port, timeout=5) as redis:
+            return redis.execute_command(*args)
+
+    def info(self, section: str) -> dict[str, str]:
+        """The `field:value` lines of `INFO <section>`, as text."""
+        with RedisConnection(self.port, timeout=5) as redis:
+            redis.set_response_callback("INFO", lambda reply, **options: reply)  # the raw text
+            text = redis.execute_command("INFO", section)
+        lines = (line.split(":", 1) for line in text.decode().splitlines() if ":" in line)
+        return {name: value for name, value in lines}
+
+    def is_running(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """Kills the server at once, as a crash would."""
+        if self.is_running():
+            self.process.kill()
         self.process.wait()
+
+    def restart(self) -> None:
+        """Kills the server and starts it again on its port with its arguments (its data is
+        gone unless its config keeps some, as a cluster node's nodes.conf)."""
+        self.kill()
+        deadline = time.monotonic() + 10
+        while True:  # the port may stay busy for a moment after the kill
+            process = _launch(self.directory, self.port, self.arguments)
+            if process is not None:
+                self.process = process
+                return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"redis-server did not restart on port {self.port}")
+            time.sleep(0.05)
 
 
 def start_redis(
-    directory: str, port: Optional[int] = None, extra_args: Sequence[str] = ()
+    directory: str,
+    port: Optional[int] = None,
+    extra: Sequence[str] = (),
+    config: Optional[str] = None,
 ) -> RedisServer:
     """A redis-server in `directory`, on a free port, or on `port` (to restart one in place),
-    with `extra_args` (`--option value ...`) after the test kit's own."""
-    wanted = port
+    with extra `--option value` arguments; `config` is the text of a config file written into
+    `directory` and read first (a sentinel needs one it can rewrite)."""
+    arguments = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                 "--daemonize", "no", "--loglevel", "warning", *extra]
+    if config is not None:
+        config_file = os.path.join(os.path.abspath(directory), "redis.conf")
+        with open(config_file, "w") as file:
+            file.write(config)
+        arguments.insert(0, config_file)
     for _ in range(5):
-        port = wanted or free_port()
-        process = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", *extra_args],
-            cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                with RedisConnection(port, timeout=1) as redis:
-                    if redis.ping():
-                        return RedisServer(port, process)
-            except (redis_errors.ConnectionError, redis_errors.TimeoutError):  # not up yet
-                time.sleep(0.02)
-        process.kill()
-        process.wait()
+        chosen = port or free_port()
+        process = _launch(directory, chosen, arguments)
+        if process is not None:
+            return RedisServer(chosen, process, directory, arguments)
     raise RuntimeError("redis-server did not start; is it installed?")
+
+
+def _launch(directory: str, port: int, arguments: list[str]) -> Optional[subprocess.Popen[bytes]]:
+    """Spawns redis-server on `port` and waits until it answers PING; None if it exited (port
+    taken) or never answered."""
+    # A config file, if any, must be the first argument.
+    if arguments and not arguments[0].startswith("--"):
+        command = ["redis-server", arguments[0], "--port", str(port), *arguments[1:]]
+    else:
+        command = ["redis-server", "--port", str(port), *arguments]
+    process = subprocess.Popen(
+        command, cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with RedisConnection(port, timeout=1) as redis:
+                if redis.ping():
+                    return process
+        except (redis_errors.ConnectionError, redis_errors.TimeoutError):  # not up yet
+            time.sleep(0.02)
+    process.kill()
+    process.wait()
+    return None
+
+
+class ServerGroup:
+    """Servers started together, each in its own directory under one temporary directory;
+    `stop()` (or leaving the `with` block) kills them all and removes the directories."""
+
+    def __init__(self, prefix: str) -> None:
+        self.directory = tempfile.mkdtemp(prefix=prefix)
+        self.servers: list[RedisServer] = []
+
+    def start(self, extra: Sequence[str] = (), config: Optional[str] = None) -> RedisServer:
+        directory = tempfile.mkdtemp(prefix="server-", dir=self.directory)
+        server = start_redis(directory, extra=extra, config=config)
+        self.servers.append(server)
+        return server
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.kill()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> ServerGroup:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def start_many(count: int) -> ServerGroup:
+    """`count` independent servers (e.g. for a RedLock over 3 or 5 masters), in `.servers`."""
+    group = ServerGroup("polylock-py-many-")
+    try:
+        for _ in range(count):
+            group.start()
+    except BaseException:
+        group.stop()
+        raise
+    return group

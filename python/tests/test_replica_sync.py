@@ -29,13 +29,13 @@ def start(tmp_path: Path) -> Iterator[StartRedis]:
     def start(*extra_args: str) -> RedisServer:
         directory = tmp_path / f"redis-{len(started)}"
         directory.mkdir()
-        server = start_redis(str(directory), extra_args=extra_args)
+        server = start_redis(str(directory), extra=extra_args)
         started.append(server)
         return server
 
     yield start
     for server in started:
-        server.stop()
+        server.kill()
 
 
 def replica_of(start: StartRedis, primary: RedisServer) -> RedisServer:

@@ -1,7 +1,10 @@
 package dev.polylock.interop;
 
+import java.io.BufferedInputStream;
 import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintWriter;
@@ -12,6 +15,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -35,14 +39,21 @@ final class RedisServer implements AutoCloseable {
 
     /** Starts a server; retries on another port if the chosen one was taken meanwhile. */
     static RedisServer start() throws IOException, InterruptedException {
+        return start(List.of());
+    }
+
+    /** Starts a server with extra {@code --option value} arguments (e.g. a cluster node's). */
+    static RedisServer start(List<String> extra) throws IOException, InterruptedException {
         String binary = System.getProperty("redis.server", "redis-server");
         for (int attempt = 0; attempt < 5; attempt++) {
             int port = freePort();
             Path dir = Files.createTempDirectory("polylock-interop-redis-");
-            Process process = new ProcessBuilder(List.of(binary,
+            List<String> command = new ArrayList<>(List.of(binary,
                     "--port", Integer.toString(port), "--bind", "127.0.0.1",
                     "--save", "", "--appendonly", "no", "--daemonize", "no",
-                    "--loglevel", "warning"))
+                    "--loglevel", "warning"));
+            command.addAll(extra);
+            Process process = new ProcessBuilder(command)
                     .directory(dir.toFile())
                     .redirectErrorStream(true)
                     .redirectOutput(dir.resolve("redis.log").toFile())
@@ -94,6 +105,73 @@ final class RedisServer implements AutoCloseable {
         return port;
     }
 
+    /**
+     * Runs one command on a new connection; the reply as a String (simple or bulk string), a
+     * Long, a List of replies, or null. An error reply is thrown as an IOException.
+     */
+    Object command(Object... args) throws IOException {
+        try (Socket socket = connect()) {
+            ByteArrayOutputStream request = new ByteArrayOutputStream();
+            request.writeBytes(("*" + args.length + "\r\n").getBytes(StandardCharsets.UTF_8));
+            for (Object arg : args) {
+                byte[] bytes = String.valueOf(arg).getBytes(StandardCharsets.UTF_8);
+                request.writeBytes(("$" + bytes.length + "\r\n").getBytes(StandardCharsets.UTF_8));
+                request.writeBytes(bytes);
+                request.writeBytes("\r\n".getBytes(StandardCharsets.UTF_8));
+            }
+            socket.getOutputStream().write(request.toByteArray());
+            return readReply(new BufferedInputStream(socket.getInputStream()));
+        }
+    }
+
+    private static Object readReply(InputStream in) throws IOException {
+        int type = in.read();
+        String line = readLine(in);
+        switch (type) {
+            case '+':
+                return line;
+            case '-':
+                throw new IOException(line);
+            case ':':
+                return Long.parseLong(line);
+            case '$': {
+                int length = Integer.parseInt(line);
+                if (length < 0) {
+                    return null;
+                }
+                byte[] bytes = in.readNBytes(length + 2); // the text and its CRLF
+                return new String(bytes, 0, length, StandardCharsets.UTF_8);
+            }
+            case '*': {
+                int count = Integer.parseInt(line);
+                if (count < 0) {
+                    return null;
+                }
+                List<Object> items = new ArrayList<>();
+                for (int i = 0; i < count; i++) {
+                    items.add(readReply(in));
+                }
+                return items;
+            }
+            default:
+                throw new IOException("unexpected reply type " + type + ": " + line);
+        }
+    }
+
+    private static String readLine(InputStream in) throws IOException {
+        ByteArrayOutputStream line = new ByteArrayOutputStream();
+        int previous = -1;
+        for (int next = in.read(); next != -1; next = in.read()) {
+            if (previous == '\r' && next == '\n') {
+                byte[] bytes = line.toByteArray();
+                return new String(bytes, 0, bytes.length - 1, StandardCharsets.UTF_8);
+            }
+            line.write(next);
+            previous = next;
+        }
+        throw new IOException("connection closed mid-reply");
+    }
+
     String url() {
         return "redis://127.0.0.1:" + port;
     }
@@ -129,6 +207,11 @@ final class RedisServer implements AutoCloseable {
         }, "redis-monitor-" + port);
         copier.setDaemon(true);
         copier.start();
+    }
+
+    /** Kills the server at once, as a crash would (its directory stays until close). */
+    void kill() throws InterruptedException {
+        process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
     }
 
     @Override

@@ -1,0 +1,41 @@
+package dev.polylock.interop;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+import org.redisson.Redisson;
+import org.redisson.api.RBucket;
+import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
+import org.redisson.config.Config;
+
+/** The test kit's cluster works as Redisson in cluster mode sees it. */
+class RedisClusterTest {
+    @Test
+    void redissonInClusterModeWritesAndReadsThroughTheCluster() throws Exception {
+        try (RedisCluster cluster = RedisCluster.start()) {
+            assertEquals(6, cluster.nodes().size());
+            assertTrue(cluster.url().startsWith("redis+cluster://127.0.0.1:"), cluster.url());
+            Config config = new Config();
+            config.setThreads(2);
+            config.setNettyThreads(4);
+            config.useClusterServers()
+                    .addNodeAddress(cluster.nodeAddresses().toArray(new String[0]))
+                    .setConnectTimeout(5_000)
+                    .setTimeout(5_000);
+            RedissonClient redisson = Redisson.create(config);
+            try {
+                for (String key : new String[] {"{a}key", "{b}key", "{c}key"}) {
+                    RBucket<String> bucket = redisson.getBucket(key, StringCodec.INSTANCE);
+                    bucket.set("value of " + key);
+                    assertEquals("value of " + key, bucket.get());
+                    // The value is on the primary that serves the key's slot.
+                    assertEquals("value of " + key, cluster.server(cluster.primaryForKey(key)).command("GET", key));
+                }
+            } finally {
+                redisson.shutdown();
+            }
+        }
+    }
+}
