@@ -1,6 +1,7 @@
 //! `polylock check` against real deployments the test kit starts: a Sentinel set failed over
-//! mid-run with replica sync (no overlap may show), a cluster failed over by hand, and the
-//! usage errors.
+//! mid-run with replica sync (no overlap may show), the seed article's failover before the
+//! replicas have the lock (an overlap without replica sync, none with it), a cluster failed
+//! over by hand, and the usage errors.
 
 use std::process::Command;
 
@@ -48,6 +49,56 @@ fn with_replica_sync_a_sentinel_failover_mid_run_shows_no_overlap() {
     );
     assert!(round["acquisitions"].as_u64().unwrap() > 10, "{round}");
     assert_eq!(round["overlaps"], 0, "{round}");
+}
+
+/// The seed article's case: replication stalls, a worker takes the lock (on the primary only)
+/// and stays inside for 6 s, and 1 s into the run Sentinel promotes a replica that never saw
+/// it. The other worker may then take the lock there.
+fn failover_before_the_replicas_have_the_lock(sync_replicas: bool) -> serde_json::Value {
+    let set = SentinelSet::start_with_replication_proxy(2, 3);
+    set.stall_replication();
+    let mut args = vec![
+        "--workers",
+        "2",
+        "--duration",
+        "8",
+        "--hold-ms",
+        "6000",
+        "--failover",
+        "--failover-after",
+        "1",
+    ];
+    if sync_replicas {
+        args.push("--sync-replicas");
+    }
+    let (code, report, stderr) = check(&set.url(), &args);
+    let round = report["rounds"][0].clone();
+    assert!(
+        round["acquisitions"].as_u64().unwrap_or(0) >= 1,
+        "{report} {stderr}"
+    );
+    let overlaps = round["overlaps"].as_u64().unwrap();
+    assert_eq!(code, if overlaps > 0 { 1 } else { 0 }, "{round} {stderr}");
+    round
+}
+
+#[test]
+fn without_replica_sync_a_failover_before_the_replicas_have_the_lock_shows_an_overlap() {
+    let round = failover_before_the_replicas_have_the_lock(false);
+    assert!(round["overlaps"].as_u64().unwrap() >= 1, "{round}");
+    // The earlier holder learns it lost the lock when its client follows the new primary.
+    assert!(
+        round["overlaps_told_lost"].as_u64().unwrap() >= 1,
+        "{round}"
+    );
+}
+
+#[test]
+fn with_replica_sync_a_failover_before_the_replicas_have_the_lock_shows_none() {
+    let round = failover_before_the_replicas_have_the_lock(true);
+    assert_eq!(round["overlaps"], 0, "{round}");
+    // The acquisition the replicas did not take was undone, not kept.
+    assert!(round["not_synced"].as_u64().unwrap() >= 1, "{round}");
 }
 
 #[test]

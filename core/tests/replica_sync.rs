@@ -140,3 +140,40 @@ async fn a_server_without_wait_turns_sync_off_and_locks_keep_working() {
         "sync is off for the client: the release sent no WAIT"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_cut_off_from_its_replica_still_waits_for_it() {
+    // The old primary of a failover, still reached by some clients: its replica left it (here:
+    // killed). WAIT for the replicas it has now (none) would confirm every lock taken there.
+    let primary = RedisServer::start_with(&PRIMARY);
+    let mut replica = replica_of(&primary).await;
+    let client = synced_client(&primary, Duration::from_secs(1)).await;
+    let lock = client.lock("cut-off").unwrap();
+    assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+    lock.release().await.unwrap();
+
+    replica.kill();
+    let gone = eventually(Duration::from_secs(20), || async {
+        primary
+            .command(&["INFO", "replication"])
+            .is_some_and(|info| info.contains("connected_slaves:0"))
+    })
+    .await;
+    assert!(gone, "the primary still counts the killed replica");
+    // Twice: a miss makes the client count the replicas again, and it then finds none online.
+    for attempt in 1..=2 {
+        let err = lock
+            .acquire(AcquireOptions::new().no_wait())
+            .await
+            .expect_err("the replica that left cannot have acknowledged it");
+        assert_eq!(err.kind(), ErrorKind::NotSynced, "attempt {attempt}: {err}");
+        assert!(
+            err.to_string().contains("not all of its 1 replicas"),
+            "{err}"
+        );
+        assert_eq!(
+            primary.command(&["EXISTS", "cut-off"]).as_deref(),
+            Some(":0")
+        );
+    }
+}

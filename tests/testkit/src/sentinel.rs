@@ -1,5 +1,6 @@
 //! A primary with replicas watched by Sentinel, all real processes on loopback ports.
 
+use crate::proxy::{Fault, FaultProxy};
 use crate::{wait_until, RedisServer};
 
 /// The master name the sentinels monitor.
@@ -9,13 +10,32 @@ pub struct SentinelSet {
     /// Data nodes: the first starts as the primary.
     pub servers: Vec<RedisServer>,
     pub sentinels: Vec<RedisServer>,
+    /// The proxy the replicas replicate through, if they do.
+    replication: Option<FaultProxy>,
 }
 
 impl SentinelSet {
     /// One primary, `replicas` replicas and `sentinels` sentinels (quorum: a majority).
     pub fn start(replicas: usize, sentinels: usize) -> SentinelSet {
+        SentinelSet::start_set(replicas, sentinels, false)
+    }
+
+    /// As [`SentinelSet::start`], but the replicas replicate through a fault proxy, so a test
+    /// can stall replication ([`SentinelSet::stall_replication`]) while the sentinels still
+    /// reach every server. The sentinels' failover timeout is two minutes here, so they leave
+    /// the replicas' upstream (the proxy, not the primary's own address) alone that long.
+    pub fn start_with_replication_proxy(replicas: usize, sentinels: usize) -> SentinelSet {
+        SentinelSet::start_set(replicas, sentinels, true)
+    }
+
+    fn start_set(replicas: usize, sentinels: usize, proxied: bool) -> SentinelSet {
         let primary = RedisServer::start();
-        let upstream = primary.port().to_string();
+        let replication = proxied.then(|| FaultProxy::start(primary.port()));
+        let upstream = replication
+            .as_ref()
+            .map_or(primary.port(), FaultProxy::port)
+            .to_string();
+        let failover_timeout = if proxied { 120_000 } else { 5000 };
         let mut servers = vec![primary];
         for _ in 0..replicas {
             servers.push(RedisServer::start_with(&[
@@ -31,12 +51,16 @@ impl SentinelSet {
                 RedisServer::start_sentinel(&[
                     &format!("sentinel monitor {MASTER_NAME} 127.0.0.1 {primary_port} {quorum}"),
                     &format!("sentinel down-after-milliseconds {MASTER_NAME} 1000"),
-                    &format!("sentinel failover-timeout {MASTER_NAME} 5000"),
+                    &format!("sentinel failover-timeout {MASTER_NAME} {failover_timeout}"),
                     &format!("sentinel parallel-syncs {MASTER_NAME} 2"),
                 ])
             })
             .collect();
-        let set = SentinelSet { servers, sentinels };
+        let set = SentinelSet {
+            servers,
+            sentinels,
+            replication,
+        };
         set.wait_settled(replicas);
         set
     }
@@ -72,6 +96,17 @@ impl SentinelSet {
             .iter()
             .find(|server| server.port() == port)
             .expect("a data node of this set")
+    }
+
+    /// Stops the replication stream (started with [`SentinelSet::start_with_replication_proxy`]):
+    /// whatever the primary takes from now on never reaches a replica, and a replica promoted
+    /// now lacks it, as when a primary fails before replicating. The replicas still answer the
+    /// sentinels, so one can be promoted.
+    pub fn stall_replication(&self) {
+        self.replication
+            .as_ref()
+            .expect("started with start_with_replication_proxy")
+            .set(Fault::BlackHole);
     }
 
     /// `SENTINEL FAILOVER`; waits until another primary serves and knows itself primary.

@@ -1,0 +1,244 @@
+//! Waiting for replicas to acknowledge a write (`sync_replicas`): `WAIT` for the replicas the
+//! primary serving a key has, after every acquire, renewal and release.
+//!
+//! The number to wait for is a high-water mark, not the live count: a primary cut off from its
+//! replicas (the old primary in a failover, still reached by some clients) has no replica left
+//! to wait for, and `WAIT 0` would confirm every lock taken there while the promoted replica
+//! hands the same locks out again. So a replica that left is still waited for, until it has
+//! been gone for as long as Sentinel takes by default to call a server down; a new primary (a
+//! new replication id) starts from its own count.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use redis::cluster_routing::Slot;
+use redis::Value;
+
+use super::Connection;
+
+/// What `WAIT` found after a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Synced {
+    /// Every replica acknowledged it.
+    Acked,
+    /// Not every one of the `replicas` replicas acknowledged it within the timeout.
+    NotAcked { replicas: usize },
+    /// The primary has no replica, and had none: nothing to wait for.
+    NoReplicas,
+    /// The server refused `WAIT` (some managed offerings): sync is off for this client.
+    Unsupported,
+}
+
+/// How long a replica count is trusted before `INFO replication` is asked again.
+const REPLICA_COUNT_TTL: Duration = Duration::from_secs(1);
+
+/// How long a replica may be gone before it is no longer waited for: Sentinel's default
+/// `down-after-milliseconds`, after which it would call the replica down too.
+const REPLICA_GONE_AFTER: Duration = Duration::from_secs(30);
+
+/// The replicas of the primary serving one slot, as last seen.
+struct Replicas {
+    /// The primary's replication id: a promoted replica gets a new one.
+    replication_id: String,
+    /// How many replicas to wait for: the most seen online, until one is gone for good.
+    expected: usize,
+    /// Since when fewer than `expected` are online.
+    short_since: Option<Instant>,
+    asked_at: Instant,
+}
+
+/// Follows writes with `WAIT` for the replicas of the node serving the key, asked with
+/// `INFO replication` at most once a second per slot.
+pub(crate) struct ReplicaSync {
+    timeout: Duration,
+    replicas: Mutex<HashMap<Slot, Replicas>>,
+    unsupported: AtomicBool,
+}
+
+impl ReplicaSync {
+    pub(crate) fn new(timeout: Duration) -> ReplicaSync {
+        ReplicaSync {
+            timeout,
+            replicas: Mutex::new(HashMap::new()),
+            unsupported: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Waits until the replicas of the node serving `key` acknowledged every write sent so far
+    /// on this client's connection to it.
+    pub(crate) async fn wait(
+        &self,
+        connection: &Connection,
+        key: &str,
+    ) -> redis::RedisResult<Synced> {
+        if self.unsupported.load(Ordering::Relaxed) {
+            return Ok(Synced::Unsupported);
+        }
+        let replicas = match self.expected(connection, key).await {
+            Ok(replicas) => replicas,
+            Err(err) if is_refused(&err) => return Ok(self.refused(&err)),
+            Err(err) => return Err(err),
+        };
+        if replicas == 0 {
+            return Ok(Synced::NoReplicas);
+        }
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(replicas).arg(self.timeout.as_millis() as u64);
+        match connection.query_at(key, wait).await {
+            // Every replica must have it: during a failover the replica being promoted stops
+            // acknowledging, while the others still follow the old primary and would
+            // acknowledge a write the new primary never gets.
+            Ok(Value::Int(acked)) if acked as usize >= replicas => Ok(Synced::Acked),
+            Ok(Value::Int(_)) => {
+                // A replica that left or came back: count again next time.
+                self.ask_again(connection, key);
+                Ok(Synced::NotAcked { replicas })
+            }
+            Ok(other) => Err(redis::RedisError::from((
+                redis::ErrorKind::Parse,
+                "unexpected WAIT reply",
+                format!("{other:?}"),
+            ))),
+            Err(err) if is_refused(&err) => Ok(self.refused(&err)),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Waits for the replicas to take `what` (a release, a watchdog renewal), just written for
+    /// the lock `name`. It holds on the primary whatever they say, so a miss is only reported.
+    pub(crate) async fn confirm(&self, connection: &Connection, name: &str, what: &str) {
+        match self.wait(connection, name).await {
+            Ok(Synced::NotAcked { replicas }) => tracing::warn!(
+                lock = %name,
+                replicas,
+                "not every replica acknowledged {what} within {:?}; a failover now could lose it",
+                self.timeout
+            ),
+            Err(err) => {
+                tracing::warn!(lock = %name, error = %err, "could not wait for the replicas after {what}")
+            }
+            Ok(_) => {}
+        }
+    }
+
+    fn refused(&self, err: &redis::RedisError) -> Synced {
+        if !self.unsupported.swap(true, Ordering::Relaxed) {
+            tracing::warn!(error = %err, "this Redis refuses WAIT (or INFO): sync_replicas is off for this client; locks are not confirmed on replicas");
+        }
+        Synced::Unsupported
+    }
+
+    fn ask_again(&self, connection: &Connection, key: &str) {
+        let mut replicas = self.replicas.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(seen) = replicas.get_mut(&connection.slot_of(key)) {
+            seen.asked_at -= REPLICA_COUNT_TTL;
+        }
+    }
+
+    /// How many replicas to wait for on the node serving `key`.
+    async fn expected(&self, connection: &Connection, key: &str) -> redis::RedisResult<usize> {
+        let slot = connection.slot_of(key);
+        if let Some(seen) = self
+            .replicas
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&slot)
+        {
+            if seen.asked_at.elapsed() < REPLICA_COUNT_TTL {
+                return Ok(seen.expected);
+            }
+        }
+        let info = connection
+            .query_at(key, redis::cmd("INFO").arg("replication").clone())
+            .await?;
+        let (replication_id, online) = parse_replication(&info)?;
+        let now = Instant::now();
+        let mut replicas = self.replicas.lock().unwrap_or_else(|p| p.into_inner());
+        let seen = replicas.entry(slot).or_insert_with(|| Replicas {
+            replication_id: replication_id.clone(),
+            expected: online,
+            short_since: None,
+            asked_at: now,
+        });
+        seen.asked_at = now;
+        if seen.replication_id != replication_id || online >= seen.expected {
+            seen.replication_id = replication_id;
+            seen.expected = online;
+            seen.short_since = None;
+        } else {
+            let since = *seen.short_since.get_or_insert(now);
+            if now.duration_since(since) >= REPLICA_GONE_AFTER {
+                tracing::warn!(
+                    lock = %key,
+                    was = seen.expected,
+                    now = online,
+                    "replicas gone for {REPLICA_GONE_AFTER:?} are no longer waited for"
+                );
+                seen.expected = online;
+                seen.short_since = None;
+            }
+        }
+        Ok(seen.expected)
+    }
+}
+
+/// From `INFO replication`: the server's replication id and how many replicas are online.
+fn parse_replication(info: &Value) -> redis::RedisResult<(String, usize)> {
+    let text = match info {
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::VerbatimString { text, .. } => text.clone(),
+        Value::SimpleString(text) => text.clone(),
+        other => {
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::Parse,
+                "unexpected INFO reply",
+                format!("{other:?}"),
+            )))
+        }
+    };
+    let mut replication_id = String::new();
+    let mut online = 0;
+    for line in text.lines() {
+        if let Some(id) = line.strip_prefix("master_replid:") {
+            replication_id = id.trim().to_owned();
+        } else if is_replica_line(line) && line.contains("state=online") {
+            online += 1;
+        }
+    }
+    Ok((replication_id, online))
+}
+
+/// `slave<N>:ip=...,state=...`: one replica (not `slave_read_only` and the like).
+fn is_replica_line(line: &str) -> bool {
+    line.strip_prefix("slave")
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// The server does not offer the command (unknown, renamed, or forbidden by ACL).
+fn is_refused(err: &redis::RedisError) -> bool {
+    matches!(err.code(), Some("NOPERM"))
+        || (err.code() == Some("ERR") && err.to_string().to_lowercase().contains("unknown command"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn online_replicas_and_the_replication_id_are_read_from_info() {
+        let info = "# Replication\r\nrole:master\r\nconnected_slaves:3\r\n\
+                    slave0:ip=127.0.0.1,port=7001,state=online,offset=42,lag=0\r\n\
+                    slave1:ip=127.0.0.1,port=7002,state=wait_bgsave,offset=0,lag=0\r\n\
+                    slave2:ip=127.0.0.1,port=7003,state=online,offset=42,lag=1\r\n\
+                    master_failover_state:no-failover\r\n\
+                    master_replid:8f3a\r\nmaster_replid2:0000\r\n";
+        let (id, online) = parse_replication(&Value::BulkString(info.into())).unwrap();
+        assert_eq!((id.as_str(), online), ("8f3a", 2));
+    }
+}
