@@ -22,20 +22,20 @@ pub fn redact(url: &str) -> String {
     }
 }
 
-/// Checks the URL before anything else, so a typo is a usage error and not "unreachable".
+/// Checks a one-server URL before anything else, so a typo is a usage error and not
+/// "unreachable".
 pub fn parse_url(url: &str) -> CliResult<redis::Client> {
     if !url.contains("://") {
-        return Err(CliError::Usage(format!(
-            "bad Redis URL '{}': expected redis://[user:password@]host:port[/db] (or rediss:// for TLS)",
-            redact(url)
-        )));
+        return Err(bad_url(url, "no scheme"));
     }
-    redis::Client::open(url).map_err(|err| {
-        CliError::Usage(format!(
-            "bad Redis URL '{}': {err}; expected redis://[user:password@]host:port[/db]",
-            redact(url)
-        ))
-    })
+    redis::Client::open(url).map_err(|err| bad_url(url, &err.to_string()))
+}
+
+fn bad_url(url: &str, why: &str) -> CliError {
+    CliError::Usage(format!(
+        "bad Redis URL '{}': {why}; expected redis://[user:password@]host:port[/db] (rediss:// for TLS), redis+cluster://host:port[,host:port...] or redis+sentinel://host:port[,host:port...]/<master-name>[/db]",
+        redact(url)
+    ))
 }
 
 /// A plain connection, failing within a bounded time when Redis cannot be reached.
@@ -70,10 +70,13 @@ pub fn redis_error(what: &str, err: redis::RedisError) -> CliError {
     CliError::Connection(format!("{what}: Redis failed: {err}"))
 }
 
-/// A core client (for `Client::inspect` and force-unlock), failing within a bounded time, with
-/// the same messages as [`connect`], when Redis cannot be reached.
+/// A core client (for `Client::inspect`, `scan_names` and force-unlock) on any deployment the
+/// core connects to (one server, cluster, Sentinel), failing within a bounded time, with the
+/// same messages as [`connect`], when Redis cannot be reached.
 pub async fn client(url: &str) -> CliResult<polylock::Client> {
-    parse_url(url)?;
+    if !url.contains("://") {
+        return Err(bad_url(url, "no scheme"));
+    }
     polylock::Client::builder(url)
         .connect_timeout(CONNECT_TIMEOUT)
         .response_timeout(RESPONSE_TIMEOUT)
@@ -83,6 +86,7 @@ pub async fn client(url: &str) -> CliResult<polylock::Client> {
             polylock::Error::Connection(why) | polylock::Error::Timeout(why) => {
                 unreachable_error(url, &why)
             }
+            polylock::Error::InvalidArgument(why) => CliError::Usage(why),
             other => other.into(),
         })
 }

@@ -4,17 +4,12 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use clap::Args;
-use redis::aio::MultiplexedConnection;
-
 use polylock::Client;
 
 use crate::block_on;
 use crate::error::CliResult;
 use crate::inspect::{read_state, Kind, LockState};
 use crate::raw;
-
-/// Keys looked at per SCAN call: big enough to be quick, small enough not to block Redis.
-const SCAN_COUNT: usize = 500;
 
 #[derive(Args)]
 #[command(after_help = "Examples:
@@ -65,43 +60,6 @@ struct Row {
     state: LockState,
 }
 
-/// Keys the kinds keep next to a name (Redisson's and polylock's latches, counters, queues,
-/// fences, read levels, permit sets): never a name themselves, so not shown as rows.
-fn is_auxiliary(key: &str) -> bool {
-    key.starts_with("redisson_")
-        || key.starts_with("polylock_")
-        || key.contains(":rwlock_timeout:")
-        || (key.ends_with("}:timeout") && key.starts_with('{'))
-}
-
-/// Every key matching `pattern` (any type: semaphores are strings), by SCAN.
-async fn scan_keys(
-    connection: &mut MultiplexedConnection,
-    pattern: &str,
-) -> CliResult<Vec<String>> {
-    let mut cursor: u64 = 0;
-    let mut keys = Vec::new();
-    loop {
-        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(SCAN_COUNT)
-            .query_async(connection)
-            .await
-            .map_err(|err| raw::redis_error("scan", err))?;
-        keys.extend(batch.into_iter().filter(|key| !is_auxiliary(key)));
-        cursor = next;
-        if cursor == 0 {
-            break;
-        }
-    }
-    keys.sort();
-    keys.dedup();
-    Ok(keys)
-}
-
 fn holders_text(state: &LockState) -> String {
     let mut text = state
         .holders
@@ -131,13 +89,9 @@ fn permits_text(state: &LockState) -> String {
 }
 
 /// One row per held lock and per semaphore matching `pattern`, each read by `Client::inspect`.
-async fn rows(
-    connection: &mut MultiplexedConnection,
-    client: &Client,
-    pattern: &str,
-) -> CliResult<Vec<Row>> {
+async fn rows(client: &Client, pattern: &str) -> CliResult<Vec<Row>> {
     let mut rows = Vec::new();
-    for key in scan_keys(connection, pattern).await? {
+    for key in client.scan_names(pattern).await? {
         let state = read_state(client, &key).await?;
         let held_lock = state.kind.is_lock() && state.is_held();
         // Gone since the scan, free, or not a lock at all: not shown.
@@ -224,11 +178,10 @@ fn render_json(pattern: &str, rows: &[Row]) -> String {
 
 pub fn run(args: WatchArgs) -> CliResult<()> {
     block_on(async {
-        let mut connection = raw::connect(&args.redis).await?;
         let client = raw::client(&args.redis).await?;
         let clear = !args.once && !args.json && std::io::stdout().is_terminal();
         loop {
-            let rows = rows(&mut connection, &client, &args.pattern).await?;
+            let rows = rows(&client, &args.pattern).await?;
             let table = if args.json {
                 render_json(&args.pattern, &rows)
             } else {

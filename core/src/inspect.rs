@@ -237,6 +237,29 @@ impl Client {
         })
         .await
     }
+
+    /// The names of everything matching the glob `pattern` (`SCAN`; on a cluster, on every
+    /// primary), sorted, without the keys the kinds keep beside a name (latches, queues,
+    /// counters, timeouts). For tools that list locks, as the CLI's `watch`: pass each name to
+    /// [`Client::inspect`]. Not atomic: names come and go while it pages.
+    pub async fn scan_names(&self, pattern: &str) -> Result<Vec<String>> {
+        let what = format!("scan '{pattern}'");
+        self.inner.check_usable_for(&what)?;
+        let inner = self.inner.clone();
+        let pattern = pattern.to_owned();
+        on_runtime(&what.clone(), async move {
+            let mut names = inner
+                .connection
+                .scan(&pattern)
+                .await
+                .map_err(|err| Error::from_redis(&what, err))?;
+            names.retain(|name| !keys::is_auxiliary(name));
+            names.sort();
+            names.dedup();
+            Ok(names)
+        })
+        .await
+    }
 }
 
 /// The reply of `inspect.lua`, decoded: `None` when its shape is not the script's.

@@ -107,6 +107,15 @@ pub fn fair_waiter_channel(name: &str, owner: &str) -> String {
     format!("{}:{owner}", lock_channel(name))
 }
 
+/// Whether `key` is one the kinds keep beside a name (Redisson's and polylock's latches,
+/// counters, queues, fences, read levels, permit sets) and so never a name itself.
+pub fn is_auxiliary(key: &str) -> bool {
+    key.starts_with("redisson_")
+        || key.starts_with("polylock_")
+        || key.contains(":rwlock_timeout:")
+        || (key.ends_with("}:timeout") && key.starts_with('{'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

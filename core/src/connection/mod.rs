@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr};
+use redis::cluster_routing::{
+    MultipleNodeRoutingInfo, Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr,
+};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use sentinel::Sentinel;
@@ -125,6 +127,67 @@ impl Connection {
             .and_then(|version| version.split('.').next()?.trim().parse().ok())
     }
 
+    /// Every key matching `pattern`, by `SCAN` (on a cluster, on every primary: each has its
+    /// own keys and its own cursor). Unsorted; a key may appear twice.
+    pub(crate) async fn scan(&self, pattern: &str) -> redis::RedisResult<Vec<String>> {
+        let scan = |cursor: u64| {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(SCAN_COUNT);
+            cmd
+        };
+        let mut keys = Vec::new();
+        match self {
+            Connection::Cluster(cluster) => {
+                let mut cluster = cluster.clone();
+                // With no response policy the cluster client answers with each primary's own
+                // reply, by address; each primary's cursor then continues there.
+                let first = cluster
+                    .route_command(
+                        scan(0),
+                        RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None)),
+                    )
+                    .await?;
+                let Value::Map(replies) = first else {
+                    return Err(unexpected("SCAN on every primary", &first));
+                };
+                for (address, reply) in replies {
+                    let address: String = redis::from_redis_value(address)?;
+                    let (host, port) = address
+                        .rsplit_once(':')
+                        .and_then(|(host, port)| Some((host.to_owned(), port.parse().ok()?)))
+                        .ok_or_else(|| unexpected("a node address", &Value::Nil))?;
+                    let mut cursor = take_page(reply, &mut keys)?;
+                    while cursor != 0 {
+                        let route = SingleNodeRoutingInfo::ByAddress {
+                            host: host.clone(),
+                            port,
+                        };
+                        let reply = cluster
+                            .route_command(scan(cursor), RoutingInfo::SingleNode(route))
+                            .await?;
+                        cursor = take_page(reply, &mut keys)?;
+                    }
+                }
+            }
+            other => {
+                let mut connection = other.clone();
+                let mut cursor = 0;
+                loop {
+                    let reply = scan(cursor).query_async(&mut connection).await?;
+                    cursor = take_page(reply, &mut keys)?;
+                    if cursor == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(keys)
+    }
+
     /// Runs `command` on the node that serves `key` (the primary, on a cluster).
     async fn query_at(&self, key: &str, command: Cmd) -> redis::RedisResult<Value> {
         match self {
@@ -141,6 +204,28 @@ impl Connection {
             other => command.query_async(&mut other.clone()).await,
         }
     }
+}
+
+/// Keys asked for per `SCAN` call: large enough to page a big keyspace quickly, small enough
+/// not to stall the server.
+const SCAN_COUNT: usize = 500;
+
+/// One `SCAN` reply, `[cursor, [key, ...]]`: its keys appended to `keys`, its next cursor.
+fn take_page(reply: Value, keys: &mut Vec<String>) -> redis::RedisResult<u64> {
+    if let Value::ServerError(err) = reply {
+        return Err(err.into());
+    }
+    let (cursor, page): (u64, Vec<String>) = redis::from_redis_value(reply)?;
+    keys.extend(page);
+    Ok(cursor)
+}
+
+fn unexpected(what: &str, reply: &Value) -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::Parse,
+        "unexpected reply",
+        format!("{what}: {reply:?}"),
+    ))
 }
 
 impl ConnectionLike for Connection {

@@ -68,7 +68,7 @@ impl Cluster {
         format!("redis+cluster://{}", hosts.join(","))
     }
 
-    fn node(&self, port: u16) -> &RedisServer {
+    pub fn node(&self, port: u16) -> &RedisServer {
         self.nodes
             .iter()
             .find(|node| node.port() == port)
