@@ -1,5 +1,6 @@
 # Redisson interop suite: a polylock lock and a Redisson RLock on the same name exclude each
-# other. Needs cargo, Java 17 + Maven (downloads Redisson/JUnit from Maven Central) and redis-server.
+# other, on one server and on a Redis Cluster (Surefire runs every *Test class). Needs cargo,
+# Java 17 + Maven (downloads Redisson/JUnit from Maven Central) and redis-server.
 
 INTEROP_MVN ?= mvn
 INTEROP_POM := tests/interop-redisson/pom.xml

@@ -9,7 +9,8 @@
 //! - `owner NAME`                        -> `ok <client-uuid>:<holder-id>`
 //! - `token NAME`                        -> `ok N`, the token of the handle's hold, or `ok -`
 //! - `increment NAME COUNTER N`          -> `ok` after N times: acquire, GET and SET COUNTER+1
-//!   (a non-atomic increment, so only the lock keeps it exact), release
+//!   (a non-atomic increment, so only the lock keeps it exact), release; on a cluster URL the
+//!   counter is read and written through a cluster connection
 //! - `quit`
 //! - every lock command prefixed with `fair_` (e.g. `fair_acquire NAME 0 -`) works on the fair
 //!   lock of that name instead. `POLYLOCK_FAIR_QUEUE_TIMEOUT_MS` sets the fair queue timeout.
@@ -218,24 +219,44 @@ async fn expirable<'a>(
 }
 
 async fn increment(url: &str, lock: &Lock, counter: &str, times: u32) -> Result<(), String> {
-    let raw = redis::Client::open(url).map_err(|err| err.to_string())?;
+    let failed = |err: redis::RedisError| err.to_string();
+    // The counter may live on any node of a cluster (no credentials in the peer's cluster URLs).
+    if let Some(nodes) = url.strip_prefix("redis+cluster://") {
+        let nodes: Vec<String> = nodes
+            .split(',')
+            .map(|node| format!("redis://{node}"))
+            .collect();
+        let cluster = redis::cluster::ClusterClient::new(nodes).map_err(failed)?;
+        let mut con = cluster.get_async_connection().await.map_err(failed)?;
+        return increment_on(&mut con, lock, counter, times).await;
+    }
+    let raw = redis::Client::open(url).map_err(failed)?;
     let mut con = raw
         .get_multiplexed_async_connection()
         .await
-        .map_err(|err| err.to_string())?;
+        .map_err(failed)?;
+    increment_on(&mut con, lock, counter, times).await
+}
+
+async fn increment_on(
+    con: &mut impl redis::aio::ConnectionLike,
+    lock: &Lock,
+    counter: &str,
+    times: u32,
+) -> Result<(), String> {
     for _ in 0..times {
         lock.acquire(AcquireOptions::new())
             .await
             .map_err(describe)?;
         let value: Option<i64> = redis::cmd("GET")
             .arg(counter)
-            .query_async(&mut con)
+            .query_async(con)
             .await
             .map_err(|err| err.to_string())?;
         let () = redis::cmd("SET")
             .arg(counter)
             .arg(value.unwrap_or(0) + 1)
-            .query_async(&mut con)
+            .query_async(con)
             .await
             .map_err(|err| err.to_string())?;
         lock.release().await.map_err(describe)?;

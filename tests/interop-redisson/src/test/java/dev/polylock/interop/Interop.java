@@ -14,6 +14,7 @@ import org.redisson.Redisson;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
 
 /** Set-up shared by the interop test classes. */
 final class Interop {
@@ -28,6 +29,28 @@ final class Interop {
                 .setAddress(url)
                 .setConnectionPoolSize(4)
                 .setConnectionMinimumIdleSize(1)
+                .setSubscriptionConnectionPoolSize(2)
+                .setSubscriptionConnectionMinimumIdleSize(1)
+                .setConnectTimeout(5_000)
+                .setTimeout(5_000);
+        return Redisson.create(config);
+    }
+
+    /**
+     * A small Redisson client in cluster mode. Reads go to the primaries (Redisson's default reads
+     * from replicas, which may lag a write the test just made).
+     */
+    static RedissonClient redissonCluster(List<String> nodeAddresses) {
+        Config config = new Config();
+        config.setThreads(2);
+        config.setNettyThreads(4);
+        config.useClusterServers()
+                .addNodeAddress(nodeAddresses.toArray(new String[0]))
+                .setReadMode(ReadMode.MASTER)
+                .setMasterConnectionPoolSize(4)
+                .setMasterConnectionMinimumIdleSize(1)
+                .setSlaveConnectionPoolSize(2)
+                .setSlaveConnectionMinimumIdleSize(1)
                 .setSubscriptionConnectionPoolSize(2)
                 .setSubscriptionConnectionMinimumIdleSize(1)
                 .setConnectTimeout(5_000)

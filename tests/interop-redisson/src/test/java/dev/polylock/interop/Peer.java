@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -56,15 +57,27 @@ final class Peer implements AutoCloseable {
 
     /** Starts the peer binary (system property {@code polylock.peer}) against {@code redisUrl}. */
     static Peer start(String redisUrl) throws IOException, InterruptedException {
-        return start(redisUrl, List.of());
+        return start(redisUrl, List.of(), Map.of());
     }
 
     /** Starts a peer whose client renews held locks with this watchdog timeout. */
     static Peer start(String redisUrl, long watchdogTimeoutMs) throws IOException, InterruptedException {
-        return start(redisUrl, List.of(String.valueOf(watchdogTimeoutMs)));
+        return start(redisUrl, List.of(String.valueOf(watchdogTimeoutMs)), Map.of());
     }
 
-    private static Peer start(String redisUrl, List<String> options) throws IOException, InterruptedException {
+    /**
+     * Starts a peer whose client keeps a fair waiter's place this long: it looks at the lock
+     * again every half of it without a message, so a longer one makes a prompt wake-up the
+     * message's doing.
+     */
+    static Peer startWithFairQueueTimeout(String redisUrl, Duration fairQueueTimeout)
+            throws IOException, InterruptedException {
+        return start(redisUrl, List.of(),
+                Map.of("POLYLOCK_FAIR_QUEUE_TIMEOUT_MS", String.valueOf(fairQueueTimeout.toMillis())));
+    }
+
+    private static Peer start(String redisUrl, List<String> options, Map<String, String> environment)
+            throws IOException, InterruptedException {
         Path binary = Path.of(System.getProperty("polylock.peer", "../../target/debug/examples/peer"));
         if (!Files.isExecutable(binary)) {
             fail("polylock peer not found at " + binary.toAbsolutePath()
@@ -73,9 +86,9 @@ final class Peer implements AutoCloseable {
         Path stderr = Files.createTempFile("polylock-peer-", ".log");
         List<String> command = new java.util.ArrayList<>(List.of(binary.toString(), redisUrl));
         command.addAll(options);
-        Process process = new ProcessBuilder(command)
-                .redirectError(stderr.toFile())
-                .start();
+        ProcessBuilder builder = new ProcessBuilder(command).redirectError(stderr.toFile());
+        builder.environment().putAll(environment);
+        Process process = builder.start();
         return new Peer(process, stderr);
     }
 
