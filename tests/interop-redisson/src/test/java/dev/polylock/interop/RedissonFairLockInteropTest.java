@@ -92,9 +92,13 @@ class RedissonFairLockInteropTest {
     void polylockFairWaiterQueuesBehindRedissonAndWakesOnUnlock(String name) throws Exception {
         RLock lock = redisson.getFairLock(name);
         lock.lock(LEASE_S, SECONDS);
+        // A fair waiter also looks again every half of its queue timeout; with 4 minutes that
+        // cannot happen within PROMPTLY, so only the unlock message can wake it in time.
+        Peer waiter = Peer.startWithFairQueueTimeout(server.url(), Duration.ofMinutes(4));
+        extraPeers.add(waiter);
 
-        String peerOwner = Interop.ok(peer.call("fair_owner " + name));
-        peer.send("fair_acquire " + name + " - -");
+        String peerOwner = Interop.ok(waiter.call("fair_owner " + name));
+        waiter.send("fair_acquire " + name + " - -");
         awaitQueue(name, List.of(peerOwner));
         // The waiter listens on its own channel, the one Redisson's unlock tells the head on.
         awaitSubscribers(waiterChannel(name, peerOwner), 1);
@@ -104,12 +108,12 @@ class RedissonFairLockInteropTest {
         assertTrue(deadline > System.currentTimeMillis(),
                 "the live polylock waiter's deadline passed " + (System.currentTimeMillis() - deadline) + " ms ago");
         assertEquals(1, observer.getScoredSortedSet(timeoutsKey(name), StringCodec.INSTANCE).size());
-        assertNull(peer.pollReply(Duration.ofMillis(300)),
+        assertNull(waiter.pollReply(Duration.ofMillis(300)),
                 "polylock must not get the fair lock while Redisson holds it");
 
         long unlockedAt = System.nanoTime();
         lock.unlock();
-        String reply = peer.awaitReply(BOUND);
+        String reply = waiter.awaitReply(BOUND);
         Duration woken = since(unlockedAt);
 
         assertEquals("ok true", reply);
@@ -119,7 +123,7 @@ class RedissonFairLockInteropTest {
         assertEquals(List.of(), queue(name), "the new holder left the queue");
         assertNull(deadline(name, peerOwner), "the new holder left the timeout set");
         assertFalse(lock.tryLock(0, LEASE_S, SECONDS), "Redisson must not get the fair lock polylock holds");
-        assertEquals("ok", peer.call("fair_release " + name));
+        assertEquals("ok", waiter.call("fair_release " + name));
         assertFalse(exists(name), "the last release deletes the key");
     }
 
