@@ -557,6 +557,8 @@ impl Control {
 }
 
 fn dispatch(channels: &Channels, channel: &str, payload: &[u8]) {
+    // The handoff timeline (`examples/handoff.rs`): when the message reached this process.
+    tracing::trace!(target: "polylock::handoff", "message");
     let map = channels.map();
     let Some(entry) = map.get(channel) else {
         return;

@@ -304,7 +304,10 @@ impl LockCore {
                 slice = slice.min(longest);
             }
             tokio::select! {
-                woken = subscription.wait(slice, messages) => waiting.woken = woken,
+                woken = subscription.wait(slice, messages) => {
+                    tracing::trace!(target: "polylock::handoff", "woken");
+                    waiting.woken = woken;
+                }
                 _ = &mut *cancelled => return ended(Ok(false), false),
                 _ = closed.wait_for(|closed| *closed) => {}
             }
@@ -320,12 +323,14 @@ impl LockCore {
             lease_ms: lease.as_millis() as u64,
             request,
         };
+        tracing::trace!(target: "polylock::handoff", "attempt sent");
         let reply: redis::Value = self
             .kind
             .acquire(&args, &self.client.options)
             .invoke_async(&mut connection)
             .await
             .map_err(|err| Error::from_redis(&self.what("acquire"), err))?;
+        tracing::trace!(target: "polylock::handoff", "attempt reply");
         let attempt = self.kind.read_acquire(reply).map_err(|other| {
             Error::Redis(format!(
                 "{}: unexpected reply {other:?}",

@@ -47,6 +47,7 @@ impl ReleaseRequest {
                 latch_ms: latch_ms(self.lease),
                 final_latch_ms: latch_ms(self.in_callers_time),
             };
+            tracing::trace!(target: "polylock::handoff", "release sent");
             let reply = self
                 .kind
                 .release(&args)
@@ -55,6 +56,7 @@ impl ReleaseRequest {
                 .map_err(|err| {
                     Error::from_redis(&format!("release lock '{}'", self.kind.name()), err)
                 });
+            tracing::trace!(target: "polylock::handoff", "release reply");
             match reply {
                 Err(err) if err.is_transient() && !self.client.is_closed() => {
                     tracing::debug!(%err, "release failed; retrying with the same request id");
