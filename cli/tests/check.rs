@@ -9,6 +9,16 @@ use polylock_testkit::{Cluster, RedisServer, SentinelSet};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_polylock");
 
+/// How long the mid-run failover checks run and with how many workers: short in `make test`,
+/// longer in `make test-deployments` (`POLYLOCK_CHECK_SECONDS`, `POLYLOCK_CHECK_WORKERS`).
+fn soak() -> (String, String) {
+    let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
+    (
+        env("POLYLOCK_CHECK_SECONDS", "6"),
+        env("POLYLOCK_CHECK_WORKERS", "4"),
+    )
+}
+
 /// Runs `polylock check ARGS --json` and returns the exit code and the JSON report.
 fn check(url: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
     let output = Command::new(BINARY)
@@ -26,13 +36,14 @@ fn check(url: &str, args: &[&str]) -> (i32, serde_json::Value, String) {
 #[test]
 fn with_replica_sync_a_sentinel_failover_mid_run_shows_no_overlap() {
     let set = SentinelSet::start(2, 3);
+    let (seconds, workers) = soak();
     let (code, report, stderr) = check(
         &set.url(),
         &[
             "--workers",
-            "4",
+            &workers,
             "--duration",
-            "6",
+            &seconds,
             "--failover",
             "--sync-replicas",
         ],
@@ -104,9 +115,10 @@ fn with_replica_sync_a_failover_before_the_replicas_have_the_lock_shows_none() {
 #[test]
 fn a_cluster_failover_mid_run_is_followed_and_reported() {
     let cluster = Cluster::start(3, 1);
+    let (seconds, workers) = soak();
     let (code, report, stderr) = check(
         &cluster.url(),
-        &["--workers", "4", "--duration", "5", "--failover"],
+        &["--workers", &workers, "--duration", &seconds, "--failover"],
     );
     let round = &report["rounds"][0];
     assert!(
