@@ -96,7 +96,7 @@ public final class Worker {
             System.exit(2);
         }
         Map<String, Object> options = args.length > 4 ? Json.parseObject(args[4]) : Map.of();
-        session(args[0], args[1], args[2], args[3], options, stdin);
+        session(args[0], args[1], args[2], args[3], options, stdin, null);
         while (stdin.readLine() != null) {
             // wait for the driver to close stdin
         }
@@ -106,11 +106,12 @@ public final class Worker {
     }
 
     /**
-     * One run of the worker protocol: connect, warm up, "ready", "go", the result line. Returns
-     * the client (still connected) or null when the scenario is unsupported.
+     * One run of the worker protocol: connect (or use {@code client}), warm up, "ready", "go",
+     * the result line. Returns the client it connected (still connected), or null.
      */
     static RedissonClient session(String scenario, String kind, String url, String name,
-                                  Map<String, Object> options, BufferedReader stdin) throws Exception {
+                                  Map<String, Object> options, BufferedReader stdin,
+                                  RedissonClient shared) throws Exception {
         if (!scenario.equals("uncontended") && !scenario.equals("contended")) {
             System.out.println("unsupported no " + scenario + " in the Java worker (Redisson runs in U and C)");
             System.out.flush();
@@ -119,29 +120,30 @@ public final class Worker {
         if (!kind.equals("redisson") && !kind.equals("redisson-fair")) {
             throw new IllegalArgumentException("unknown contender '" + kind + "'");
         }
-        RedissonClient client = Redisson.create(config(url, options));
+        RedissonClient client = shared != null ? shared : Redisson.create(config(url, options));
         boolean fair = kind.equals("redisson-fair");
         Map<String, Object> result = scenario.equals("uncontended")
                 ? uncontended(client, fair, name, options, stdin)
                 : contended(client, fair, name, options, stdin);
         System.out.println(Json.write(result));
         System.out.flush();
-        return client;
+        return shared != null ? null : client;
     }
 
     /**
      * A pooled worker: one JVM that runs many sessions, so that the JIT warm-up (10-20 s of
      * compiler CPU per JVM) is paid once per run of the driver instead of once per worker
-     * process. It warms both lock kinds on a client of its own, prints "ready", then serves
-     * lines "run &lt;scenario&gt; &lt;contender&gt; &lt;redis-url&gt; &lt;lock-name&gt;
-     * &lt;options as JSON&gt;": each is one session of the usual protocol on a new Redisson
-     * client (so nothing of it lingers between sessions), ended by the line "end" (where a
-     * one-shot worker would see stdin close), answered "ended" once that client is shut down.
+     * process. It connects one Redisson client, warms both lock kinds on it, prints "ready",
+     * then serves lines "run &lt;scenario&gt; &lt;contender&gt; &lt;redis-url&gt;
+     * &lt;lock-name&gt; &lt;options as JSON&gt;": each is one session of the usual protocol on
+     * that client (a URL other than the pool's gets a client of its own for the session), ended
+     * by the line "end" (where a one-shot worker would see stdin close), answered "ended".
+     * The client stays connected between sessions, as in a long-lived service: a new client per
+     * session would make the JIT compile again (new instances deoptimise warm call sites).
      */
     static void serve(String url, Map<String, Object> options, BufferedReader stdin) throws Exception {
-        RedissonClient warmClient = Redisson.create(config(url, options));
-        Map<String, Object> warm = warmUp(warmClient, null, "bench:warmup", options);
-        warmClient.shutdown(0, 10, TimeUnit.SECONDS);
+        RedissonClient pooled = Redisson.create(config(url, options));
+        Map<String, Object> warm = warmUp(pooled, null, "bench:warmup", options);
         System.out.println("ready " + Json.write(warm));
         System.out.flush();
         String line;
@@ -155,13 +157,14 @@ public final class Worker {
                         + line + "'");
             }
             Map<String, Object> cell = words.length > 5 ? Json.parseObject(words[5]) : Map.of();
-            RedissonClient client = session(words[1], words[2], words[3], words[4], cell, stdin);
+            RedissonClient own = session(words[1], words[2], words[3], words[4], cell, stdin,
+                    words[3].equals(url) ? pooled : null);
             String next;
             while ((next = stdin.readLine()) != null && !next.trim().equals("end")) {
                 // nothing else is expected before "end"
             }
-            if (client != null) {
-                client.shutdown(0, 10, TimeUnit.SECONDS);
+            if (own != null) {
+                own.shutdown(0, 10, TimeUnit.SECONDS);
             }
             if (next == null) {
                 break;
