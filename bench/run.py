@@ -919,6 +919,12 @@ def noise_cell(row: dict) -> str:
     return f"{fmt(values[0], 1)}, {fmt(values[1], 1)}, {fmt(values[2], 0)}"
 
 
+def java_errors(row: dict) -> int:
+    """Redisson calls that threw (and were retried) over every round of a cell."""
+    return sum(result.get("errors", 0) for r in row.get("rounds", [row])
+               for result in r["run"].results)
+
+
 def java_report(info: dict) -> list:
     """How the Java workers (Redisson) ran: the JVM, the pool's warm-up."""
     warmups = info.get("java_pool") or []
@@ -1044,11 +1050,16 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
             parts = sorted(row["sent_breakdown"].items(), key=lambda kv: -kv[1])
             lines.append(f"- {label(lang, contender)}: " + ", ".join(
                 f"{name.upper()} {value:.2f}" for name, value in parts if value >= 0.005))
-    jit = [f"W={count} {contender} {row['jit_ms_run_max']} ms" for (count, lang, contender), row
-           in c.items() if lang == "java" and not status(row["run"])]
+    jit = [f"W={count} {contender} {row['jit_ms_run_max']} ms" + (
+               f" ({java_errors(row)} lock/unlock calls failed and were retried)"
+               if java_errors(row) else "")
+           for (count, lang, contender), row in c.items()
+           if lang == "java" and not status(row["run"])]
     if jit:
         lines += ["", "JIT compilation during the timed part of the Java runs (the most of any "
-                  "worker, over the rounds; 0 = fully warm): " + ", ".join(jit) + "."]
+                  "worker, over the rounds; 0 = fully warm): " + ", ".join(jit) + ". A lock() "
+                  "or unlock() that throws (Redisson's own timeouts, e.g. its 7.5 s "
+                  "subscriptionTimeout on a starved machine) is counted and retried."]
     lines += ["", "![wait distribution](wait_distribution.png)", "",
               "![utilisation against W](utilisation.png)", ""]
 
@@ -1513,9 +1524,11 @@ def java_text(run: Run) -> str:
     warm = [result["warmup"] for result in run.results if "warmup" in result]
     if not jit:
         return ""
+    errors = sum(result.get("errors", 0) for result in run.results)
     return (f"; JIT during the run ≤ {max(jit)} ms, warm-up check "
             f"{max(w['seconds'] for w in warm):.1f} s, "
-            f"{sum(1 for w in warm if w.get('quiet'))}/{len(warm)} quiet")
+            f"{sum(1 for w in warm if w.get('quiet'))}/{len(warm)} quiet"
+            + (f", {errors} Redisson errors (retried)" if errors else ""))
 
 
 def smoke_verdict(u, c, m, r, rw, sem, permits) -> int:
