@@ -1,7 +1,7 @@
 # Benchmarks: polylock against peer lock libraries on one redis-server (bench/, see README's
 # Benchmarks section).
-# bench:       the full run (~35 min: U and C in 3 interleaved rounds, 64 JVMs warmed for
-#              Redisson): writes bench/results/RESULTS.md and the PNG plots.
+# bench:       the full run (~45 min, not measured yet: U and C in 3 interleaved rounds; 64 JVMs warmed for
+#              Redisson, ~15-20 min of it): writes bench/results/RESULTS.md and the PNG plots.
 # bench-smoke: a few seconds of every scenario, checked (part of `make test`; debug builds).
 # Peers are installed into bench/.venv (PyPI) and bench/node_modules (npm); the Rust worker is
 # the crate bench/rust (its own workspace), built in release mode into target/bench-rust; the
