@@ -1,8 +1,12 @@
-# Benchmarks: polylock against peer lock libraries on one redis-server (bench/, see docs/bench.md).
-# bench:       the full run (~10 min): writes bench/results/RESULTS.md and the PNG plots.
+# Benchmarks: polylock against peer lock libraries on one redis-server (bench/, see README's
+# Benchmarks section).
+# bench:       the full run (~45 min, not measured yet: U and C in 3 interleaved rounds; 64 JVMs warmed for
+#              Redisson, ~15-20 min of it): writes bench/results/RESULTS.md and the PNG plots.
 # bench-smoke: a few seconds of every scenario, checked (part of `make test`; debug builds).
 # Peers are installed into bench/.venv (PyPI) and bench/node_modules (npm); the Rust worker is
-# the crate bench/rust (its own workspace), built in release mode into target/bench-rust.
+# the crate bench/rust (its own workspace), built in release mode into target/bench-rust; the
+# Java worker (Redisson, from Maven Central like tests/interop-redisson) is bench/java, built by
+# Maven into bench/java/target (a jar and a classpath file: each JVM starts with `java -cp`).
 
 BENCH_PYTHON ?= python3
 BENCH_VENV := bench/.venv
@@ -10,15 +14,23 @@ BENCH_PY := $(CURDIR)/$(BENCH_VENV)/bin/python
 BENCH_TARGET := $(CURDIR)/target/bench-rust
 BENCH_PYPI := "redis>=5,<9" "python-redis-lock>=4,<5" "pottery>=3,<4" "matplotlib>=3.8,<4" "maturin>=1.9,<2"
 
-.PHONY: bench bench-smoke bench-deps bench-rust bench-python-polylock bench-node-polylock
+BENCH_MVN ?= mvn
+BENCH_JAVA_JAR := bench/java/target/polylock-bench-java.jar
+
+.PHONY: bench bench-smoke bench-deps bench-rust bench-java bench-python-polylock bench-node-polylock
 
 $(BENCH_VENV)/bin/python:
 	$(BENCH_PYTHON) -m venv $(BENCH_VENV)
 
-## bench-deps: the peers (PyPI, npm) and the Rust worker
-bench-deps: $(BENCH_VENV)/bin/python bench-rust
+## bench-deps: the peers (PyPI, npm, Maven Central) and the Rust and Java workers
+bench-deps: $(BENCH_VENV)/bin/python bench-rust bench-java
 	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check $(BENCH_PYPI)
 	cd bench && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+
+## bench-java: the Redisson worker: its jar and target/classpath.txt (dependencies in ~/.m2)
+bench-java: $(BENCH_JAVA_JAR)
+$(BENCH_JAVA_JAR): bench/java/pom.xml $(wildcard bench/java/src/main/java/dev/polylock/bench/*.java)
+	$(BENCH_MVN) -B -ntp -q -f bench/java/pom.xml package
 
 bench-rust:
 	cd bench/rust && CARGO_TARGET_DIR=$(BENCH_TARGET) cargo build --release --locked
@@ -37,7 +49,7 @@ bench: bench-deps bench-python-polylock bench-node-polylock
 # The smoke run only checks that every contender runs and loses nothing, so it uses debug
 # builds that share target/debug with the test suites (the Rust worker too) instead of three
 # release builds.
-bench-smoke: $(BENCH_VENV)/bin/python build-node
+bench-smoke: $(BENCH_VENV)/bin/python build-node bench-java
 	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check $(BENCH_PYPI)
 	cd bench && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
 	@# target/ (not target/bench-rust): the debug dependencies the test suites compiled are reused.
