@@ -10,6 +10,7 @@ const assert = require('node:assert/strict')
 const { after, before, describe, test } = require('node:test')
 
 const { Client } = require('..')
+const { NotYet, waitFor } = require('./redis')
 const { RedisCluster } = require('./redis-cluster')
 const { RedisSentinel } = require('./redis-sentinel')
 
@@ -22,12 +23,12 @@ const FAILOVER_WATCHDOG_MS = 6000
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function eventually(what, predicate, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs
-  while (!(await predicate())) {
-    assert.ok(Date.now() < deadline, `gave up waiting for ${what}`)
-    await sleep(20)
-  }
+/** Waits (the kit's bound) until `count()` reaches 1 or more: someone subscribed. */
+async function subscribed(what, count) {
+  await waitFor(what, async () => {
+    const seen = await count()
+    if (seen < 1) throw new NotYet(`${seen} subscribers`)
+  })
 }
 
 const channel = (name) => `redisson_lock__channel:{${name}}`
@@ -77,7 +78,7 @@ describe('Redis Cluster', () => {
     const [primary, name] = [...byPrimary][0]
     const waiting = contender.lock(name)
     const waiter = startWaiting(waiting)
-    await eventually('an SSUBSCRIBE on the slot\'s primary', async () => (await shardSubscribers(primary, name)) >= 1)
+    await subscribed('an SSUBSCRIBE on the slot\'s primary', () => shardSubscribers(primary, name))
     assert.equal(waiter.settled, false)
     const releasedAt = Date.now()
     await held[0].release()
@@ -96,7 +97,7 @@ describe('Redis Cluster', () => {
     const waiting = contender.lock(name)
     const waiter = startWaiting(waiting)
     const source = await cluster.primaryForKey(name)
-    await eventually('an SSUBSCRIBE on the source', async () => (await shardSubscribers(source, name)) >= 1)
+    await subscribed('an SSUBSCRIBE on the source', () => shardSubscribers(source, name))
     const target = (await cluster.primaries()).find((port) => port !== source)
 
     await cluster.migrateSlot(await cluster.slotForKey(name), target)
@@ -155,8 +156,8 @@ describe('Sentinel', () => {
       const waiting = contender.lock(name)
       const waiter = startWaiting(waiting)
       const old = await sentinel.primary()
-      await eventually('the waiter\'s SUBSCRIBE', async () =>
-        Number((await sentinel.server(old).command('PUBSUB', 'NUMSUB', channel(name)))[1]) >= 1)
+      await subscribed('the waiter\'s SUBSCRIBE', async () =>
+        Number((await sentinel.server(old).command('PUBSUB', 'NUMSUB', channel(name)))[1]))
 
       const promoted = await sentinel.failover()
 
