@@ -74,9 +74,7 @@ pub fn redis_error(what: &str, err: redis::RedisError) -> CliError {
 /// core connects to (one server, cluster, Sentinel), failing within a bounded time, with the
 /// same messages as [`connect`], when Redis cannot be reached.
 pub async fn client(url: &str) -> CliResult<polylock::Client> {
-    if !url.contains("://") {
-        return Err(bad_url(url, "no scheme"));
-    }
+    // A bad URL is the core's `InvalidArgument` ("bad Redis URL ..."): a usage error.
     polylock::Client::builder(url)
         .connect_timeout(CONNECT_TIMEOUT)
         .response_timeout(RESPONSE_TIMEOUT)
