@@ -157,7 +157,7 @@ impl ReplicaSync {
         let info = connection
             .query_at(key, redis::cmd("INFO").arg("replication").clone())
             .await?;
-        let (replication_id, online) = parse_replication(&info)?;
+        let (replication_id, online) = parse_replication(info)?;
         let now = Instant::now();
         let mut replicas = self.replicas.lock().unwrap_or_else(|p| p.into_inner());
         let seen = replicas.entry(slot).or_insert_with(|| Replicas {
@@ -189,19 +189,8 @@ impl ReplicaSync {
 }
 
 /// From `INFO replication`: the server's replication id and how many replicas are online.
-fn parse_replication(info: &Value) -> redis::RedisResult<(String, usize)> {
-    let text = match info {
-        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-        Value::VerbatimString { text, .. } => text.clone(),
-        Value::SimpleString(text) => text.clone(),
-        other => {
-            return Err(redis::RedisError::from((
-                redis::ErrorKind::Parse,
-                "unexpected INFO reply",
-                format!("{other:?}"),
-            )))
-        }
-    };
+fn parse_replication(info: Value) -> redis::RedisResult<(String, usize)> {
+    let text: String = redis::from_redis_value(info)?;
     let mut replication_id = String::new();
     let mut online = 0;
     for line in text.lines() {
@@ -238,7 +227,7 @@ mod tests {
                     slave2:ip=127.0.0.1,port=7003,state=online,offset=42,lag=1\r\n\
                     master_failover_state:no-failover\r\n\
                     master_replid:8f3a\r\nmaster_replid2:0000\r\n";
-        let (id, online) = parse_replication(&Value::BulkString(info.into())).unwrap();
+        let (id, online) = parse_replication(Value::BulkString(info.into())).unwrap();
         assert_eq!((id.as_str(), online), ("8f3a", 2));
     }
 }
