@@ -130,6 +130,8 @@ test('refuseFor passes again by itself', async () => {
 })
 
 test('cut closes connections, and an ioredis client that may reconnect does', async () => {
+  // The earlier tests' probes disconnect without waiting for the proxy to see it.
+  assert.ok(await eventually(async () => (await proxy.connections()) === 0), 'earlier connections never closed')
   const client = await throughProxy({ retryStrategy: () => 10 })
   assert.equal(await proxy.connections(), 1)
   const reconnected = once(client, 'ready')
