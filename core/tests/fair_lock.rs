@@ -416,3 +416,119 @@ async fn fair_force_unlock_wakes_the_head() {
         .unwrap());
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+async fn reset_stats(con: &mut redis::aio::MultiplexedConnection) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(con)
+        .await
+        .unwrap();
+}
+
+/// Calls since the last reset in INFO commandstats, INFO and CONFIG left out.
+async fn server_calls(con: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(con)
+        .await
+        .unwrap();
+    stats
+        .lines()
+        .filter(|line| !line.starts_with("cmdstat_info:") && !line.starts_with("cmdstat_config"))
+        .filter_map(|line| {
+            line.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// Server calls (INFO commandstats, each `redis.call` inside a script included) of one
+/// handoff: the holder's release and the head's acquisition, with `queued` waiters in line.
+/// `redisson_waiter`: also queue an entry the way a Redisson client writes one (no polylock
+/// liveness record) behind them, and return how much the handoff lowered its deadline.
+async fn one_handoff(name: &str, queued: usize, redisson_waiter: bool) -> (u64, f64) {
+    let server = RedisServer::start();
+    let client = fair_client(&server, Duration::from_secs(60)).await;
+    let mut con = raw(&server).await;
+    let holder = client.fair_lock(name).unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let (acquired, mut first) = tokio::sync::mpsc::unbounded_channel();
+    let mut waiters = Vec::new();
+    for _ in 0..queued {
+        let lock = client.fair_lock(name).unwrap();
+        let acquired = acquired.clone();
+        waiters.push(tokio::spawn(async move {
+            assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+            let _ = acquired.send(());
+            // Hold until the test ends.
+            std::future::pending::<()>().await;
+        }));
+    }
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            queue(&mut raw(&server).await, name).await.len() == queued
+        })
+        .await
+    );
+    let timeouts = format!("redisson_lock_timeout:{{{name}}}");
+    let java = "6b1f1f5e-0000-4000-8000-000000000001:1";
+    let java_deadline = 4_000_000_000_000.0;
+    if redisson_waiter {
+        let _: () = con
+            .rpush(format!("redisson_lock_queue:{{{name}}}"), java)
+            .await
+            .unwrap();
+        let _: () = con.zadd(&timeouts, java, java_deadline).await.unwrap();
+    }
+    // Quiet first: every waiter has subscribed and made its last look.
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            let mut con = raw(&server).await;
+            reset_stats(&mut con).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            server_calls(&mut con).await == 0
+        })
+        .await
+    );
+    reset_stats(&mut con).await;
+    holder.release().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), first.recv())
+        .await
+        .expect("the head acquires on the release");
+    let calls = server_calls(&mut con).await;
+    let lowered = if redisson_waiter {
+        let now: f64 = con.zscore(&timeouts, java).await.unwrap();
+        java_deadline - now
+    } else {
+        0.0
+    };
+    for waiter in waiters {
+        waiter.abort();
+    }
+    (calls, lowered)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handoff_costs_the_same_server_calls_whatever_the_queue_length() {
+    let (short, _) = one_handoff("short-queue", 2, false).await;
+    let (long, _) = one_handoff("long-queue", 24, false).await;
+    assert_eq!(
+        short, long,
+        "server calls of one handoff: {short} with 2 queued, {long} with 24 queued"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_redisson_waiter_still_gets_redissons_deadline_arithmetic() {
+    // Redisson lowers every queued deadline by its allowance (5 min) on each acquisition from
+    // the head; with a Redisson waiter in line, polylock does the same.
+    let (_, lowered) = one_handoff("mixed-queue", 3, true).await;
+    assert_eq!(lowered, 300_000.0);
+}

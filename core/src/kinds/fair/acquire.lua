@@ -14,23 +14,22 @@ if latch == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   return nil
 end
 local allowance = tonumber(ARGV[4])
-if redis.call('exists', KEYS[1]) == 0 then
-  local head = redis.call('lindex', KEYS[2], 0)
-  if (not head) or head == ARGV[2] then
-    if head then
-      redis.call('lpop', KEYS[2])
-    end
+if ((not head) or head == ARGV[2]) and redis.call('exists', KEYS[1]) == 0 then
+  if head then
+    redis.call('lpop', KEYS[2])
     redis.call('zrem', KEYS[3], ARGV[2])
     redis.call('zrem', seen_key, ARGV[2])
     -- As Redisson: everyone behind moves up one place and loses one allowance.
-    for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
-      redis.call('zincrby', KEYS[3], -allowance, waiter)
+    if redisson_queued() then
+      for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
+        redis.call('zincrby', KEYS[3], -allowance, waiter)
+      end
     end
-    redis.call('hset', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    redis.call('set', KEYS[6], '1', 'px', ARGV[1])
-    return nil
   end
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  redis.call('set', KEYS[6], '1', 'px', ARGV[1])
+  return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
@@ -38,41 +37,41 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('set', KEYS[6], '1', 'px', ARGV[1])
   return nil
 end
-local queued = redis.call('lrange', KEYS[2], 0, -1)
+local deadline = tonumber(redis.call('zscore', KEYS[3], ARGV[2]))
 local position = nil
-for i, waiter in ipairs(queued) do
-  if waiter == ARGV[2] then
-    position = i - 1
-    break
-  end
+if head == ARGV[2] then
+  position = 0
+elseif deadline ~= nil then
+  position = redis.call('lpos', KEYS[2], ARGV[2])
 end
-if position == nil then
-  -- Join the tail as Redisson does: the last waiter's deadline (or the lock's expiry) + W.
-  local last = queued[#queued]
-  local last_deadline = last and tonumber(redis.call('zscore', KEYS[3], last))
-  local base = last_deadline or (now + redis.call('pttl', KEYS[1]))
-  position = #queued
-  redis.call('zadd', KEYS[3], base + allowance, ARGV[2])
-  redis.call('rpush', KEYS[2], ARGV[2])
+local pttl = redis.call('pttl', KEYS[1])
+if not position then
+  -- Join the tail with Redisson's deadline: the lock's expiry plus one allowance for each place
+  -- up to ours (what Redisson's chain "the last waiter's deadline + W" adds up to), read
+  -- without walking the queue.
+  position = redis.call('rpush', KEYS[2], ARGV[2]) - 1
+  deadline = now + math.max(pttl, 0) + (position + 1) * allowance
+  redis.call('zadd', KEYS[3], deadline, ARGV[2])
 end
--- Alive: never let the shared deadline pass, whatever the acquisitions ahead subtract.
+-- Alive: the deadline is raised to at least now + (position + 1) * W at every look, so no
+-- number of acquisitions ahead can make a live waiter stale, even when nobody walks the queue
+-- to lower the deadlines.
 local floor = now + (position + 1) * allowance
-if (tonumber(redis.call('zscore', KEYS[3], ARGV[2])) or 0) < floor then
+if deadline < floor then
   redis.call('zadd', KEYS[3], floor, ARGV[2])
 end
 redis.call('zadd', seen_key, now + tonumber(ARGV[3]), ARGV[2])
 if redis.call('pttl', seen_key) < 2 * tonumber(ARGV[3]) then
   redis.call('pexpire', seen_key, 2 * tonumber(ARGV[3]))
 end
-local head = redis.call('lindex', KEYS[2], 0)
-if head == ARGV[2] then
+if position == 0 then
   -- Next in line: the release will tell us; meanwhile the holder's lease bounds the wait.
-  return redis.call('pttl', KEYS[1])
+  return pttl
 end
--- Behind others: look again when the head's deadline passes (it may have died).
-local wake = tonumber(redis.call('zscore', KEYS[3], head))
-local seen = tonumber(redis.call('zscore', seen_key, head))
-if seen ~= nil and seen < wake then
-  wake = seen
+-- Behind others: look again when the head's deadline or liveness record passes (it may have
+-- died).
+local wake = head_deadline
+if head_seen ~= nil and head_seen < wake then
+  wake = head_seen
 end
 return wake - now

@@ -2,11 +2,14 @@
 //! and their deadlines; a release wakes only the head, on its own channel.
 //!
 //! The deadline ZSET follows Redisson's arithmetic, because Redisson clients rewrite it: a new
-//! waiter's deadline is the last waiter's (or the lock's expiry) plus one allowance W, and each
+//! waiter's deadline is the lock's expiry plus one allowance W per place up to its own, and each
 //! acquisition from the head (or cancellation) subtracts W from those behind. A live polylock
-//! waiter also raises its own deadline to at least now + (position + 1) * W, so no number of
-//! acquisitions ahead of it can make it stale. A dead polylock waiter is skipped one queue
-//! timeout after its last look, through a "seen" ZSET that only polylock reads.
+//! waiter also raises its own deadline to at least now + (position + 1) * W at every look, so no
+//! number of acquisitions ahead of it can make it stale; that is why the subtraction, which
+//! walks the whole queue, is only done while a Redisson waiter (one without polylock's liveness
+//! record) is queued, and a queue of polylock waiters costs O(1) per acquisition. A dead polylock
+//! waiter is skipped one queue timeout after its last look, through a "seen" ZSET that only
+//! polylock reads.
 
 use std::sync::LazyLock;
 use std::time::Duration;

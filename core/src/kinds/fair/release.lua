@@ -8,11 +8,10 @@ local replay = redis.call('get', KEYS[6])
 if replay then
   return tonumber(replay)
 end
-if redis.call('exists', KEYS[1]) == 0 then
-  wake_head()
-  return nil
-end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  if redis.call('exists', KEYS[1]) == 0 then
+    tell(head)
+  end
   return nil
 end
 local result = 0
@@ -20,7 +19,7 @@ if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[1])
 else
   redis.call('del', KEYS[1])
-  wake_head()
+  tell(head)
   result = 1
 end
 redis.call('del', KEYS[7])

@@ -12,7 +12,7 @@ if redis.call('get', KEYS[6]) == '1' and redis.call('hexists', KEYS[1], ARGV[1])
     end
   else
     redis.call('del', KEYS[1])
-    wake_head()
+    tell(head)
   end
 else
   leave_queue(ARGV[1], tonumber(ARGV[4]))
