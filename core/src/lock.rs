@@ -11,7 +11,7 @@ use crate::engine::LockCore;
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
 use crate::options::AcquireOptions;
-use crate::runtime::runtime;
+use crate::runtime::Inline;
 
 /// A handle on one lock for one owner. Clones share the handle (and its holds).
 ///
@@ -73,15 +73,13 @@ impl Lock {
         F: std::future::Future<Output = Result<T>> + Send + 'static,
     {
         let span = tracing::debug_span!("lock", action, lock = %self.name(), owner = %self.owner());
-        runtime()
-            .spawn(work.instrument(span))
-            .await
-            .map_err(|err| {
-                Error::Redis(format!(
-                    "lock '{}': {action} task failed: {err}",
-                    self.name()
-                ))
-            })?
+        Inline::new(work.instrument(span), || {
+            Error::Redis(format!(
+                "lock '{}': {action} task failed: it panicked",
+                self.name()
+            ))
+        })
+        .await
     }
 
     /// Acquires the lock (or re-enters it); `false` when the wait ran out.

@@ -4,7 +4,11 @@
 //! would wait forever for tasks nobody runs. So the runtime remembers the process that built
 //! it, and a forked child gets a fresh one on first use.
 
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::Mutex;
+use std::task::{Context, Poll};
 
 use tokio::runtime::Runtime;
 
@@ -48,10 +52,84 @@ pub(crate) fn current_pid() -> u32 {
 pub(crate) async fn on_runtime<T, F>(what: &str, work: F) -> crate::Result<T>
 where
     T: Send + 'static,
-    F: std::future::Future<Output = crate::Result<T>> + Send + 'static,
+    F: Future<Output = crate::Result<T>> + Send + 'static,
 {
-    runtime()
-        .spawn(work)
-        .await
-        .map_err(|err| crate::Error::Redis(format!("{what}: task failed: {err}")))?
+    Inline::new(work, || {
+        crate::Error::Redis(format!("{what}: task failed: it panicked"))
+    })
+    .await
+}
+
+/// Runs `work` on the caller's task, inside the core runtime's context (the timers it starts
+/// and the tasks it spawns are the core runtime's, whatever runtime, if any, the caller awaits
+/// on), so a call costs no spawned task and none of its two cross-thread wake-ups. Dropped
+/// before it finishes, it hands the rest of `work` to the core's runtime as a task, as if it
+/// had been spawned from the start: work under way always finishes. A panic in `work` becomes
+/// the error `on_panic` makes, never an unwind into the caller (a binding's language).
+pub(crate) struct Inline<F, E>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    runtime: &'static Runtime,
+    work: Option<Pin<Box<F>>>,
+    on_panic: Option<E>,
+}
+
+impl<T, F, E> Inline<F, E>
+where
+    T: Send + 'static,
+    F: Future<Output = crate::Result<T>> + Send + 'static,
+    E: FnOnce() -> crate::Error + Unpin,
+{
+    pub(crate) fn new(work: F, on_panic: E) -> Self {
+        Inline {
+            runtime: runtime(),
+            work: Some(Box::pin(work)),
+            on_panic: Some(on_panic),
+        }
+    }
+}
+
+impl<T, F, E> Future for Inline<F, E>
+where
+    T: Send + 'static,
+    F: Future<Output = crate::Result<T>> + Send + 'static,
+    E: FnOnce() -> crate::Error + Unpin,
+{
+    type Output = crate::Result<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let work = this
+            .work
+            .as_mut()
+            .expect("polylock: Inline polled after it finished");
+        let _context = this.runtime.enter();
+        match catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => {
+                this.work = None;
+                Poll::Ready(output)
+            }
+            Err(_) => {
+                let work = this.work.take();
+                let _ = catch_unwind(AssertUnwindSafe(move || drop(work)));
+                let on_panic = this.on_panic.take().expect("set until the work ends");
+                Poll::Ready(Err(on_panic()))
+            }
+        }
+    }
+}
+
+impl<F, E> Drop for Inline<F, E>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn drop(&mut self) {
+        if let Some(work) = self.work.take() {
+            self.runtime.spawn(work);
+        }
+    }
 }

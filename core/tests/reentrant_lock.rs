@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use polylock::{AcquireOptions, Client, ErrorKind};
 use redis::AsyncCommands;
 
@@ -783,4 +783,79 @@ async fn two_concurrent_releases_of_one_level_release_it_once() {
         assert!(!lock.is_held());
         assert!(!exists(&mut con, "double").await, "round {round}");
     }
+}
+
+#[tokio::test]
+async fn a_release_dropped_while_its_script_waits_still_releases() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("drop-release").unwrap();
+    assert!(lock
+        .acquire(AcquireOptions::new().lease(Duration::from_secs(60)))
+        .await
+        .unwrap());
+    // The server answers nobody for a while: the release is sent and cut off unanswered.
+    pause(&server, 600);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), lock.release())
+            .await
+            .is_err(),
+        "the release could not finish while the server was paused"
+    );
+    // The rest of the release runs on without its caller, long before the 60 s lease ends
+    // (a look that times out during the pause counts as "still there").
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            let mut con = raw(&server).await;
+            let exists: redis::RedisResult<bool> = con.exists("drop-release").await;
+            exists == Ok(false)
+        })
+        .await,
+        "a dropped release left the lock held"
+    );
+    assert!(!lock.is_held());
+}
+
+/// A caller whose runtime has neither timers nor I/O: the core's work runs in its own runtime's
+/// context, whether it is polled on the caller's task or handed over to the core's runtime.
+#[test]
+fn a_caller_on_a_runtime_without_timers_or_io_is_served() {
+    let server = RedisServer::start();
+    let bare = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    bare.block_on(async {
+        let client = Client::builder(server.url()).connect().await.unwrap();
+        let holder = client.lock("bare-runtime").unwrap();
+        let waiter = client.lock("bare-runtime").unwrap();
+        assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
+        // A bounded wait that runs out (a timer), then one that is woken by the release.
+        assert!(!waiter
+            .acquire(AcquireOptions::new().wait(Duration::from_millis(200)))
+            .await
+            .unwrap());
+        let (waited, released) = tokio::join!(
+            waiter.acquire(AcquireOptions::new().wait(Duration::from_secs(20))),
+            holder.release()
+        );
+        released.unwrap();
+        assert!(waited.unwrap());
+        waiter.release().await.unwrap();
+        // Cut off after its first step: the rest goes on in the core's runtime.
+        assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
+        let mut cut = Box::pin(waiter.acquire(AcquireOptions::new()));
+        assert!((&mut cut).now_or_never().is_none());
+        drop(cut);
+        holder.release().await.unwrap();
+    });
+    // Checked from an ordinary runtime: the abandoned acquire took nothing.
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        assert!(
+            eventually(Duration::from_secs(5), || async {
+                !exists(&mut raw(&server).await, "bare-runtime").await
+            })
+            .await,
+            "an acquire abandoned on a bare runtime left the lock held"
+        );
+    });
 }

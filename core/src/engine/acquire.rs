@@ -1,5 +1,6 @@
-//! Acquire: each call runs as its own task, so a script already sent is always answered, and
-//! an acquisition nobody receives is undone (see [`Handoff`]).
+//! Acquire: each call's work runs on the caller's task until the caller drops it, then on as a
+//! task of its own ([`Inline`]), so a script already sent is always answered, and an
+//! acquisition nobody receives is undone (see [`Handoff`]).
 //!
 //! One request id per call makes every attempt idempotent: an attempt whose reply was lost
 //! (timeout, dropped connection) is retried with the same id within the caller's wait bound,
@@ -19,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::kinds::{AcquireArgs, Attempt, UndoArgs};
 use crate::options::validate_acquire;
 use crate::pubsub::Subscription;
-use crate::runtime::runtime;
+use crate::runtime::{runtime, Inline};
 
 /// Longest single sleep of a waiter between two looks at the lock (it normally wakes by message).
 const MAX_WAIT_SLICE: Duration = Duration::from_secs(3600);
@@ -123,18 +124,22 @@ impl LockCore {
             received: false,
         };
         let span = tracing::debug_span!("acquire", lock = %self.name(), owner = %self.owner);
-        let task = runtime().spawn(
+        let task = Inline::new(
             self.clone()
                 .acquire_task(deadline, lease, cancelled, handoff)
                 .instrument(span),
+            || {
+                Error::Redis(format!(
+                    "lock '{}': acquire task failed: it panicked",
+                    self.name()
+                ))
+            },
         );
         let mut closed = self.client.closed_receiver();
         tokio::select! {
-            joined = task => {
+            acquired = task => {
                 caller.received = true;
-                joined.map_err(|err| {
-                    Error::Redis(format!("lock '{}': acquire task failed: {err}", self.name()))
-                })?
+                acquired
             }
             // A pending wait ends at once when the client closes; the guard abandons the task.
             _ = closed.wait_for(|closed| *closed) => Err(self.client.closed_error(self.name())),
