@@ -1325,6 +1325,16 @@ def anchor_targets(u: dict, c: dict, workers: list) -> list:
                     f"C fair W={count} {lang}: Jain ≥ 0.99, utilisation ≥ every peer's, gap p50 "
                     "≤ BLPOP's, commandstats/CS ≤ 20", not missed,
                     detail + (f"; missed: {', '.join(missed)}" if missed else "")))
+    # The fair lock's server work per critical section must not grow with the queue.
+    for lang in ("rust", "python", "node"):
+        fair = [(count, c.get((count, lang, "polylock-fair"))) for count in sorted(workers)]
+        fair = [(count, row["all_commands_per_cs"]) for count, row in fair if good(row)]
+        if len(fair) >= 2:
+            (low_w, low), (high_w, high) = fair[0], fair[-1]
+            out.append(target_line(
+                f"C fair {lang}: commandstats/CS flat in W (W={high_w} within 10 % of W={low_w})",
+                high <= low * 1.1,
+                ", ".join(f"W={count}: {value:.1f}" for count, value in fair)))
     return out
 
 
