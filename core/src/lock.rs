@@ -73,13 +73,7 @@ impl Lock {
         F: std::future::Future<Output = Result<T>> + Send + 'static,
     {
         let span = tracing::debug_span!("lock", action, lock = %self.name(), owner = %self.owner());
-        Inline::new(work.instrument(span), || {
-            Error::Redis(format!(
-                "lock '{}': {action} task failed: it panicked",
-                self.name()
-            ))
-        })
-        .await
+        Inline::new(work.instrument(span), || self.core.task_panicked(action)).await
     }
 
     /// Acquires the lock (or re-enters it); `false` when the wait ran out.

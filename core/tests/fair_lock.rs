@@ -426,31 +426,15 @@ async fn reset_stats(con: &mut redis::aio::MultiplexedConnection) {
 }
 
 /// Calls since the last reset in INFO commandstats, INFO and CONFIG left out.
-async fn server_calls(con: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(con)
-        .await
-        .unwrap();
-    stats
-        .lines()
-        .filter(|line| !line.starts_with("cmdstat_info:") && !line.starts_with("cmdstat_config"))
-        .filter_map(|line| {
-            line.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
+async fn server_calls(con: &mut redis::aio::MultiplexedConnection) -> i64 {
+    command_calls(con, |name| name != "info" && !name.starts_with("config")).await
 }
 
 /// Server calls (INFO commandstats, each `redis.call` inside a script included) of one
 /// handoff: the holder's release and the head's acquisition, with `queued` waiters in line.
 /// `redisson_waiter`: also queue an entry the way a Redisson client writes one (no polylock
 /// liveness record) behind them, and return how much the handoff lowered its deadline.
-async fn one_handoff(name: &str, queued: usize, redisson_waiter: bool) -> (u64, f64) {
+async fn one_handoff(name: &str, queued: usize, redisson_waiter: bool) -> (i64, f64) {
     let server = RedisServer::start();
     let client = fair_client(&server, Duration::from_secs(60)).await;
     let mut con = raw(&server).await;

@@ -232,22 +232,7 @@ async fn a_release_wakes_one_local_waiter_not_the_whole_herd() {
 }
 
 async fn evalsha_calls(con: &mut redis::aio::MultiplexedConnection) -> i64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(con)
-        .await
-        .unwrap();
-    info.lines()
-        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
-        .filter_map(|line| {
-            line.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<i64>()
-                .ok()
-        })
-        .sum()
+    command_calls(con, |name| name == "evalsha" || name == "eval").await
 }
 
 #[tokio::test]

@@ -128,12 +128,7 @@ impl LockCore {
             self.clone()
                 .acquire_task(deadline, lease, cancelled, handoff)
                 .instrument(span),
-            || {
-                Error::Redis(format!(
-                    "lock '{}': acquire task failed: it panicked",
-                    self.name()
-                ))
-            },
+            || self.task_panicked("acquire"),
         );
         let mut closed = self.client.closed_receiver();
         tokio::select! {

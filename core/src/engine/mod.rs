@@ -138,6 +138,14 @@ impl LockCore {
         format!("{action} lock '{}'", self.name())
     }
 
+    /// The error of a call whose work panicked (see [`crate::runtime::Inline`]).
+    pub(crate) fn task_panicked(&self, action: &str) -> Error {
+        Error::Redis(format!(
+            "lock '{}': {action} task failed: it panicked",
+            self.name()
+        ))
+    }
+
     pub(crate) fn lost_receiver(&self) -> watch::Receiver<bool> {
         self.lost.subscribe()
     }

@@ -62,6 +62,34 @@ pub async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
         .unwrap()
 }
 
+/// Calls counted in INFO commandstats (since the last `CONFIG RESETSTAT`) of the commands for
+/// which `counted(name)` holds, each `redis.call` inside a script included.
+pub async fn command_calls(
+    con: &mut redis::aio::MultiplexedConnection,
+    counted: impl Fn(&str) -> bool,
+) -> i64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(con)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            counted(name).then_some(stats)
+        })
+        .filter_map(|stats| {
+            stats
+                .split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<i64>()
+                .ok()
+        })
+        .sum()
+}
+
 pub async fn exists(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {
     con.exists(key).await.unwrap()
 }
