@@ -92,8 +92,9 @@ async fn main() {
                 acquired
             }
         });
-        // Every waiter subscribed: the hub counts one channel per name.
-        while waiter.subscribed_channels() < count {
+        // Every waiter subscribed: the hub counts two channels per name (the lock's, and the
+        // waiter's own).
+        while waiter.subscribed_channels() < 2 * count {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let with_waiters = resident();

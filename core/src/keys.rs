@@ -25,6 +25,27 @@ pub fn lock_channel(name: &str) -> String {
     tagged("redisson_lock__channel", name)
 }
 
+/// polylock's list of a reentrant lock's waiters (a ZSET owner -> arrival): a release tells the
+/// earliest one still listening, on its own channel.
+pub fn lock_waiters(name: &str) -> String {
+    tagged("polylock_lock_waiters", name)
+}
+
+/// The owner a free reentrant lock is kept for while the waiter told comes to take it.
+pub fn lock_reservation(name: &str) -> String {
+    tagged("polylock_lock_reserved", name)
+}
+
+/// The prefix of the channels on which a reentrant lock's waiters are told, one per owner.
+pub fn lock_told_prefix(name: &str) -> String {
+    tagged("polylock_lock_told", name)
+}
+
+/// The channel on which a release tells the reentrant lock's waiter `owner` to look.
+pub fn lock_told_channel(name: &str, owner: &str) -> String {
+    format!("{}:{owner}", lock_told_prefix(name))
+}
+
 /// The latch key that makes one logical release idempotent across retries.
 pub fn unlock_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", tagged("redisson_unlock_latch", name))
@@ -127,6 +148,9 @@ mod tests {
             "redisson_lock__channel:{orders:42}"
         );
         assert_eq!(lock_channel("a{b}c"), "redisson_lock__channel:a{b}c");
+        assert_eq!(lock_waiters("x"), "polylock_lock_waiters:{x}");
+        assert_eq!(lock_reservation("x"), "polylock_lock_reserved:{x}");
+        assert_eq!(lock_told_channel("x", "u:1"), "polylock_lock_told:{x}:u:1");
         assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
         assert_eq!(acquire_latch("x", "ab"), "polylock_acquire_latch:{x}:ab");
         assert_eq!(fenced_token("f"), "redisson_lock_token:{f}");

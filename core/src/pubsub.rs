@@ -36,6 +36,9 @@ use crate::error::{Error, Result};
 const UNLOCKED: &[u8] = b"0";
 /// Payload of a read-unlock message that frees it for every waiter.
 const READ_UNLOCKED: &[u8] = b"1";
+/// Payload of a polylock release that told its next polylock waiter directly: Redisson reads it
+/// as 0 (wake one waiter); polylock's waiters leave it to the one told.
+const TOLD_ELSEWHERE: &[u8] = b"00";
 /// Delay before the next attempt to re-establish a broken pub/sub connection.
 const RECONNECT_DELAY: Duration = Duration::from_millis(200);
 
@@ -565,6 +568,7 @@ fn dispatch(channels: &Channels, channel: &str, payload: &[u8]) {
     };
     match payload {
         UNLOCKED => entry.notify.wake_one(),
+        TOLD_ELSEWHERE => {}
         READ_UNLOCKED => entry.notify.wake_all(),
         // A semaphore's release publishes the permits now available (any number): every local
         // waiter looks, since which of them the permits suit (one needing 1 or 3) only the

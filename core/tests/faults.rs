@@ -74,7 +74,7 @@ async fn close_ends_pending_waits_and_reports_held_locks_lost() {
     };
     assert!(
         wait_until(Duration::from_secs(5), || closing.subscribed_channels()
-            == 1)
+            == 2)
         .await
     );
 
@@ -307,7 +307,8 @@ async fn two_waiters(client: &Client, name: &str) -> Waiting {
             got
         }));
     }
-    assert!(wait_until(Duration::from_secs(5), || client.subscribed_channels() == 1).await);
+    // The lock's channel, and each waiter's own.
+    assert!(wait_until(Duration::from_secs(5), || client.subscribed_channels() == 3).await);
     waiting
 }
 

@@ -201,10 +201,10 @@ async fn a_release_wakes_one_local_waiter_not_the_whole_herd() {
         }));
     }
     let mut con = raw(&server).await;
-    // Every waiter has subscribed and is asleep.
+    // Every waiter has subscribed (the lock's channel, and one of its own each) and is asleep.
     assert!(
         eventually(Duration::from_secs(5), || async {
-            waiter_client.subscribed_channels() == 1
+            waiter_client.subscribed_channels() == 7
         })
         .await
     );
@@ -843,4 +843,214 @@ fn a_caller_on_a_runtime_without_timers_or_io_is_served() {
             "an acquire abandoned on a bare runtime left the lock held"
         );
     });
+}
+
+/// Polylock waiters in different processes (clients) on one name, each registered in the waiter
+/// list before the next arrives.
+async fn queued_waiters(
+    server: &RedisServer,
+    name: &str,
+    count: usize,
+    order: Arc<std::sync::Mutex<Vec<usize>>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let con = raw(server).await;
+    let mut waiters = Vec::new();
+    for index in 0..count {
+        let lock = client(server).await.lock(name).unwrap();
+        let order = order.clone();
+        waiters.push(tokio::spawn(async move {
+            assert!(lock
+                .acquire(AcquireOptions::new().lease(LONG_LEASE))
+                .await
+                .unwrap());
+            order.lock().unwrap().push(index);
+            lock.release().await.unwrap();
+        }));
+        let listed = format!("polylock_lock_waiters:{{{name}}}");
+        assert!(
+            eventually(Duration::from_secs(5), || {
+                let mut con = con.clone();
+                let listed = listed.clone();
+                async move { con.zcard::<_, usize>(&listed).await.unwrap() == index + 1 }
+            })
+            .await,
+            "waiter {index} registered"
+        );
+    }
+    // The last one's second look (after subscribing) is answered too.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    waiters
+}
+
+#[tokio::test]
+async fn a_release_tells_one_waiter_in_one_process_in_arrival_order() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    // The server learns the release script first (its first call is a NOSCRIPT and an EVAL).
+    let warm = holder_client.lock("warm").unwrap();
+    assert!(warm.acquire(AcquireOptions::new()).await.unwrap());
+    warm.release().await.unwrap();
+    let holder = holder_client.lock("line").unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let count = 6;
+    let waiters = queued_waiters(&server, "line", count, order.clone()).await;
+    let mut con = raw(&server).await;
+    let before = evalsha_calls(&mut con).await;
+    holder.release().await.unwrap();
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("every waiter gets the lock long before the 60 s lease")
+            .unwrap();
+    }
+    let scripts = evalsha_calls(&mut con).await - before;
+    // Each process told in turn: its acquire and its release; a herd (every process woken by
+    // every release) adds a look per waiter per release, and takes them in any order.
+    assert_eq!(*order.lock().unwrap(), (0..count).collect::<Vec<_>>());
+    assert!(
+        scripts <= 1 + 2 * count as i64,
+        "{scripts} script calls for {count} handoffs"
+    );
+}
+
+#[tokio::test]
+async fn a_release_still_wakes_redisson_waiters_on_the_shared_channel() {
+    let server = RedisServer::start();
+    let holder = client(&server).await.lock("mixed").unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    // A Redisson waiter listens on the shared channel and reads the payload as a long.
+    let mut redisson = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    redisson
+        .subscribe("redisson_lock__channel:{mixed}")
+        .await
+        .unwrap();
+    let mut messages = redisson.on_message();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let waiters = queued_waiters(&server, "mixed", 1, order.clone()).await;
+    holder.release().await.unwrap();
+    let told: String = messages.next().await.unwrap().get_payload().unwrap();
+    // `00`: Redisson's Long.valueOf reads 0, an unlock; polylock's own waiter was told directly.
+    assert_eq!(told, "00");
+    assert_eq!(told.parse::<i64>().unwrap(), 0);
+    for waiter in waiters {
+        waiter.await.unwrap();
+    }
+    // With no polylock waiter listed, a release sends Redisson's own `0`.
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    holder.release().await.unwrap();
+    let plain: String = messages.next().await.unwrap().get_payload().unwrap();
+    assert_eq!(plain, "0");
+}
+
+#[tokio::test]
+async fn a_told_waiter_whose_process_is_paused_holds_up_the_next_only_briefly() {
+    let server = RedisServer::start();
+    let queue_timeout = Duration::from_millis(2000);
+    let holder = client(&server).await.lock("paused").unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let con = raw(&server).await;
+    let listed = "polylock_lock_waiters:{paused}";
+    let mut peer = Peer::start(&server, queue_timeout.as_millis() as u64);
+    peer.send("acquire paused - -");
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let mut con = con.clone();
+            async move { con.zcard::<_, usize>(listed).await.unwrap() == 1 }
+        })
+        .await
+    );
+    // Its own channel is subscribed before its second look; then it sleeps, and is stopped.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = peer.child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let waiter_client = Client::builder(server.url())
+        .fair_queue_timeout(queue_timeout)
+        .connect()
+        .await
+        .unwrap();
+    let waiter = waiter_client.lock("paused").unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            waiter
+                .acquire(AcquireOptions::new().lease(LONG_LEASE))
+                .await
+        }
+    });
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let mut con = con.clone();
+            async move { con.zcard::<_, usize>(listed).await.unwrap() == 2 }
+        })
+        .await
+    );
+    let released = Instant::now();
+    // Tells the stopped peer (still connected, so the message is delivered to its socket).
+    holder.release().await.unwrap();
+    let acquired = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the next waiter looks again long before the 60 s lease")
+        .unwrap()
+        .unwrap();
+    assert!(acquired);
+    assert!(
+        released.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        released.elapsed()
+    );
+    waiter.release().await.unwrap();
+    assert!(std::process::Command::new("kill")
+        .args(["-CONT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    // The peer, resumed, gets the lock too.
+    assert_eq!(peer.reply(), "ok true");
+}
+
+#[tokio::test]
+async fn a_waiter_that_gives_up_leaves_the_waiter_list() {
+    let server = RedisServer::start();
+    let holder = client(&server).await.lock("leave").unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let waiter_client = client(&server).await;
+    let waiter = waiter_client.lock("leave").unwrap();
+    let mut con = raw(&server).await;
+    // A single try takes no place at all.
+    assert!(!waiter
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
+    assert!(!exists(&mut con, "polylock_lock_waiters:{leave}").await);
+    assert!(!waiter
+        .acquire(AcquireOptions::new().wait(Duration::from_millis(300)))
+        .await
+        .unwrap());
+    assert!(!exists(&mut con, "polylock_lock_waiters:{leave}").await);
+    assert_eq!(waiter_client.subscribed_channels(), 0);
+    holder.release().await.unwrap();
 }

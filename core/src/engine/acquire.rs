@@ -84,11 +84,31 @@ impl Drop for CallerGuard {
     }
 }
 
-/// A waiter's hold on its wait channel, and whether it used up a wake-up message that the
-/// next attempt has not answered yet (a waiter that leaves then passes it on).
+/// A waiter's subscriptions: its wait channel, and for kinds with a waiter list, the channel of
+/// its own on which a release tells it that it is next.
+#[derive(Default)]
+pub(crate) struct WaitSubscriptions {
+    wait: Option<Subscription>,
+    told: Option<Subscription>,
+}
+
+/// A waiter's subscriptions; whether it used up a wake-up message on the wait channel that the
+/// next attempt has not answered yet (a waiter that leaves then passes it on); whether it took
+/// a place it must leave when it gives up.
 struct Waiting {
-    subscription: Option<Subscription>,
+    subscriptions: WaitSubscriptions,
     woken: bool,
+    has_place: bool,
+}
+
+/// Waits for a message on `subscription`, at most `max`; never ends when there is none.
+async fn told_or_pending(subscription: Option<&Subscription>, max: Duration, messages: u64) {
+    match subscription {
+        Some(subscription) => {
+            subscription.wait(max, messages).await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// How an attempt loop ended, and whether its last attempt's outcome is unknown.
@@ -150,8 +170,9 @@ impl LockCore {
     ) -> Result<bool> {
         let mut request = request_id();
         let mut waiting = Waiting {
-            subscription: self.take_kept_subscription(),
+            subscriptions: self.take_kept_subscriptions(),
             woken: false,
+            has_place: false,
         };
         let first_sent = Instant::now();
         let ended = self
@@ -164,18 +185,23 @@ impl LockCore {
                 &mut waiting,
             )
             .await;
-        if !matches!(ended.outcome, Ok(true)) {
+        let acquired = matches!(ended.outcome, Ok(true));
+        if !acquired {
             if ended.unknown {
                 self.resolve_unknown(request, lease, first_sent);
-            } else {
+            } else if waiting.has_place {
                 self.leave_queue().await;
             }
-            if let Some(subscription) = waiting.subscription.as_ref().filter(|_| waiting.woken) {
+            let wait = waiting.subscriptions.wait.as_ref();
+            if let Some(subscription) = wait.filter(|_| waiting.woken) {
                 // Our wake-up went unused: another local waiter may be next.
                 subscription.pass_on();
             }
         }
-        self.keep_subscription(waiting.subscription);
+        // Kept only by a holder: a waiter that gives up leaves no subscription behind.
+        if acquired {
+            self.keep_subscriptions(waiting.subscriptions);
+        }
         ended.outcome
     }
 
@@ -190,6 +216,7 @@ impl LockCore {
     ) -> Ended {
         let ended = |outcome: Result<bool>, unknown: bool| Ended { outcome, unknown };
         let channel = self.kind.wait_channel(&self.owner);
+        let told_channel = self.kind.told_channel(&self.owner);
         let mut closed = self.client.closed_receiver();
         let mut backoff = Backoff::default();
         let mut unknown = false;
@@ -201,12 +228,18 @@ impl LockCore {
                 return ended(Err(err), unknown);
             }
             // Messages after this look are not missed by the sleep after it.
-            let messages = waiting
-                .subscription
+            let subscriptions = &waiting.subscriptions;
+            let messages = subscriptions
+                .wait
                 .as_ref()
                 .map_or(0, Subscription::messages);
+            let told = subscriptions
+                .told
+                .as_ref()
+                .map_or(0, Subscription::messages);
+            let will_wait = !remaining(deadline).is_zero();
             let sent_at = Instant::now();
-            let holder_lease = match self.try_acquire(lease, request).await {
+            let holder_lease = match self.try_acquire(lease, request, will_wait).await {
                 Ok(Attempt::Acquired { token }) => {
                     waiting.woken = false;
                     // Record the hold, then hand it to the caller, unless the caller is gone.
@@ -247,6 +280,7 @@ impl LockCore {
                 Ok(Attempt::Busy(holder_lease)) => {
                     unknown = false;
                     waiting.woken = false;
+                    waiting.has_place |= self.kind.busy_attempt_takes_a_place(will_wait);
                     backoff = Backoff::default();
                     holder_lease
                 }
@@ -275,16 +309,30 @@ impl LockCore {
             if left.is_zero() {
                 return ended(Ok(false), false);
             }
-            let Some(subscription) = waiting.subscription.as_ref() else {
+            let subscriptions = &mut waiting.subscriptions;
+            let told_missing = told_channel
+                .as_ref()
+                .filter(|_| subscriptions.told.is_none());
+            if subscriptions.wait.is_none() || told_missing.is_some() {
                 // Subscribe before the retry, so an unlock after our attempt is never missed.
+                let hub = &self.client.hub;
+                let subscribing = async {
+                    if subscriptions.wait.is_none() {
+                        subscriptions.wait = Some(hub.subscribe(&channel).await?);
+                    }
+                    if let Some(told_channel) = told_missing {
+                        subscriptions.told = Some(hub.subscribe(told_channel).await?);
+                    }
+                    Ok::<(), Error>(())
+                };
                 let subscribed = tokio::select! {
-                    subscribed = self.client.hub.subscribe(&channel) => subscribed,
+                    subscribed = subscribing => subscribed,
                     _ = tokio::time::sleep(left) => return ended(Ok(false), false),
                     _ = &mut *cancelled => return ended(Ok(false), false),
                     _ = closed.wait_for(|closed| *closed) => continue,
                 };
                 match subscribed {
-                    Ok(subscription) => waiting.subscription = Some(subscription),
+                    Ok(()) => {}
                     Err(err) if err.is_transient() => {
                         tracing::debug!(%err, "subscribe failed; retrying");
                         tokio::select! {
@@ -295,6 +343,9 @@ impl LockCore {
                     }
                     Err(err) => return ended(Err(err), false),
                 }
+                continue;
+            }
+            let Some(subscription) = subscriptions.wait.as_ref() else {
                 continue;
             };
             let mut slice = left
@@ -308,6 +359,9 @@ impl LockCore {
                     tracing::trace!(target: "polylock::handoff", "woken");
                     waiting.woken = woken;
                 }
+                _ = told_or_pending(subscriptions.told.as_ref(), slice, told) => {
+                    tracing::trace!(target: "polylock::handoff", "woken");
+                }
                 _ = &mut *cancelled => return ended(Ok(false), false),
                 _ = closed.wait_for(|closed| *closed) => {}
             }
@@ -315,13 +369,14 @@ impl LockCore {
     }
 
     /// One acquire attempt.
-    async fn try_acquire(&self, lease: Lease, request: &str) -> Result<Attempt> {
+    async fn try_acquire(&self, lease: Lease, request: &str, will_wait: bool) -> Result<Attempt> {
         let mut connection = self.client.connection.clone();
         let lease = self.lease_of(lease);
         let args = AcquireArgs {
             owner: &self.owner,
             lease_ms: lease.as_millis() as u64,
             request,
+            will_wait,
         };
         tracing::trace!(target: "polylock::handoff", "attempt sent");
         let reply: redis::Value = self
@@ -435,19 +490,21 @@ impl LockCore {
         }
     }
 
-    fn take_kept_subscription(&self) -> Option<Subscription> {
-        self.kept_subscription
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
+    fn take_kept_subscriptions(&self) -> WaitSubscriptions {
+        std::mem::take(
+            &mut *self
+                .kept_subscriptions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        )
     }
 
-    fn keep_subscription(&self, subscription: Option<Subscription>) {
+    fn keep_subscriptions(&self, subscriptions: WaitSubscriptions) {
         if self.kind.keeps_subscription() {
             *self
-                .kept_subscription
+                .kept_subscriptions
                 .lock()
-                .unwrap_or_else(|p| p.into_inner()) = subscription;
+                .unwrap_or_else(|p| p.into_inner()) = subscriptions;
         }
     }
 }

@@ -20,9 +20,9 @@ use tokio::sync::watch;
 
 use crate::client::ClientInner;
 use crate::connection::LockScript;
+use crate::engine::acquire::WaitSubscriptions;
 use crate::error::{Error, Result};
 use crate::kinds::LockKind;
-use crate::pubsub::Subscription;
 
 pub(crate) use hold::{Hold, Lease, LostCallback};
 
@@ -102,8 +102,8 @@ pub(crate) struct LockCore {
     hold: Mutex<Hold>,
     lost: watch::Sender<bool>,
     callbacks: Mutex<Vec<LostCallback>>,
-    /// The wait channel, kept subscribed between waits by kinds with a channel per owner.
-    kept_subscription: Mutex<Option<Subscription>>,
+    /// The wait channels, kept subscribed between waits by kinds with a channel per owner.
+    kept_subscriptions: Mutex<WaitSubscriptions>,
 }
 
 impl LockCore {
@@ -126,7 +126,7 @@ impl LockCore {
             hold: Mutex::new(Hold::default()),
             lost: watch::Sender::new(false),
             callbacks: Mutex::new(Vec::new()),
-            kept_subscription: Mutex::new(None),
+            kept_subscriptions: Mutex::new(WaitSubscriptions::default()),
         }
     }
 

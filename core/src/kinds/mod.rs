@@ -24,6 +24,9 @@ pub(crate) struct AcquireArgs<'a> {
     pub owner: &'a str,
     pub lease_ms: u64,
     pub request: &'a str,
+    /// Whether the caller waits when it finds the lock busy (kinds with a waiter list register
+    /// it there; an attempt that will not wait leaves no trace).
+    pub will_wait: bool,
 }
 
 /// Undoes an acquire request whose outcome is unknown (its reply was lost).
@@ -93,9 +96,22 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     /// The channel on which `owner` waits to be woken.
     fn wait_channel(&self, owner: &str) -> String;
 
-    /// Whether a handle keeps its wait channel subscribed between waits (a channel of its own).
+    /// A channel of `owner`'s own on which a release tells it that it is next, beside the wait
+    /// channel (which then still carries the wake-ups of other clients, Redisson's).
+    fn told_channel(&self, _owner: &str) -> Option<String> {
+        None
+    }
+
+    /// Whether a handle keeps its channels subscribed between waits once it has acquired (its
+    /// own channel: the next wait then needs no subscribe and no second look).
     fn keeps_subscription(&self) -> bool {
         false
+    }
+
+    /// Whether a busy attempt that `will_wait` (or not) takes a place that a waiter giving up
+    /// must leave ([`LockKind::leave_queue`]).
+    fn busy_attempt_takes_a_place(&self, _will_wait: bool) -> bool {
+        true
     }
 
     /// The longest a waiter may sleep before looking again, whatever it was told.

@@ -1,7 +1,10 @@
 -- Fenced lock (Redisson RFencedLock): acquire or re-enter, taking the next fencing token.
--- KEYS[1] lock hash, KEYS[2] token counter, KEYS[3] acquire latch of this request.
--- ARGV[1] lease ms, ARGV[2] owner. The latch lives as long as the acquisition's lease.
--- Replies {-1, token} when acquired (Redisson's reply shape), {pttl, -1} when busy, UNDONE when
+-- KEYS[1] lock hash, KEYS[2] token counter, KEYS[3] acquire latch of this request, KEYS[4]
+-- waiter list, KEYS[5] reservation (the reentrant lock's, `reentrant/waiters.lua`).
+-- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] how long a place in the waiter list lasts without a
+-- look (0: the caller will not wait). The latch lives as long as the acquisition's lease.
+-- Replies {-1, token} when acquired (Redisson's reply shape), {wait, -1} when busy (the
+-- holder's PTTL, or the reservation's), UNDONE when
 -- the request was undone before it ran. Every acquisition, reentrant ones too, increments the
 -- counter; the latch keeps the token, so a retry of a request that acquired replays it.
 local latch = redis.call('get', KEYS[3])
@@ -14,7 +17,14 @@ if latch and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[3], ARGV[1])
   return {-1, tonumber(latch)}
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+-- Free means: nobody holds it, and it is not reserved for another waiter told to come.
+local holds = redis.call('hexists', KEYS[1], ARGV[2]) == 1
+local free, reserved = false, false
+if not holds and redis.call('exists', KEYS[1]) == 0 then
+  reserved = redis.call('get', KEYS[5])
+  free = not reserved or reserved == ARGV[2]
+end
+if holds or free then
   -- A counter that is not a count (another type, text, negative) fails before any write.
   local kind = redis.call('type', KEYS[2])['ok']
   local count = kind == 'string' and redis.call('get', KEYS[2])
@@ -26,6 +36,14 @@ if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2])
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   redis.call('set', KEYS[3], token, 'px', ARGV[1])
+  redis.call('zrem', KEYS[4], ARGV[2])
+  if reserved then
+    redis.call('del', KEYS[5])
+  end
   return {-1, token}
+end
+register(KEYS[4], ARGV[2], ARGV[3])
+if reserved then
+  return {math.max(redis.call('pttl', KEYS[5]), 1), -1}
 end
 return {redis.call('pttl', KEYS[1]), -1}

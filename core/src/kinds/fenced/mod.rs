@@ -11,17 +11,22 @@
 pub(crate) mod fence;
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
 use crate::connection::{LockScript, Publish};
 use crate::keys;
-use crate::kinds::reentrant::Reentrant;
+use crate::kinds::reentrant::{self, Reentrant};
 use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 
-static ACQUIRE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("acquire.lua")));
+static ACQUIRE: LazyLock<LockScript> = LazyLock::new(|| {
+    LockScript::new(concat!(
+        include_str!("../reentrant/waiters.lua"),
+        include_str!("acquire.lua")
+    ))
+});
 
 pub(crate) struct Fenced {
     lock: Reentrant,
@@ -46,13 +51,36 @@ impl LockKind for Fenced {
         self.lock.wait_channel(owner)
     }
 
-    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+    fn told_channel(&self, owner: &str) -> Option<String> {
+        self.lock.told_channel(owner)
+    }
+
+    fn keeps_subscription(&self) -> bool {
+        self.lock.keeps_subscription()
+    }
+
+    fn busy_attempt_takes_a_place(&self, will_wait: bool) -> bool {
+        self.lock.busy_attempt_takes_a_place(will_wait)
+    }
+
+    fn longest_wait(&self, options: &ClientOptions) -> Option<Duration> {
+        self.lock.longest_wait(options)
+    }
+
+    fn acquire(
+        &self,
+        args: &AcquireArgs<'_>,
+        options: &ClientOptions,
+    ) -> ScriptInvocation<'static> {
         let mut call = ACQUIRE.prepare_invoke(self.lock.publish);
         call.key(self.name())
             .key(&self.token_counter)
             .key(keys::acquire_latch(self.name(), args.request))
+            .key(&self.lock.waiters)
+            .key(&self.lock.reservation)
             .arg(args.lease_ms)
-            .arg(args.owner);
+            .arg(args.owner)
+            .arg(reentrant::place_ms(args, options));
         call
     }
 
@@ -84,6 +112,14 @@ impl LockKind for Fenced {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         self.lock.release(args)
+    }
+
+    fn leave_queue(
+        &self,
+        owner: &str,
+        options: &ClientOptions,
+    ) -> Option<ScriptInvocation<'static>> {
+        self.lock.leave_queue(owner, options)
     }
 
     /// Deletes the lock, not the counter (as Redisson's `forceUnlock`): tokens go on growing.

@@ -1,9 +1,13 @@
 -- Reentrant lock (Redisson RLock): acquire or re-enter.
--- KEYS[1] lock hash, KEYS[2] acquire latch of this request.
--- ARGV[1] lease ms, ARGV[2] owner. The latch of an acquisition lives as long as its lease: once
--- that level has expired, nothing may undo it in the name of this request.
--- Replies nil when acquired (or when this request already acquired: a retry), the holder's
--- PTTL when busy, UNDONE when the request was undone before it ran.
+-- KEYS[1] lock hash, KEYS[2] acquire latch of this request, KEYS[3] waiter list,
+-- KEYS[4] reservation.
+-- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] how long a place in the waiter list lasts without a
+-- look (0: the caller will not wait, so it does not register). The latch of an acquisition
+-- lives as long as its lease: once that level has expired, nothing may undo it in the name of
+-- this request.
+-- Replies nil when acquired (or when this request already acquired: a retry), how long to wait
+-- at most when busy (the holder's PTTL, or the reservation's), UNDONE when the request was
+-- undone before it ran.
 local latch = redis.call('get', KEYS[2])
 if latch == '0' then
   return redis.status_reply('UNDONE')
@@ -14,10 +18,26 @@ if latch == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[2], ARGV[1])
   return nil
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+-- Free means: nobody holds it, and it is not reserved for another waiter told to come.
+local holds = redis.call('hexists', KEYS[1], ARGV[2]) == 1
+local free, reserved = false, false
+if not holds and redis.call('exists', KEYS[1]) == 0 then
+  reserved = redis.call('get', KEYS[4])
+  free = not reserved or reserved == ARGV[2]
+end
+if holds or free then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   redis.call('set', KEYS[2], '1', 'px', ARGV[1])
+  redis.call('zrem', KEYS[3], ARGV[2])
+  if reserved then
+    redis.call('del', KEYS[4])
+  end
   return nil
+end
+register(KEYS[3], ARGV[2], ARGV[3])
+if reserved then
+  -- Free, but reserved for the waiter told last: look again when the reservation ends.
+  return math.max(redis.call('pttl', KEYS[4]), 1)
 end
 return redis.call('pttl', KEYS[1])

@@ -1,7 +1,15 @@
 //! The reentrant lock (Redisson RLock): a hash `name` of owner -> reentrancy count, unlock
-//! messages on `redisson_lock__channel:{name}`; any waiter may win after a release.
+//! messages on `redisson_lock__channel:{name}`.
+//!
+//! Among polylock clients a release wakes one waiter, not every process: waiters register in a
+//! list (`waiters.lua`), a release tells the earliest one on a channel of its own and keeps the
+//! free lock for it for a moment ([`RESERVATION`]), and publishes `00` on the shared channel,
+//! which wakes one Redisson waiter (Redisson reads it as 0) and which polylock waiters ignore.
+//! They still listen there for Redisson's releases. The lock is not fair: a Redisson client, or
+//! a polylock one whose look finds it free and unreserved, may take it first.
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use redis::ScriptInvocation;
 
@@ -11,17 +19,30 @@ use crate::keys;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 
-static ACQUIRE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("acquire.lua")));
-static RELEASE: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("release.lua")));
-static UNDO: LazyLock<LockScript> = LazyLock::new(|| LockScript::new(include_str!("undo.lua")));
-static FORCE_UNLOCK: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("force_unlock.lua")));
+/// How long a release keeps the free lock for the waiter it told: ample for that waiter's
+/// look to arrive; if it never does (its process paused or died just then), others may take
+/// the lock after this.
+const RESERVATION: Duration = Duration::from_secs(1);
+
+/// A script of the reentrant lock, after the waiter list's functions (`waiters.lua`).
+macro_rules! reentrant_script {
+    ($file:literal) => {
+        LazyLock::new(|| LockScript::new(concat!(include_str!("waiters.lua"), include_str!($file))))
+    };
+}
+
+static ACQUIRE: LazyLock<LockScript> = reentrant_script!("acquire.lua");
+static RELEASE: LazyLock<LockScript> = reentrant_script!("release.lua");
+static UNDO: LazyLock<LockScript> = reentrant_script!("undo.lua");
+static LEAVE: LazyLock<LockScript> = reentrant_script!("leave.lua");
+static FORCE_UNLOCK: LazyLock<LockScript> = reentrant_script!("force_unlock.lua");
 
 pub(crate) struct Reentrant {
     name: String,
     channel: String,
+    pub(super) waiters: String,
+    pub(super) reservation: String,
+    told_prefix: String,
     pub(super) publish: Publish,
 }
 
@@ -30,9 +51,39 @@ impl Reentrant {
         Reentrant {
             name: name.to_owned(),
             channel: keys::lock_channel(name),
+            waiters: keys::lock_waiters(name),
+            reservation: keys::lock_reservation(name),
+            told_prefix: keys::lock_told_prefix(name),
             publish,
         }
     }
+
+    /// A call of `script` with the keys every waking script starts with: the lock, its channel.
+    fn waking_call(&self, script: &'static LockScript) -> ScriptInvocation<'static> {
+        let mut call = script.prepare_invoke(self.publish);
+        call.key(&self.name).key(&self.channel);
+        call
+    }
+
+    /// The waiter list's keys, which waking scripts take after their own.
+    fn with_waiter_keys(&self, call: &mut ScriptInvocation<'static>) {
+        call.key(&self.waiters)
+            .key(&self.reservation)
+            .key(&self.told_prefix);
+    }
+}
+
+/// How long a waiter's place lasts without a look (it looks again within half of it).
+pub(super) fn place_ms(args: &AcquireArgs<'_>, options: &ClientOptions) -> u64 {
+    if args.will_wait {
+        options.fair_queue_timeout.as_millis() as u64
+    } else {
+        0
+    }
+}
+
+fn reservation_ms() -> u64 {
+    RESERVATION.as_millis() as u64
 }
 
 impl LockKind for Reentrant {
@@ -44,42 +95,76 @@ impl LockKind for Reentrant {
         self.channel.clone()
     }
 
-    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+    fn told_channel(&self, owner: &str) -> Option<String> {
+        Some(keys::lock_told_channel(&self.name, owner))
+    }
+
+    fn keeps_subscription(&self) -> bool {
+        true
+    }
+
+    /// A waiter told by a release that then could not reach it (the message lost with a
+    /// paused or dying process) is not told again: look again before its place lapses.
+    fn longest_wait(&self, options: &ClientOptions) -> Option<Duration> {
+        Some(options.fair_queue_timeout / 2)
+    }
+
+    /// A single try registers nothing, so it has nothing to leave.
+    fn busy_attempt_takes_a_place(&self, will_wait: bool) -> bool {
+        will_wait
+    }
+
+    fn acquire(
+        &self,
+        args: &AcquireArgs<'_>,
+        options: &ClientOptions,
+    ) -> ScriptInvocation<'static> {
         let mut call = ACQUIRE.prepare_invoke(self.publish);
         call.key(&self.name)
             .key(keys::acquire_latch(&self.name, args.request))
+            .key(&self.waiters)
+            .key(&self.reservation)
             .arg(args.lease_ms)
-            .arg(args.owner);
+            .arg(args.owner)
+            .arg(place_ms(args, options));
         call
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = UNDO.prepare_invoke(self.publish);
-        call.key(&self.name)
-            .key(&self.channel)
-            .key(keys::acquire_latch(&self.name, args.request))
-            .arg(args.owner)
+        let mut call = self.waking_call(&UNDO);
+        call.key(keys::acquire_latch(&self.name, args.request));
+        self.with_waiter_keys(&mut call);
+        call.arg(args.owner)
             .arg(args.latch_ms)
-            .arg(args.lease_ms);
+            .arg(args.lease_ms)
+            .arg(reservation_ms());
         call
     }
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let mut call = RELEASE.prepare_invoke(self.publish);
-        call.key(&self.name)
-            .key(&self.channel)
-            .key(keys::unlock_latch(&self.name, args.request))
-            .key(keys::acquire_latch(&self.name, args.acquired_by))
-            .arg(args.lease_ms)
+        let mut call = self.waking_call(&RELEASE);
+        call.key(keys::unlock_latch(&self.name, args.request))
+            .key(keys::acquire_latch(&self.name, args.acquired_by));
+        self.with_waiter_keys(&mut call);
+        call.arg(args.lease_ms)
             .arg(args.owner)
             .arg(args.latch_ms)
-            .arg(args.final_latch_ms);
+            .arg(args.final_latch_ms)
+            .arg(reservation_ms());
         call
     }
 
+    fn leave_queue(&self, owner: &str, _: &ClientOptions) -> Option<ScriptInvocation<'static>> {
+        let mut call = self.waking_call(&LEAVE);
+        self.with_waiter_keys(&mut call);
+        call.arg(owner).arg(reservation_ms());
+        Some(call)
+    }
+
     fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
-        let mut call = FORCE_UNLOCK.prepare_invoke(self.publish);
-        call.key(&self.name).key(&self.channel);
+        let mut call = self.waking_call(&FORCE_UNLOCK);
+        self.with_waiter_keys(&mut call);
+        call.arg(reservation_ms());
         Some(call)
     }
 

@@ -256,6 +256,45 @@ class RedissonInteropTest {
         assertEquals("ok false", peer.call("acquire " + name + " 0 -"));
     }
 
+    // --- 6. A polylock release that tells a polylock waiter directly still wakes Redisson's ------
+
+    @Test
+    void polylockReleaseThatTellsItsOwnWaiterStillWakesRedissonWaiter() throws Exception {
+        String name = "interop:told";
+        assertEquals("ok true", peer.call("acquire " + name + " 0 " + LEASE_S * 1000));
+        // A polylock waiter listed first, listening on its own channel, that never comes to take
+        // the lock (as a paused process would): the release tells it and keeps the lock for it.
+        String told = tagged("polylock_lock_told", name) + ":ghost";
+        BlockingQueue<String> toldMessages = new LinkedBlockingQueue<>();
+        observer.getTopic(told, StringCodec.INSTANCE)
+                .addListener(String.class, (channel, message) -> toldMessages.add(message));
+        awaitSubscribers(told, 1);
+        observer.getScoredSortedSet(tagged("polylock_lock_waiters", name), StringCodec.INSTANCE).add(0, "ghost");
+
+        Future<Woken> waiter = javaThreads.submit(() ->
+                Woken.now(redisson.getLock(name).tryLock(BOUND.toSeconds(), LEASE_S, SECONDS)));
+        awaitSubscribers(channel(name), 1);
+        BlockingQueue<String> messages = new LinkedBlockingQueue<>();
+        observer.getTopic(channel(name), StringCodec.INSTANCE)
+                .addListener(String.class, (channel, message) -> messages.add(message));
+        awaitSubscribers(channel(name), 2);
+        assertThrows(TimeoutException.class, () -> waiter.get(300, MILLISECONDS),
+                "the Java waiter must block while polylock holds the lock");
+
+        long releasedAt = System.nanoTime();
+        assertEquals("ok", peer.call("release " + name));
+        Woken woken = waiter.get(BOUND.toSeconds(), SECONDS);
+        Duration after = Duration.ofNanos(woken.atNanos - releasedAt);
+
+        assertEquals("0", toldMessages.poll(PROMPTLY.toMillis(), MILLISECONDS), "the listed waiter was told");
+        assertEquals("00", messages.poll(PROMPTLY.toMillis(), MILLISECONDS),
+                "the shared channel gets 00, which Redisson reads as the unlock message 0");
+        assertTrue(woken.acquired, "Redisson's tryLock must succeed after polylock's release");
+        assertTrue(after.compareTo(PROMPTLY) < 0,
+                "Redisson's waiter got the lock " + after + " after polylock's release; not woken by 00");
+        assertEquals(Map.of(javaOwner(woken.threadId), "1"), Interop.rawHash(observer, name));
+    }
+
     // --- helpers ---------------------------------------------------------------------------------
 
     /** When a Java waiter returned from its lock call, on which thread, and whether it got the lock. */
@@ -279,6 +318,10 @@ class RedissonInteropTest {
     }
 
     /** Waits (bounded) until {@code count} connections subscribe to {@code channel} (PUBSUB NUMSUB). */
+    private static String tagged(String prefix, String name) {
+        return name.contains("{") ? prefix + ":" + name : prefix + ":{" + name + "}";
+    }
+
     private void awaitSubscribers(String channel, long count) throws InterruptedException {
         long deadline = System.nanoTime() + PROMPTLY.toNanos();
         long seen = 0;

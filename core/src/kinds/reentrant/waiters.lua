@@ -1,0 +1,32 @@
+-- Reentrant lock: polylock's waiter list, prepended to the scripts that use it.
+-- A waiter that will wait registers (`register`) in a ZSET owner -> arrival (server time, us).
+-- Whatever frees the lock calls `tell_next`: it tells the earliest registered waiter still
+-- listening, on that waiter's own channel, and reserves the free lock for it for a moment, so
+-- one waiter looks instead of every process, and a polylock client cannot barge in ahead of it.
+-- The shared channel then gets `00`, which Redisson reads as 0 (wake one of its waiters) and
+-- polylock ignores; with no polylock waiter listening it gets `0`, as Redisson sends it.
+local function register(waiters, owner, place_ms)
+  if place_ms ~= '0' then
+    local now = redis.call('time')
+    redis.call('zadd', waiters, 'nx', now[1] * 1000000 + now[2], owner)
+    redis.call('pexpire', waiters, place_ms)
+  end
+end
+
+local function tell_next(waiters, reservation, told_prefix, shared, reserve_ms)
+  while true do
+    -- Each entry is popped once: one whose waiter stopped listening (gone) is dropped here.
+    local next_owner = redis.call('zpopmin', waiters)[1]
+    if not next_owner then
+      break
+    end
+    if redis.call('publish', told_prefix .. ':' .. next_owner, 0) > 0 then
+      redis.call('set', reservation, next_owner, 'px', reserve_ms)
+      redis.call('publish', shared, '00')
+      return
+    end
+  end
+  redis.call('del', reservation)
+  redis.call('publish', shared, 0)
+end
+
