@@ -51,6 +51,8 @@ pub(crate) type ReconnectHook = Box<dyn Fn() + Send + Sync>;
 struct Wakeups {
     notify: Notify,
     messages: AtomicU64,
+    /// Releases that told a waiter elsewhere (`00`): the line is moving.
+    told_elsewhere: AtomicU64,
 }
 
 impl Wakeups {
@@ -193,6 +195,18 @@ impl Subscription {
         tokio::select! {
             _ = notified => true,
             _ = tokio::time::sleep(max) => false,
+        }
+    }
+
+    /// Returns once `period` has passed without a release that told a waiter elsewhere (`00`):
+    /// while such releases keep coming the line is moving, and a waiter need not look.
+    pub(crate) async fn silence(&self, period: Duration) {
+        loop {
+            let seen = self.notify.told_elsewhere.load(Ordering::SeqCst);
+            tokio::time::sleep(period).await;
+            if self.notify.told_elsewhere.load(Ordering::SeqCst) == seen {
+                return;
+            }
         }
     }
 
@@ -568,7 +582,9 @@ fn dispatch(channels: &Channels, channel: &str, payload: &[u8]) {
     };
     match payload {
         UNLOCKED => entry.notify.wake_one(),
-        TOLD_ELSEWHERE => {}
+        TOLD_ELSEWHERE => {
+            entry.notify.told_elsewhere.fetch_add(1, Ordering::SeqCst);
+        }
         READ_UNLOCKED => entry.notify.wake_all(),
         // A semaphore's release publishes the permits now available (any number): every local
         // waiter looks, since which of them the permits suit (one needing 1 or 3) only the

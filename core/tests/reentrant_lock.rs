@@ -1051,6 +1051,57 @@ async fn a_waiter_that_gives_up_leaves_the_waiter_list() {
         .await
         .unwrap());
     assert!(!exists(&mut con, "polylock_lock_waiters:{leave}").await);
-    assert_eq!(waiter_client.subscribed_channels(), 0);
+    assert!(
+        eventually(Duration::from_secs(2), || async {
+            waiter_client.subscribed_channels() == 0
+        })
+        .await,
+        "a waiter that gave up keeps no channel"
+    );
     holder.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_first_wait_looks_once_when_nothing_was_missed_while_subscribing() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let holder = holder_client.lock("once").unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    // The server learns the acquire script first (a NOSCRIPT and an EVAL).
+    let other = holder_client.lock("once").unwrap();
+    assert!(!other
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
+    let mut con = raw(&server).await;
+    let before = evalsha_calls(&mut con).await;
+    let waiter_client = client(&server).await;
+    let waiter = waiter_client.lock("once").unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            waiter
+                .acquire(AcquireOptions::new().lease(LONG_LEASE))
+                .await
+        }
+    });
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            waiter_client.subscribed_channels() == 2
+        })
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // One look; after subscribing, EXISTS and ZSCORE show nothing was missed, so no second.
+    assert_eq!(evalsha_calls(&mut con).await - before, 1);
+    holder.release().await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("told at once")
+        .unwrap()
+        .unwrap());
+    waiter.release().await.unwrap();
 }

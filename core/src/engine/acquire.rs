@@ -111,6 +111,14 @@ async fn told_or_pending(subscription: Option<&Subscription>, max: Duration, mes
     }
 }
 
+/// Ends after `period` without a release that told a waiter elsewhere; never without a period.
+async fn silence_or_pending(subscription: &Subscription, period: Option<Duration>) {
+    match period {
+        Some(period) => subscription.silence(period).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// How an attempt loop ended, and whether its last attempt's outcome is unknown.
 struct Ended {
     outcome: Result<bool>,
@@ -217,6 +225,7 @@ impl LockCore {
         let ended = |outcome: Result<bool>, unknown: bool| Ended { outcome, unknown };
         let channel = self.kind.wait_channel(&self.owner);
         let told_channel = self.kind.told_channel(&self.owner);
+        let silence = self.kind.longest_silence(&self.client.options);
         let mut closed = self.client.closed_receiver();
         let mut backoff = Backoff::default();
         let mut unknown = false;
@@ -229,11 +238,11 @@ impl LockCore {
             }
             // Messages after this look are not missed by the sleep after it.
             let subscriptions = &waiting.subscriptions;
-            let messages = subscriptions
+            let mut messages = subscriptions
                 .wait
                 .as_ref()
                 .map_or(0, Subscription::messages);
-            let told = subscriptions
+            let mut told = subscriptions
                 .told
                 .as_ref()
                 .map_or(0, Subscription::messages);
@@ -331,8 +340,19 @@ impl LockCore {
                     _ = &mut *cancelled => return ended(Ok(false), false),
                     _ = closed.wait_for(|closed| *closed) => continue,
                 };
+                // Messages from here on wake the sleep below.
+                messages = subscriptions
+                    .wait
+                    .as_ref()
+                    .map_or(0, Subscription::messages);
+                told = subscriptions
+                    .told
+                    .as_ref()
+                    .map_or(0, Subscription::messages);
                 match subscribed {
-                    Ok(()) => {}
+                    // Sleep without a second look when it can be shown that nothing was missed.
+                    Ok(()) if self.nothing_missed().await => {}
+                    Ok(()) => continue,
                     Err(err) if err.is_transient() => {
                         tracing::debug!(%err, "subscribe failed; retrying");
                         tokio::select! {
@@ -340,10 +360,10 @@ impl LockCore {
                             _ = &mut *cancelled => return ended(Ok(false), false),
                             _ = closed.wait_for(|closed| *closed) => {}
                         }
+                        continue;
                     }
                     Err(err) => return ended(Err(err), false),
                 }
-                continue;
             }
             let Some(subscription) = subscriptions.wait.as_ref() else {
                 continue;
@@ -362,6 +382,7 @@ impl LockCore {
                 _ = told_or_pending(subscriptions.told.as_ref(), slice, told) => {
                     tracing::trace!(target: "polylock::handoff", "woken");
                 }
+                _ = silence_or_pending(subscription, silence) => {}
                 _ = &mut *cancelled => return ended(Ok(false), false),
                 _ = closed.wait_for(|closed| *closed) => {}
             }
@@ -404,6 +425,21 @@ impl LockCore {
             }
         }
         Ok(attempt)
+    }
+
+    /// Whether a waiter that has just subscribed missed nothing since its last look (see
+    /// [`crate::kinds::LockKind::nothing_missed`]); false when the kind cannot tell, or on error.
+    async fn nothing_missed(&self) -> bool {
+        let Some(pipe) = self.kind.nothing_missed(&self.owner) else {
+            return false;
+        };
+        let mut connection = self.client.connection.clone();
+        match pipe.query_async::<Vec<redis::Value>>(&mut connection).await {
+            Ok(replies) => replies
+                .iter()
+                .all(|reply| !matches!(reply, redis::Value::Nil | redis::Value::Int(0))),
+            Err(_) => false,
+        }
     }
 
     fn not_synced(&self, replicas: usize) -> Error {

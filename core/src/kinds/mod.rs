@@ -102,6 +102,13 @@ pub(crate) trait LockKind: Send + Sync + 'static {
         None
     }
 
+    /// For kinds with a waiter list: commands (no script) whose replies are all non-nil and
+    /// non-zero when `owner`, just subscribed, missed nothing since its last look (the lock is
+    /// still held and `owner` still listed, not told), so it may sleep without looking again.
+    fn nothing_missed(&self, _owner: &str) -> Option<redis::Pipeline> {
+        None
+    }
+
     /// Whether a handle keeps its channels subscribed between waits once it has acquired (its
     /// own channel: the next wait then needs no subscribe and no second look).
     fn keeps_subscription(&self) -> bool {
@@ -116,6 +123,12 @@ pub(crate) trait LockKind: Send + Sync + 'static {
 
     /// The longest a waiter may sleep before looking again, whatever it was told.
     fn longest_wait(&self, _options: &ClientOptions) -> Option<Duration> {
+        None
+    }
+
+    /// For kinds that tell one waiter at a time: the longest a waiter sleeps while no release
+    /// tells anyone (the waiter told may never come: its process paused or died just then).
+    fn longest_silence(&self, _options: &ClientOptions) -> Option<Duration> {
         None
     }
 

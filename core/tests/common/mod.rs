@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -162,7 +163,9 @@ impl Peer {
     }
 
     fn spawn(mut command: Command, server: &RedisServer, queue_timeout_ms: u64) -> Peer {
+        // A group of its own, so that `kill` also ends what a wrapper (faketime) forked.
         let mut child = command
+            .process_group(0)
             .arg(server.url())
             .env(
                 "POLYLOCK_FAIR_QUEUE_TIMEOUT_MS",
@@ -194,8 +197,10 @@ impl Peer {
         line.trim().to_owned()
     }
 
-    /// Kills the process, as a crash would.
+    /// Kills the process (and its group), as a crash would.
     pub fn kill(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-9", "--", &group]).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

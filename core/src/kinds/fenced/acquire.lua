@@ -42,8 +42,11 @@ if holds or free then
   end
   return {-1, token}
 end
-register(KEYS[4], ARGV[2], ARGV[3])
+local wait
 if reserved then
-  return {math.max(redis.call('pttl', KEYS[5]), 1), -1}
+  wait = math.max(redis.call('pttl', KEYS[5]), 1)
+else
+  wait = redis.call('pttl', KEYS[1])
 end
-return {redis.call('pttl', KEYS[1]), -1}
+register(KEYS[4], ARGV[2], ARGV[3], wait)
+return {wait, -1}

@@ -63,8 +63,12 @@ impl LockKind for Fenced {
         self.lock.busy_attempt_takes_a_place(will_wait)
     }
 
-    fn longest_wait(&self, options: &ClientOptions) -> Option<Duration> {
-        self.lock.longest_wait(options)
+    fn nothing_missed(&self, owner: &str) -> Option<redis::Pipeline> {
+        self.lock.nothing_missed(owner)
+    }
+
+    fn longest_silence(&self, options: &ClientOptions) -> Option<Duration> {
+        self.lock.longest_silence(options)
     }
 
     fn acquire(

@@ -35,9 +35,12 @@ if holds or free then
   end
   return nil
 end
-register(KEYS[3], ARGV[2], ARGV[3])
+local wait
 if reserved then
   -- Free, but reserved for the waiter told last: look again when the reservation ends.
-  return math.max(redis.call('pttl', KEYS[4]), 1)
+  wait = math.max(redis.call('pttl', KEYS[4]), 1)
+else
+  wait = redis.call('pttl', KEYS[1])
 end
-return redis.call('pttl', KEYS[1])
+register(KEYS[3], ARGV[2], ARGV[3], wait)
+return wait

@@ -73,7 +73,8 @@ impl Reentrant {
     }
 }
 
-/// How long a waiter's place lasts without a look (it looks again within half of it).
+/// How long a waiter's place lasts beyond its sleep (which ends when the wait the script replied
+/// runs out, at the latest).
 pub(super) fn place_ms(args: &AcquireArgs<'_>, options: &ClientOptions) -> u64 {
     if args.will_wait {
         options.fair_queue_timeout.as_millis() as u64
@@ -103,9 +104,18 @@ impl LockKind for Reentrant {
         true
     }
 
-    /// A waiter told by a release that then could not reach it (the message lost with a
-    /// paused or dying process) is not told again: look again before its place lapses.
-    fn longest_wait(&self, options: &ClientOptions) -> Option<Duration> {
+    /// Still held (a release in between deleted it, which Redisson's `0` told the lock channel
+    /// before it was subscribed), and still listed (a release in between that found this waiter
+    /// not yet listening dropped it from the list).
+    fn nothing_missed(&self, owner: &str) -> Option<redis::Pipeline> {
+        let mut pipe = redis::pipe();
+        pipe.exists(&self.name).zscore(&self.waiters, owner);
+        Some(pipe)
+    }
+
+    /// The waiter told may never come (its process paused or died just then), and then nobody
+    /// else is told: after this long without a release that told someone, waiters look.
+    fn longest_silence(&self, options: &ClientOptions) -> Option<Duration> {
         Some(options.fair_queue_timeout / 2)
     }
 

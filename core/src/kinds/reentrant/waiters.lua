@@ -5,11 +5,16 @@
 -- one waiter looks instead of every process, and a polylock client cannot barge in ahead of it.
 -- The shared channel then gets `00`, which Redisson reads as 0 (wake one of its waiters) and
 -- polylock ignores; with no polylock waiter listening it gets `0`, as Redisson sends it.
-local function register(waiters, owner, place_ms)
+-- The list outlives the waiter's sleep (at most `wait_ms`, the wait replied; -1: no expiry, at
+-- most an hour) by `place_ms`: a waiter that looks no more (gone) is dropped with it.
+local function register(waiters, owner, place_ms, wait_ms)
   if place_ms ~= '0' then
     local now = redis.call('time')
     redis.call('zadd', waiters, 'nx', now[1] * 1000000 + now[2], owner)
-    redis.call('pexpire', waiters, place_ms)
+    local ttl = (wait_ms >= 0 and wait_ms or 3600000) + tonumber(place_ms)
+    if redis.call('pttl', waiters) < ttl then
+      redis.call('pexpire', waiters, ttl)
+    end
   end
 end
 
