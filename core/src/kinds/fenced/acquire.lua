@@ -17,14 +17,8 @@ if latch and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[3], ARGV[1])
   return {-1, tonumber(latch)}
 end
--- Free means: nobody holds it, and it is not reserved for another waiter told to come.
-local holds = redis.call('hexists', KEYS[1], ARGV[2]) == 1
-local free, reserved = false, false
-if not holds and redis.call('exists', KEYS[1]) == 0 then
-  reserved = redis.call('get', KEYS[5])
-  free = not reserved or reserved == ARGV[2]
-end
-if holds or free then
+local take, reserved = may_take(KEYS[1], KEYS[5], ARGV[2])
+if take then
   -- A counter that is not a count (another type, text, negative) fails before any write.
   local kind = redis.call('type', KEYS[2])['ok']
   local count = kind == 'string' and redis.call('get', KEYS[2])
@@ -42,11 +36,6 @@ if holds or free then
   end
   return {-1, token}
 end
-local wait
-if reserved then
-  wait = math.max(redis.call('pttl', KEYS[5]), 1)
-else
-  wait = redis.call('pttl', KEYS[1])
-end
+local wait = longest_wait(KEYS[1], KEYS[5], reserved)
 register(KEYS[4], ARGV[2], ARGV[3], wait)
 return {wait, -1}

@@ -18,14 +18,8 @@ if latch == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[2], ARGV[1])
   return nil
 end
--- Free means: nobody holds it, and it is not reserved for another waiter told to come.
-local holds = redis.call('hexists', KEYS[1], ARGV[2]) == 1
-local free, reserved = false, false
-if not holds and redis.call('exists', KEYS[1]) == 0 then
-  reserved = redis.call('get', KEYS[4])
-  free = not reserved or reserved == ARGV[2]
-end
-if holds or free then
+local take, reserved = may_take(KEYS[1], KEYS[4], ARGV[2])
+if take then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   redis.call('set', KEYS[2], '1', 'px', ARGV[1])
@@ -35,12 +29,6 @@ if holds or free then
   end
   return nil
 end
-local wait
-if reserved then
-  -- Free, but reserved for the waiter told last: look again when the reservation ends.
-  wait = math.max(redis.call('pttl', KEYS[4]), 1)
-else
-  wait = redis.call('pttl', KEYS[1])
-end
+local wait = longest_wait(KEYS[1], KEYS[4], reserved)
 register(KEYS[3], ARGV[2], ARGV[3], wait)
 return wait

@@ -35,3 +35,24 @@ local function tell_next(waiters, reservation, told_prefix, shared, reserve_ms)
   redis.call('publish', shared, 0)
 end
 
+-- Whether `owner` may take the lock now: it holds it (re-entry), or nobody does and it is not
+-- kept for another waiter. Also returns the reservation it read (false when none).
+local function may_take(lock, reservation, owner)
+  if redis.call('hexists', lock, owner) == 1 then
+    return true, false
+  end
+  if redis.call('exists', lock) == 1 then
+    return false, false
+  end
+  local reserved = redis.call('get', reservation)
+  return not reserved or reserved == owner, reserved
+end
+
+-- How long a waiter that may not take the lock waits at most: until the holder's lease ends,
+-- or, when the lock is free but kept for the waiter told last, until the reservation ends.
+local function longest_wait(lock, reservation, reserved)
+  if reserved then
+    return math.max(redis.call('pttl', reservation), 1)
+  end
+  return redis.call('pttl', lock)
+end
