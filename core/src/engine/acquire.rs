@@ -92,6 +92,17 @@ pub(crate) struct WaitSubscriptions {
     told: Option<Subscription>,
 }
 
+impl WaitSubscriptions {
+    /// How many messages each channel has had so far (0 for one not subscribed): a sleep
+    /// given these ends at once for any message that came after.
+    fn messages(&self) -> (u64, u64) {
+        let count = |subscription: &Option<Subscription>| {
+            subscription.as_ref().map_or(0, Subscription::messages)
+        };
+        (count(&self.wait), count(&self.told))
+    }
+}
+
 /// A waiter's subscriptions; whether it used up a wake-up message on the wait channel that the
 /// next attempt has not answered yet (a waiter that leaves then passes it on); whether it took
 /// a place it must leave when it gives up.
@@ -237,15 +248,7 @@ impl LockCore {
                 return ended(Err(err), unknown);
             }
             // Messages after this look are not missed by the sleep after it.
-            let subscriptions = &waiting.subscriptions;
-            let mut messages = subscriptions
-                .wait
-                .as_ref()
-                .map_or(0, Subscription::messages);
-            let mut told = subscriptions
-                .told
-                .as_ref()
-                .map_or(0, Subscription::messages);
+            let (mut messages, mut told) = waiting.subscriptions.messages();
             let will_wait = !remaining(deadline).is_zero();
             let sent_at = Instant::now();
             let holder_lease = match self.try_acquire(lease, request, will_wait).await {
@@ -341,14 +344,7 @@ impl LockCore {
                     _ = closed.wait_for(|closed| *closed) => continue,
                 };
                 // Messages from here on wake the sleep below.
-                messages = subscriptions
-                    .wait
-                    .as_ref()
-                    .map_or(0, Subscription::messages);
-                told = subscriptions
-                    .told
-                    .as_ref()
-                    .map_or(0, Subscription::messages);
+                (messages, told) = subscriptions.messages();
                 match subscribed {
                     // Sleep without a second look when it can be shown that nothing was missed.
                     Ok(()) if self.nothing_missed().await => {}

@@ -3,6 +3,17 @@
 //! kind brings only its keys, its scripts (next to it, one `.lua` file each) and how to read
 //! their replies, behind [`LockKind`].
 
+/// A lock script made of the Lua files given, in order (a kind's prelude first), each path
+/// relative to the file that invokes it. Defined before the kinds' modules, which see it by
+/// textual scope.
+macro_rules! lock_script {
+    ($($file:literal),+ $(,)?) => {
+        std::sync::LazyLock::new(|| {
+            $crate::connection::LockScript::new(concat!($(include_str!($file)),+))
+        })
+    };
+}
+
 pub(crate) mod expirable_semaphore;
 pub(crate) mod fair;
 pub(crate) mod fenced;

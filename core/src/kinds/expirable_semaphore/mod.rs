@@ -14,23 +14,16 @@ use crate::keys;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 
-macro_rules! permit_script {
-    ($file:literal) => {
-        LazyLock::new(|| {
-            LockScript::new(concat!(
-                include_str!("../semaphore/prelude.lua"),
-                include_str!("prelude.lua"),
-                include_str!($file)
-            ))
-        })
-    };
-}
-
-static ACQUIRE: LazyLock<LockScript> = permit_script!("acquire.lua");
-static RELEASE: LazyLock<LockScript> = permit_script!("release.lua");
-static UNDO: LazyLock<LockScript> = permit_script!("undo.lua");
-static RENEWAL: LazyLock<LockScript> = permit_script!("renew.lua");
-pub(crate) static AVAILABLE: LazyLock<LockScript> = permit_script!("available.lua");
+static ACQUIRE: LazyLock<LockScript> =
+    lock_script!("../semaphore/prelude.lua", "prelude.lua", "acquire.lua");
+static RELEASE: LazyLock<LockScript> =
+    lock_script!("../semaphore/prelude.lua", "prelude.lua", "release.lua");
+static UNDO: LazyLock<LockScript> =
+    lock_script!("../semaphore/prelude.lua", "prelude.lua", "undo.lua");
+static RENEWAL: LazyLock<LockScript> =
+    lock_script!("../semaphore/prelude.lua", "prelude.lua", "renew.lua");
+pub(crate) static AVAILABLE: LazyLock<LockScript> =
+    lock_script!("../semaphore/prelude.lua", "prelude.lua", "available.lua");
 
 /// The permits of one expirable semaphore; the owner of each hold is its permit id.
 pub(crate) struct Permit {

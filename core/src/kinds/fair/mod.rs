@@ -26,17 +26,11 @@ use crate::options::ClientOptions;
 /// the deadlines behind it, and which each acquisition from the head subtracts again.
 const WAIT_ALLOWANCE: Duration = Duration::from_secs(300);
 
-macro_rules! fair_script {
-    ($file:literal) => {
-        LazyLock::new(|| LockScript::new(concat!(include_str!("prelude.lua"), include_str!($file))))
-    };
-}
-
-static ACQUIRE: LazyLock<LockScript> = fair_script!("acquire.lua");
-static RELEASE: LazyLock<LockScript> = fair_script!("release.lua");
-static UNDO: LazyLock<LockScript> = fair_script!("undo.lua");
-static CANCEL: LazyLock<LockScript> = fair_script!("cancel.lua");
-static FORCE_UNLOCK: LazyLock<LockScript> = fair_script!("force_unlock.lua");
+static ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "acquire.lua");
+static RELEASE: LazyLock<LockScript> = lock_script!("prelude.lua", "release.lua");
+static UNDO: LazyLock<LockScript> = lock_script!("prelude.lua", "undo.lua");
+static CANCEL: LazyLock<LockScript> = lock_script!("prelude.lua", "cancel.lua");
+static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!("prelude.lua", "force_unlock.lua");
 
 pub(crate) struct Fair {
     name: String,

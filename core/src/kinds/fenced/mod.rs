@@ -21,12 +21,7 @@ use crate::kinds::reentrant::{self, Reentrant};
 use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 
-static ACQUIRE: LazyLock<LockScript> = LazyLock::new(|| {
-    LockScript::new(concat!(
-        include_str!("../reentrant/waiters.lua"),
-        include_str!("acquire.lua")
-    ))
-});
+static ACQUIRE: LazyLock<LockScript> = lock_script!("../reentrant/waiters.lua", "acquire.lua");
 
 pub(crate) struct Fenced {
     lock: Reentrant,

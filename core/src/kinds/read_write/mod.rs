@@ -22,21 +22,15 @@ use crate::keys;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 
-macro_rules! rw_script {
-    ($file:literal) => {
-        LazyLock::new(|| LockScript::new(concat!(include_str!("prelude.lua"), include_str!($file))))
-    };
-}
-
-static READ_ACQUIRE: LazyLock<LockScript> = rw_script!("read_acquire.lua");
-static READ_RELEASE: LazyLock<LockScript> = rw_script!("read_release.lua");
-static READ_UNDO: LazyLock<LockScript> = rw_script!("read_undo.lua");
-static READ_RENEWAL: LazyLock<LockScript> = rw_script!("read_renew.lua");
-static WRITE_ACQUIRE: LazyLock<LockScript> = rw_script!("write_acquire.lua");
-static WRITE_RELEASE: LazyLock<LockScript> = rw_script!("write_release.lua");
-static WRITE_UNDO: LazyLock<LockScript> = rw_script!("write_undo.lua");
-static LEAVE: LazyLock<LockScript> = rw_script!("leave.lua");
-static FORCE_UNLOCK: LazyLock<LockScript> = rw_script!("force_unlock.lua");
+static READ_ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_acquire.lua");
+static READ_RELEASE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_release.lua");
+static READ_UNDO: LazyLock<LockScript> = lock_script!("prelude.lua", "read_undo.lua");
+static READ_RENEWAL: LazyLock<LockScript> = lock_script!("prelude.lua", "read_renew.lua");
+static WRITE_ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "write_acquire.lua");
+static WRITE_RELEASE: LazyLock<LockScript> = lock_script!("prelude.lua", "write_release.lua");
+static WRITE_UNDO: LazyLock<LockScript> = lock_script!("prelude.lua", "write_undo.lua");
+static LEAVE: LazyLock<LockScript> = lock_script!("prelude.lua", "leave.lua");
+static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!("prelude.lua", "force_unlock.lua");
 
 /// Keys shared by both sides of one read-write lock.
 struct Names {

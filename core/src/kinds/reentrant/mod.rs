@@ -4,9 +4,10 @@
 //! Among polylock clients a release wakes one waiter, not every process: waiters register in a
 //! list (`waiters.lua`), a release tells the earliest one on a channel of its own and keeps the
 //! free lock for it for a moment ([`RESERVATION`]), and publishes `00` on the shared channel,
-//! which wakes one Redisson waiter (Redisson reads it as 0) and which polylock waiters ignore.
-//! They still listen there for Redisson's releases. The lock is not fair: a Redisson client, or
-//! a polylock one whose look finds it free and unreserved, may take it first.
+//! which wakes one Redisson waiter (Redisson reads it as 0); polylock waiters do not look on
+//! it, they only note that the line moves. They still listen there for Redisson's releases. The
+//! lock is not fair: a Redisson client, or a polylock one whose look finds it free and
+//! unreserved, may take it first.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -24,18 +25,11 @@ use crate::options::ClientOptions;
 /// the lock after this.
 const RESERVATION: Duration = Duration::from_secs(1);
 
-/// A script of the reentrant lock, after the waiter list's functions (`waiters.lua`).
-macro_rules! reentrant_script {
-    ($file:literal) => {
-        LazyLock::new(|| LockScript::new(concat!(include_str!("waiters.lua"), include_str!($file))))
-    };
-}
-
-static ACQUIRE: LazyLock<LockScript> = reentrant_script!("acquire.lua");
-static RELEASE: LazyLock<LockScript> = reentrant_script!("release.lua");
-static UNDO: LazyLock<LockScript> = reentrant_script!("undo.lua");
-static LEAVE: LazyLock<LockScript> = reentrant_script!("leave.lua");
-static FORCE_UNLOCK: LazyLock<LockScript> = reentrant_script!("force_unlock.lua");
+static ACQUIRE: LazyLock<LockScript> = lock_script!("waiters.lua", "acquire.lua");
+static RELEASE: LazyLock<LockScript> = lock_script!("waiters.lua", "release.lua");
+static UNDO: LazyLock<LockScript> = lock_script!("waiters.lua", "undo.lua");
+static LEAVE: LazyLock<LockScript> = lock_script!("waiters.lua", "leave.lua");
+static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!("waiters.lua", "force_unlock.lua");
 
 pub(crate) struct Reentrant {
     name: String,

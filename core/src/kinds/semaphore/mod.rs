@@ -16,19 +16,13 @@ use crate::keys;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 
-macro_rules! semaphore_script {
-    ($file:literal) => {
-        LazyLock::new(|| LockScript::new(concat!(include_str!("prelude.lua"), include_str!($file))))
-    };
-}
-
-static ACQUIRE: LazyLock<LockScript> = semaphore_script!("acquire.lua");
-static UNDO: LazyLock<LockScript> = semaphore_script!("undo.lua");
-static GIVE_BACK: LazyLock<LockScript> = semaphore_script!("give_back.lua");
-static HELD: LazyLock<LockScript> = semaphore_script!("held.lua");
-pub(crate) static ADD: LazyLock<LockScript> = semaphore_script!("add.lua");
-pub(crate) static TRY_SET: LazyLock<LockScript> = semaphore_script!("try_set.lua");
-pub(crate) static AVAILABLE: LazyLock<LockScript> = semaphore_script!("available.lua");
+static ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "acquire.lua");
+static UNDO: LazyLock<LockScript> = lock_script!("prelude.lua", "undo.lua");
+static GIVE_BACK: LazyLock<LockScript> = lock_script!("prelude.lua", "give_back.lua");
+static HELD: LazyLock<LockScript> = lock_script!("prelude.lua", "held.lua");
+pub(crate) static ADD: LazyLock<LockScript> = lock_script!("prelude.lua", "add.lua");
+pub(crate) static TRY_SET: LazyLock<LockScript> = lock_script!("prelude.lua", "try_set.lua");
+pub(crate) static AVAILABLE: LazyLock<LockScript> = lock_script!("prelude.lua", "available.lua");
 
 /// One acquisition of `permits` permits.
 pub(crate) struct SemaphoreAcquisition {
