@@ -143,7 +143,7 @@ async fn connect_target(
             let publish = if sharded {
                 Publish::Sharded
             } else {
-                Publish::Plain
+                Publish::Broadcast
             };
             (
                 connection,

@@ -46,6 +46,14 @@ pub fn lock_told_channel(name: &str, owner: &str) -> String {
     format!("{}:{owner}", lock_told_prefix(name))
 }
 
+/// The channel every polylock client subscribes to together with a reentrant lock's channel
+/// (after it, and leaves before it): nothing is published on it, but its subscriber count,
+/// taken from the lock's, tells a script how many clients other than polylock (Redisson's)
+/// listen for the lock's releases.
+pub fn lock_listening_channel(name: &str) -> String {
+    tagged("polylock_lock_listening", name)
+}
+
 /// The latch key that makes one logical release idempotent across retries.
 pub fn unlock_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", tagged("redisson_unlock_latch", name))
@@ -151,6 +159,7 @@ mod tests {
         assert_eq!(lock_waiters("x"), "polylock_lock_waiters:{x}");
         assert_eq!(lock_reservation("x"), "polylock_lock_reserved:{x}");
         assert_eq!(lock_told_channel("x", "u:1"), "polylock_lock_told:{x}:u:1");
+        assert_eq!(lock_listening_channel("x"), "polylock_lock_listening:{x}");
         assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
         assert_eq!(acquire_latch("x", "ab"), "polylock_acquire_latch:{x}:ab");
         assert_eq!(fenced_token("f"), "redisson_lock_token:{f}");

@@ -75,6 +75,9 @@ impl Wakeups {
 struct Entry {
     refs: usize,
     notify: Arc<Wakeups>,
+    /// Subscribed right after the channel and left right before it, in the same command where
+    /// one can (`LockKind::listening_channel`): never without the channel on this connection.
+    companion: Option<String>,
 }
 
 #[derive(Default)]
@@ -91,6 +94,14 @@ impl Channels {
         for entry in self.map().values() {
             entry.notify.wake_all();
         }
+    }
+
+    /// `channel` and its companion, in the order they are subscribed.
+    fn with_companion(&self, channel: &str) -> Vec<String> {
+        let companion = self.map().get(channel).and_then(|e| e.companion.clone());
+        std::iter::once(channel.to_owned())
+            .chain(companion)
+            .collect()
     }
 }
 
@@ -135,14 +146,22 @@ impl Sink {
         }
     }
 
-    async fn unsubscribe(&mut self, channel: &str) -> redis::RedisResult<()> {
+    async fn unsubscribe(&mut self, channels: &[String]) -> redis::RedisResult<()> {
         match self {
-            Sink::Plain(sink) => sink.unsubscribe(channel).await,
+            Sink::Plain(sink) => sink.unsubscribe(channels).await,
             Sink::Cluster {
                 connection,
-                sharded: true,
-            } => connection.sunsubscribe(channel).await,
-            Sink::Cluster { connection, .. } => connection.unsubscribe(channel).await,
+                sharded,
+            } => {
+                for channel in channels {
+                    if *sharded {
+                        connection.sunsubscribe(channel).await?;
+                    } else {
+                        connection.unsubscribe(channel).await?;
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -261,13 +280,19 @@ impl Hub {
     }
 
     /// Subscribes to `channel` (or joins the existing subscription) and returns once Redis has
-    /// confirmed it, so that no message sent after this returns can be missed.
-    pub(crate) async fn subscribe(&self, channel: &str) -> Result<Subscription> {
+    /// confirmed it, so that no message sent after this returns can be missed. A `companion`
+    /// (the first subscriber's counts) is subscribed and left with it.
+    pub(crate) async fn subscribe(
+        &self,
+        channel: &str,
+        companion: Option<&str>,
+    ) -> Result<Subscription> {
         let notify = {
             let mut map = self.channels.map();
             let entry = map.entry(channel.to_owned()).or_insert_with(|| Entry {
                 refs: 0,
                 notify: Arc::new(Wakeups::default()),
+                companion: companion.map(str::to_owned),
             });
             entry.refs += 1;
             entry.notify.clone()
@@ -384,7 +409,7 @@ impl Control {
             };
         };
         let what = format!("subscribe to '{channel}'");
-        let channels = [channel.to_owned()];
+        let channels = self.channels.with_companion(channel);
         match tokio::time::timeout(self.timeouts.response, sink.subscribe(&channels)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(err)) => {
@@ -399,18 +424,18 @@ impl Control {
     }
 
     async fn unsubscribe(&mut self, channel: String) {
-        {
+        let companion = {
             let mut map = self.channels.map();
             match map.get(&channel) {
-                Some(entry) if entry.refs == 0 => {
-                    map.remove(&channel);
-                }
+                Some(entry) if entry.refs == 0 => map.remove(&channel).and_then(|e| e.companion),
                 // A new waiter joined since the last one left: keep the subscription.
                 _ => return,
             }
-        }
+        };
+        // The companion first: it is never subscribed without its channel.
+        let channels: Vec<String> = companion.into_iter().chain([channel]).collect();
         if let Some(sink) = self.sink.as_mut() {
-            let done = tokio::time::timeout(self.timeouts.response, sink.unsubscribe(&channel));
+            let done = tokio::time::timeout(self.timeouts.response, sink.unsubscribe(&channels));
             if !matches!(done.await, Ok(Ok(()))) {
                 // A connection that cannot unsubscribe is suspect: start afresh.
                 self.disconnect();
@@ -440,7 +465,14 @@ impl Control {
 
     /// Opens a pub/sub connection and subscribes to every channel that has waiters.
     async fn connect(&mut self) -> Result<()> {
-        let wanted: Vec<String> = self.channels.map().keys().cloned().collect();
+        let wanted: Vec<String> = self
+            .channels
+            .map()
+            .iter()
+            .flat_map(|(channel, entry)| {
+                std::iter::once(channel.clone()).chain(entry.companion.clone())
+            })
+            .collect();
         let (mut sink, reader) = match &self.source {
             Source::Single(client) => self.connect_plain((**client).clone()).await?,
             Source::Sentinel(sentinel) => self.connect_plain(sentinel.primary_client()).await?,

@@ -957,6 +957,107 @@ async fn a_release_still_wakes_redisson_waiters_on_the_shared_channel() {
 }
 
 #[tokio::test]
+async fn a_release_among_polylock_clients_only_publishes_nothing_on_the_shared_channel() {
+    let server = RedisServer::start();
+    let holder = client(&server).await.lock("quiet").unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    // A pattern subscriber sees what is published without being counted by PUBSUB NUMSUB, as
+    // a Redisson waiter (SUBSCRIBE) would be.
+    let mut observer = redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    observer
+        .psubscribe("redisson_lock__channel:{quiet}")
+        .await
+        .unwrap();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let count = 3;
+    let waiters = queued_waiters(&server, "quiet", count, order.clone()).await;
+    // Every polylock process on the shared channel is counted on the listening channel too.
+    // (The holder never waited, so it never subscribed.)
+    assert_eq!(listeners(&server, "quiet").await, (count, count));
+    holder.release().await.unwrap();
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("every waiter gets the lock long before the 60 s lease")
+            .unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (0..count).collect::<Vec<_>>());
+    // Each release told the next waiter directly and woke no other process; the last one, with
+    // nobody listed, sent Redisson's `0`.
+    let mut messages = observer.on_message();
+    let mut published = Vec::new();
+    while let Ok(Some(message)) =
+        tokio::time::timeout(Duration::from_millis(300), messages.next()).await
+    {
+        published.push(message.get_payload::<String>().unwrap());
+    }
+    assert_eq!(published, ["0"]);
+}
+
+/// The subscriber counts of a lock's shared channel and of polylock's listening channel.
+async fn listeners(server: &RedisServer, name: &str) -> (usize, usize) {
+    let counts: Vec<(String, usize)> = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg(format!("redisson_lock__channel:{{{name}}}"))
+        .arg(format!("polylock_lock_listening:{{{name}}}"))
+        .query_async(&mut raw(server).await)
+        .await
+        .unwrap();
+    (counts[0].1, counts[1].1)
+}
+
+#[tokio::test]
+async fn a_waiter_whose_pubsub_connection_was_cut_listens_and_is_counted_again() {
+    let server = RedisServer::start();
+    let holder = client(&server).await.lock("recount").unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let waiters = queued_waiters(&server, "recount", 1, order).await;
+    assert_eq!(listeners(&server, "recount").await, (1, 1));
+    let mut con = raw(&server).await;
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    // Resubscribed: on both channels again, never on the listening one alone.
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            let counts = listeners(&server, "recount").await;
+            assert!(counts.1 <= counts.0, "{counts:?}");
+            counts == (1, 1)
+        })
+        .await
+    );
+    holder.release().await.unwrap();
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("the waiter gets the lock long before the 60 s lease")
+            .unwrap();
+    }
+    // The waiter that acquired keeps its channels while it held; released, nothing is left.
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            listeners(&server, "recount").await == (0, 0)
+        })
+        .await
+    );
+}
+
+#[tokio::test]
 async fn a_told_waiter_whose_process_is_paused_holds_up_the_next_only_briefly() {
     let server = RedisServer::start();
     let queue_timeout = Duration::from_millis(2000);

@@ -55,17 +55,28 @@ pub(crate) async fn connect_manager(
 }
 
 /// How lock scripts publish their wake-up messages: `PUBLISH`, or on Redis Cluster 7+
-/// `SPUBLISH` (sharded pub/sub), as Redisson does there, so that both wake each other.
+/// `SPUBLISH` (sharded pub/sub), as Redisson does there, so that both wake each other. On a
+/// cluster without sharded pub/sub (`Broadcast`) a `PUBLISH` reaches subscribers on every node,
+/// so no script can count a channel's listeners: it assumes some other client listens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Publish {
     Plain,
     Sharded,
+    Broadcast,
 }
 
-/// A lock script in its two forms: publishing with `PUBLISH` or with `SPUBLISH`.
+/// How a script counts a channel's subscribers (`PUBSUB NUMSUB`, the shard's on a sharded
+/// cluster), and what stands for it where listeners cannot be counted: the first of two
+/// channels has a listener more than the second.
+pub(crate) const COUNT_LISTENERS: &str = "redis.call('pubsub', 'numsub', shared, listening)";
+const SHARD_COUNT_LISTENERS: &str = "redis.call('pubsub', 'shardnumsub', shared, listening)";
+const ASSUMED_LISTENERS: &str = "{shared, 1, listening, 0}";
+
+/// A lock script in its three forms: see [`Publish`].
 pub(crate) struct LockScript {
     plain: redis::Script,
     sharded: redis::Script,
+    broadcast: redis::Script,
 }
 
 impl LockScript {
@@ -73,8 +84,11 @@ impl LockScript {
         LockScript {
             plain: redis::Script::new(text),
             sharded: redis::Script::new(
-                &text.replace("redis.call('publish'", "redis.call('spublish'"),
+                &text
+                    .replace("redis.call('publish'", "redis.call('spublish'")
+                    .replace(COUNT_LISTENERS, SHARD_COUNT_LISTENERS),
             ),
+            broadcast: redis::Script::new(&text.replace(COUNT_LISTENERS, ASSUMED_LISTENERS)),
         }
     }
 
@@ -85,6 +99,7 @@ impl LockScript {
         match publish {
             Publish::Plain => self.plain.prepare_invoke(),
             Publish::Sharded => self.sharded.prepare_invoke(),
+            Publish::Broadcast => self.broadcast.prepare_invoke(),
         }
     }
 }

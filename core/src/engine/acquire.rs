@@ -236,6 +236,7 @@ impl LockCore {
         let ended = |outcome: Result<bool>, unknown: bool| Ended { outcome, unknown };
         let channel = self.kind.wait_channel(&self.owner);
         let told_channel = self.kind.told_channel(&self.owner);
+        let listening = self.kind.listening_channel();
         let silence = self.kind.longest_silence(&self.client.options);
         let mut closed = self.client.closed_receiver();
         let mut backoff = Backoff::default();
@@ -330,10 +331,11 @@ impl LockCore {
                 let hub = &self.client.hub;
                 let subscribing = async {
                     if subscriptions.wait.is_none() {
-                        subscriptions.wait = Some(hub.subscribe(&channel).await?);
+                        subscriptions.wait =
+                            Some(hub.subscribe(&channel, listening.as_deref()).await?);
                     }
                     if let Some(told_channel) = told_missing {
-                        subscriptions.told = Some(hub.subscribe(told_channel).await?);
+                        subscriptions.told = Some(hub.subscribe(told_channel, None).await?);
                     }
                     Ok::<(), Error>(())
                 };

@@ -113,6 +113,13 @@ pub(crate) trait LockKind: Send + Sync + 'static {
         None
     }
 
+    /// A channel subscribed together with the wait channel (after it, and left before it) on
+    /// which nothing is published: the wait channel's subscriber count less this one's is how
+    /// many clients other than polylock listen there, which a release may skip telling.
+    fn listening_channel(&self) -> Option<String> {
+        None
+    }
+
     /// For kinds with a waiter list: commands (no script) whose replies are all non-nil and
     /// non-zero when `owner`, just subscribed, missed nothing since its last look (the lock is
     /// still held and `owner` still listed, not told), so it may sleep without looking again.

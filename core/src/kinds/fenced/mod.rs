@@ -50,6 +50,10 @@ impl LockKind for Fenced {
         self.lock.told_channel(owner)
     }
 
+    fn listening_channel(&self) -> Option<String> {
+        self.lock.listening_channel()
+    }
+
     fn keeps_subscription(&self) -> bool {
         self.lock.keeps_subscription()
     }

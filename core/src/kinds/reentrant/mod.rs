@@ -3,9 +3,11 @@
 //!
 //! Among polylock clients a release wakes one waiter, not every process: waiters register in a
 //! list (`waiters.lua`), a release tells the earliest one on a channel of its own and keeps the
-//! free lock for it for a moment ([`RESERVATION`]), and publishes `00` on the shared channel,
-//! which wakes one Redisson waiter (Redisson reads it as 0); polylock waiters do not look on
-//! it, they only note that the line moves. They still listen there for Redisson's releases. The
+//! free lock for it for a moment ([`RESERVATION`]). Only when a client other than polylock
+//! listens on the shared channel (counted against the listening channel polylock's clients
+//! join with it) does the release also publish `00` there, which wakes one Redisson waiter
+//! (Redisson reads it as 0); polylock waiters do not look on it, they only note that the line
+//! moves. They still listen there for Redisson's releases. The
 //! lock is not fair: a Redisson client, or a polylock one whose look finds it free and
 //! unreserved, may take it first.
 
@@ -37,6 +39,7 @@ pub(crate) struct Reentrant {
     pub(super) waiters: String,
     pub(super) reservation: String,
     told_prefix: String,
+    listening: String,
     pub(super) publish: Publish,
 }
 
@@ -48,6 +51,7 @@ impl Reentrant {
             waiters: keys::lock_waiters(name),
             reservation: keys::lock_reservation(name),
             told_prefix: keys::lock_told_prefix(name),
+            listening: keys::lock_listening_channel(name),
             publish,
         }
     }
@@ -63,7 +67,8 @@ impl Reentrant {
     fn with_waiter_keys(&self, call: &mut ScriptInvocation<'static>) {
         call.key(&self.waiters)
             .key(&self.reservation)
-            .key(&self.told_prefix);
+            .key(&self.told_prefix)
+            .key(&self.listening);
     }
 }
 
@@ -94,6 +99,10 @@ impl LockKind for Reentrant {
         Some(keys::lock_told_channel(&self.name, owner))
     }
 
+    fn listening_channel(&self) -> Option<String> {
+        Some(self.listening.clone())
+    }
+
     fn keeps_subscription(&self) -> bool {
         true
     }
@@ -108,7 +117,8 @@ impl LockKind for Reentrant {
     }
 
     /// The waiter told may never come (its process paused or died just then), and then nobody
-    /// else is told: after this long without a release that told someone, waiters look.
+    /// else is told: after this long without a release that told someone (a `00` heard, which
+    /// only comes while Redisson listens too), waiters look.
     fn longest_silence(&self, options: &ClientOptions) -> Option<Duration> {
         Some(options.fair_queue_timeout / 2)
     }
@@ -178,5 +188,16 @@ impl LockKind for Reentrant {
             key: self.name.clone(),
             owner: owner.to_owned(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::connection::COUNT_LISTENERS;
+
+    /// The sharded and broadcast forms of the scripts rewrite this call: it must be spelled so.
+    #[test]
+    fn waking_scripts_count_listeners_as_the_script_forms_expect() {
+        assert!(include_str!("waiters.lua").contains(COUNT_LISTENERS));
     }
 }

@@ -1,6 +1,7 @@
 -- Reentrant lock: undo an acquire request whose reply was lost.
 -- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] acquire latch of that request, KEYS[4] waiter
--- list, KEYS[5] reservation, KEYS[6] prefix of the waiters' own channels.
+-- list, KEYS[5] reservation, KEYS[6] prefix of the waiters' own channels, KEYS[7] the channel
+-- polylock's listeners join.
 -- ARGV[1] owner, ARGV[2] latch lifetime ms, ARGV[3] TTL to restore when the owner keeps other
 -- levels (0: leave the TTL), ARGV[4] how long the lock is reserved for the waiter told.
 -- If the request acquired (its latch is set and not `0`: `1`, or the fenced lock's token),
@@ -29,7 +30,7 @@ if latch and latch ~= '0' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   end
 end
 if freed then
-  tell_next(KEYS[4], KEYS[5], KEYS[6], KEYS[2], ARGV[4])
+  tell_next(KEYS[4], KEYS[5], KEYS[6], KEYS[2], KEYS[7], ARGV[4])
 end
 redis.call('set', KEYS[3], '0', 'px', ARGV[2])
 return undone

@@ -3,8 +3,10 @@
 -- Whatever frees the lock calls `tell_next`: it tells the earliest registered waiter still
 -- listening, on that waiter's own channel, and reserves the free lock for it for a moment, so
 -- one waiter looks instead of every process, and a polylock client cannot barge in ahead of it.
--- The shared channel then gets `00`, which Redisson reads as 0 (wake one of its waiters) and
--- polylock ignores; with no polylock waiter listening it gets `0`, as Redisson sends it.
+-- The shared channel then gets `00` only if a client other than polylock listens there: Redisson
+-- reads it as 0 (wake one of its waiters), polylock ignores it. A release among polylock clients
+-- only thus wakes one process, not every one. With no polylock waiter listening the shared
+-- channel gets `0`, as Redisson sends it.
 -- The list outlives the waiter's sleep (at most `wait_ms`, the wait replied; -1: no expiry, at
 -- most an hour) by `place_ms`: a waiter that looks no more (gone) is dropped with it.
 local function register(waiters, owner, place_ms, wait_ms)
@@ -18,7 +20,14 @@ local function register(waiters, owner, place_ms, wait_ms)
   end
 end
 
-local function tell_next(waiters, reservation, told_prefix, shared, reserve_ms)
+-- Whether a client other than polylock listens on the shared channel: polylock's subscribe to
+-- `listening` right after it and leave it right before it, so the difference counts the others.
+local function others_listen(shared, listening)
+  local counts = redis.call('pubsub', 'numsub', shared, listening)
+  return counts[2] > counts[4]
+end
+
+local function tell_next(waiters, reservation, told_prefix, shared, listening, reserve_ms)
   while true do
     -- Each entry is popped once: one whose waiter stopped listening (gone) is dropped here.
     local next_owner = redis.call('zpopmin', waiters)[1]
@@ -27,7 +36,9 @@ local function tell_next(waiters, reservation, told_prefix, shared, reserve_ms)
     end
     if redis.call('publish', told_prefix .. ':' .. next_owner, 0) > 0 then
       redis.call('set', reservation, next_owner, 'px', reserve_ms)
-      redis.call('publish', shared, '00')
+      if others_listen(shared, listening) then
+        redis.call('publish', shared, '00')
+      end
       return
     end
   end
