@@ -882,6 +882,35 @@ async fn queued_waiters(
     waiters
 }
 
+/// A lock on `name` that a client of its own holds with the long lease.
+async fn held_long(server: &RedisServer, name: &str) -> polylock::Lock {
+    let lock = client(server).await.lock(name).unwrap();
+    assert!(lock
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    lock
+}
+
+/// A pub/sub connection of a plain Redis client: another library's listener (Redisson's).
+async fn plain_pubsub(server: &RedisServer) -> redis::aio::PubSub {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap()
+}
+
+/// Waits until every queued waiter got the lock (and released it).
+async fn all_served(waiters: Vec<tokio::task::JoinHandle<()>>) {
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("every waiter gets the lock long before the 60 s lease")
+            .unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_release_tells_one_waiter_in_one_process_in_arrival_order() {
     let server = RedisServer::start();
@@ -901,12 +930,7 @@ async fn a_release_tells_one_waiter_in_one_process_in_arrival_order() {
     let mut con = raw(&server).await;
     let before = evalsha_calls(&mut con).await;
     holder.release().await.unwrap();
-    for waiter in waiters {
-        tokio::time::timeout(Duration::from_secs(20), waiter)
-            .await
-            .expect("every waiter gets the lock long before the 60 s lease")
-            .unwrap();
-    }
+    all_served(waiters).await;
     let scripts = evalsha_calls(&mut con).await - before;
     // Each process told in turn: its acquire and its release; a herd (every process woken by
     // every release) adds a look per waiter per release, and takes them in any order.
@@ -920,17 +944,9 @@ async fn a_release_tells_one_waiter_in_one_process_in_arrival_order() {
 #[tokio::test]
 async fn a_release_still_wakes_redisson_waiters_on_the_shared_channel() {
     let server = RedisServer::start();
-    let holder = client(&server).await.lock("mixed").unwrap();
-    assert!(holder
-        .acquire(AcquireOptions::new().lease(LONG_LEASE))
-        .await
-        .unwrap());
+    let holder = held_long(&server, "mixed").await;
     // A Redisson waiter listens on the shared channel and reads the payload as a long.
-    let mut redisson = redis::Client::open(server.url())
-        .unwrap()
-        .get_async_pubsub()
-        .await
-        .unwrap();
+    let mut redisson = plain_pubsub(&server).await;
     redisson
         .subscribe("redisson_lock__channel:{mixed}")
         .await
@@ -959,18 +975,10 @@ async fn a_release_still_wakes_redisson_waiters_on_the_shared_channel() {
 #[tokio::test]
 async fn a_release_among_polylock_clients_only_publishes_nothing_on_the_shared_channel() {
     let server = RedisServer::start();
-    let holder = client(&server).await.lock("quiet").unwrap();
-    assert!(holder
-        .acquire(AcquireOptions::new().lease(LONG_LEASE))
-        .await
-        .unwrap());
+    let holder = held_long(&server, "quiet").await;
     // A pattern subscriber sees what is published without being counted by PUBSUB NUMSUB, as
     // a Redisson waiter (SUBSCRIBE) would be.
-    let mut observer = redis::Client::open(server.url())
-        .unwrap()
-        .get_async_pubsub()
-        .await
-        .unwrap();
+    let mut observer = plain_pubsub(&server).await;
     observer
         .psubscribe("redisson_lock__channel:{quiet}")
         .await
@@ -982,12 +990,7 @@ async fn a_release_among_polylock_clients_only_publishes_nothing_on_the_shared_c
     // (The holder never waited, so it never subscribed.)
     assert_eq!(listeners(&server, "quiet").await, (count, count));
     holder.release().await.unwrap();
-    for waiter in waiters {
-        tokio::time::timeout(Duration::from_secs(20), waiter)
-            .await
-            .expect("every waiter gets the lock long before the 60 s lease")
-            .unwrap();
-    }
+    all_served(waiters).await;
     assert_eq!(*order.lock().unwrap(), (0..count).collect::<Vec<_>>());
     // Each release told the next waiter directly and woke no other process; the last one, with
     // nobody listed, sent Redisson's `0`.
@@ -1016,11 +1019,7 @@ async fn listeners(server: &RedisServer, name: &str) -> (usize, usize) {
 #[tokio::test]
 async fn a_waiter_whose_pubsub_connection_was_cut_listens_and_is_counted_again() {
     let server = RedisServer::start();
-    let holder = client(&server).await.lock("recount").unwrap();
-    assert!(holder
-        .acquire(AcquireOptions::new().lease(LONG_LEASE))
-        .await
-        .unwrap());
+    let holder = held_long(&server, "recount").await;
     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
     let waiters = queued_waiters(&server, "recount", 1, order).await;
     assert_eq!(listeners(&server, "recount").await, (1, 1));
@@ -1042,12 +1041,7 @@ async fn a_waiter_whose_pubsub_connection_was_cut_listens_and_is_counted_again()
         .await
     );
     holder.release().await.unwrap();
-    for waiter in waiters {
-        tokio::time::timeout(Duration::from_secs(20), waiter)
-            .await
-            .expect("the waiter gets the lock long before the 60 s lease")
-            .unwrap();
-    }
+    all_served(waiters).await;
     // The waiter that acquired keeps its channels while it held; released, nothing is left.
     assert!(
         eventually(Duration::from_secs(5), || async {
