@@ -80,6 +80,13 @@ struct Entry {
     companion: Option<String>,
 }
 
+impl Entry {
+    /// The entry's `channel` and its companion, in the order they are subscribed.
+    fn channels(&self, channel: &str) -> impl Iterator<Item = String> {
+        std::iter::once(channel.to_owned()).chain(self.companion.clone())
+    }
+}
+
 #[derive(Default)]
 struct Channels(Mutex<HashMap<String, Entry>>);
 
@@ -98,10 +105,10 @@ impl Channels {
 
     /// `channel` and its companion, in the order they are subscribed.
     fn with_companion(&self, channel: &str) -> Vec<String> {
-        let companion = self.map().get(channel).and_then(|e| e.companion.clone());
-        std::iter::once(channel.to_owned())
-            .chain(companion)
-            .collect()
+        match self.map().get(channel) {
+            Some(entry) => entry.channels(channel).collect(),
+            None => vec![channel.to_owned()],
+        }
     }
 }
 
@@ -127,37 +134,29 @@ enum Sink {
 
 impl Sink {
     async fn subscribe(&mut self, channels: &[String]) -> redis::RedisResult<()> {
+        self.change(channels, true).await
+    }
+
+    async fn unsubscribe(&mut self, channels: &[String]) -> redis::RedisResult<()> {
+        self.change(channels, false).await
+    }
+
+    /// Subscribes to `channels` (or leaves them), in their order.
+    async fn change(&mut self, channels: &[String], subscribe: bool) -> redis::RedisResult<()> {
         match self {
-            Sink::Plain(sink) => sink.subscribe(channels).await,
+            Sink::Plain(sink) if subscribe => sink.subscribe(channels).await,
+            Sink::Plain(sink) => sink.unsubscribe(channels).await,
             // One by one: channels of different slots live on different nodes.
             Sink::Cluster {
                 connection,
                 sharded,
             } => {
                 for channel in channels {
-                    if *sharded {
-                        connection.ssubscribe(channel).await?;
-                    } else {
-                        connection.subscribe(channel).await?;
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-
-    async fn unsubscribe(&mut self, channels: &[String]) -> redis::RedisResult<()> {
-        match self {
-            Sink::Plain(sink) => sink.unsubscribe(channels).await,
-            Sink::Cluster {
-                connection,
-                sharded,
-            } => {
-                for channel in channels {
-                    if *sharded {
-                        connection.sunsubscribe(channel).await?;
-                    } else {
-                        connection.unsubscribe(channel).await?;
+                    match (subscribe, *sharded) {
+                        (true, true) => connection.ssubscribe(channel).await?,
+                        (true, false) => connection.subscribe(channel).await?,
+                        (false, true) => connection.sunsubscribe(channel).await?,
+                        (false, false) => connection.unsubscribe(channel).await?,
                     }
                 }
                 Ok(())
@@ -281,7 +280,7 @@ impl Hub {
 
     /// Subscribes to `channel` (or joins the existing subscription) and returns once Redis has
     /// confirmed it, so that no message sent after this returns can be missed. A `companion`
-    /// (the first subscriber's counts) is subscribed and left with it.
+    /// is subscribed and left with it (the one given by the subscriber that opened it).
     pub(crate) async fn subscribe(
         &self,
         channel: &str,
@@ -469,9 +468,7 @@ impl Control {
             .channels
             .map()
             .iter()
-            .flat_map(|(channel, entry)| {
-                std::iter::once(channel.clone()).chain(entry.companion.clone())
-            })
+            .flat_map(|(channel, entry)| entry.channels(channel))
             .collect();
         let (mut sink, reader) = match &self.source {
             Source::Single(client) => self.connect_plain((**client).clone()).await?,

@@ -7,9 +7,8 @@
 //! listens on the shared channel (counted against the listening channel polylock's clients
 //! join with it) does the release also publish `00` there, which wakes one Redisson waiter
 //! (Redisson reads it as 0); polylock waiters do not look on it, they only note that the line
-//! moves. They still listen there for Redisson's releases. The
-//! lock is not fair: a Redisson client, or a polylock one whose look finds it free and
-//! unreserved, may take it first.
+//! moves. They still listen there for Redisson's releases. The lock is not fair: a Redisson
+//! client, or a polylock one whose look finds it free and unreserved, may take it first.
 
 use std::sync::LazyLock;
 use std::time::Duration;
