@@ -46,6 +46,13 @@ pub fn lock_told_channel(name: &str, owner: &str) -> String {
     format!("{}:{owner}", lock_told_prefix(name))
 }
 
+/// polylock's HASH of the waiters of a reentrant lock that accept the lock directly (owner ->
+/// the acquire request it waits under): a release grants the lock to such a waiter in the same
+/// script, and tells it so, instead of keeping the lock for it to come and take.
+pub fn lock_grants(name: &str) -> String {
+    tagged("polylock_lock_grants", name)
+}
+
 /// The channel every polylock client subscribes to together with a reentrant lock's channel
 /// (after it, and leaves before it): nothing is published on it, but its subscriber count,
 /// taken from the lock's, tells a script how many clients other than polylock (Redisson's)
@@ -62,7 +69,13 @@ pub fn unlock_latch(name: &str, request_id: &str) -> String {
 /// polylock's own latch of one acquire request: `1` once it acquired, `0` once it was undone.
 /// It makes an acquire whose reply was lost safe to retry and possible to undo.
 pub fn acquire_latch(name: &str, request_id: &str) -> String {
-    format!("{}:{request_id}", tagged("polylock_acquire_latch", name))
+    format!("{}:{request_id}", acquire_latch_prefix(name))
+}
+
+/// The prefix of a lock's acquire latches (`<prefix>:<request>`): a release that grants the lock
+/// to a waiter writes that waiter's latch, whose request it learns only from the grants HASH.
+pub fn acquire_latch_prefix(name: &str) -> String {
+    tagged("polylock_acquire_latch", name)
 }
 
 /// The fenced lock's token counter (a STRING, never expiring): every acquisition increments it.

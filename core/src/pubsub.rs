@@ -39,6 +39,9 @@ const READ_UNLOCKED: &[u8] = b"1";
 /// Payload of a polylock release that told its next polylock waiter directly: Redisson reads it
 /// as 0 (wake one waiter); polylock's waiters leave it to the one told.
 const TOLD_ELSEWHERE: &[u8] = b"00";
+/// Prefix of a message granting the lock to a waiter, on its own channel:
+/// `g:<request>:<server time ms>`.
+const GRANTED: &[u8] = b"g:";
 /// Delay before the next attempt to re-establish a broken pub/sub connection.
 const RECONNECT_DELAY: Duration = Duration::from_millis(200);
 
@@ -53,6 +56,8 @@ struct Wakeups {
     messages: AtomicU64,
     /// Releases that told a waiter elsewhere (`00`): the line is moving.
     told_elsewhere: AtomicU64,
+    /// The latest grant received: the request the lock was granted to, and the server's time.
+    grant: Mutex<Option<(String, i64)>>,
 }
 
 impl Wakeups {
@@ -224,6 +229,19 @@ impl Subscription {
             tokio::time::sleep(period).await;
             if self.notify.told_elsewhere.load(Ordering::SeqCst) == seen {
                 return;
+            }
+        }
+    }
+
+    /// The server time (ms) at which the lock was granted to `request`, if this channel
+    /// received that grant (taken: it is read once).
+    pub(crate) fn take_grant(&self, request: &str) -> Option<i64> {
+        let mut grant = self.notify.grant.lock().unwrap_or_else(|p| p.into_inner());
+        match grant.take() {
+            Some((granted, server_ms)) if granted == request => Some(server_ms),
+            other => {
+                *grant = other;
+                None
             }
         }
     }
@@ -614,10 +632,24 @@ fn dispatch(channels: &Channels, channel: &str, payload: &[u8]) {
         TOLD_ELSEWHERE => {
             entry.notify.told_elsewhere.fetch_add(1, Ordering::SeqCst);
         }
+        // Every local call of the owner looks whether the grant is its own.
+        granted if granted.starts_with(GRANTED) => {
+            if let Some(grant) = parse_grant(&granted[GRANTED.len()..]) {
+                *entry.notify.grant.lock().unwrap_or_else(|p| p.into_inner()) = Some(grant);
+            }
+            entry.notify.wake_all();
+        }
         READ_UNLOCKED => entry.notify.wake_all(),
         // A semaphore's release publishes the permits now available (any number): every local
         // waiter looks, since which of them the permits suit (one needing 1 or 3) only the
         // server can tell. Unknown payloads also mean the lock changed.
         _ => entry.notify.wake_all(),
     }
+}
+
+/// `<request>:<server time ms>`, the rest of a grant message.
+fn parse_grant(rest: &[u8]) -> Option<(String, i64)> {
+    let rest = std::str::from_utf8(rest).ok()?;
+    let (request, server_ms) = rest.rsplit_once(':')?;
+    Some((request.to_owned(), server_ms.parse().ok()?))
 }

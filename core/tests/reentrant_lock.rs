@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use futures_util::{FutureExt, StreamExt};
 use polylock::{AcquireOptions, Client, ErrorKind};
+use polylock_testkit::{Fault, FaultProxy};
 use redis::AsyncCommands;
 
 const LONG_LEASE: Duration = Duration::from_secs(60);
@@ -846,12 +847,25 @@ fn a_caller_on_a_runtime_without_timers_or_io_is_served() {
 }
 
 /// Polylock waiters in different processes (clients) on one name, each registered in the waiter
-/// list before the next arrives.
+/// list before the next arrives, acquiring with the long fixed lease (so they are told, not
+/// granted the lock).
 async fn queued_waiters(
     server: &RedisServer,
     name: &str,
     count: usize,
     order: Arc<std::sync::Mutex<Vec<usize>>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let options = AcquireOptions::new().lease(LONG_LEASE);
+    queued_waiters_with(server, name, count, order, options).await
+}
+
+/// As [`queued_waiters`], acquiring with `options`.
+async fn queued_waiters_with(
+    server: &RedisServer,
+    name: &str,
+    count: usize,
+    order: Arc<std::sync::Mutex<Vec<usize>>>,
+    options: AcquireOptions,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let con = raw(server).await;
     let mut waiters = Vec::new();
@@ -859,10 +873,7 @@ async fn queued_waiters(
         let lock = client(server).await.lock(name).unwrap();
         let order = order.clone();
         waiters.push(tokio::spawn(async move {
-            assert!(lock
-                .acquire(AcquireOptions::new().lease(LONG_LEASE))
-                .await
-                .unwrap());
+            assert!(lock.acquire(options).await.unwrap());
             order.lock().unwrap().push(index);
             lock.release().await.unwrap();
         }));
@@ -911,34 +922,178 @@ async fn all_served(waiters: Vec<tokio::task::JoinHandle<()>>) {
     }
 }
 
-#[tokio::test]
-async fn a_release_tells_one_waiter_in_one_process_in_arrival_order() {
-    let server = RedisServer::start();
-    let holder_client = client(&server).await;
+/// A line of `count` waiters acquiring with `options`, each in a process (client) of its own,
+/// queued behind a holder and served from its release on. Replies the order they were served
+/// in and the script calls it took, the first release's included.
+async fn serve_line(
+    server: &RedisServer,
+    name: &str,
+    count: usize,
+    options: AcquireOptions,
+) -> (Vec<usize>, i64) {
+    let holder_client = client(server).await;
     // The server learns the release script first (its first call is a NOSCRIPT and an EVAL).
     let warm = holder_client.lock("warm").unwrap();
     assert!(warm.acquire(AcquireOptions::new()).await.unwrap());
     warm.release().await.unwrap();
-    let holder = holder_client.lock("line").unwrap();
+    let holder = holder_client.lock(name).unwrap();
     assert!(holder
         .acquire(AcquireOptions::new().lease(LONG_LEASE))
         .await
         .unwrap());
     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let count = 6;
-    let waiters = queued_waiters(&server, "line", count, order.clone()).await;
-    let mut con = raw(&server).await;
+    let waiters = queued_waiters_with(server, name, count, order.clone(), options).await;
+    let mut con = raw(server).await;
     let before = evalsha_calls(&mut con).await;
     holder.release().await.unwrap();
     all_served(waiters).await;
     let scripts = evalsha_calls(&mut con).await - before;
+    let order = order.lock().unwrap().clone();
+    (order, scripts)
+}
+
+#[tokio::test]
+async fn a_release_tells_one_waiter_in_one_process_in_arrival_order() {
+    let server = RedisServer::start();
+    let count = 6;
+    // Fixed leases: each waiter is told, and takes the lock with a script of its own.
+    let (order, scripts) = serve_line(
+        &server,
+        "line",
+        count,
+        AcquireOptions::new().lease(LONG_LEASE),
+    )
+    .await;
     // Each process told in turn: its acquire and its release; a herd (every process woken by
     // every release) adds a look per waiter per release, and takes them in any order.
-    assert_eq!(*order.lock().unwrap(), (0..count).collect::<Vec<_>>());
+    assert_eq!(order, (0..count).collect::<Vec<_>>());
     assert!(
         scripts <= 1 + 2 * count as i64,
         "{scripts} script calls for {count} handoffs"
     );
+}
+
+#[tokio::test]
+async fn a_release_grants_the_lock_to_the_next_watchdog_waiter_which_sends_no_acquire() {
+    let server = RedisServer::start();
+    let count = 6;
+    // Watchdog leases: each waiter accepts the lock straight from the release before it.
+    let (order, scripts) = serve_line(&server, "granted", count, AcquireOptions::new()).await;
+    assert_eq!(order, (0..count).collect::<Vec<_>>());
+    // Only the releases: a waiter told (not granted) sends its own acquire too (1 + 2 * count).
+    // A holder slow enough for its first renewal (a third of the 1 s grant) may add one.
+    assert!(
+        scripts <= 1 + count as i64 + 2,
+        "{scripts} script calls for {count} handoffs"
+    );
+    let mut con = raw(&server).await;
+    assert!(!exists(&mut con, "polylock_lock_grants:{granted}").await);
+    assert!(!exists(&mut con, "granted").await);
+}
+
+#[tokio::test]
+async fn a_granted_hold_is_extended_to_the_watchdog_lease_and_released_as_usual() {
+    let server = RedisServer::start();
+    let holder = held_long(&server, "extended").await;
+    let waiter = client(&server).await.lock("extended").unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move { waiter.acquire(AcquireOptions::new()).await }
+    });
+    let mut con = raw(&server).await;
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let mut con = con.clone();
+            async move { exists(&mut con, "polylock_lock_grants:{extended}").await }
+        })
+        .await
+    );
+    // Its own channel is subscribed before its second look; then it sleeps.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    holder.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap());
+    assert!(waiter.is_held());
+    // Granted for a second; the watchdog's first renewal makes it the 30 s watchdog lease.
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let mut con = con.clone();
+            async move { con.pttl::<_, i64>("extended").await.unwrap() > 10_000 }
+        })
+        .await,
+        "the grant was not extended"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(waiter.is_held());
+    assert!(exists(&mut con, "extended").await);
+    waiter.release().await.unwrap();
+    assert!(!exists(&mut con, "extended").await);
+}
+
+#[tokio::test]
+async fn a_waiter_that_gives_up_as_it_is_granted_the_lock_gives_it_back_to_the_next() {
+    let server = RedisServer::start();
+    let holder = held_long(&server, "given-back").await;
+    // The server learns the leave script first (a first call through the slow proxy below is a
+    // NOSCRIPT and an EVAL: two round trips).
+    let warm = client(&server).await.lock("given-back").unwrap();
+    let briefly = AcquireOptions::new().wait(Duration::from_millis(50));
+    assert!(!warm.acquire(briefly).await.unwrap());
+    // The first waiter reaches Redis through a proxy, which will hold back the grant message.
+    let proxy = FaultProxy::start(server.port());
+    let first = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(5),
+    )
+    .await
+    .lock("given-back")
+    .unwrap();
+    let first_waiting = tokio::spawn({
+        let first = first.clone();
+        async move { first.acquire(AcquireOptions::new()).await }
+    });
+    let mut con = raw(&server).await;
+    let listed = |count: usize| {
+        let con = con.clone();
+        move || {
+            let mut con = con.clone();
+            async move {
+                con.zcard::<_, usize>("polylock_lock_waiters:{given-back}")
+                    .await
+                    .unwrap()
+                    == count
+            }
+        }
+    };
+    assert!(eventually(Duration::from_secs(5), listed(1)).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The second waiter would sleep 30 s (half its queue timeout) unless someone tells it.
+    let second_client = Client::builder(server.url())
+        .fair_queue_timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let second = second_client.lock("given-back").unwrap();
+    let second_waiting = tokio::spawn({
+        let second = second.clone();
+        async move { second.acquire(AcquireOptions::new()).await }
+    });
+    assert!(eventually(Duration::from_secs(5), listed(2)).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The release grants the lock to the first waiter; the message reaches it late, after its
+    // caller gave up, whose leave reaches Redis while the 1 s grant still holds.
+    proxy.set(Fault::Delay(Duration::from_millis(300)));
+    holder.release().await.unwrap();
+    first_waiting.abort();
+    let acquired = tokio::time::timeout(Duration::from_secs(10), second_waiting)
+        .await
+        .expect("the waiter that gave up handed the lock on, long before a 30 s wait")
+        .unwrap()
+        .unwrap();
+    assert!(acquired);
+    assert!(!first.is_held());
+    second.release().await.unwrap();
+    assert!(!exists(&mut con, "given-back").await);
 }
 
 #[tokio::test]

@@ -105,11 +105,13 @@ impl WaitSubscriptions {
 
 /// A waiter's subscriptions; whether it used up a wake-up message on the wait channel that the
 /// next attempt has not answered yet (a waiter that leaves then passes it on); whether it took
-/// a place it must leave when it gives up.
+/// a place it must leave when it gives up; and, when it is listed to be granted the lock, when
+/// its latest look was sent and the server's clock (ms) when it ran.
 struct Waiting {
     subscriptions: WaitSubscriptions,
     woken: bool,
     has_place: bool,
+    queued: Option<(Instant, i64)>,
 }
 
 /// Waits for a message on `subscription`, at most `max`; never ends when there is none.
@@ -134,6 +136,15 @@ async fn silence_or_pending(subscription: &Subscription, period: Option<Duration
 struct Ended {
     outcome: Result<bool>,
     unknown: bool,
+}
+
+impl Ended {
+    /// An acquisition that could not be recorded (the client closed meanwhile): nothing may
+    /// hold now, so the resolver undoes it.
+    fn unknown_if_closed(self) -> Ended {
+        let unknown = self.unknown || self.outcome.is_err();
+        Ended { unknown, ..self }
+    }
 }
 
 fn remaining(deadline: Option<Instant>) -> Duration {
@@ -192,6 +203,7 @@ impl LockCore {
             subscriptions: self.take_kept_subscriptions(),
             woken: false,
             has_place: false,
+            queued: None,
         };
         let first_sent = Instant::now();
         let ended = self
@@ -209,7 +221,7 @@ impl LockCore {
             if ended.unknown {
                 self.resolve_unknown(request, lease, first_sent);
             } else if waiting.has_place {
-                self.leave_queue().await;
+                self.leave_queue(&request).await;
             }
             let wait = waiting.subscriptions.wait.as_ref();
             if let Some(subscription) = wait.filter(|_| waiting.woken) {
@@ -248,6 +260,14 @@ impl LockCore {
             if let Err(err) = self.client.check_usable(self.name()) {
                 return ended(Err(err), unknown);
             }
+            if let Some(renewed_at) = self.granted(waiting, request) {
+                return ended(
+                    self.hand_over(request, None, lease, renewed_at, handoff)
+                        .await,
+                    false,
+                )
+                .unknown_if_closed();
+            }
             // Messages after this look are not missed by the sleep after it.
             let (mut messages, mut told) = waiting.subscriptions.messages();
             let will_wait = !remaining(deadline).is_zero();
@@ -255,20 +275,12 @@ impl LockCore {
             let holder_lease = match self.try_acquire(lease, request, will_wait).await {
                 Ok(Attempt::Acquired { token }) => {
                     waiting.woken = false;
-                    // Record the hold, then hand it to the caller, unless the caller is gone.
-                    if let Err(err) =
-                        self.record_acquired(request.to_owned(), token, lease, sent_at)
-                    {
-                        // Closed meanwhile: nothing may hold now; the resolver undoes it.
-                        return ended(Err(err), true);
-                    }
-                    if handoff.commit() {
-                        return ended(Ok(true), false);
-                    }
-                    if let Err(err) = self.release().await {
-                        tracing::warn!(lock = %self.name(), error = %err, "could not undo an acquire whose caller went away");
-                    }
-                    return ended(Ok(false), false);
+                    return ended(
+                        self.hand_over(request, token, lease, sent_at, handoff)
+                            .await,
+                        false,
+                    )
+                    .unknown_if_closed();
                 }
                 Ok(Attempt::Undone) => return ended(Ok(false), false),
                 Ok(Attempt::NotSynced { replicas }) => {
@@ -290,12 +302,19 @@ impl LockCore {
                     }
                     continue;
                 }
-                Ok(Attempt::Busy(holder_lease)) => {
+                Ok(attempt @ (Attempt::Busy(_) | Attempt::Queued { .. })) => {
                     unknown = false;
                     waiting.woken = false;
                     waiting.has_place |= self.kind.busy_attempt_takes_a_place(will_wait);
                     backoff = Backoff::default();
-                    holder_lease
+                    match attempt {
+                        Attempt::Queued { wait, server_ms } => {
+                            waiting.queued = Some((sent_at, server_ms));
+                            wait
+                        }
+                        Attempt::Busy(wait) => wait,
+                        _ => unreachable!("matched above"),
+                    }
                 }
                 Err(err) if err.is_transient() => {
                     // The outcome is unknown: retry the same request within the wait bound.
@@ -387,15 +406,73 @@ impl LockCore {
         }
     }
 
+    /// Records an acquisition of `request` (its key lives at least until `sent_at` + its lease)
+    /// and hands it to the caller; if the caller is gone, releases it and answers false. An
+    /// error (the client closed meanwhile) leaves it to the resolver to undo.
+    async fn hand_over(
+        self: &Arc<Self>,
+        request: &str,
+        token: Option<i64>,
+        lease: Lease,
+        sent_at: Instant,
+        handoff: &Handoff,
+    ) -> Result<bool> {
+        self.record_acquired(request.to_owned(), token, lease, sent_at)?;
+        if handoff.commit() {
+            return Ok(true);
+        }
+        if let Err(err) = self.release().await {
+            tracing::warn!(lock = %self.name(), error = %err, "could not undo an acquire whose caller went away");
+        }
+        Ok(false)
+    }
+
+    /// Whether a release granted the lock to `request` (a message on the told channel), in time
+    /// to count on it: then the instant from which the watchdog lease, counted, ends no later
+    /// than the grant does, and the watchdog is asked to extend it well before. A grant too
+    /// close to its end (a process paused meanwhile) is left to the next look, which finds it
+    /// still held (and extends it) or gone.
+    fn granted(&self, waiting: &Waiting, request: &str) -> Option<Instant> {
+        let server_ms = waiting.subscriptions.told.as_ref()?.take_grant(request)?;
+        let (looked_at, looked_server_ms) = waiting.queued?;
+        let window = self.kind.grant_window()?;
+        // The look ran after it was sent, and the grant (server_ms - looked_server_ms) after
+        // that, less up to 1 ms of rounding: the grant came no earlier than this here.
+        let after_look = server_ms
+            .checked_sub(looked_server_ms)?
+            .checked_sub(1)?
+            .max(0);
+        let ends = looked_at + Duration::from_millis(after_look as u64) + window;
+        let now = Instant::now();
+        if ends <= now + window / 2 {
+            return None;
+        }
+        let renewed_at = ends.checked_sub(self.lease_of(Lease::Watchdog))?;
+        self.client.upkeep.renew_by(now + (ends - now) / 3);
+        Some(renewed_at)
+    }
+
+    /// Whether a release may grant the lock to this call directly: a waiter held by the
+    /// watchdog (whose first renewal extends the short grant to its lease) of a kind that
+    /// grants, unless each acquisition must be confirmed by the replicas first.
+    fn accepts_grant(&self, lease: Lease, will_wait: bool) -> bool {
+        will_wait
+            && lease == Lease::Watchdog
+            && self.client.replica_sync.is_none()
+            && self.kind.grant_window().is_some()
+    }
+
     /// One acquire attempt.
     async fn try_acquire(&self, lease: Lease, request: &str, will_wait: bool) -> Result<Attempt> {
         let mut connection = self.client.connection.clone();
+        let accepts_grant = self.accepts_grant(lease, will_wait);
         let lease = self.lease_of(lease);
         let args = AcquireArgs {
             owner: &self.owner,
             lease_ms: lease.as_millis() as u64,
             request,
             will_wait,
+            accepts_grant,
         };
         tracing::trace!(target: "polylock::handoff", "attempt sent");
         let reply: redis::Value = self
@@ -512,10 +589,14 @@ impl LockCore {
         });
     }
 
-    /// A waiter that gives up leaves its queue at once (best effort: else its deadline or
-    /// queue timeout skips it later).
-    async fn leave_queue(&self) {
-        let Some(call) = self.kind.leave_queue(&self.owner, &self.client.options) else {
+    /// A waiter that gives up leaves its queue at once, and gives back a lock granted to its
+    /// `request` meanwhile (best effort: else its deadline or queue timeout skips it later, and
+    /// a grant runs out).
+    async fn leave_queue(&self, request: &str) {
+        let Some(call) = self
+            .kind
+            .leave_queue(&self.owner, request, &self.client.options)
+        else {
             return;
         };
         let mut connection = self.client.connection.clone();

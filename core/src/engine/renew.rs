@@ -49,6 +49,8 @@ pub(crate) struct Scheduler {
     /// The watchdog lease.
     lease: Duration,
     wake: Notify,
+    /// A renewal due before the usual period (a hold granted for a short while).
+    renew_by: Mutex<Option<Instant>>,
     check_requested: AtomicBool,
     stopped: AtomicBool,
     generations: std::sync::atomic::AtomicU64,
@@ -68,6 +70,7 @@ impl Scheduler {
             entries: Mutex::new(HashMap::new()),
             lease,
             wake: Notify::new(),
+            renew_by: Mutex::new(None),
             check_requested: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             generations: std::sync::atomic::AtomicU64::new(0),
@@ -93,6 +96,20 @@ impl Scheduler {
         };
         self.entries().insert(id, entry);
         self.wake.notify_one();
+    }
+
+    /// Renews the watchdog's holds by `at` at the latest (a hold just granted for less than
+    /// the watchdog lease).
+    pub(crate) fn renew_by(&self, at: Instant) {
+        let mut renew_by = self.renew_by.lock().unwrap_or_else(|p| p.into_inner());
+        *renew_by = Some(renew_by.map_or(at, |earlier| earlier.min(at)));
+        drop(renew_by);
+        self.wake.notify_one();
+    }
+
+    /// The renewal asked for by [`Scheduler::renew_by`], if any.
+    fn early_renewal(&self) -> Option<Instant> {
+        *self.renew_by.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn untrack(&self, id: u64) {
@@ -282,6 +299,9 @@ async fn run(scheduler: Arc<Scheduler>, mut connection: Connection) {
     // After an outage, fixed leases are checked too: the server may have restarted.
     let mut suspect = false;
     loop {
+        if let Some(early) = scheduler.early_renewal() {
+            next_renewal = next_renewal.min(early);
+        }
         let wake_at = scheduler
             .earliest_end()
             .map_or(next_renewal, |end| end.min(next_renewal));
@@ -295,6 +315,7 @@ async fn run(scheduler: Arc<Scheduler>, mut connection: Connection) {
         let now = Instant::now();
         let check = scheduler.check_requested.swap(false, Ordering::AcqRel);
         if now >= next_renewal || check {
+            *scheduler.renew_by.lock().unwrap_or_else(|p| p.into_inner()) = None;
             let reachable = scheduler.renew(&mut connection, check || suspect).await;
             if scheduler.stopped.load(Ordering::Acquire) {
                 return;

@@ -38,6 +38,9 @@ pub(crate) struct AcquireArgs<'a> {
     /// Whether the caller waits when it finds the lock busy (kinds with a waiter list register
     /// it there; an attempt that will not wait leaves no trace).
     pub will_wait: bool,
+    /// Whether a release may grant the lock to this waiter directly, under this request (see
+    /// [`LockKind::grant_window`]).
+    pub accepts_grant: bool,
 }
 
 /// Undoes an acquire request whose outcome is unknown (its reply was lost).
@@ -72,6 +75,12 @@ pub(crate) enum Attempt {
     /// Someone else holds it; look again within this long at the latest (`None`: no expiry,
     /// only a message will tell).
     Busy(Option<Duration>),
+    /// Busy, and listed as a waiter that a release may grant the lock to directly; the
+    /// server's clock (ms) when it looked, against which a grant's time is read.
+    Queued {
+        wait: Option<Duration>,
+        server_ms: i64,
+    },
     /// The request was undone before it ran (a tombstone in its latch).
     Undone,
     /// Acquired on the primary, but not all of its `replicas` connected replicas acknowledged it
@@ -82,11 +91,24 @@ pub(crate) enum Attempt {
 impl Attempt {
     /// Busy, from the holder's PTTL as a script replies it (negative: no expiry).
     pub(crate) fn busy(pttl_ms: i64) -> Attempt {
-        match pttl_ms {
-            ms if ms >= 0 => Attempt::Busy(Some(Duration::from_millis(ms.max(1) as u64))),
-            _ => Attempt::Busy(None),
-        }
+        Attempt::Busy(wait_of(pttl_ms))
     }
+}
+
+/// Reads the usual acquire reply: nil acquired, an integer the holder's PTTL (or how long to
+/// wait at most; negative: no expiry), `UNDONE` a tombstone.
+pub(crate) fn read_plain_acquire(reply: Value) -> Result<Attempt, Value> {
+    match reply {
+        Value::Nil => Ok(Attempt::Acquired { token: None }),
+        Value::Int(ms) => Ok(Attempt::busy(ms)),
+        Value::SimpleString(ref status) if status == "UNDONE" => Ok(Attempt::Undone),
+        other => Err(other),
+    }
+}
+
+/// How long to wait at most, from a PTTL as a script replies it (negative: no expiry).
+pub(crate) fn wait_of(pttl_ms: i64) -> Option<Duration> {
+    (pttl_ms >= 0).then(|| Duration::from_millis(pttl_ms.max(1) as u64))
 }
 
 /// What the watchdog sends to keep a hold alive: `script` renews `key` for `owner` and answers
@@ -127,6 +149,14 @@ pub(crate) trait LockKind: Send + Sync + 'static {
         None
     }
 
+    /// For kinds whose release may hand the lock to the next waiter in the same script (that
+    /// waiter learns it from a message on its told channel, sparing it a round trip): how long
+    /// the lock is granted for, before the waiter's watchdog extends it to its lease. Short, so
+    /// that a waiter paused or dead just then holds up the next only briefly.
+    fn grant_window(&self) -> Option<Duration> {
+        None
+    }
+
     /// Whether a handle keeps its channels subscribed between waits once it has acquired (its
     /// own channel: the next wait then needs no subscribe and no second look).
     fn keeps_subscription(&self) -> bool {
@@ -156,12 +186,7 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     /// Reads the reply of [`LockKind::acquire`]: nil acquired, an integer the holder's PTTL
     /// (or how long to wait at most; negative: no expiry), `UNDONE` a tombstone.
     fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
-        match reply {
-            Value::Nil => Ok(Attempt::Acquired { token: None }),
-            Value::Int(ms) => Ok(Attempt::busy(ms)),
-            Value::SimpleString(ref status) if status == "UNDONE" => Ok(Attempt::Undone),
-            other => Err(other),
-        }
+        read_plain_acquire(reply)
     }
 
     fn undo_acquire(
@@ -172,10 +197,12 @@ pub(crate) trait LockKind: Send + Sync + 'static {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static>;
 
-    /// A waiter that gives up: leave whatever queue it joined (best effort).
+    /// A waiter that gives up: leave whatever queue it joined, and give back the lock if a
+    /// release granted it to `request` meanwhile (best effort).
     fn leave_queue(
         &self,
         _owner: &str,
+        _request: &str,
         _options: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
         None

@@ -123,7 +123,12 @@ impl LockKind for Fair {
         call
     }
 
-    fn leave_queue(&self, owner: &str, _: &ClientOptions) -> Option<ScriptInvocation<'static>> {
+    fn leave_queue(
+        &self,
+        owner: &str,
+        _: &str,
+        _: &ClientOptions,
+    ) -> Option<ScriptInvocation<'static>> {
         let mut call = self.call(&CANCEL);
         call.arg(owner).arg(allowance_ms());
         Some(call)

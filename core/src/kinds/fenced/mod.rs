@@ -120,9 +120,10 @@ impl LockKind for Fenced {
     fn leave_queue(
         &self,
         owner: &str,
+        request: &str,
         options: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
-        self.lock.leave_queue(owner, options)
+        self.lock.leave_queue(owner, request, options)
     }
 
     /// Deletes the lock, not the counter (as Redisson's `forceUnlock`): tokens go on growing.

@@ -117,7 +117,12 @@ impl LockKind for ReadLock {
         call
     }
 
-    fn leave_queue(&self, owner: &str, _: &ClientOptions) -> Option<ScriptInvocation<'static>> {
+    fn leave_queue(
+        &self,
+        owner: &str,
+        _: &str,
+        _: &ClientOptions,
+    ) -> Option<ScriptInvocation<'static>> {
         Some(self.0.leave(&self.0.readers, owner.to_owned()))
     }
 
@@ -234,7 +239,12 @@ impl LockKind for WriteLock {
         call
     }
 
-    fn leave_queue(&self, owner: &str, _: &ClientOptions) -> Option<ScriptInvocation<'static>> {
+    fn leave_queue(
+        &self,
+        owner: &str,
+        _: &str,
+        _: &ClientOptions,
+    ) -> Option<ScriptInvocation<'static>> {
         Some(self.0.leave(&self.0.writers, write_field(owner)))
     }
 

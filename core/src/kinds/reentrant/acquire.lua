@@ -1,13 +1,15 @@
 -- Reentrant lock (Redisson RLock): acquire or re-enter.
 -- KEYS[1] lock hash, KEYS[2] acquire latch of this request, KEYS[3] waiter list,
--- KEYS[4] reservation.
+-- KEYS[4] reservation, KEYS[5] grants.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] how long a place in the waiter list lasts without a
--- look (0: the caller will not wait, so it does not register). The latch of an acquisition
+-- look (0: the caller will not wait, so it does not register), ARGV[4] this request when the
+-- waiter accepts the lock directly from a release ('' when not). The latch of an acquisition
 -- lives as long as its lease: once that level has expired, nothing may undo it in the name of
 -- this request.
 -- Replies nil when acquired (or when this request already acquired: a retry), how long to wait
--- at most when busy (the holder's PTTL, or the reservation's), UNDONE when the request was
--- undone before it ran.
+-- at most when busy (the holder's PTTL, or the reservation's), or {wait, server time ms} when
+-- it listed a waiter that accepts the lock directly, UNDONE when the request was undone before
+-- it ran.
 local latch = redis.call('get', KEYS[2])
 if latch == '0' then
   return redis.status_reply('UNDONE')
@@ -23,12 +25,17 @@ if take then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   redis.call('set', KEYS[2], '1', 'px', ARGV[1])
-  redis.call('zrem', KEYS[3], ARGV[2])
+  if redis.call('zrem', KEYS[3], ARGV[2]) == 1 then
+    redis.call('hdel', KEYS[5], ARGV[2])
+  end
   if reserved then
     redis.call('del', KEYS[4])
   end
   return nil
 end
 local wait = longest_wait(KEYS[1], KEYS[4], reserved)
-register(KEYS[3], ARGV[2], ARGV[3], wait)
+local now = register(KEYS[3], ARGV[2], ARGV[3], wait, KEYS[5], ARGV[4])
+if now and ARGV[4] ~= '' then
+  return {wait, now}
+end
 return wait

@@ -1,16 +1,28 @@
--- Reentrant lock: a waiter gives up. It leaves the waiter list; if the lock is free and was
--- reserved for it (it was told, and will not come) or for nobody, the next waiter is told.
--- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] waiter list, KEYS[4] reservation, KEYS[5] prefix
--- of the waiters' own channels, KEYS[6] the channel polylock's listeners join.
+-- Reentrant lock: a waiter gives up. It leaves the waiter list and the grants. If a release
+-- granted it the lock meanwhile (the latch of the request that gives up is `1`, and it holds a
+-- level), that level is released; else if the lock is free and was reserved for it (it was
+-- told, and will not come) or for nobody, the next waiter is told all the same.
+-- KEYS[1] lock hash, KEYS[2] channel, KEYS[3..8] the waiter list's keys (`line_keys`),
+-- KEYS[9] the acquire latch of the request that gives up.
 -- ARGV[1] owner, ARGV[2] how long the lock is reserved for the waiter told.
 -- Replies 1 when it told the next waiter.
-redis.call('zrem', KEYS[3], ARGV[1])
-if redis.call('exists', KEYS[1]) == 1 then
-  return 0
+local line = line_keys(3)
+redis.call('zrem', line.waiters, ARGV[1])
+redis.call('hdel', line.grants, ARGV[1])
+if redis.call('get', KEYS[9]) == '1' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+  redis.call('del', KEYS[9])
+  if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then
+    return 0
+  end
+  redis.call('del', KEYS[1])
+else
+  if redis.call('exists', KEYS[1]) == 1 then
+    return 0
+  end
+  local reserved = redis.call('get', line.reservation)
+  if reserved and reserved ~= ARGV[1] then
+    return 0
+  end
 end
-local reserved = redis.call('get', KEYS[4])
-if reserved and reserved ~= ARGV[1] then
-  return 0
-end
-tell_next(KEYS[3], KEYS[4], KEYS[5], KEYS[2], KEYS[6], ARGV[2])
+tell_next(line, KEYS[1], KEYS[2], ARGV[2])
 return 1

@@ -3,7 +3,9 @@
 //!
 //! Among polylock clients a release wakes one waiter, not every process: waiters register in a
 //! list (`waiters.lua`), a release tells the earliest one on a channel of its own and keeps the
-//! free lock for it for a moment ([`RESERVATION`]). Only when a client other than polylock
+//! free lock for it for a moment ([`RESERVATION`]), or, when that waiter registered its request
+//! for it (a watchdog hold), grants it the lock in the same script, for the same moment, until
+//! its watchdog extends it: the waiter then holds it from the message on, a round trip sooner. Only when a client other than polylock
 //! listens on the shared channel (counted against the listening channel polylock's clients
 //! join with it) does the release also publish `00` there, which wakes one Redisson waiter
 //! (Redisson reads it as 0); polylock waiters do not look on it, they only note that the line
@@ -13,17 +15,20 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::ScriptInvocation;
+use redis::{ScriptInvocation, Value};
 
 use crate::connection::{LockScript, Publish};
 use crate::engine::HASH_RENEWAL;
 use crate::keys;
-use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::kinds::{
+    read_plain_acquire, wait_of, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
+};
 use crate::options::ClientOptions;
 
-/// How long a release keeps the free lock for the waiter it told: ample for that waiter's
-/// look to arrive; if it never does (its process paused or died just then), others may take
-/// the lock after this.
+/// How long a release keeps the free lock for the waiter it told, or grants it to that waiter
+/// before the waiter's watchdog extends it: ample for that waiter's look (or renewal) to
+/// arrive; if it never does (its process paused or died just then), others may take the lock
+/// after this.
 const RESERVATION: Duration = Duration::from_secs(1);
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!("waiters.lua", "acquire.lua");
@@ -39,6 +44,8 @@ pub(crate) struct Reentrant {
     pub(super) reservation: String,
     told_prefix: String,
     listening: String,
+    grants: String,
+    latch_prefix: String,
     pub(super) publish: Publish,
 }
 
@@ -51,6 +58,8 @@ impl Reentrant {
             reservation: keys::lock_reservation(name),
             told_prefix: keys::lock_told_prefix(name),
             listening: keys::lock_listening_channel(name),
+            grants: keys::lock_grants(name),
+            latch_prefix: keys::acquire_latch_prefix(name),
             publish,
         }
     }
@@ -62,12 +71,15 @@ impl Reentrant {
         call
     }
 
-    /// The waiter list's keys, which waking scripts take after their own.
+    /// The waiter list's keys, which waking scripts take after their own (`line_keys` in
+    /// `waiters.lua` reads them in this order).
     fn with_waiter_keys(&self, call: &mut ScriptInvocation<'static>) {
         call.key(&self.waiters)
             .key(&self.reservation)
             .key(&self.told_prefix)
-            .key(&self.listening);
+            .key(&self.listening)
+            .key(&self.grants)
+            .key(&self.latch_prefix);
     }
 }
 
@@ -106,6 +118,10 @@ impl LockKind for Reentrant {
         true
     }
 
+    fn grant_window(&self) -> Option<Duration> {
+        Some(RESERVATION)
+    }
+
     /// Still held (a release in between deleted it, which Redisson's `0` told the lock channel
     /// before it was subscribed), and still listed (a release in between that found this waiter
     /// not yet listening dropped it from the list).
@@ -137,10 +153,26 @@ impl LockKind for Reentrant {
             .key(keys::acquire_latch(&self.name, args.request))
             .key(&self.waiters)
             .key(&self.reservation)
+            .key(&self.grants)
             .arg(args.lease_ms)
             .arg(args.owner)
-            .arg(place_ms(args, options));
+            .arg(place_ms(args, options))
+            .arg(if args.accepts_grant { args.request } else { "" });
         call
+    }
+
+    /// Also `{wait, server ms}`: busy, listed as a waiter that accepts a grant.
+    fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
+        match reply {
+            Value::Array(ref items) => match items.as_slice() {
+                [Value::Int(wait), Value::Int(server_ms)] => Ok(Attempt::Queued {
+                    wait: wait_of(*wait),
+                    server_ms: *server_ms,
+                }),
+                _ => Err(reply),
+            },
+            other => read_plain_acquire(other),
+        }
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
@@ -167,10 +199,17 @@ impl LockKind for Reentrant {
         call
     }
 
-    fn leave_queue(&self, owner: &str, _: &ClientOptions) -> Option<ScriptInvocation<'static>> {
+    fn leave_queue(
+        &self,
+        owner: &str,
+        request: &str,
+        _: &ClientOptions,
+    ) -> Option<ScriptInvocation<'static>> {
         let mut call = self.waking_call(&LEAVE);
         self.with_waiter_keys(&mut call);
-        call.arg(owner).arg(reservation_ms());
+        call.key(keys::acquire_latch(&self.name, request))
+            .arg(owner)
+            .arg(reservation_ms());
         Some(call)
     }
 

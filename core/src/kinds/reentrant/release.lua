@@ -1,10 +1,10 @@
 -- Reentrant lock: release one level.
 -- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] unlock latch of this release request,
--- KEYS[4] acquire latch of the level released, KEYS[5] waiter list, KEYS[6] reservation,
--- KEYS[7] prefix of the waiters' own channels, KEYS[8] the channel polylock's listeners join.
+-- KEYS[4] acquire latch of the level released, KEYS[5..10] the waiter list's keys
+-- (`line_keys`).
 -- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] latch lifetime ms,
 -- ARGV[4] latch lifetime ms after a final release, ARGV[5] how long the lock is reserved for
--- the waiter told.
+-- the waiter told (or granted to it before its watchdog extends it).
 -- Replies nil (not held by the owner), 0 (still held), 1 (released); a retry of the same
 -- request replays its first answer from the unlock latch.
 local replay = redis.call('get', KEYS[3])
@@ -19,7 +19,7 @@ if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[1])
 else
   redis.call('del', KEYS[1])
-  tell_next(KEYS[5], KEYS[6], KEYS[7], KEYS[2], KEYS[8], ARGV[5])
+  tell_next(line_keys(5), KEYS[1], KEYS[2], ARGV[5])
   result = 1
 end
 redis.call('del', KEYS[4])

@@ -1,23 +1,49 @@
 -- Reentrant lock: polylock's waiter list, prepended to the scripts that use it.
 -- A waiter that will wait registers (`register`) in a ZSET owner -> arrival (server time, us).
 -- Whatever frees the lock calls `tell_next`: it tells the earliest registered waiter still
--- listening, on that waiter's own channel, and reserves the free lock for it for a moment, so
--- one waiter looks instead of every process, and a polylock client cannot barge in ahead of it.
+-- listening, on that waiter's own channel, so one waiter wakes instead of every process, and a
+-- polylock client cannot barge in ahead of it. A waiter registered with its request in the
+-- grants HASH is given the lock in the same script (`g:<request>:<server ms>`), for a short
+-- lease that its watchdog extends; any other is told the lock is free (`0`) and finds it kept
+-- for it for a moment (the reservation).
 -- The shared channel then gets `00` only if a client other than polylock listens there: Redisson
 -- reads it as 0 (wake one of its waiters), polylock ignores it. A release among polylock clients
 -- only thus wakes one process, not every one. With no polylock waiter listening the shared
 -- channel gets `0`, as Redisson sends it.
 -- The list outlives the waiter's sleep (at most `wait_ms`, the wait replied; -1: no expiry, at
 -- most an hour) by `place_ms`: a waiter that looks no more (gone) is dropped with it.
-local function register(waiters, owner, place_ms, wait_ms)
-  if place_ms ~= '0' then
-    local now = redis.call('time')
-    redis.call('zadd', waiters, 'nx', now[1] * 1000000 + now[2], owner)
-    local ttl = (wait_ms >= 0 and wait_ms or 3600000) + tonumber(place_ms)
-    if redis.call('pttl', waiters) < ttl then
-      redis.call('pexpire', waiters, ttl)
+
+-- The waiter list's keys, which waking scripts take from KEYS[first] on, in this order.
+local function line_keys(first)
+  return {
+    waiters = KEYS[first],
+    reservation = KEYS[first + 1],
+    told_prefix = KEYS[first + 2],
+    listening = KEYS[first + 3],
+    grants = KEYS[first + 4],
+    latch_prefix = KEYS[first + 5],
+  }
+end
+
+-- Lists `owner`; with a `request` (not ''), it accepts the lock directly, under that request.
+-- Replies the server time in ms (nil when not listed).
+local function register(waiters, owner, place_ms, wait_ms, grants, request)
+  if place_ms == '0' then
+    return nil
+  end
+  local now = redis.call('time')
+  redis.call('zadd', waiters, 'nx', now[1] * 1000000 + now[2], owner)
+  local ttl = (wait_ms >= 0 and wait_ms or 3600000) + tonumber(place_ms)
+  if redis.call('pttl', waiters) < ttl then
+    redis.call('pexpire', waiters, ttl)
+  end
+  if grants and request ~= '' then
+    redis.call('hset', grants, owner, request)
+    if redis.call('pttl', grants) < ttl then
+      redis.call('pexpire', grants, ttl)
     end
   end
+  return now[1] * 1000 + math.floor(now[2] / 1000)
 end
 
 -- Whether a client other than polylock listens on the shared channel: polylock's subscribe to
@@ -27,22 +53,49 @@ local function others_listen(shared, listening)
   return counts[2] > counts[4]
 end
 
-local function tell_next(waiters, reservation, told_prefix, shared, listening, reserve_ms)
+-- Gives the free `lock` to `owner` under `request` for `grant_ms`, and tells it so. False (and
+-- nothing written) when that request was undone meanwhile, or nobody received the message.
+local function grant(line, lock, owner, request, grant_ms)
+  local latch = line.latch_prefix .. ':' .. request
+  if not redis.call('set', latch, '1', 'px', grant_ms, 'nx') then
+    return false
+  end
+  redis.call('hset', lock, owner, 1)
+  redis.call('pexpire', lock, grant_ms)
+  local now = redis.call('time')
+  local message = 'g:' .. request .. ':' .. (now[1] * 1000 + math.floor(now[2] / 1000))
+  if redis.call('publish', line.told_prefix .. ':' .. owner, message) > 0 then
+    return true
+  end
+  redis.call('del', lock, latch)
+  return false
+end
+
+local function tell_next(line, lock, shared, reserve_ms)
   while true do
     -- Each entry is popped once: one whose waiter stopped listening (gone) is dropped here.
-    local next_owner = redis.call('zpopmin', waiters)[1]
+    local next_owner = redis.call('zpopmin', line.waiters)[1]
     if not next_owner then
       break
     end
-    if redis.call('publish', told_prefix .. ':' .. next_owner, 0) > 0 then
-      redis.call('set', reservation, next_owner, 'px', reserve_ms)
-      if others_listen(shared, listening) then
+    local request = redis.call('hget', line.grants, next_owner)
+    local told
+    if request then
+      redis.call('hdel', line.grants, next_owner)
+      told = grant(line, lock, next_owner, request, reserve_ms)
+    end
+    if not told and redis.call('publish', line.told_prefix .. ':' .. next_owner, 0) > 0 then
+      redis.call('set', line.reservation, next_owner, 'px', reserve_ms)
+      told = true
+    end
+    if told then
+      if others_listen(shared, line.listening) then
         redis.call('publish', shared, '00')
       end
       return
     end
   end
-  redis.call('del', reservation)
+  redis.call('del', line.reservation)
   redis.call('publish', shared, 0)
 end
 
