@@ -632,12 +632,15 @@ fn dispatch(channels: &Channels, channel: &str, payload: &[u8]) {
         TOLD_ELSEWHERE => {
             entry.notify.told_elsewhere.fetch_add(1, Ordering::SeqCst);
         }
-        // Every local call of the owner looks whether the grant is its own.
+        // Every call of the owner waiting now looks whether the grant is its own. No permit is
+        // stored for a later one (which would wake at once for a grant it cannot use, and look
+        // again for nothing); one between its look and its sleep sees the message count move.
         granted if granted.starts_with(GRANTED) => {
             if let Some(grant) = parse_grant(&granted[GRANTED.len()..]) {
                 *entry.notify.grant.lock().unwrap_or_else(|p| p.into_inner()) = Some(grant);
             }
-            entry.notify.wake_all();
+            entry.notify.message();
+            entry.notify.notify.notify_waiters();
         }
         READ_UNLOCKED => entry.notify.wake_all(),
         // A semaphore's release publishes the permits now available (any number): every local
