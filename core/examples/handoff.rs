@@ -9,6 +9,9 @@
 //! - attempt → reply: the acquire script's round trip;
 //! - reply → caller: the hold is recorded and `acquire` returns to the caller.
 //!
+//! The waiter holds with the watchdog, so a plain lock's release grants it the lock: its
+//! attempt steps are then empty (a fixed lease would show them, as the fair lock does).
+//!
 //! Usage: `handoff <redis-url> [handoffs] [plain|fair] [hold-ms]` (default 200, plain, 2 ms: how
 //! long the holder keeps the lock once the waiter was told to wait). Prints one table of medians
 //! and 90th percentiles in microseconds. A measuring tool, not a test.
@@ -181,8 +184,12 @@ fn cut(ours: &[(String, u128)], theirs: &[(String, u128)], returned: u128) -> Op
     let release_reply = first(ours, "release reply", release_sent)?;
     let message = first(theirs, "message", release_sent)?;
     let woken = first(theirs, "woken", message)?;
-    let attempt = first(theirs, "attempt sent", woken)?;
-    let reply = first(theirs, "attempt reply", attempt)?;
+    // A waiter the release granted the lock to (one held by the watchdog) sends no attempt:
+    // those two steps are empty, and the hand-back follows the wake-up.
+    let (attempt, reply) = match first(theirs, "attempt sent", woken) {
+        Some(attempt) => (attempt, first(theirs, "attempt reply", attempt)?),
+        None => (woken, woken),
+    };
     let us = |from: u128, to: u128| (to.saturating_sub(from)) as f64 / 1000.0;
     Some([
         us(release_sent, message),
