@@ -114,6 +114,15 @@ struct Waiting {
     queued: Option<(Instant, i64)>,
 }
 
+impl Waiting {
+    /// An attempt found the lock busy: a wake-up used is answered; `takes_place` when it listed
+    /// this waiter.
+    fn found_busy(&mut self, takes_place: bool) {
+        self.woken = false;
+        self.has_place |= takes_place;
+    }
+}
+
 /// Waits for a message on `subscription`, at most `max`; never ends when there is none.
 async fn told_or_pending(subscription: Option<&Subscription>, max: Duration, messages: u64) {
     match subscription {
@@ -302,19 +311,18 @@ impl LockCore {
                     }
                     continue;
                 }
-                Ok(attempt @ (Attempt::Busy(_) | Attempt::Queued { .. })) => {
+                Ok(Attempt::Busy(wait)) => {
                     unknown = false;
-                    waiting.woken = false;
-                    waiting.has_place |= self.kind.busy_attempt_takes_a_place(will_wait);
                     backoff = Backoff::default();
-                    match attempt {
-                        Attempt::Queued { wait, server_ms } => {
-                            waiting.queued = Some((sent_at, server_ms));
-                            wait
-                        }
-                        Attempt::Busy(wait) => wait,
-                        _ => unreachable!("matched above"),
-                    }
+                    waiting.found_busy(self.kind.busy_attempt_takes_a_place(will_wait));
+                    wait
+                }
+                Ok(Attempt::Queued { wait, server_ms }) => {
+                    unknown = false;
+                    backoff = Backoff::default();
+                    waiting.found_busy(true);
+                    waiting.queued = Some((sent_at, server_ms));
+                    wait
                 }
                 Err(err) if err.is_transient() => {
                     // The outcome is unknown: retry the same request within the wait bound.

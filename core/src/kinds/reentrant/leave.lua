@@ -11,10 +11,9 @@ redis.call('zrem', line.waiters, ARGV[1])
 redis.call('hdel', line.grants, ARGV[1])
 if redis.call('get', KEYS[9]) == '1' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   redis.call('del', KEYS[9])
-  if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then
+  if not take_level_off(KEYS[1], ARGV[1], '0') then
     return 0
   end
-  redis.call('del', KEYS[1])
 else
   if redis.call('exists', KEYS[1]) == 1 then
     return 0

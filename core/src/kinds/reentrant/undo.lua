@@ -21,14 +21,7 @@ end
 local latch = redis.call('get', KEYS[3])
 if latch and latch ~= '0' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   undone = 1
-  if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then
-    if tonumber(ARGV[3]) > 0 then
-      redis.call('pexpire', KEYS[1], ARGV[3])
-    end
-  else
-    redis.call('del', KEYS[1])
-    freed = true
-  end
+  freed = take_level_off(KEYS[1], ARGV[1], ARGV[3])
 end
 if freed then
   tell_next(line, KEYS[1], KEYS[2], ARGV[4])

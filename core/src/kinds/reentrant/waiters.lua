@@ -99,6 +99,19 @@ local function tell_next(line, lock, shared, reserve_ms)
   redis.call('publish', shared, 0)
 end
 
+-- Takes one level of `owner` off `lock`: the last deletes it, else the levels left get the TTL
+-- `ttl_ms` again (unless '0'). True when the lock is now free.
+local function take_level_off(lock, owner, ttl_ms)
+  if redis.call('hincrby', lock, owner, -1) > 0 then
+    if tonumber(ttl_ms) > 0 then
+      redis.call('pexpire', lock, ttl_ms)
+    end
+    return false
+  end
+  redis.call('del', lock)
+  return true
+end
+
 -- Whether `owner` may take the lock now: it holds it (re-entry), or nobody does and it is not
 -- kept for another waiter. Also returns the reservation it read (false when none).
 local function may_take(lock, reservation, owner)
