@@ -144,6 +144,12 @@ pub fn fair_seen(name: &str) -> String {
     format!("{}:polylock_seen", fair_timeouts(name))
 }
 
+/// polylock's HASH of a fair lock's queued waiters that accept the lock directly (owner -> the
+/// acquire request it waits under): a release grants the lock to such a head in the same script.
+pub fn fair_grants(name: &str) -> String {
+    tagged("polylock_fair_grants", name)
+}
+
 /// The channel on which a fair lock's release tells the waiter `owner` it is next.
 pub fn fair_waiter_channel(name: &str, owner: &str) -> String {
     format!("{}:{owner}", lock_channel(name))
@@ -197,6 +203,7 @@ mod tests {
         assert_eq!(permit_timeouts("s{t}"), "s{t}:timeout");
         assert_eq!(fair_timeouts("q"), "redisson_lock_timeout:{q}");
         assert_eq!(fair_seen("q"), "redisson_lock_timeout:{q}:polylock_seen");
+        assert_eq!(fair_grants("q"), "polylock_fair_grants:{q}");
         assert_eq!(
             fair_waiter_channel("q", "u:1"),
             "redisson_lock__channel:{q}:u:1"

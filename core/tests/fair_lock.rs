@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use polylock::{AcquireOptions, Client};
+use polylock_testkit::{Fault, FaultProxy};
 use redis::AsyncCommands;
 
 const LONG_LEASE: Duration = Duration::from_secs(60);
@@ -515,4 +516,255 @@ async fn a_queued_redisson_waiter_still_gets_redissons_deadline_arithmetic() {
     // the head; with a Redisson waiter in line, polylock does the same.
     let (_, lowered) = one_handoff("mixed-queue", 3, true).await;
     assert_eq!(lowered, 300_000.0);
+}
+
+/// A fair lock on `name` that a client of its own holds with the long lease.
+async fn fair_held_long(server: &RedisServer, name: &str) -> polylock::Lock {
+    let lock = fair_client(server, Duration::from_secs(60))
+        .await
+        .fair_lock(name)
+        .unwrap();
+    assert!(lock
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    lock
+}
+
+/// Waits until the fair queue of `name` has `count` waiters, and their second looks (after
+/// subscribing) are answered.
+async fn queued(server: &RedisServer, name: &str, count: usize) {
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            queue(&mut raw(server).await, name).await.len() == count
+        })
+        .await,
+        "{count} queued"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+/// A queue of `count` waiters acquiring with `options`, each in a process (client) of its own,
+/// behind a holder and served from its release on. Replies the order they were served in and
+/// the script calls it took, the first release's included.
+async fn serve_fair_line(name: &str, count: usize, options: AcquireOptions) -> (Vec<usize>, i64) {
+    let server = RedisServer::start();
+    let holder = fair_held_long(&server, name).await;
+    // The server learns the release script first (its first call is a NOSCRIPT and an EVAL).
+    let warm = fair_client(&server, Duration::from_secs(60))
+        .await
+        .fair_lock("warm")
+        .unwrap();
+    assert!(warm.acquire(AcquireOptions::new()).await.unwrap());
+    warm.release().await.unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for index in 0..count {
+        let lock = fair_client(&server, Duration::from_secs(60))
+            .await
+            .fair_lock(name)
+            .unwrap();
+        let order = order.clone();
+        waiters.push(tokio::spawn(async move {
+            assert!(lock.acquire(options).await.unwrap());
+            order.lock().unwrap().push(index);
+            lock.release().await.unwrap();
+        }));
+        queued(&server, name, index + 1).await;
+    }
+    let mut con = raw(&server).await;
+    let before = evalsha_calls(&mut con).await;
+    holder.release().await.unwrap();
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("every waiter gets the lock long before the 60 s lease")
+            .unwrap();
+    }
+    let scripts = evalsha_calls(&mut con).await - before;
+    assert!(!exists(&mut con, name).await);
+    assert!(!exists(&mut con, &format!("polylock_fair_grants:{{{name}}}")).await);
+    let order = order.lock().unwrap().clone();
+    (order, scripts)
+}
+
+#[tokio::test]
+async fn a_release_tells_the_head_of_fixed_lease_waiters_which_takes_the_lock_itself() {
+    let count = 6;
+    let (order, scripts) =
+        serve_fair_line("told", count, AcquireOptions::new().lease(LONG_LEASE)).await;
+    assert_eq!(order, (0..count).collect::<Vec<_>>());
+    // Each waiter told in turn: its acquire and its release.
+    assert!(
+        scripts <= 1 + 2 * count as i64,
+        "{scripts} script calls for {count} handoffs"
+    );
+}
+
+#[tokio::test]
+async fn a_release_grants_the_lock_to_the_head_held_by_the_watchdog_which_sends_no_acquire() {
+    let count = 6;
+    let (order, scripts) = serve_fair_line("granted", count, AcquireOptions::new()).await;
+    assert_eq!(order, (0..count).collect::<Vec<_>>());
+    // Only the releases; a waiter told instead of granted sends its own acquire too
+    // (1 + 2 * count). A holder slow enough for its first renewal (a third of the 1 s grant)
+    // may add one.
+    assert!(
+        scripts <= 1 + count as i64 + 2,
+        "{scripts} script calls for {count} handoffs"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fair_holders_that_come_back_for_the_lock_take_two_scripts_per_handoff() {
+    let server = RedisServer::start();
+    let (processes, rounds) = (4, 50);
+    let mut holders = Vec::new();
+    for _ in 0..processes {
+        let client = fair_client(&server, Duration::from_secs(60)).await;
+        holders.push(client.fair_lock("again").unwrap());
+    }
+    let scripts = take_turns(&server, holders, rounds).await;
+    let handoffs = (processes * rounds) as i64;
+    // Each acquisition: one look that queues (the head is then granted the lock) and one
+    // release. Slack: the first scripts loaded (NOSCRIPT, EVAL), and a renewal when a hold
+    // outlives a third of its grant.
+    assert!(
+        scripts <= 2 * handoffs + 10,
+        "{scripts} script calls for {handoffs} handoffs"
+    );
+}
+
+#[tokio::test]
+async fn a_granted_fair_hold_is_extended_to_the_watchdog_lease() {
+    let server = RedisServer::start();
+    let holder = fair_held_long(&server, "extended").await;
+    let waiter = fair_client(&server, Duration::from_secs(60))
+        .await
+        .fair_lock("extended")
+        .unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move { waiter.acquire(AcquireOptions::new()).await }
+    });
+    queued(&server, "extended", 1).await;
+    let mut con = raw(&server).await;
+    assert!(exists(&mut con, "polylock_fair_grants:{extended}").await);
+    holder.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap());
+    assert!(waiter.is_held());
+    assert!(queue(&mut con, "extended").await.is_empty());
+    // Granted for a second; the watchdog's first renewal makes it the 30 s watchdog lease.
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let mut con = con.clone();
+            async move { con.pttl::<_, i64>("extended").await.unwrap() > 10_000 }
+        })
+        .await,
+        "the grant was not extended"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(waiter.is_held());
+    waiter.release().await.unwrap();
+    assert!(!exists(&mut con, "extended").await);
+}
+
+#[tokio::test]
+async fn a_fair_waiter_that_gives_up_as_it_is_granted_the_lock_passes_it_to_the_next() {
+    let server = RedisServer::start();
+    let holder = fair_held_long(&server, "given-back").await;
+    // The server learns the cancel script first (a first call through the slow proxy below is
+    // a NOSCRIPT and an EVAL: two round trips).
+    let warm = fair_client(&server, Duration::from_secs(60))
+        .await
+        .fair_lock("given-back")
+        .unwrap();
+    let briefly = AcquireOptions::new().wait(Duration::from_millis(50));
+    assert!(!warm.acquire(briefly).await.unwrap());
+    // The head reaches Redis through a proxy, which will hold back the grant message.
+    let proxy = FaultProxy::start(server.port());
+    let first = Client::builder(proxy.url())
+        .fair_queue_timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap()
+        .fair_lock("given-back")
+        .unwrap();
+    let first_waiting = tokio::spawn({
+        let first = first.clone();
+        async move { first.acquire(AcquireOptions::new()).await }
+    });
+    queued(&server, "given-back", 1).await;
+    // The second waits up to 30 s (half its queue timeout) unless the lock is passed to it.
+    let second = fair_client(&server, Duration::from_secs(60))
+        .await
+        .fair_lock("given-back")
+        .unwrap();
+    let second_waiting = tokio::spawn({
+        let second = second.clone();
+        async move { second.acquire(AcquireOptions::new()).await }
+    });
+    queued(&server, "given-back", 2).await;
+    // The release grants the lock to the head; the message reaches it late, after its caller
+    // gave up, whose cancel reaches Redis while the 1 s grant still holds.
+    proxy.set(Fault::Delay(Duration::from_millis(300)));
+    holder.release().await.unwrap();
+    first_waiting.abort();
+    let acquired = tokio::time::timeout(Duration::from_secs(10), second_waiting)
+        .await
+        .expect("the waiter that gave up passed the lock on, long before a 30 s wait")
+        .unwrap()
+        .unwrap();
+    assert!(acquired);
+    assert!(!first.is_held());
+    second.release().await.unwrap();
+    let mut con = raw(&server).await;
+    assert!(!exists(&mut con, "given-back").await);
+    assert!(queue(&mut con, "given-back").await.is_empty());
+}
+
+#[tokio::test]
+async fn a_head_not_listening_yet_is_not_granted_the_lock_and_keeps_its_place() {
+    let server = RedisServer::start();
+    let holder = fair_held_long(&server, "deaf").await;
+    // A polylock head that registered for grants but has not subscribed yet (its second look,
+    // once subscribed, would take the free lock).
+    let mut con = raw(&server).await;
+    let (deaf, far) = (
+        "6b1f1f5e-0000-4000-8000-000000000002:1",
+        4_000_000_000_000.0,
+    );
+    let _: () = con.rpush("redisson_lock_queue:{deaf}", deaf).await.unwrap();
+    let _: () = con
+        .zadd("redisson_lock_timeout:{deaf}", deaf, far)
+        .await
+        .unwrap();
+    let _: () = con
+        .zadd("redisson_lock_timeout:{deaf}:polylock_seen", deaf, far)
+        .await
+        .unwrap();
+    let _: () = con
+        .hset("polylock_fair_grants:{deaf}", deaf, "0123")
+        .await
+        .unwrap();
+    let behind = fair_client(&server, Duration::from_secs(60))
+        .await
+        .fair_lock("deaf")
+        .unwrap();
+    let waiting = tokio::spawn({
+        let behind = behind.clone();
+        async move {
+            behind
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(2)))
+                .await
+        }
+    });
+    queued(&server, "deaf", 2).await;
+    holder.release().await.unwrap();
+    // Nobody received the grant: it is taken back, and the head keeps its place; the waiter
+    // behind it is not served out of turn.
+    assert!(!waiting.await.unwrap().unwrap());
+    assert_eq!(queue(&mut con, "deaf").await, vec![deaf.to_owned()]);
+    assert!(!exists(&mut con, "deaf").await);
+    assert!(!exists(&mut con, "polylock_acquire_latch:{deaf}:0123").await);
 }

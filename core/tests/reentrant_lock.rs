@@ -232,10 +232,6 @@ async fn a_release_wakes_one_local_waiter_not_the_whole_herd() {
     }
 }
 
-async fn evalsha_calls(con: &mut redis::aio::MultiplexedConnection) -> i64 {
-    command_calls(con, |name| name == "evalsha" || name == "eval").await
-}
-
 #[tokio::test]
 async fn a_deleted_key_is_reported_lost_within_one_renewal_period() {
     let server = RedisServer::start();
@@ -994,25 +990,12 @@ async fn a_release_grants_the_lock_to_the_next_watchdog_waiter_which_sends_no_ac
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn holders_that_come_back_for_the_lock_take_two_scripts_per_handoff() {
     let server = RedisServer::start();
-    let mut con = raw(&server).await;
     let (processes, rounds) = (4, 50);
     let mut holders = Vec::new();
     for _ in 0..processes {
         holders.push(client(&server).await.lock("again").unwrap());
     }
-    let before = evalsha_calls(&mut con).await;
-    let mut loops = Vec::new();
-    for lock in holders {
-        loops.push(tokio::spawn(async move {
-            for _ in 0..rounds {
-                assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                lock.release().await.unwrap();
-            }
-        }));
-    }
-    all_served(loops).await;
-    let scripts = evalsha_calls(&mut con).await - before;
+    let scripts = take_turns(&server, holders, rounds).await;
     let handoffs = (processes * rounds) as i64;
     // Each acquisition: one look that finds the lock held (the waiter is then granted it) and
     // one release. A grant meant for a process's earlier call must not wake its next one to

@@ -101,6 +101,12 @@ impl WaitSubscriptions {
         };
         (count(&self.wait), count(&self.told))
     }
+
+    /// The channel a grant comes on: the waiter's own, its told channel or else its wait
+    /// channel (a fair waiter's is its own).
+    fn grants(&self) -> Option<&Subscription> {
+        self.told.as_ref().or(self.wait.as_ref())
+    }
 }
 
 /// A waiter's subscriptions; whether it used up a wake-up message on the wait channel that the
@@ -270,6 +276,7 @@ impl LockCore {
                 return ended(Err(err), unknown);
             }
             if let Some(renewed_at) = self.granted(waiting, request) {
+                waiting.woken = false;
                 return ended(
                     self.hand_over(request, None, lease, renewed_at, handoff)
                         .await,
@@ -435,13 +442,13 @@ impl LockCore {
         Ok(false)
     }
 
-    /// Whether a release granted the lock to `request` (a message on the told channel), in time
+    /// Whether a release granted the lock to `request` (a message on its own channel), in time
     /// to count on it: then the instant from which the watchdog lease, counted, ends no later
     /// than the grant does, and the watchdog is asked to extend it well before. A grant too
     /// close to its end (a process paused meanwhile) is left to the next look, which finds it
     /// still held (and extends it) or gone.
     fn granted(&self, waiting: &Waiting, request: &str) -> Option<Instant> {
-        let server_ms = waiting.subscriptions.told.as_ref()?.take_grant(request)?;
+        let server_ms = waiting.subscriptions.grants()?.take_grant(request)?;
         let (looked_at, looked_server_ms) = waiting.queued?;
         let window = self.kind.grant_window()?;
         // The look ran after it was sent, and the grant (server_ms - looked_server_ms) after

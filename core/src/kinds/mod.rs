@@ -106,6 +106,21 @@ pub(crate) fn read_plain_acquire(reply: Value) -> Result<Attempt, Value> {
     }
 }
 
+/// Reads an acquire reply that may also be `{wait, server ms}`: busy, listed as a waiter that
+/// accepts a grant.
+pub(crate) fn read_queued_acquire(reply: Value) -> Result<Attempt, Value> {
+    match reply {
+        Value::Array(ref items) => match items.as_slice() {
+            [Value::Int(wait), Value::Int(server_ms)] => Ok(Attempt::Queued {
+                wait: wait_of(*wait),
+                server_ms: *server_ms,
+            }),
+            _ => Err(reply),
+        },
+        other => read_plain_acquire(other),
+    }
+}
+
 /// How long to wait at most, from a PTTL as a script replies it (negative: no expiry).
 pub(crate) fn wait_of(pttl_ms: i64) -> Option<Duration> {
     (pttl_ms >= 0).then(|| Duration::from_millis(pttl_ms.max(1) as u64))

@@ -91,6 +91,36 @@ pub async fn command_calls(
         .sum()
 }
 
+/// Script calls counted in INFO commandstats.
+pub async fn evalsha_calls(con: &mut redis::aio::MultiplexedConnection) -> i64 {
+    command_calls(con, |name| name == "evalsha" || name == "eval").await
+}
+
+/// Each lock (one per process) takes the lock `rounds` times in turn with the others: acquire
+/// (watchdog lease), hold for 1 ms, release. Replies the script calls the server counted
+/// meanwhile.
+pub async fn take_turns(server: &RedisServer, locks: Vec<polylock::Lock>, rounds: usize) -> i64 {
+    let mut con = raw(server).await;
+    let before = evalsha_calls(&mut con).await;
+    let mut loops = Vec::new();
+    for lock in locks {
+        loops.push(tokio::spawn(async move {
+            for _ in 0..rounds {
+                assert!(lock.acquire(polylock::AcquireOptions::new()).await.unwrap());
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                lock.release().await.unwrap();
+            }
+        }));
+    }
+    for handle in loops {
+        tokio::time::timeout(Duration::from_secs(60), handle)
+            .await
+            .expect("every round served")
+            .unwrap();
+    }
+    evalsha_calls(&mut con).await - before
+}
+
 pub async fn exists(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {
     con.exists(key).await.unwrap()
 }

@@ -1,40 +1,34 @@
--- Fair lock: acquire, re-enter, or queue. KEYS[6] acquire latch of this request.
+-- Fair lock: acquire, re-enter, or queue. KEYS[8] acquire latch of this request.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] queue timeout ms, ARGV[4] wait allowance W ms
--- (Redisson's fairLockWaitTimeout). The latch of an acquisition lives as long as its lease.
+-- (Redisson's fairLockWaitTimeout), ARGV[5] this request when the waiter accepts the lock
+-- directly from a release ('' when not). The latch of an acquisition lives as long as its lease.
 -- Replies nil when acquired (or already acquired by this request), UNDONE when the request was
--- undone, else how long to wait at most before looking again (ms).
-local latch = redis.call('get', KEYS[6])
+-- undone, else how long to wait at most before looking again (ms), or {that wait, server time
+-- ms} for a waiter that accepts a grant.
+local latch = redis.call('get', KEYS[8])
 if latch == '0' then
   return redis.status_reply('UNDONE')
 end
 if latch == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   -- A retry of a request that acquired: the lease starts again now, as the client counts it.
   redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('pexpire', KEYS[6], ARGV[1])
+  redis.call('pexpire', KEYS[8], ARGV[1])
   return nil
 end
 local allowance = tonumber(ARGV[4])
 if ((not head) or head == ARGV[2]) and redis.call('exists', KEYS[1]) == 0 then
   if head then
-    redis.call('lpop', KEYS[2])
-    redis.call('zrem', KEYS[3], ARGV[2])
-    redis.call('zrem', seen_key, ARGV[2])
-    -- As Redisson: everyone behind moves up one place and loses one allowance.
-    if redisson_queued() then
-      for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
-        redis.call('zincrby', KEYS[3], -allowance, waiter)
-      end
-    end
+    head_takes_lock(allowance)
   end
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[6], '1', 'px', ARGV[1])
+  redis.call('set', KEYS[8], '1', 'px', ARGV[1])
   return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[6], '1', 'px', ARGV[1])
+  redis.call('set', KEYS[8], '1', 'px', ARGV[1])
   return nil
 end
 local deadline = tonumber(redis.call('zscore', KEYS[3], ARGV[2]))
@@ -61,17 +55,32 @@ if deadline < floor then
   redis.call('zadd', KEYS[3], floor, ARGV[2])
 end
 redis.call('zadd', seen_key, now + tonumber(ARGV[3]), ARGV[2])
+-- A grant entry is written (or an earlier request's removed) at every look; the HASH lives as
+-- long as the liveness records, and its entries leave with their owners.
+if ARGV[5] ~= '' then
+  redis.call('hset', grants_key, ARGV[2], ARGV[5])
+else
+  redis.call('hdel', grants_key, ARGV[2])
+end
 if redis.call('pttl', seen_key) < 2 * tonumber(ARGV[3]) then
   redis.call('pexpire', seen_key, 2 * tonumber(ARGV[3]))
+  redis.call('pexpire', grants_key, 2 * tonumber(ARGV[3]))
 end
+local wait
 if position == 0 then
-  -- Next in line: the release will tell us; meanwhile the holder's lease bounds the wait.
-  return pttl
+  -- Next in line: the release will tell us (or grant us the lock); meanwhile the holder's
+  -- lease bounds the wait.
+  wait = pttl
+else
+  -- Behind others: look again when the head's deadline or liveness record passes (it may have
+  -- died).
+  wait = head_deadline
+  if head_seen ~= nil and head_seen < wait then
+    wait = head_seen
+  end
+  wait = wait - now
 end
--- Behind others: look again when the head's deadline or liveness record passes (it may have
--- died).
-local wake = head_deadline
-if head_seen ~= nil and head_seen < wake then
-  wake = head_seen
+if ARGV[5] ~= '' then
+  return {wait, now}
 end
-return wake - now
+return wait

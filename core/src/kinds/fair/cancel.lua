@@ -1,3 +1,14 @@
--- Fair lock: a waiter gives up. ARGV[1] owner, ARGV[2] wait allowance W ms.
-leave_queue(ARGV[1], tonumber(ARGV[2]))
+-- Fair lock: a waiter gives up. KEYS[8] the acquire latch of the request that gives up.
+-- ARGV[1] owner, ARGV[2] wait allowance W ms, ARGV[3] how long a grant lasts.
+-- If a release granted it the lock meanwhile (that latch is `1` and it holds a level), the
+-- level is released and the lock passes on; else it leaves the queue.
+if redis.call('get', KEYS[8]) == '1' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+  redis.call('del', KEYS[8])
+  if redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then
+    redis.call('del', KEYS[1])
+    pass_on(tonumber(ARGV[2]), ARGV[3])
+  end
+  return 0
+end
+leave_queue(ARGV[1], tonumber(ARGV[2]), ARGV[3])
 return 0

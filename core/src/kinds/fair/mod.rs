@@ -10,21 +10,34 @@
 //! record) is queued, and a queue of polylock waiters costs O(1) per acquisition. A dead polylock
 //! waiter is skipped one queue timeout after its last look, through a "seen" ZSET that only
 //! polylock reads.
+//!
+//! A release passes the lock to the head of the queue: it grants it in the same script to a
+//! polylock head held by the watchdog (which registered its request for it, in a grants HASH),
+//! for [`GRANT_WINDOW`] until that waiter's watchdog extends it, and tells that waiter so on its
+//! channel; the head then holds it without an acquire of its own. Any other head (Redisson's,
+//! or a fixed lease) is told the lock is free and comes to take it, as in Redisson.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::ScriptInvocation;
+use redis::{ScriptInvocation, Value};
 
 use crate::connection::{LockScript, Publish};
 use crate::engine::HASH_RENEWAL;
 use crate::keys;
-use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::kinds::{
+    read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
+};
 use crate::options::ClientOptions;
 
 /// Redisson's default `fairLockWaitTimeout` (5 min): the allowance each queued waiter adds to
 /// the deadlines behind it, and which each acquisition from the head subtracts again.
 const WAIT_ALLOWANCE: Duration = Duration::from_secs(300);
+
+/// How long a release grants the lock to the head before that waiter's watchdog extends it:
+/// ample for the renewal to arrive; a waiter paused or dead just then holds up the queue no
+/// longer than this.
+const GRANT_WINDOW: Duration = Duration::from_secs(1);
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "acquire.lua");
 static RELEASE: LazyLock<LockScript> = lock_script!("prelude.lua", "release.lua");
@@ -37,6 +50,8 @@ pub(crate) struct Fair {
     queue: String,
     timeouts: String,
     seen: String,
+    grants: String,
+    latch_prefix: String,
     /// `redisson_lock__channel:{name}`; each waiter listens on `<prefix>:<owner>`.
     channel_prefix: String,
     publish: Publish,
@@ -49,6 +64,8 @@ impl Fair {
             queue: keys::fair_queue(name),
             timeouts: keys::fair_timeouts(name),
             seen: keys::fair_seen(name),
+            grants: keys::fair_grants(name),
+            latch_prefix: keys::acquire_latch_prefix(name),
             channel_prefix: keys::lock_channel(name),
             publish,
         }
@@ -61,13 +78,19 @@ impl Fair {
             .key(&self.queue)
             .key(&self.timeouts)
             .key(&self.channel_prefix)
-            .key(&self.seen);
+            .key(&self.seen)
+            .key(&self.grants)
+            .key(&self.latch_prefix);
         call
     }
 }
 
 fn allowance_ms() -> u64 {
     WAIT_ALLOWANCE.as_millis() as u64
+}
+
+fn grant_ms() -> u64 {
+    GRANT_WINDOW.as_millis() as u64
 }
 
 impl LockKind for Fair {
@@ -81,6 +104,18 @@ impl LockKind for Fair {
 
     fn keeps_subscription(&self) -> bool {
         true
+    }
+
+    fn grant_window(&self) -> Option<Duration> {
+        Some(GRANT_WINDOW)
+    }
+
+    /// Still held (a release in between found this waiter not yet listening, and left the lock
+    /// free for it to take), and still queued.
+    fn nothing_missed(&self, owner: &str) -> Option<redis::Pipeline> {
+        let mut pipe = redis::pipe();
+        pipe.exists(&self.name).zscore(&self.timeouts, owner);
+        Some(pipe)
     }
 
     /// Look again before the queue timeout passes, or the waiter would lose its place.
@@ -98,8 +133,13 @@ impl LockKind for Fair {
             .arg(args.lease_ms)
             .arg(args.owner)
             .arg(options.fair_queue_timeout.as_millis() as u64)
-            .arg(allowance_ms());
+            .arg(allowance_ms())
+            .arg(if args.accepts_grant { args.request } else { "" });
         call
+    }
+
+    fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
+        read_queued_acquire(reply)
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
@@ -108,7 +148,8 @@ impl LockKind for Fair {
             .arg(args.owner)
             .arg(args.latch_ms)
             .arg(args.lease_ms)
-            .arg(allowance_ms());
+            .arg(allowance_ms())
+            .arg(grant_ms());
         call
     }
 
@@ -119,23 +160,30 @@ impl LockKind for Fair {
             .arg(args.lease_ms)
             .arg(args.owner)
             .arg(args.latch_ms)
-            .arg(args.final_latch_ms);
+            .arg(args.final_latch_ms)
+            .arg(allowance_ms())
+            .arg(grant_ms());
         call
     }
 
     fn leave_queue(
         &self,
         owner: &str,
-        _: &str,
+        request: &str,
         _: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
         let mut call = self.call(&CANCEL);
-        call.arg(owner).arg(allowance_ms());
+        call.key(keys::acquire_latch(&self.name, request))
+            .arg(owner)
+            .arg(allowance_ms())
+            .arg(grant_ms());
         Some(call)
     }
 
     fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
-        Some(self.call(&FORCE_UNLOCK))
+        let mut call = self.call(&FORCE_UNLOCK);
+        call.arg(allowance_ms()).arg(grant_ms());
+        Some(call)
     }
 
     fn renewal(&self, owner: &str) -> Renewal {

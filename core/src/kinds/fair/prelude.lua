@@ -1,12 +1,15 @@
 -- Fair lock (Redisson RFairLock): the start of every fair script.
 -- KEYS[1] lock hash, KEYS[2] queue (LIST of owners), KEYS[3] timeouts (ZSET owner -> deadline
 -- ms, Redisson's), KEYS[4] channel prefix (each waiter listens on prefix:owner), KEYS[5] the
--- polylock-only "seen" ZSET (owner -> last look + queue timeout).
+-- polylock-only "seen" ZSET (owner -> last look + queue timeout), KEYS[6] the polylock-only
+-- grants HASH (owner -> the request it waits under, for waiters that accept the lock directly),
+-- KEYS[7] the prefix of the acquire latches (a grant writes the latch of the request granted).
 -- Times are the server's clock, so clients with skewed clocks agree on polylock's records;
 -- Redisson's deadlines carry a 5-minute allowance, which absorbs their clients' skew.
 local clock = redis.call('time')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local seen_key = KEYS[5]
+local grants_key = KEYS[6]
 
 -- Stale heads (deadline passed, or a polylock waiter that stopped looking) leave the queue.
 -- The live head that remains (false: the queue is empty), its deadline and its liveness record
@@ -22,6 +25,7 @@ while true do
   end
   redis.call('zrem', KEYS[3], head)
   redis.call('zrem', seen_key, head)
+  redis.call('hdel', grants_key, head)
   redis.call('lpop', KEYS[2])
 end
 
@@ -40,9 +44,53 @@ local function redisson_queued()
   return deadlines > 0 and deadlines > redis.call('zcard', seen_key)
 end
 
+-- The head leaves the queue to take the lock. As Redisson: everyone behind moves up one place
+-- and loses one allowance. (`head` still names it.)
+local function head_takes_lock(allowance)
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], head)
+  redis.call('zrem', seen_key, head)
+  redis.call('hdel', grants_key, head)
+  if redisson_queued() then
+    for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
+      redis.call('zincrby', KEYS[3], -allowance, waiter)
+    end
+  end
+end
+
+-- Passes the free lock on to the head. A head that accepts a grant is given it in this script:
+-- its request's latch is set (NX: an undone request holds `0` and is not granted), it is told
+-- `g:<request>:<server ms>`, and it takes the lock from the head of the queue for `grant_ms`,
+-- until its watchdog extends it. (Nobody sees the lock before the script ends, so the message
+-- may go first.) A head not listening yet is neither granted nor dropped: it looks again once
+-- subscribed. Any other head is told `0`, and comes to take the lock itself.
+local function pass_on(allowance, grant_ms)
+  if not head then
+    return
+  end
+  local request = redis.call('hget', grants_key, head)
+  if request then
+    local latch = KEYS[7] .. ':' .. request
+    if redis.call('set', latch, '1', 'px', grant_ms, 'nx') then
+      local message = 'g:' .. request .. ':' .. now
+      if redis.call('publish', KEYS[4] .. ':' .. head, message) == 0 then
+        redis.call('del', latch)
+        return
+      end
+      local owner = head
+      head_takes_lock(allowance)
+      redis.call('hset', KEYS[1], owner, 1)
+      redis.call('pexpire', KEYS[1], grant_ms)
+      return
+    end
+    redis.call('hdel', grants_key, head)
+  end
+  tell(head)
+end
+
 -- As Redisson's acquireFailed: those behind `owner` lose one allowance, `owner` leaves, and
--- if the lock is free the new head is told.
-local function leave_queue(owner, allowance)
+-- if the lock is free it passes to the head.
+local function leave_queue(owner, allowance, grant_ms)
   if redisson_queued() then
     local behind = false
     for _, waiter in ipairs(redis.call('lrange', KEYS[2], 0, -1)) do
@@ -55,11 +103,12 @@ local function leave_queue(owner, allowance)
   end
   redis.call('zrem', KEYS[3], owner)
   redis.call('zrem', seen_key, owner)
+  redis.call('hdel', grants_key, owner)
   redis.call('lrem', KEYS[2], 0, owner)
   if redis.call('exists', KEYS[1]) == 0 then
     if head == owner then
       head = redis.call('lindex', KEYS[2], 0)
     end
-    tell(head)
+    pass_on(allowance, grant_ms)
   end
 end

@@ -1,16 +1,18 @@
--- Fair lock: release one level. KEYS[6] unlock latch of this release request, KEYS[7] acquire
+-- Fair lock: release one level. KEYS[8] unlock latch of this release request, KEYS[9] acquire
 -- latch of the level released. ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner,
--- ARGV[3] latch lifetime ms, ARGV[4] latch lifetime ms after a final release.
+-- ARGV[3] latch lifetime ms, ARGV[4] latch lifetime ms after a final release, ARGV[5] wait
+-- allowance W ms, ARGV[6] how long a grant lasts before the waiter's watchdog extends it.
 -- Replies nil (not held), 0 (still held), 1 (released).
--- Only the head of the queue is told, on its own channel. When the key is already gone the
--- head is told all the same (the lock is free) and the caller learns it did not hold it.
-local replay = redis.call('get', KEYS[6])
+-- Only the head of the queue is told (or granted the lock), on its own channel. When the key is
+-- already gone the lock passes to the head all the same (it is free) and the caller learns it
+-- did not hold it.
+local replay = redis.call('get', KEYS[8])
 if replay then
   return tonumber(replay)
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   if redis.call('exists', KEYS[1]) == 0 then
-    tell(head)
+    pass_on(tonumber(ARGV[5]), ARGV[6])
   end
   return nil
 end
@@ -19,11 +21,11 @@ if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[1])
 else
   redis.call('del', KEYS[1])
-  tell(head)
+  pass_on(tonumber(ARGV[5]), ARGV[6])
   result = 1
 end
-redis.call('del', KEYS[7])
+redis.call('del', KEYS[9])
 -- A retry after a final release finds no key and learns nothing wrong, so its latch need only
 -- cover the caller's own retries (ARGV[4]); a partial release's must cover every retry (ARGV[3]).
-redis.call('set', KEYS[6], result, 'px', result == 1 and ARGV[4] or ARGV[3])
+redis.call('set', KEYS[8], result, 'px', result == 1 and ARGV[4] or ARGV[3])
 return result

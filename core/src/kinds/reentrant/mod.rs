@@ -21,7 +21,7 @@ use crate::connection::{LockScript, Publish};
 use crate::engine::HASH_RENEWAL;
 use crate::keys;
 use crate::kinds::{
-    read_plain_acquire, wait_of, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
+    read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
 };
 use crate::options::ClientOptions;
 
@@ -161,18 +161,8 @@ impl LockKind for Reentrant {
         call
     }
 
-    /// Also `{wait, server ms}`: busy, listed as a waiter that accepts a grant.
     fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
-        match reply {
-            Value::Array(ref items) => match items.as_slice() {
-                [Value::Int(wait), Value::Int(server_ms)] => Ok(Attempt::Queued {
-                    wait: wait_of(*wait),
-                    server_ms: *server_ms,
-                }),
-                _ => Err(reply),
-            },
-            other => read_plain_acquire(other),
-        }
+        read_queued_acquire(reply)
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
