@@ -107,7 +107,12 @@ async fn main() {
         }
         drop(held);
         drop(waiting);
-        // Let the hub drop the channels nobody waits on any more.
+        // Let the hub drop the channels nobody waits on any more (unsubscribing 2 × count
+        // channels takes a while on a busy machine; bounded, then asserted below).
+        let dropping = std::time::Instant::now();
+        while waiter.subscribed_channels() > 0 && dropping.elapsed() < Duration::from_secs(30) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         tokio::time::sleep(Duration::from_millis(500)).await;
         let released = resident();
         // What the clients still track must be nothing, whatever the allocator keeps.
