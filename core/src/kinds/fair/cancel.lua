@@ -4,8 +4,7 @@
 -- level is released and the lock passes on; else it leaves the queue.
 if redis.call('get', KEYS[8]) == '1' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   redis.call('del', KEYS[8])
-  if redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then
-    redis.call('del', KEYS[1])
+  if take_level_off(KEYS[1], ARGV[1], '0') then
     pass_on(tonumber(ARGV[2]), ARGV[3])
   end
   return 0

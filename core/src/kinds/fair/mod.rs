@@ -39,11 +39,14 @@ const WAIT_ALLOWANCE: Duration = Duration::from_secs(300);
 /// longer than this.
 const GRANT_WINDOW: Duration = Duration::from_secs(1);
 
-static ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "acquire.lua");
-static RELEASE: LazyLock<LockScript> = lock_script!("prelude.lua", "release.lua");
-static UNDO: LazyLock<LockScript> = lock_script!("prelude.lua", "undo.lua");
-static CANCEL: LazyLock<LockScript> = lock_script!("prelude.lua", "cancel.lua");
-static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!("prelude.lua", "force_unlock.lua");
+static ACQUIRE: LazyLock<LockScript> =
+    lock_script!("../lock_hash.lua", "prelude.lua", "acquire.lua");
+static RELEASE: LazyLock<LockScript> =
+    lock_script!("../lock_hash.lua", "prelude.lua", "release.lua");
+static UNDO: LazyLock<LockScript> = lock_script!("../lock_hash.lua", "prelude.lua", "undo.lua");
+static CANCEL: LazyLock<LockScript> = lock_script!("../lock_hash.lua", "prelude.lua", "cancel.lua");
+static FORCE_UNLOCK: LazyLock<LockScript> =
+    lock_script!("../lock_hash.lua", "prelude.lua", "force_unlock.lua");
 
 pub(crate) struct Fair {
     name: String,

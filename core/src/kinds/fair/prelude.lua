@@ -58,32 +58,15 @@ local function head_takes_lock(allowance)
   end
 end
 
--- Passes the free lock on to the head. A head that accepts a grant is given it in this script:
--- its request's latch is set (NX: an undone request holds `0` and is not granted), it is told
--- `g:<request>:<server ms>`, and it takes the lock from the head of the queue for `grant_ms`,
--- until its watchdog extends it. (Nobody sees the lock before the script ends, so the message
--- may go first.) A head not listening yet is neither granted nor dropped: it looks again once
--- subscribed. Any other head is told `0`, and comes to take the lock itself.
+-- Passes the free lock on to the head. A head that accepts a grant (it has an entry in the
+-- grants HASH) is granted it in this script (`grant`) and leaves the queue as if it had taken
+-- it; a head not listening yet is not, and keeps its place: its next look, once subscribed,
+-- takes the free lock. Any other head is told `0`, and comes to take the lock itself.
 local function pass_on(allowance, grant_ms)
-  if not head then
+  local request = head and redis.call('hget', grants_key, head)
+  if request and grant(KEYS[1], KEYS[7], KEYS[4] .. ':' .. head, head, request, grant_ms, now) then
+    head_takes_lock(allowance)
     return
-  end
-  local request = redis.call('hget', grants_key, head)
-  if request then
-    local latch = KEYS[7] .. ':' .. request
-    if redis.call('set', latch, '1', 'px', grant_ms, 'nx') then
-      local message = 'g:' .. request .. ':' .. now
-      if redis.call('publish', KEYS[4] .. ':' .. head, message) == 0 then
-        redis.call('del', latch)
-        return
-      end
-      local owner = head
-      head_takes_lock(allowance)
-      redis.call('hset', KEYS[1], owner, 1)
-      redis.call('pexpire', KEYS[1], grant_ms)
-      return
-    end
-    redis.call('hdel', grants_key, head)
   end
   tell(head)
 end

@@ -17,10 +17,7 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   return nil
 end
 local result = 0
-if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[1])
-else
-  redis.call('del', KEYS[1])
+if take_level_off(KEYS[1], ARGV[2], ARGV[1]) then
   pass_on(tonumber(ARGV[5]), ARGV[6])
   result = 1
 end

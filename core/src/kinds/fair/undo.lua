@@ -7,12 +7,7 @@
 local undone = 0
 if redis.call('get', KEYS[8]) == '1' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   undone = 1
-  if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then
-    if tonumber(ARGV[3]) > 0 then
-      redis.call('pexpire', KEYS[1], ARGV[3])
-    end
-  else
-    redis.call('del', KEYS[1])
+  if take_level_off(KEYS[1], ARGV[1], ARGV[3]) then
     pass_on(tonumber(ARGV[4]), ARGV[5])
   end
 else

@@ -21,7 +21,11 @@ use crate::kinds::reentrant::{self, Reentrant};
 use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 
-static ACQUIRE: LazyLock<LockScript> = lock_script!("../reentrant/waiters.lua", "acquire.lua");
+static ACQUIRE: LazyLock<LockScript> = lock_script!(
+    "../lock_hash.lua",
+    "../reentrant/waiters.lua",
+    "acquire.lua"
+);
 
 pub(crate) struct Fenced {
     lock: Reentrant,

@@ -31,11 +31,14 @@ use crate::options::ClientOptions;
 /// after this.
 const RESERVATION: Duration = Duration::from_secs(1);
 
-static ACQUIRE: LazyLock<LockScript> = lock_script!("waiters.lua", "acquire.lua");
-static RELEASE: LazyLock<LockScript> = lock_script!("waiters.lua", "release.lua");
-static UNDO: LazyLock<LockScript> = lock_script!("waiters.lua", "undo.lua");
-static LEAVE: LazyLock<LockScript> = lock_script!("waiters.lua", "leave.lua");
-static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!("waiters.lua", "force_unlock.lua");
+static ACQUIRE: LazyLock<LockScript> =
+    lock_script!("../lock_hash.lua", "waiters.lua", "acquire.lua");
+static RELEASE: LazyLock<LockScript> =
+    lock_script!("../lock_hash.lua", "waiters.lua", "release.lua");
+static UNDO: LazyLock<LockScript> = lock_script!("../lock_hash.lua", "waiters.lua", "undo.lua");
+static LEAVE: LazyLock<LockScript> = lock_script!("../lock_hash.lua", "waiters.lua", "leave.lua");
+static FORCE_UNLOCK: LazyLock<LockScript> =
+    lock_script!("../lock_hash.lua", "waiters.lua", "force_unlock.lua");
 
 pub(crate) struct Reentrant {
     name: String,

@@ -53,24 +53,6 @@ local function others_listen(shared, listening)
   return counts[2] > counts[4]
 end
 
--- Gives the free `lock` to `owner` under `request` for `grant_ms`, and tells it so. False (and
--- nothing written) when that request was undone meanwhile, or nobody received the message.
-local function grant(line, lock, owner, request, grant_ms)
-  local latch = line.latch_prefix .. ':' .. request
-  if not redis.call('set', latch, '1', 'px', grant_ms, 'nx') then
-    return false
-  end
-  redis.call('hset', lock, owner, 1)
-  redis.call('pexpire', lock, grant_ms)
-  local now = redis.call('time')
-  local message = 'g:' .. request .. ':' .. (now[1] * 1000 + math.floor(now[2] / 1000))
-  if redis.call('publish', line.told_prefix .. ':' .. owner, message) > 0 then
-    return true
-  end
-  redis.call('del', lock, latch)
-  return false
-end
-
 local function tell_next(line, lock, shared, reserve_ms)
   while true do
     -- Each entry is popped once: one whose waiter stopped listening (gone) is dropped here.
@@ -82,7 +64,10 @@ local function tell_next(line, lock, shared, reserve_ms)
     local told
     if request then
       redis.call('hdel', line.grants, next_owner)
-      told = grant(line, lock, next_owner, request, reserve_ms)
+      local now = redis.call('time')
+      local server_ms = now[1] * 1000 + math.floor(now[2] / 1000)
+      local channel = line.told_prefix .. ':' .. next_owner
+      told = grant(lock, line.latch_prefix, channel, next_owner, request, reserve_ms, server_ms)
     end
     if not told and redis.call('publish', line.told_prefix .. ':' .. next_owner, 0) > 0 then
       redis.call('set', line.reservation, next_owner, 'px', reserve_ms)
@@ -97,19 +82,6 @@ local function tell_next(line, lock, shared, reserve_ms)
   end
   redis.call('del', line.reservation)
   redis.call('publish', shared, 0)
-end
-
--- Takes one level of `owner` off `lock`: the last deletes it, else the levels left get the TTL
--- `ttl_ms` again (unless '0'). True when the lock is now free.
-local function take_level_off(lock, owner, ttl_ms)
-  if redis.call('hincrby', lock, owner, -1) > 0 then
-    if tonumber(ttl_ms) > 0 then
-      redis.call('pexpire', lock, ttl_ms)
-    end
-    return false
-  end
-  redis.call('del', lock)
-  return true
 end
 
 -- Whether `owner` may take the lock now: it holds it (re-entry), or nobody does and it is not
