@@ -49,6 +49,10 @@ pub(crate) struct Scheduler {
     /// The watchdog lease.
     lease: Duration,
     wake: Notify,
+    /// When the task wakes next unless woken (set under the entries' lock as it goes to
+    /// sleep): a change that needs it no earlier does not wake it, so an acquisition or a
+    /// release costs the task no wake-up (a cross-thread one) in the common case.
+    wakes_at: Mutex<Option<Instant>>,
     /// A renewal due before the usual period (a hold granted for a short while).
     renew_by: Mutex<Option<Instant>>,
     check_requested: AtomicBool,
@@ -70,6 +74,7 @@ impl Scheduler {
             entries: Mutex::new(HashMap::new()),
             lease,
             wake: Notify::new(),
+            wakes_at: Mutex::new(None),
             renew_by: Mutex::new(None),
             check_requested: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
@@ -87,6 +92,7 @@ impl Scheduler {
 
     /// Starts (or replaces) the upkeep of hold `id`.
     pub(crate) fn track(&self, id: u64, renewal: Renewal, upkeep: Upkeep, lock: Weak<LockCore>) {
+        let end = self.end_of(upkeep);
         let entry = Entry {
             generation: self.generations.fetch_add(1, Ordering::Relaxed),
             renewal,
@@ -95,16 +101,28 @@ impl Scheduler {
             lock,
         };
         self.entries().insert(id, entry);
-        self.wake.notify_one();
+        self.wake_by(end);
+    }
+
+    /// Wakes the task unless it wakes by `at` anyway. A watchdog hold's lease ends after the
+    /// next periodic renewal, which the task always wakes for: tracking one never wakes it.
+    fn wake_by(&self, at: Instant) {
+        let wakes_at = *self.wakes_at.lock().unwrap_or_else(|p| p.into_inner());
+        if wakes_at.is_none_or(|wakes_at| at < wakes_at) {
+            self.wake.notify_one();
+        }
     }
 
     /// Renews the watchdog's holds by `at` at the latest (a hold just granted for less than
     /// the watchdog lease).
     pub(crate) fn renew_by(&self, at: Instant) {
+        // Under the entries' lock, as `plan_wake` reads it: see there.
+        let entries = self.entries();
         let mut renew_by = self.renew_by.lock().unwrap_or_else(|p| p.into_inner());
         *renew_by = Some(renew_by.map_or(at, |earlier| earlier.min(at)));
         drop(renew_by);
-        self.wake.notify_one();
+        drop(entries);
+        self.wake_by(at);
     }
 
     /// The renewal asked for by [`Scheduler::renew_by`], if any.
@@ -116,11 +134,19 @@ impl Scheduler {
         self.entries().remove(&id);
     }
 
+    /// A paused hold is skipped (the task may wake for it in vain); one resumed may be due
+    /// before the task wakes.
     pub(crate) fn pause(&self, id: u64, paused: bool) {
-        if let Some(entry) = self.entries().get_mut(&id) {
-            entry.paused = paused;
+        let mut entries = self.entries();
+        let Some(entry) = entries.get_mut(&id) else {
+            return;
+        };
+        entry.paused = paused;
+        let end = self.end_of(entry.upkeep);
+        drop(entries);
+        if !paused {
+            self.wake_by(end);
         }
-        self.wake.notify_one();
     }
 
     /// When hold `id`'s key expires unless renewed.
@@ -159,13 +185,23 @@ impl Scheduler {
         }
     }
 
-    /// The earliest end of a lease among the holds, if any.
-    fn earliest_end(&self) -> Option<Instant> {
-        self.entries()
+    /// When the task wakes next: at `next_renewal` (brought forward to an early renewal
+    /// asked for), or earlier for a lease that ends before. Planned and recorded under the
+    /// entries' lock, so a hold tracked (or an early renewal asked for) after this sees the
+    /// time, and one before is counted in it.
+    fn plan_wake(&self, next_renewal: &mut Instant) -> Instant {
+        let entries = self.entries();
+        if let Some(early) = self.early_renewal() {
+            *next_renewal = (*next_renewal).min(early);
+        }
+        let next_renewal = *next_renewal;
+        let wake_at = entries
             .values()
             .filter(|entry| !entry.paused)
             .map(|entry| self.end_of(entry.upkeep))
-            .min()
+            .fold(next_renewal, Instant::min);
+        *self.wakes_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(wake_at);
+        wake_at
     }
 
     /// Reports every hold whose lease has ended without renewal.
@@ -299,12 +335,7 @@ async fn run(scheduler: Arc<Scheduler>, mut connection: Connection) {
     // After an outage, fixed leases are checked too: the server may have restarted.
     let mut suspect = false;
     loop {
-        if let Some(early) = scheduler.early_renewal() {
-            next_renewal = next_renewal.min(early);
-        }
-        let wake_at = scheduler
-            .earliest_end()
-            .map_or(next_renewal, |end| end.min(next_renewal));
+        let wake_at = scheduler.plan_wake(&mut next_renewal);
         tokio::select! {
             _ = tokio::time::sleep_until(wake_at.into()) => {}
             _ = scheduler.wake.notified() => {}
