@@ -7,7 +7,7 @@
 -- holder's PTTL, or the reservation's), UNDONE when
 -- the request was undone before it ran. Every acquisition, reentrant ones too, increments the
 -- counter; the latch keeps the token, so a retry of a request that acquired replays it.
-local latch = redis.call('get', KEYS[3])
+local latch, reserved = unpack(redis.call('mget', KEYS[3], KEYS[5]))
 if latch == '0' then
   return redis.status_reply('UNDONE')
 end
@@ -17,7 +17,8 @@ if latch and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[3], ARGV[1])
   return {-1, tonumber(latch)}
 end
-local take, reserved = may_take(KEYS[1], KEYS[5], ARGV[2])
+local take
+take, reserved = may_take(KEYS[1], reserved, ARGV[2])
 if take then
   -- A counter that is not a count (another type, text, negative) fails before any write.
   local kind = redis.call('type', KEYS[2])['ok']

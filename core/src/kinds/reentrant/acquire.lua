@@ -10,7 +10,7 @@
 -- at most when busy (the holder's PTTL, or the reservation's), or {wait, server time ms} when
 -- it listed a waiter that accepts the lock directly, UNDONE when the request was undone before
 -- it ran.
-local latch = redis.call('get', KEYS[2])
+local latch, reserved = unpack(redis.call('mget', KEYS[2], KEYS[4]))
 if latch == '0' then
   return redis.status_reply('UNDONE')
 end
@@ -20,7 +20,8 @@ if latch == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[2], ARGV[1])
   return nil
 end
-local take, reserved = may_take(KEYS[1], KEYS[4], ARGV[2])
+local take
+take, reserved = may_take(KEYS[1], reserved, ARGV[2])
 if take then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])

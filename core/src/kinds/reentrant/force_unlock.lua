@@ -3,7 +3,9 @@
 -- ARGV[1] how long the lock is reserved for the waiter told.
 -- Replies 1 when a lock was deleted.
 if redis.call('del', KEYS[1]) == 1 then
-  tell_next(line_keys(3), KEYS[1], KEYS[2], ARGV[1])
+  local line = line_keys(3)
+  redis.call('del', line.reservation)
+  tell_next(line, KEYS[1], KEYS[2], ARGV[1])
   return 1
 end
 return 0

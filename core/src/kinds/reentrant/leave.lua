@@ -23,5 +23,6 @@ else
     return 0
   end
 end
+redis.call('del', line.reservation)
 tell_next(line, KEYS[1], KEYS[2], ARGV[2])
 return 1

@@ -11,15 +11,21 @@ local replay = redis.call('get', KEYS[3])
 if replay then
   return tonumber(replay)
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+local levels = redis.call('hget', KEYS[1], ARGV[2])
+if not levels then
   return nil
 end
 local result = 0
-if take_level_off(KEYS[1], ARGV[2], ARGV[1]) then
-  tell_next(line_keys(5), KEYS[1], KEYS[2], ARGV[5])
+if tonumber(levels) > 1 then
+  take_level_off(KEYS[1], ARGV[2], ARGV[1])
+  redis.call('del', KEYS[4])
+else
+  -- The last level: the lock, this level's latch and the reservation go in one call.
+  local line = line_keys(5)
+  redis.call('del', KEYS[1], KEYS[4], line.reservation)
+  tell_next(line, KEYS[1], KEYS[2], ARGV[5])
   result = 1
 end
-redis.call('del', KEYS[4])
 -- A retry after a final release finds no key and learns nothing wrong, so its latch need only
 -- cover the caller's own retries (ARGV[4]); a partial release's must cover every retry (ARGV[3]).
 redis.call('set', KEYS[3], result, 'px', result == 1 and ARGV[4] or ARGV[3])

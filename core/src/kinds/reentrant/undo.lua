@@ -24,6 +24,7 @@ if latch and latch ~= '0' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   freed = take_level_off(KEYS[1], ARGV[1], ARGV[3])
 end
 if freed then
+  redis.call('del', line.reservation)
   tell_next(line, KEYS[1], KEYS[2], ARGV[4])
 end
 redis.call('set', KEYS[3], '0', 'px', ARGV[2])

@@ -53,6 +53,8 @@ local function others_listen(shared, listening)
   return counts[2] > counts[4]
 end
 
+-- The caller has deleted the reservation (a release, with the lock, in one call): it is set
+-- again only for the waiter told now.
 local function tell_next(line, lock, shared, reserve_ms)
   while true do
     -- Each entry is popped once: one whose waiter stopped listening (gone) is dropped here.
@@ -80,20 +82,17 @@ local function tell_next(line, lock, shared, reserve_ms)
       return
     end
   end
-  redis.call('del', line.reservation)
   redis.call('publish', shared, 0)
 end
 
 -- Whether `owner` may take the lock now: it holds it (re-entry), or nobody does and it is not
--- kept for another waiter. Also returns the reservation it read (false when none).
-local function may_take(lock, reservation, owner)
-  if redis.call('hexists', lock, owner) == 1 then
-    return true, false
-  end
+-- kept for another waiter (`reserved`, the reservation the caller read: false when none). Also
+-- returns the reservation when it counts (false when the lock is held). A free lock is seen
+-- with one call.
+local function may_take(lock, reserved, owner)
   if redis.call('exists', lock) == 1 then
-    return false, false
+    return redis.call('hexists', lock, owner) == 1, false
   end
-  local reserved = redis.call('get', reservation)
   return not reserved or reserved == owner, reserved
 end
 
