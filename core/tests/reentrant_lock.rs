@@ -1113,6 +1113,91 @@ async fn a_waiter_that_gives_up_as_it_is_granted_the_lock_gives_it_back_to_the_n
 }
 
 #[tokio::test]
+async fn a_told_waiter_that_gives_up_leaves_no_reservation_behind() {
+    let server = RedisServer::start();
+    let holder = held_long(&server, "unreserved").await;
+    // The server learns the leave script first (a first call through the proxy below would be
+    // a NOSCRIPT and an EVAL).
+    let warm = client(&server).await.lock("unreserved").unwrap();
+    let briefly = AcquireOptions::new().wait(Duration::from_millis(50));
+    assert!(!warm.acquire(briefly).await.unwrap());
+    // Sees what the scripts publish on the shared channel, uncounted by PUBSUB NUMSUB.
+    let mut observer = plain_pubsub(&server).await;
+    observer
+        .psubscribe("redisson_lock__channel:{unreserved}")
+        .await
+        .unwrap();
+    let mut published = observer.on_message();
+    let proxy = FaultProxy::start(server.port());
+    let waiter = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(5),
+    )
+    .await
+    .lock("unreserved")
+    .unwrap();
+    // A fixed lease: the release tells it `0` and keeps the free lock for it (the reservation)
+    // rather than granting it the lock.
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            let options = AcquireOptions::new().lease(Duration::from_secs(30));
+            waiter.acquire(options).await
+        }
+    });
+    let mut con = raw(&server).await;
+    let reservation = "polylock_lock_reserved:{unreserved}";
+    // Listed, and listening on its own channel.
+    let told_channel = format!("polylock_lock_told:{{unreserved}}:{}", waiter.owner());
+    let listening = || {
+        let mut con = con.clone();
+        let told_channel = told_channel.clone();
+        async move {
+            let listed: usize = con
+                .zcard("polylock_lock_waiters:{unreserved}")
+                .await
+                .unwrap();
+            let counts: Vec<(String, usize)> = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(&told_channel)
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            listed == 1 && counts[0].1 == 1
+        }
+    };
+    assert!(eventually(Duration::from_secs(5), listening).await);
+    // The message telling it reaches it only after it gave up.
+    proxy.set(Fault::Delay(Duration::from_secs(3)));
+    holder.release().await.unwrap();
+    let kept_for: Option<String> = con.get(reservation).await.unwrap();
+    assert_eq!(
+        kept_for.as_deref(),
+        Some(waiter.owner()),
+        "the waiter was told"
+    );
+    proxy.set(Fault::Pass);
+    waiting.abort();
+    // Its leave finds the lock free and kept for it: it tells the next (nobody: `0` on the
+    // shared channel) and deletes the reservation, which would otherwise keep every polylock
+    // client off the free lock for up to a second.
+    let told: String = tokio::time::timeout(Duration::from_secs(5), published.next())
+        .await
+        .expect("the waiter that gave up told the next")
+        .unwrap()
+        .get_payload()
+        .unwrap();
+    assert_eq!(told, "0");
+    assert!(!exists(&mut con, reservation).await);
+    assert!(!waiter.is_held());
+    let newcomer = client(&server).await.lock("unreserved").unwrap();
+    let single_try = AcquireOptions::new().wait(Duration::ZERO);
+    assert!(newcomer.acquire(single_try).await.unwrap());
+    newcomer.release().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_release_still_wakes_redisson_waiters_on_the_shared_channel() {
     let server = RedisServer::start();
     let holder = held_long(&server, "mixed").await;
