@@ -899,6 +899,25 @@ async fn held_long(server: &RedisServer, name: &str) -> polylock::Lock {
     lock
 }
 
+/// A handle on `name` whose client reaches Redis through a fault proxy (passing for now). The
+/// server learns the leave script first: a first call through a slow proxy would be a NOSCRIPT
+/// and an EVAL, two round trips.
+async fn behind_proxy(server: &RedisServer, name: &str) -> (FaultProxy, polylock::Lock) {
+    let warm = client(server).await.lock(name).unwrap();
+    let briefly = AcquireOptions::new().wait(Duration::from_millis(50));
+    assert!(!warm.acquire(briefly).await.unwrap());
+    let proxy = FaultProxy::start(server.port());
+    let lock = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(5),
+    )
+    .await
+    .lock(name)
+    .unwrap();
+    (proxy, lock)
+}
+
 /// A pub/sub connection of a plain Redis client: another library's listener (Redisson's).
 async fn plain_pubsub(server: &RedisServer) -> redis::aio::PubSub {
     redis::Client::open(server.url())
@@ -1049,21 +1068,8 @@ async fn a_granted_hold_is_extended_to_the_watchdog_lease_and_released_as_usual(
 async fn a_waiter_that_gives_up_as_it_is_granted_the_lock_gives_it_back_to_the_next() {
     let server = RedisServer::start();
     let holder = held_long(&server, "given-back").await;
-    // The server learns the leave script first (a first call through the slow proxy below is a
-    // NOSCRIPT and an EVAL: two round trips).
-    let warm = client(&server).await.lock("given-back").unwrap();
-    let briefly = AcquireOptions::new().wait(Duration::from_millis(50));
-    assert!(!warm.acquire(briefly).await.unwrap());
     // The first waiter reaches Redis through a proxy, which will hold back the grant message.
-    let proxy = FaultProxy::start(server.port());
-    let first = client_with(
-        &proxy.url(),
-        Duration::from_secs(30),
-        Duration::from_secs(5),
-    )
-    .await
-    .lock("given-back")
-    .unwrap();
+    let (proxy, first) = behind_proxy(&server, "given-back").await;
     let first_waiting = tokio::spawn({
         let first = first.clone();
         async move { first.acquire(AcquireOptions::new()).await }
@@ -1116,11 +1122,6 @@ async fn a_waiter_that_gives_up_as_it_is_granted_the_lock_gives_it_back_to_the_n
 async fn a_told_waiter_that_gives_up_leaves_no_reservation_behind() {
     let server = RedisServer::start();
     let holder = held_long(&server, "unreserved").await;
-    // The server learns the leave script first (a first call through the proxy below would be
-    // a NOSCRIPT and an EVAL).
-    let warm = client(&server).await.lock("unreserved").unwrap();
-    let briefly = AcquireOptions::new().wait(Duration::from_millis(50));
-    assert!(!warm.acquire(briefly).await.unwrap());
     // Sees what the scripts publish on the shared channel, uncounted by PUBSUB NUMSUB.
     let mut observer = plain_pubsub(&server).await;
     observer
@@ -1128,15 +1129,7 @@ async fn a_told_waiter_that_gives_up_leaves_no_reservation_behind() {
         .await
         .unwrap();
     let mut published = observer.on_message();
-    let proxy = FaultProxy::start(server.port());
-    let waiter = client_with(
-        &proxy.url(),
-        Duration::from_secs(30),
-        Duration::from_secs(5),
-    )
-    .await
-    .lock("unreserved")
-    .unwrap();
+    let (proxy, waiter) = behind_proxy(&server, "unreserved").await;
     // A fixed lease: the release tells it `0` and keeps the free lock for it (the reservation)
     // rather than granting it the lock.
     let waiting = tokio::spawn({
