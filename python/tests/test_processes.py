@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -44,6 +45,9 @@ CTRL_C_SCRIPT = textwrap.dedent(
     import os, signal, sys, threading, time
     import polylock
 
+    # Python's own Ctrl-C handler, as in a terminal: one started with SIGINT ignored (a
+    # background job of a shell without job control) would otherwise never raise.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     url, name = sys.argv[1], sys.argv[2]
     holder_client = polylock.Client(url)
     holder = holder_client.lock(name)
@@ -82,11 +86,23 @@ def test_ctrl_c_interrupts_a_blocking_acquire(url, redis, name):
     assert redis("EXISTS", name) == 0
 
 
+@contextlib.contextmanager
+def pythons_ctrl_c_handler():
+    """Python's own SIGINT handler, as in a terminal, for the duration: interrupt_main does
+    nothing while SIGINT is ignored, as in pytest started as a background job of a shell
+    without job control."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_in_the_main_thread_of_pytest_too(url, redis, name):
     """Same, in this process: the interrupt comes from a timer via _thread.interrupt_main."""
     import _thread
 
-    with polylock.Client(url) as client:
+    with pythons_ctrl_c_handler(), polylock.Client(url) as client:
         holder_ready = threading.Event()
         release_holder = threading.Event()
 
