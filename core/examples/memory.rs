@@ -9,8 +9,12 @@
 //! Usage: `memory <redis-url> [locks] [rounds]` (default 10,000 and 10). Prints one line per
 //! round and the per-lock and per-waiter cost; it stops if a client still tracks a channel or a
 //! hold after the release. Free heap memory is handed back (`malloc_trim`) before each reading,
-//! so the figures count memory in use. A measuring tool, not a test.
+//! so the figures count memory in use. Beside the resident size it prints the live heap (bytes
+//! allocated and not yet freed, counted by this example's allocator): what the clients keep,
+//! apart from what the allocator keeps around it. A measuring tool, not a test.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -35,6 +39,43 @@ fn resident() -> u64 {
     pages * 4096
 }
 
+/// The system allocator, counting the bytes live (allocated and not yet freed).
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed on unchanged to `System`; the counter only observes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let block = unsafe { System.alloc(layout) };
+        if !block.is_null() {
+            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        block
+    }
+
+    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(block, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let moved = unsafe { System.realloc(block, layout, new_size) };
+        if !moved.is_null() {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            LIVE.fetch_add(new_size, Ordering::Relaxed);
+        }
+        moved
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live_heap() -> u64 {
+    LIVE.load(Ordering::Relaxed) as u64
+}
+
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
@@ -52,10 +93,13 @@ async fn main() {
     let prefix = format!("polylock:memory:{}", &holder.id()[..8]);
     let names: Vec<String> = (0..count).map(|i| format!("{prefix}:{i}")).collect();
 
-    println!("round | before (MiB) | {count} held | + {count} waiting | after release");
+    println!(
+        "round | before (MiB) | {count} held | + {count} waiting | after release | live heap after"
+    );
     let mut per_lock = Vec::new();
     let mut per_waiter = Vec::new();
     let mut after = Vec::new();
+    let mut live_after = Vec::new();
     for round in 1..=rounds {
         let before = resident();
         let held: Vec<_> = names
@@ -115,6 +159,7 @@ async fn main() {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
         let released = resident();
+        let live = live_heap();
         // What the clients still track must be nothing, whatever the allocator keeps.
         assert_eq!(waiter.subscribed_channels(), 0, "channels left subscribed");
         assert_eq!(
@@ -123,15 +168,17 @@ async fn main() {
             "holds left watched"
         );
         println!(
-            "{round:>5} | {:>12.1} | {:>9.1} | {:>14.1} | {:>13.1}",
+            "{round:>5} | {:>12.1} | {:>9.1} | {:>14.1} | {:>13.1} | {:>15.2}",
             mib(before),
             mib(holding),
             mib(with_waiters),
-            mib(released)
+            mib(released),
+            mib(live)
         );
         per_lock.push(holding.saturating_sub(before) as f64 / count as f64);
         per_waiter.push(with_waiters.saturating_sub(holding) as f64 / count as f64);
         after.push(released);
+        live_after.push(live);
     }
     let median = |values: &mut Vec<f64>| {
         values.sort_by(f64::total_cmp);
@@ -147,6 +194,14 @@ async fn main() {
         mib(after[0]),
         mib(after[rounds - 1]),
         mib(after[rounds - 1]) - mib(after[0])
+    );
+    println!(
+        "live heap after release: round 1 {:.2} MiB, round {rounds} {:.2} MiB (growth {:+.3} MiB), \
+         highest {:.2} MiB",
+        mib(live_after[0]),
+        mib(live_after[rounds - 1]),
+        mib(live_after[rounds - 1]) - mib(live_after[0]),
+        mib(live_after.iter().copied().max().unwrap_or(0))
     );
     holder.close();
     waiter.close();
