@@ -27,6 +27,7 @@ use crate::pubsub::{Hub, Source, Timeouts};
 use crate::read_write_lock::ReadWriteLock;
 use crate::runtime::{current_pid, runtime};
 use crate::semaphore::Semaphore;
+use crate::shrinking::remove_shrinking;
 
 /// Builds a [`Client`] option by option; see [`ClientOptions`] for each option.
 #[derive(Debug, Clone)]
@@ -326,7 +327,7 @@ impl ClientInner {
     }
 
     pub(crate) fn untrack_hold(&self, id: u64) {
-        self.registry().holds.remove(&id);
+        remove_shrinking(&mut self.registry().holds, &id);
         self.upkeep.untrack(id);
     }
 
@@ -570,6 +571,7 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::AcquireOptions;
 
     /// Without the `tls` feature a rediss:// URL is refused by name, before any I/O
     /// (`make test-rust-package` runs this with `--no-default-features`).
@@ -582,6 +584,67 @@ mod tests {
             let err = connected.unwrap_err();
             assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
             assert!(err.to_string().contains("\"tls\" feature"), "{err}");
+        }
+    }
+
+    /// What a client tracks per hold and per waiting channel lives in hash tables, which never
+    /// shrink by themselves: once everything is released they must give their room back, or a
+    /// client keeps the memory of its busiest moment (and, as hold ids never come back, more
+    /// after each burst).
+    #[tokio::test]
+    async fn released_holds_and_waiters_leave_no_table_room_behind() {
+        let server = polylock_testkit::RedisServer::start();
+        let holder = Client::connect(&server.url()).await.unwrap();
+        let waiter = Client::connect(&server.url()).await.unwrap();
+        let names: Vec<String> = (0..300).map(|i| format!("room:{i}")).collect();
+        let held: Vec<Lock> = names
+            .iter()
+            .map(|name| holder.lock(name).unwrap())
+            .collect();
+        for lock in &held {
+            assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+        }
+        let waiting: Vec<Lock> = names
+            .iter()
+            .map(|name| waiter.lock(name).unwrap())
+            .collect();
+        let waits = tokio::spawn({
+            let waiting = waiting.clone();
+            async move {
+                for acquired in
+                    futures_util::future::join_all(waiting.iter().map(|lock| {
+                        lock.acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
+                    }))
+                    .await
+                {
+                    assert!(acquired.unwrap(), "a waiter timed out");
+                }
+                for lock in &waiting {
+                    lock.release().await.unwrap();
+                }
+            }
+        });
+        // Two channels per name: the lock's and the waiter's own.
+        while waiter.subscribed_channels() < 2 * names.len() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(holder.inner.upkeep.table_room() >= names.len());
+        assert!(waiter.inner.hub.channel_table_room() >= names.len());
+        for lock in &held {
+            lock.release().await.unwrap();
+        }
+        waits.await.unwrap();
+        // A handle keeps its lock's subscription for its next wait: the handles go too.
+        drop((held, waiting));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while waiter.subscribed_channels() > 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(waiter.subscribed_channels(), 0, "channels left subscribed");
+        for client in [&holder, &waiter] {
+            assert_eq!(client.inner.registry().holds.capacity(), 0, "hold registry");
+            assert_eq!(client.inner.upkeep.table_room(), 0, "upkeep table");
+            assert_eq!(client.inner.hub.channel_table_room(), 0, "channel table");
         }
     }
 }

@@ -41,6 +41,7 @@ mod pubsub;
 mod read_write_lock;
 mod runtime;
 mod semaphore;
+mod shrinking;
 
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, ErrorKind, Result};

@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 
 use crate::connection::sentinel::Sentinel;
 use crate::error::{Error, Result};
+use crate::shrinking::remove_shrinking;
 
 /// Payload of an unlock message that frees the lock for one waiter.
 const UNLOCKED: &[u8] = b"0";
@@ -334,6 +335,12 @@ impl Hub {
         self.channels.map().len()
     }
 
+    /// The room the channel table keeps (entries it can hold without growing).
+    #[cfg(test)]
+    pub(crate) fn channel_table_room(&self) -> usize {
+        self.channels.map().capacity()
+    }
+
     /// Reconnects at once (to the new primary after a failover); waiters look again.
     pub(crate) fn reconnect(&self) {
         let _ = self.commands.send(Command::Reconnect);
@@ -444,7 +451,9 @@ impl Control {
         let companion = {
             let mut map = self.channels.map();
             match map.get(&channel) {
-                Some(entry) if entry.refs == 0 => map.remove(&channel).and_then(|e| e.companion),
+                Some(entry) if entry.refs == 0 => {
+                    remove_shrinking(&mut map, &channel).and_then(|e| e.companion)
+                }
                 // A new waiter joined since the last one left: keep the subscription.
                 _ => return,
             }

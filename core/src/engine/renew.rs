@@ -17,6 +17,7 @@ use crate::connection::{Connection, LockScript, Publish, ReplicaSync};
 use crate::engine::LockCore;
 use crate::error::Error;
 use crate::kinds::Renewal;
+use crate::shrinking::remove_shrinking;
 
 /// Holds renewed (or checked) by one script call.
 pub(crate) const BATCH: usize = 100;
@@ -131,7 +132,7 @@ impl Scheduler {
     }
 
     pub(crate) fn untrack(&self, id: u64) {
-        self.entries().remove(&id);
+        remove_shrinking(&mut self.entries(), &id);
     }
 
     /// A paused hold is skipped (the task may wake for it in vain); one resumed may be due
@@ -171,6 +172,12 @@ impl Scheduler {
     }
 
     /// Holds the watchdog renews now.
+    /// The room the hold table keeps (entries it can hold without growing).
+    #[cfg(test)]
+    pub(crate) fn table_room(&self) -> usize {
+        self.entries().capacity()
+    }
+
     pub(crate) fn renewed(&self) -> usize {
         self.entries()
             .values()
@@ -236,7 +243,7 @@ impl Scheduler {
             match entries.get(&id) {
                 // A release under way: its own answer tells whether the hold was lost.
                 Some(entry) if !entry.paused && entry.generation == generation => {
-                    entries.remove(&id).map(|entry| entry.lock)
+                    remove_shrinking(&mut entries, &id).map(|entry| entry.lock)
                 }
                 _ => None,
             }
