@@ -14,6 +14,20 @@ local function take_level_off(lock, owner, ttl_ms)
   return true
 end
 
+-- Releases the level of `owner` that the acquire latch `latch` records, given `levels`, the
+-- owner's count the caller read: above 1, one level comes off and the TTL is `ttl_ms` again;
+-- the last level deletes the lock, the latch and the other keys given (`...`) in one call.
+-- True when the lock is now free.
+local function release_level(lock, owner, levels, ttl_ms, latch, ...)
+  if tonumber(levels) > 1 then
+    take_level_off(lock, owner, ttl_ms)
+    redis.call('del', latch)
+    return false
+  end
+  redis.call('del', lock, latch, ...)
+  return true
+end
+
 -- Gives the free `lock` to the waiter `owner` under its `request` for `grant_ms`, and tells it
 -- `g:<request>:<server_ms>` on `channel`. The request's latch (`latch_prefix:request`) is set
 -- NX, so a request undone meanwhile (latch `0`) is not granted. False, with nothing written,

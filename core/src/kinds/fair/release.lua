@@ -10,18 +10,18 @@ local replay = redis.call('get', KEYS[8])
 if replay then
   return tonumber(replay)
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+local levels = redis.call('hget', KEYS[1], ARGV[2])
+if not levels then
   if redis.call('exists', KEYS[1]) == 0 then
     pass_on(tonumber(ARGV[5]), ARGV[6])
   end
   return nil
 end
 local result = 0
-if take_level_off(KEYS[1], ARGV[2], ARGV[1]) then
+if release_level(KEYS[1], ARGV[2], levels, ARGV[1], KEYS[9]) then
   pass_on(tonumber(ARGV[5]), ARGV[6])
   result = 1
 end
-redis.call('del', KEYS[9])
 -- A retry after a final release finds no key and learns nothing wrong, so its latch need only
 -- cover the caller's own retries (ARGV[4]); a partial release's must cover every retry (ARGV[3]).
 redis.call('set', KEYS[8], result, 'px', result == 1 and ARGV[4] or ARGV[3])

@@ -16,13 +16,10 @@ if not levels then
   return nil
 end
 local result = 0
-if tonumber(levels) > 1 then
-  take_level_off(KEYS[1], ARGV[2], ARGV[1])
-  redis.call('del', KEYS[4])
-else
-  -- The last level: the lock, this level's latch and the reservation go in one call.
-  local line = line_keys(5)
-  redis.call('del', KEYS[1], KEYS[4], line.reservation)
+local line = line_keys(5)
+-- The last level deletes the reservation with the lock: it is set again only for the waiter
+-- told now.
+if release_level(KEYS[1], ARGV[2], levels, ARGV[1], KEYS[4], line.reservation) then
   tell_next(line, KEYS[1], KEYS[2], ARGV[5])
   result = 1
 end
