@@ -587,6 +587,18 @@ mod tests {
         }
     }
 
+    /// Whether `client`'s subscribed channels come to a count that `wanted` accepts, within 20 s.
+    async fn channels_reach(client: &Client, wanted: impl Fn(usize) -> bool) -> bool {
+        let reached = async {
+            while !wanted(client.subscribed_channels()) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), reached)
+            .await
+            .is_ok()
+    }
+
     /// What a client tracks per hold and per waiting channel lives in hash tables, which never
     /// shrink by themselves: once everything is released they must give their room back, or a
     /// client keeps the memory of its busiest moment (and, as hold ids never come back, more
@@ -604,43 +616,36 @@ mod tests {
         for lock in &held {
             assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
         }
-        let waiting: Vec<Lock> = names
+        // Each waiter in a task of its own, which drops its handle (and with it the handle's
+        // subscription) once it has released.
+        let waits: Vec<_> = names
             .iter()
-            .map(|name| waiter.lock(name).unwrap())
-            .collect();
-        let waits = tokio::spawn({
-            let waiting = waiting.clone();
-            async move {
-                for acquired in
-                    futures_util::future::join_all(waiting.iter().map(|lock| {
-                        lock.acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
-                    }))
-                    .await
-                {
-                    assert!(acquired.unwrap(), "a waiter timed out");
-                }
-                for lock in &waiting {
+            .map(|name| {
+                let lock = waiter.lock(name).unwrap();
+                tokio::spawn(async move {
+                    let options = AcquireOptions::new().wait(Duration::from_secs(60));
+                    assert!(lock.acquire(options).await.unwrap(), "a waiter timed out");
                     lock.release().await.unwrap();
-                }
-            }
-        });
+                })
+            })
+            .collect();
         // Two channels per name: the lock's and the waiter's own.
-        while waiter.subscribed_channels() < 2 * names.len() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        assert!(
+            channels_reach(&waiter, |count| count == 2 * names.len()).await,
+            "waiters not subscribed"
+        );
         assert!(holder.inner.upkeep.table_room() >= names.len());
         assert!(waiter.inner.hub.channel_table_room() >= names.len());
         for lock in &held {
             lock.release().await.unwrap();
         }
-        waits.await.unwrap();
-        // A handle keeps its lock's subscription for its next wait: the handles go too.
-        drop((held, waiting));
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while waiter.subscribed_channels() > 0 && std::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        for wait in waits {
+            wait.await.unwrap();
         }
-        assert_eq!(waiter.subscribed_channels(), 0, "channels left subscribed");
+        assert!(
+            channels_reach(&waiter, |count| count == 0).await,
+            "channels left subscribed"
+        );
         for client in [&holder, &waiter] {
             assert_eq!(client.inner.registry().holds.capacity(), 0, "hold registry");
             assert_eq!(client.inner.upkeep.table_room(), 0, "upkeep table");
