@@ -171,13 +171,13 @@ impl Scheduler {
         self.wake.notify_one();
     }
 
-    /// Holds the watchdog renews now.
     /// The room the hold table keeps (entries it can hold without growing).
     #[cfg(test)]
     pub(crate) fn table_room(&self) -> usize {
         self.entries().capacity()
     }
 
+    /// Holds the watchdog renews now.
     pub(crate) fn renewed(&self) -> usize {
         self.entries()
             .values()
