@@ -41,7 +41,7 @@ const READ_UNLOCKED: &[u8] = b"1";
 /// as 0 (wake one waiter); polylock's waiters leave it to the one told.
 const TOLD_ELSEWHERE: &[u8] = b"00";
 /// Prefix of a message granting the lock to a waiter, on its own channel:
-/// `g:<request>:<server time ms>`.
+/// `g:<request>:<look>` (the waiter's look whose grant entry the release read).
 const GRANTED: &[u8] = b"g:";
 /// Delay before the next attempt to re-establish a broken pub/sub connection.
 const RECONNECT_DELAY: Duration = Duration::from_millis(200);
@@ -57,8 +57,8 @@ struct Wakeups {
     messages: AtomicU64,
     /// Releases that told a waiter elsewhere (`00`): the line is moving.
     told_elsewhere: AtomicU64,
-    /// The latest grant received: the request the lock was granted to, and the server's time.
-    grant: Mutex<Option<(String, i64)>>,
+    /// The latest grant received: the request the lock was granted to, and the look it names.
+    grant: Mutex<Option<(String, u64)>>,
 }
 
 impl Wakeups {
@@ -234,12 +234,12 @@ impl Subscription {
         }
     }
 
-    /// The server time (ms) at which the lock was granted to `request`, if this channel
-    /// received that grant (taken: it is read once).
-    pub(crate) fn take_grant(&self, request: &str) -> Option<i64> {
+    /// The look of `request` that the lock was granted to, if this channel received that grant
+    /// (taken: it is read once).
+    pub(crate) fn take_grant(&self, request: &str) -> Option<u64> {
         let mut grant = self.notify.grant.lock().unwrap_or_else(|p| p.into_inner());
         match grant.take() {
-            Some((granted, server_ms)) if granted == request => Some(server_ms),
+            Some((granted, look)) if granted == request => Some(look),
             other => {
                 *grant = other;
                 None
@@ -659,9 +659,9 @@ fn dispatch(channels: &Channels, channel: &str, payload: &[u8]) {
     }
 }
 
-/// `<request>:<server time ms>`, the rest of a grant message.
-fn parse_grant(rest: &[u8]) -> Option<(String, i64)> {
+/// `<request>:<look>`, the rest of a grant message.
+fn parse_grant(rest: &[u8]) -> Option<(String, u64)> {
     let rest = std::str::from_utf8(rest).ok()?;
-    let (request, server_ms) = rest.rsplit_once(':')?;
-    Some((request.to_owned(), server_ms.parse().ok()?))
+    let (request, look) = rest.rsplit_once(':')?;
+    Some((request.to_owned(), look.parse().ok()?))
 }

@@ -195,3 +195,83 @@ async fn a_killed_primary_is_replaced_by_its_replica_and_a_replicated_lock_survi
         .unwrap());
     contender.release().await.unwrap();
 }
+
+/// A cluster URL for the user `user` (password `secret`), made on every node with `rule`.
+fn url_for_user(cluster: &Cluster, user: &str, rule: &[&str]) -> String {
+    for node in &cluster.nodes {
+        let mut command = vec!["ACL", "SETUSER", user, "on", ">secret"];
+        command.extend_from_slice(rule);
+        assert_eq!(node.command(&command).as_deref(), Some("+OK"));
+    }
+    cluster.url().replacen(
+        "redis+cluster://",
+        &format!("redis+cluster://{user}:secret@"),
+        1,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_broadcast_mode_a_release_tells_the_next_waiter_and_never_grants_it_the_lock() {
+    init_tracing();
+    let cluster = Cluster::start(3, 0);
+    // A user who may not run INFO: the client cannot learn the server's version, so it
+    // publishes with PUBLISH (broadcast mode, as on every Redis 6.2 cluster). A PUBLISH reply
+    // there counts one node's subscribers while the message reaches every node's, so no
+    // script can learn from it whether the waiter heard a grant.
+    let url = url_for_user(&cluster, "noinfo", &["~*", "&*", "+@all", "-info"]);
+    let holder = connect(&url, Duration::from_secs(30)).await;
+    let waiter = connect(&url, Duration::from_secs(30)).await;
+    let holder_lock = holder.lock("broadcast").unwrap();
+    let waiter_lock = waiter.lock("broadcast").unwrap();
+    assert!(holder_lock
+        .acquire(AcquireOptions::new().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let primary = cluster.node(cluster.primary_for_key("broadcast"));
+    // Watch every message the scripts publish, on every node (a pattern subscription).
+    let mut observer = redis::Client::open(primary.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    observer.psubscribe("*broadcast*").await.unwrap();
+    let waiting = wait_for(&waiter_lock);
+    // Listed as a waiter, with its channels subscribed and its second look answered.
+    let listed = common::eventually(Duration::from_secs(5), || async {
+        primary
+            .command(&["ZCARD", "polylock_lock_waiters:{broadcast}"])
+            .as_deref()
+            == Some(":1")
+    })
+    .await;
+    assert!(listed, "the waiter was listed");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        primary
+            .command(&["EXISTS", "polylock_lock_grants:{broadcast}"])
+            .as_deref(),
+        Some(":0"),
+        "a waiter registered for a grant that no PUBLISH reply can confirm"
+    );
+    holder_lock.release().await.unwrap();
+    let (acquired, waited) = waiting.await.unwrap();
+    assert!(acquired.unwrap());
+    assert!(waited < LONG_LEASE / 2, "woken after {waited:?}");
+    assert!(waiter_lock.is_held());
+    // What reached the observer: no grant (`g:...`) was ever sent.
+    let mut messages = observer.on_message();
+    while let Ok(Some(message)) = tokio::time::timeout(
+        Duration::from_millis(300),
+        futures_util::StreamExt::next(&mut messages),
+    )
+    .await
+    {
+        let payload: String = message.get_payload().unwrap();
+        assert!(
+            !payload.starts_with("g:"),
+            "a release granted the lock in broadcast mode: {payload} on {}",
+            message.get_channel_name()
+        );
+    }
+    waiter_lock.release().await.unwrap();
+}

@@ -768,3 +768,50 @@ async fn a_head_not_listening_yet_is_not_granted_the_lock_and_keeps_its_place() 
     assert!(!exists(&mut con, "deaf").await);
     assert!(!exists(&mut con, "polylock_acquire_latch:{deaf}:0123").await);
 }
+
+#[tokio::test]
+async fn a_granted_fair_hold_lives_its_whole_lease_through_a_stall_of_its_holder() {
+    let server = RedisServer::start();
+    let holder = fair_held_long(&server, "stalled-fair").await;
+    // The server learns the acquire script first (a first call through the proxy would be a
+    // NOSCRIPT and an EVAL).
+    let warm = fair_client(&server, Duration::from_secs(60))
+        .await
+        .fair_lock("warm-fair")
+        .unwrap();
+    assert!(warm.acquire(AcquireOptions::new()).await.unwrap());
+    // The head reaches Redis through a proxy that will swallow its renewals.
+    let proxy = FaultProxy::start(server.port());
+    let waiter = Client::builder(proxy.url())
+        .fair_queue_timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap()
+        .fair_lock("stalled-fair")
+        .unwrap();
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move { waiter.acquire(AcquireOptions::new()).await }
+    });
+    queued(&server, "stalled-fair", 1).await;
+    holder.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap(), "granted");
+    // Its process stalls as it is granted the lock: nothing it sends arrives for 2.5 s, well
+    // over a short grant and well within its 30 s lease.
+    proxy.set(Fault::BlackHole);
+    let competitor = fair_client(&server, Duration::from_secs(60))
+        .await
+        .fair_lock("stalled-fair")
+        .unwrap();
+    let took = competitor
+        .acquire(AcquireOptions::new().wait(Duration::from_millis(2500)))
+        .await
+        .unwrap();
+    let still_held = waiter.is_held();
+    proxy.set(Fault::Pass);
+    assert!(still_held, "the granted holder gave the lock up");
+    assert!(
+        !took,
+        "a competitor took the lock while the granted holder still held it"
+    );
+}

@@ -1449,3 +1449,122 @@ async fn a_first_wait_looks_once_when_nothing_was_missed_while_subscribing() {
         .unwrap());
     waiter.release().await.unwrap();
 }
+
+/// Waits until `count` waiters are listed on `name`, then a moment more for the last one's
+/// second look (after subscribing) to be answered.
+async fn listed_waiters(server: &RedisServer, name: &str, count: usize) {
+    let con = raw(server).await;
+    let listed = format!("polylock_lock_waiters:{{{name}}}");
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let mut con = con.clone();
+            let listed = listed.clone();
+            async move { con.zcard::<_, usize>(&listed).await.unwrap() == count }
+        })
+        .await,
+        "{count} waiters listed"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+#[tokio::test]
+async fn a_granted_hold_lives_its_whole_lease_through_a_stall_of_its_holder() {
+    let server = RedisServer::start();
+    let holder = held_long(&server, "stalled-grant").await;
+    // The waiter reaches Redis through a proxy that will swallow its renewals.
+    let (proxy, waiter) = behind_proxy(&server, "stalled-grant").await;
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move { waiter.acquire(AcquireOptions::new()).await }
+    });
+    listed_waiters(&server, "stalled-grant", 1).await;
+    holder.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap(), "granted");
+    // Its process stalls as it is granted the lock (a pause, a GC, a slow network): nothing it
+    // sends arrives for 2.5 s, well over a short grant and well within its 30 s lease.
+    proxy.set(Fault::BlackHole);
+    let competitor = client(&server).await.lock("stalled-grant").unwrap();
+    let took = competitor
+        .acquire(AcquireOptions::new().wait(Duration::from_millis(2500)))
+        .await
+        .unwrap();
+    let still_held = waiter.is_held();
+    proxy.set(Fault::Pass);
+    assert!(still_held, "the granted holder gave the lock up");
+    assert!(
+        !took,
+        "a competitor took the lock while the granted holder still held it"
+    );
+}
+
+#[tokio::test]
+async fn a_waiter_whose_leave_failed_is_never_granted_that_request_later() {
+    let server = RedisServer::start();
+    // The holder's client loads the acquire and release scripts into the server.
+    let holder = held_long(&server, "stale-grant").await;
+    // The waiter's user may run loaded scripts only: the leave script, which nobody has run on
+    // this server yet, fails for it (a leave the server did not carry out, for good).
+    assert_eq!(
+        server
+            .command(&[
+                "ACL",
+                "SETUSER",
+                "waiter",
+                "on",
+                ">secret",
+                "~*",
+                "&*",
+                "+@all",
+                "-eval",
+                "-script|load",
+            ])
+            .as_deref(),
+        Some("+OK")
+    );
+    let url = server
+        .url()
+        .replacen("redis://", "redis://waiter:secret@", 1);
+    let waiter = client_with(&url, Duration::from_secs(30), Duration::from_secs(2))
+        .await
+        .lock("stale-grant")
+        .unwrap();
+    // A watchdog waiter registers its request for a grant, then gives up; its leave fails.
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            waiter
+                .acquire(AcquireOptions::new().wait(Duration::from_millis(1000)))
+                .await
+        }
+    });
+    listed_waiters(&server, "stale-grant", 1).await;
+    assert!(!waiting.await.unwrap().unwrap());
+    // The same handle waits again, with a fixed lease (it accepts no grant).
+    let waiting = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            waiter
+                .acquire(AcquireOptions::new().lease(LONG_LEASE))
+                .await
+        }
+    });
+    listed_waiters(&server, "stale-grant", 1).await;
+    holder.release().await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("told long before the 60 s lease")
+        .unwrap()
+        .unwrap());
+    assert_eq!(waiter.hold_count(), 1);
+    let mut con = raw(&server).await;
+    assert_eq!(
+        hget(&mut con, "stale-grant", waiter.owner()).await,
+        Some(1),
+        "the server counts the hold as the handle does"
+    );
+    waiter.release().await.unwrap();
+    assert!(
+        !exists(&mut con, "stale-grant").await,
+        "released, the lock is still held"
+    );
+}

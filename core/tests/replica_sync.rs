@@ -177,3 +177,72 @@ async fn a_primary_cut_off_from_its_replica_still_waits_for_it() {
         );
     }
 }
+
+/// The length of the fair queue of `name` on `server`, as `LLEN` answers it (`:2`).
+fn fair_queue_length(server: &RedisServer, name: &str) -> Option<String> {
+    server.command(&["LLEN", &format!("redisson_lock_queue:{{{name}}}")])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_waiter_whose_acquisition_is_undone_keeps_its_place_at_the_head() {
+    let primary = RedisServer::start_with(&PRIMARY);
+    let replica = replica_of(&primary).await;
+    let plain = || async {
+        Client::builder(primary.url())
+            .connect()
+            .await
+            .expect("connect to the test server")
+    };
+    let holder = plain().await.fair_lock("in-line").unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().lease(Duration::from_secs(60)))
+        .await
+        .unwrap());
+    // First in line: a client whose acquisitions the replicas must confirm.
+    let first = synced_client(&primary, Duration::from_millis(200))
+        .await
+        .fair_lock("in-line")
+        .unwrap();
+    let first_waiting = tokio::spawn({
+        let first = first.clone();
+        async move {
+            first
+                .acquire(AcquireOptions::new().wait(Duration::from_millis(2500)))
+                .await
+        }
+    });
+    let queued = |count: &'static str| {
+        let primary = &primary;
+        move || async move { fair_queue_length(primary, "in-line").as_deref() == Some(count) }
+    };
+    assert!(eventually(Duration::from_secs(5), queued(":1")).await);
+    // Second in line: a client of its own, which must not overtake the first.
+    let second = plain().await.fair_lock("in-line").unwrap();
+    let second_waiting = tokio::spawn({
+        let second = second.clone();
+        async move {
+            second
+                .acquire(AcquireOptions::new().wait(Duration::from_millis(1500)))
+                .await
+        }
+    });
+    assert!(eventually(Duration::from_secs(5), queued(":2")).await);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // No acquisition can be confirmed now: the first takes the lock, has it undone, and tries
+    // again, until its wait runs out.
+    replica.pause(Duration::from_secs(5));
+    holder.release().await.unwrap();
+    let second_took = second_waiting.await.unwrap().unwrap();
+    let first_result = first_waiting.await.unwrap();
+    assert!(
+        !second_took,
+        "the second waiter overtook the first, whose acquisition was undone"
+    );
+    let err = first_result.expect_err("no acquisition of the first could be confirmed");
+    assert_eq!(err.kind(), ErrorKind::NotSynced, "{err}");
+    // Having given up, the first left the line.
+    assert_eq!(
+        fair_queue_length(&primary, "in-line").as_deref(),
+        Some(":0")
+    );
+}

@@ -57,7 +57,8 @@ pub(crate) async fn connect_manager(
 /// How lock scripts publish their wake-up messages: `PUBLISH`, or on Redis Cluster 7+
 /// `SPUBLISH` (sharded pub/sub), as Redisson does there, so that both wake each other. On a
 /// cluster without sharded pub/sub (`Broadcast`) a `PUBLISH` reaches subscribers on every node,
-/// so no script can count a channel's listeners: it assumes some other client listens.
+/// so no script can count a channel's listeners: it assumes some other client listens, and
+/// never grants a lock by a message whose PUBLISH reply said nobody listens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Publish {
     Plain,
@@ -71,6 +72,11 @@ pub(crate) enum Publish {
 pub(crate) const COUNT_LISTENERS: &str = "redis.call('pubsub', 'numsub', shared, listening)";
 const SHARD_COUNT_LISTENERS: &str = "redis.call('pubsub', 'shardnumsub', shared, listening)";
 const ASSUMED_LISTENERS: &str = "{shared, 1, listening, 0}";
+/// Whether a script may act on a PUBLISH reply of 0 as "nobody received it" (see `grant` in
+/// `kinds/lock_hash.lua`): not in the broadcast form, where the reply counts one node's
+/// subscribers while the message reaches every node's.
+pub(crate) const EXACT_PUBLISH_COUNTS: &str = "local PUBLISH_COUNTS_EVERY_LISTENER = true";
+const INEXACT_PUBLISH_COUNTS: &str = "local PUBLISH_COUNTS_EVERY_LISTENER = false";
 
 /// A lock script in its three forms: see [`Publish`].
 pub(crate) struct LockScript {
@@ -88,7 +94,11 @@ impl LockScript {
                     .replace("redis.call('publish'", "redis.call('spublish'")
                     .replace(COUNT_LISTENERS, SHARD_COUNT_LISTENERS),
             ),
-            broadcast: redis::Script::new(&text.replace(COUNT_LISTENERS, ASSUMED_LISTENERS)),
+            broadcast: redis::Script::new(
+                &text
+                    .replace(COUNT_LISTENERS, ASSUMED_LISTENERS)
+                    .replace(EXACT_PUBLISH_COUNTS, INEXACT_PUBLISH_COUNTS),
+            ),
         }
     }
 
@@ -278,5 +288,24 @@ impl ConnectionLike for Connection {
             Connection::Cluster(cluster) => cluster.get_db(),
             Connection::Sentinel(sentinel) => sentinel.manager().1.get_db(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A script that grants (see `grant` in `kinds/lock_hash.lua`) grants in its plain and
+    /// sharded forms, whose PUBLISH replies count every listener, and never in its broadcast
+    /// form.
+    #[test]
+    fn only_the_broadcast_form_turns_grants_off() {
+        let text = format!("{EXACT_PUBLISH_COUNTS}\nreturn PUBLISH_COUNTS_EVERY_LISTENER");
+        let script = LockScript::new(&text);
+        assert!(script.plain.get_hash() == redis::Script::new(&text).get_hash());
+        assert!(script.sharded.get_hash() == redis::Script::new(&text).get_hash());
+        let broadcast = text.replace(EXACT_PUBLISH_COUNTS, INEXACT_PUBLISH_COUNTS);
+        assert_ne!(broadcast, text);
+        assert!(script.broadcast.get_hash() == redis::Script::new(&broadcast).get_hash());
     }
 }

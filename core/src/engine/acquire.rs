@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use crate::connection::Synced;
+use crate::connection::{Publish, Synced};
 use crate::engine::{latch_ms, request_id, Backoff, Lease, LockCore, LATCH_GRACE};
 use crate::error::{Error, Result};
 use crate::kinds::{AcquireArgs, Attempt, UndoArgs};
@@ -111,13 +111,46 @@ impl WaitSubscriptions {
 
 /// A waiter's subscriptions; whether it used up a wake-up message on the wait channel that the
 /// next attempt has not answered yet (a waiter that leaves then passes it on); whether it took
-/// a place it must leave when it gives up; and, when it is listed to be granted the lock, when
-/// its latest look was sent and the server's clock (ms) when it ran.
+/// a place it must leave when it gives up; and its latest looks that asked to be granted the
+/// lock.
 struct Waiting {
     subscriptions: WaitSubscriptions,
     woken: bool,
     has_place: bool,
-    queued: Option<(Instant, i64)>,
+    grant_looks: GrantLooks,
+}
+
+/// The latest looks of one acquire call that asked a release to grant it the lock, numbered
+/// from 1, each with the instant it was sent. A grant names the look whose entry it read, and
+/// that look ran before the grant gave the lock its whole lease: so the lease, counted by this
+/// process's clock from when that look was sent, ends no later than the key's.
+#[derive(Default)]
+struct GrantLooks {
+    last: u64,
+    sent: std::collections::VecDeque<(u64, Instant)>,
+}
+
+impl GrantLooks {
+    /// Looks remembered: a grant naming an older one is not counted on (the waiter looks
+    /// again, which finds the lock granted and starts its lease anew).
+    const KEPT: usize = 8;
+
+    /// Numbers a look about to be sent now.
+    fn next(&mut self, sent_at: Instant) -> u64 {
+        self.last += 1;
+        if self.sent.len() == Self::KEPT {
+            self.sent.pop_front();
+        }
+        self.sent.push_back((self.last, sent_at));
+        self.last
+    }
+
+    fn sent_at(&self, look: u64) -> Option<Instant> {
+        self.sent
+            .iter()
+            .find(|(number, _)| *number == look)
+            .map(|(_, sent_at)| *sent_at)
+    }
 }
 
 impl Waiting {
@@ -218,7 +251,7 @@ impl LockCore {
             subscriptions: self.take_kept_subscriptions(),
             woken: false,
             has_place: false,
-            queued: None,
+            grant_looks: GrantLooks::default(),
         };
         let first_sent = Instant::now();
         let ended = self
@@ -235,8 +268,10 @@ impl LockCore {
         if !acquired {
             if ended.unknown {
                 self.resolve_unknown(request, lease, first_sent);
-            } else if waiting.has_place {
-                self.leave_queue(&request).await;
+            } else if waiting.has_place && !self.leave_queue(&request).await {
+                // Its place and grant entry must not outlive it: a release could grant the
+                // lock to a request nobody waits under. Undoing also removes them.
+                self.resolve_unknown(request, lease, first_sent);
             }
             let wait = waiting.subscriptions.wait.as_ref();
             if let Some(subscription) = wait.filter(|_| waiting.woken) {
@@ -275,11 +310,10 @@ impl LockCore {
             if let Err(err) = self.client.check_usable(self.name()) {
                 return ended(Err(err), unknown);
             }
-            if let Some(renewed_at) = self.granted(waiting, request) {
+            if let Some(sent_at) = self.granted(waiting, request) {
                 waiting.woken = false;
                 return ended(
-                    self.hand_over(request, None, lease, renewed_at, handoff)
-                        .await,
+                    self.hand_over(request, None, lease, sent_at, handoff).await,
                     false,
                 )
                 .unknown_if_closed();
@@ -288,7 +322,13 @@ impl LockCore {
             let (mut messages, mut told) = waiting.subscriptions.messages();
             let will_wait = !remaining(deadline).is_zero();
             let sent_at = Instant::now();
-            let holder_lease = match self.try_acquire(lease, request, will_wait).await {
+            let grant_look = self
+                .accepts_grant(lease, will_wait)
+                .then(|| waiting.grant_looks.next(sent_at));
+            let holder_lease = match self
+                .try_acquire(lease, request, will_wait, grant_look)
+                .await
+            {
                 Ok(Attempt::Acquired { token }) => {
                     waiting.woken = false;
                     return ended(
@@ -301,8 +341,9 @@ impl LockCore {
                 Ok(Attempt::Undone) => return ended(Ok(false), false),
                 Ok(Attempt::NotSynced { replicas }) => {
                     // Held on the primary only, where a failover would hand it to a second
-                    // holder: undo it, and try again under a new request id.
-                    if let Err(err) = self.undo_attempt(request, lease).await {
+                    // holder: undo it, and try again under a new request id (first in line
+                    // still, for a kind with a queue).
+                    if let Err(err) = self.undo_attempt(request, lease, true).await {
                         return ended(Err(err), true);
                     }
                     *request = request_id();
@@ -324,11 +365,10 @@ impl LockCore {
                     waiting.found_busy(self.kind.busy_attempt_takes_a_place(will_wait));
                     wait
                 }
-                Ok(Attempt::Queued { wait, server_ms }) => {
+                Ok(Attempt::Queued { wait }) => {
                     unknown = false;
                     backoff = Backoff::default();
                     waiting.found_busy(true);
-                    waiting.queued = Some((sent_at, server_ms));
                     wait
                 }
                 Err(err) if err.is_transient() => {
@@ -442,52 +482,55 @@ impl LockCore {
         Ok(false)
     }
 
-    /// Whether a release granted the lock to `request` (a message on its own channel), in time
-    /// to count on it: then the instant from which the watchdog lease, counted, ends no later
-    /// than the grant does, and the watchdog is asked to extend it well before. A grant too
-    /// close to its end (a process paused meanwhile) is left to the next look, which finds it
-    /// still held (and extends it) or gone.
+    /// Whether a release granted the lock to `request` (a message on its own channel naming one
+    /// of its looks), early enough to count on: then the instant that look was sent, from which
+    /// this process counts the lease (the grant gave the key the whole lease after that look
+    /// ran, by the server's clock; no time of the server's is read). A grant whose lease, so
+    /// counted, is half gone (a long wait, a process paused meanwhile), or that names a look no
+    /// longer remembered, is left to the next look under the same request, which finds the lock
+    /// granted and starts the lease anew.
     fn granted(&self, waiting: &Waiting, request: &str) -> Option<Instant> {
-        let server_ms = waiting.subscriptions.grants()?.take_grant(request)?;
-        let (looked_at, looked_server_ms) = waiting.queued?;
-        let window = self.kind.grant_window()?;
-        // The look ran after it was sent, and the grant (server_ms - looked_server_ms) after
-        // that, less up to 1 ms of rounding: the grant came no earlier than this here.
-        let after_look = server_ms
-            .checked_sub(looked_server_ms)?
-            .checked_sub(1)?
-            .max(0);
-        let ends = looked_at + Duration::from_millis(after_look as u64) + window;
+        let look = waiting.subscriptions.grants()?.take_grant(request)?;
+        let sent_at = waiting.grant_looks.sent_at(look)?;
+        let lease = self.lease_of(Lease::Watchdog);
         let now = Instant::now();
-        if ends <= now + window / 2 {
+        let ends = sent_at + lease;
+        if ends <= now + lease / 2 {
             return None;
         }
-        let renewed_at = ends.checked_sub(self.lease_of(Lease::Watchdog))?;
+        // The watchdog's next round counts from the look; make sure it comes well in time.
         self.client.upkeep.renew_by(now + (ends - now) / 3);
-        Some(renewed_at)
+        Some(sent_at)
     }
 
     /// Whether a release may grant the lock to this call directly: a waiter held by the
-    /// watchdog (whose first renewal extends the short grant to its lease) of a kind that
-    /// grants, unless each acquisition must be confirmed by the replicas first.
+    /// watchdog, of a kind that grants, unless each acquisition must be confirmed by the
+    /// replicas first, or the scripts' PUBLISH replies cannot tell whether it listens (a
+    /// cluster in broadcast mode, whose scripts grant nothing anyway).
     fn accepts_grant(&self, lease: Lease, will_wait: bool) -> bool {
         will_wait
             && lease == Lease::Watchdog
             && self.client.replica_sync.is_none()
-            && self.kind.grant_window().is_some()
+            && self.client.publish != Publish::Broadcast
+            && self.kind.grants_directly()
     }
 
     /// One acquire attempt.
-    async fn try_acquire(&self, lease: Lease, request: &str, will_wait: bool) -> Result<Attempt> {
+    async fn try_acquire(
+        &self,
+        lease: Lease,
+        request: &str,
+        will_wait: bool,
+        grant_look: Option<u64>,
+    ) -> Result<Attempt> {
         let mut connection = self.client.connection.clone();
-        let accepts_grant = self.accepts_grant(lease, will_wait);
         let lease = self.lease_of(lease);
         let args = AcquireArgs {
             owner: &self.owner,
             lease_ms: lease.as_millis() as u64,
             request,
             will_wait,
-            accepts_grant,
+            grant_look,
         };
         tracing::trace!(target: "polylock::handoff", "attempt sent");
         let reply: redis::Value = self
@@ -548,8 +591,13 @@ impl LockCore {
     }
 
     /// Undoes acquire `request` (or makes sure it never takes effect); 1 when something was
-    /// undone.
-    async fn undo_attempt(self: &Arc<Self>, request: &str, lease: Lease) -> Result<i64> {
+    /// undone. `keeps_place`: the caller tries again at once, first in line still.
+    async fn undo_attempt(
+        self: &Arc<Self>,
+        request: &str,
+        lease: Lease,
+        keeps_place: bool,
+    ) -> Result<i64> {
         let lease = self.lease_of(lease);
         let restore = self.current_lease_ms();
         let args = UndoArgs {
@@ -557,6 +605,7 @@ impl LockCore {
             request,
             latch_ms: latch_ms(lease),
             lease_ms: restore,
+            keeps_place,
         };
         let mut connection = self.client.connection.clone();
         let sent_at = Instant::now();
@@ -583,7 +632,7 @@ impl LockCore {
         runtime().spawn(async move {
             let mut backoff = Backoff::default();
             loop {
-                match lock.undo_attempt(&request, attempt_lease).await {
+                match lock.undo_attempt(&request, attempt_lease, false).await {
                     Ok(undone) => {
                         tracing::info!(lock = %lock.name(), undone, "resolved an acquire whose reply was lost");
                         return;
@@ -604,19 +653,24 @@ impl LockCore {
         });
     }
 
-    /// A waiter that gives up leaves its queue at once, and gives back a lock granted to its
-    /// `request` meanwhile (best effort: else its deadline or queue timeout skips it later, and
-    /// a grant runs out).
-    async fn leave_queue(&self, request: &str) {
-        let Some(call) = self
-            .kind
-            .leave_queue(&self.owner, request, &self.client.options)
+    /// A waiter that gives up leaves its queue at once, gives back a lock granted to its
+    /// `request` meanwhile, and makes `request` a tombstone. False when the server did not
+    /// answer (the caller then undoes `request` in the background).
+    async fn leave_queue(&self, request: &str) -> bool {
+        let tombstone_ms = latch_ms(self.lease_of(Lease::Watchdog));
+        let Some(call) =
+            self.kind
+                .leave_queue(&self.owner, request, tombstone_ms, &self.client.options)
         else {
-            return;
+            return true;
         };
         let mut connection = self.client.connection.clone();
-        if let Err(err) = call.invoke_async::<i64>(&mut connection).await {
-            tracing::warn!(lock = %self.name(), error = %err, "could not leave the queue; its timeout will skip this waiter");
+        match call.invoke_async::<i64>(&mut connection).await {
+            Ok(_) => true,
+            Err(err) => {
+                tracing::warn!(lock = %self.name(), error = %err, "could not leave the queue; undoing the request in the background");
+                false
+            }
         }
     }
 

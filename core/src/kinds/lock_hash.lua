@@ -28,21 +28,43 @@ local function release_level(lock, owner, levels, ttl_ms, latch, ...)
   return true
 end
 
--- Gives the free `lock` to the waiter `owner` under its `request` for `grant_ms`, and tells it
--- `g:<request>:<server_ms>` on `channel`. The request's latch (`latch_prefix:request`) is set
--- NX, so a request undone meanwhile (latch `0`) is not granted. False, with nothing written,
--- when it was undone or nobody received the message (the waiter is not listening). Nothing
--- sees the lock before the script ends, so the message may go before the writes.
-local function grant(lock, latch_prefix, channel, owner, request, grant_ms, server_ms)
-  local latch = latch_prefix .. ':' .. request
-  if not redis.call('set', latch, '1', 'px', grant_ms, 'nx') then
+-- Whether a PUBLISH reply counts every client the message reaches. Not in a cluster without
+-- sharded pub/sub, whose broadcast form of the scripts sets this false: there a PUBLISH counts
+-- the subscribers of one node only, while the message reaches the others through the cluster
+-- bus, so a zero proves nobody missed it.
+local PUBLISH_COUNTS_EVERY_LISTENER = true
+
+-- Gives the free `lock` to the waiter `owner` under its grant entry `entry`
+-- (`<request>:<look>:<lease ms>`, written by that waiter's look number <look>), and tells it
+-- `g:<request>:<look>` on `channel`. The lock and the request's latch (`latch_prefix:request`)
+-- get the waiter's whole lease from now, which is after that look ran, so the waiter counts
+-- the lease from when it sent that look, by its own clock. The latch is set NX, so a request
+-- undone or left meanwhile (latch `0`) is not granted. False, with nothing written, when it
+-- was undone, when nobody received the message (the waiter is not listening), or when a
+-- PUBLISH reply cannot tell that. Nothing sees the lock before the script ends, so the message
+-- may go before the writes.
+local function grant(lock, latch_prefix, channel, owner, entry)
+  if not PUBLISH_COUNTS_EVERY_LISTENER then
     return false
   end
-  if redis.call('publish', channel, 'g:' .. request .. ':' .. server_ms) == 0 then
+  local request, look, lease_ms = string.match(entry, '^([^:]+):(%d+):(%d+)$')
+  if not request then
+    return false
+  end
+  local latch = latch_prefix .. ':' .. request
+  if not redis.call('set', latch, '1', 'px', lease_ms, 'nx') then
+    return false
+  end
+  if redis.call('publish', channel, 'g:' .. request .. ':' .. look) == 0 then
     redis.call('del', latch)
     return false
   end
   redis.call('hset', lock, owner, 1)
-  redis.call('pexpire', lock, grant_ms)
+  redis.call('pexpire', lock, lease_ms)
   return true
+end
+
+-- Whether the grant entry `entry` (see `grant`) was written under `request`.
+local function entry_of(entry, request)
+  return entry and string.sub(entry, 1, #request + 1) == request .. ':'
 end

@@ -38,9 +38,19 @@ pub(crate) struct AcquireArgs<'a> {
     /// Whether the caller waits when it finds the lock busy (kinds with a waiter list register
     /// it there; an attempt that will not wait leaves no trace).
     pub will_wait: bool,
-    /// Whether a release may grant the lock to this waiter directly, under this request (see
-    /// [`LockKind::grant_window`]).
-    pub accepts_grant: bool,
+    /// When a release may grant the lock to this waiter directly (see
+    /// [`LockKind::grants_directly`]): the number of this look among the call's looks, which the
+    /// grant message names, so the waiter counts the lease from when it sent that look.
+    pub grant_look: Option<u64>,
+}
+
+impl AcquireArgs<'_> {
+    /// The grant entry this look writes (`<request>:<look>`, to which the script adds the
+    /// lease), or '' when it accepts no grant.
+    pub(crate) fn grant_entry(&self) -> String {
+        self.grant_look
+            .map_or_else(String::new, |look| format!("{}:{look}", self.request))
+    }
 }
 
 /// Undoes an acquire request whose outcome is unknown (its reply was lost).
@@ -50,6 +60,9 @@ pub(crate) struct UndoArgs<'a> {
     pub latch_ms: u64,
     /// The TTL to restore when the owner still holds other levels (0: leave it).
     pub lease_ms: u64,
+    /// The caller tries again at once (an acquisition the replicas did not confirm): a kind
+    /// with a queue keeps the caller's place at its head.
+    pub keeps_place: bool,
 }
 
 /// Releases one level, idempotent per request id (the unlock latch replays the first answer).
@@ -75,12 +88,8 @@ pub(crate) enum Attempt {
     /// Someone else holds it; look again within this long at the latest (`None`: no expiry,
     /// only a message will tell).
     Busy(Option<Duration>),
-    /// Busy, and listed as a waiter that a release may grant the lock to directly; the
-    /// server's clock (ms) when it looked, against which a grant's time is read.
-    Queued {
-        wait: Option<Duration>,
-        server_ms: i64,
-    },
+    /// Busy, and listed as a waiter that a release may grant the lock to directly.
+    Queued { wait: Option<Duration> },
     /// The request was undone before it ran (a tombstone in its latch).
     Undone,
     /// Acquired on the primary, but not all of its `replicas` connected replicas acknowledged it
@@ -106,14 +115,13 @@ pub(crate) fn read_plain_acquire(reply: Value) -> Result<Attempt, Value> {
     }
 }
 
-/// Reads an acquire reply that may also be `{wait, server ms}`: busy, listed as a waiter that
-/// accepts a grant.
+/// Reads an acquire reply that may also be `{wait}`: busy, listed as a waiter that accepts a
+/// grant.
 pub(crate) fn read_queued_acquire(reply: Value) -> Result<Attempt, Value> {
     match reply {
         Value::Array(ref items) => match items.as_slice() {
-            [Value::Int(wait), Value::Int(server_ms)] => Ok(Attempt::Queued {
+            [Value::Int(wait)] => Ok(Attempt::Queued {
                 wait: wait_of(*wait),
-                server_ms: *server_ms,
             }),
             _ => Err(reply),
         },
@@ -164,12 +172,11 @@ pub(crate) trait LockKind: Send + Sync + 'static {
         None
     }
 
-    /// For kinds whose release may hand the lock to the next waiter in the same script (that
-    /// waiter learns it from a message on its told channel, sparing it a round trip): how long
-    /// the lock is granted for, before the waiter's watchdog extends it to its lease. Short, so
-    /// that a waiter paused or dead just then holds up the next only briefly.
-    fn grant_window(&self) -> Option<Duration> {
-        None
+    /// Whether a release may hand the lock to the next waiter in the same script, for that
+    /// waiter's whole lease: the waiter learns it from a message on its told channel (`g:<its
+    /// request>:<the look that asked for it>`), sparing it a round trip.
+    fn grants_directly(&self) -> bool {
+        false
     }
 
     /// Whether a handle keeps its channels subscribed between waits once it has acquired (its
@@ -212,12 +219,14 @@ pub(crate) trait LockKind: Send + Sync + 'static {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static>;
 
-    /// A waiter that gives up: leave whatever queue it joined, and give back the lock if a
-    /// release granted it to `request` meanwhile (best effort).
+    /// A waiter that gives up: leave whatever queue it joined, give back the lock if a release
+    /// granted it to `request` meanwhile, and make `request` a tombstone for `latch_ms` so that
+    /// no later release grants it.
     fn leave_queue(
         &self,
         _owner: &str,
         _request: &str,
+        _latch_ms: u64,
         _options: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
         None

@@ -1,10 +1,11 @@
 -- Fair lock: acquire, re-enter, or queue. KEYS[8] acquire latch of this request.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] queue timeout ms, ARGV[4] wait allowance W ms
--- (Redisson's fairLockWaitTimeout), ARGV[5] this request when the waiter accepts the lock
--- directly from a release ('' when not). The latch of an acquisition lives as long as its lease.
+-- (Redisson's fairLockWaitTimeout), ARGV[5] the grant entry `<request>:<look>` when the waiter
+-- accepts the lock directly from a release ('' when not). The latch of an acquisition lives as
+-- long as its lease.
 -- Replies nil when acquired (or already acquired by this request), UNDONE when the request was
--- undone, else how long to wait at most before looking again (ms), or {that wait, server time
--- ms} for a waiter that accepts a grant.
+-- undone, else how long to wait at most before looking again (ms), or {that wait} for a waiter
+-- that accepts a grant.
 local latch = redis.call('get', KEYS[8])
 if latch == '0' then
   return redis.status_reply('UNDONE')
@@ -58,7 +59,7 @@ redis.call('zadd', seen_key, now + tonumber(ARGV[3]), ARGV[2])
 -- A grant entry is written (or an earlier request's removed) at every look; the HASH lives as
 -- long as the liveness records, and its entries leave with their owners.
 if ARGV[5] ~= '' then
-  redis.call('hset', grants_key, ARGV[2], ARGV[5])
+  redis.call('hset', grants_key, ARGV[2], ARGV[5] .. ':' .. ARGV[1])
 else
   redis.call('hdel', grants_key, ARGV[2])
 end
@@ -81,6 +82,6 @@ else
   wait = wait - now
 end
 if ARGV[5] ~= '' then
-  return {wait, now}
+  return {wait}
 end
 return wait

@@ -12,9 +12,9 @@
 //! polylock reads.
 //!
 //! A release passes the lock to the head of the queue: it grants it in the same script to a
-//! polylock head held by the watchdog (which registered its request for it, in a grants HASH),
-//! for [`GRANT_WINDOW`] until that waiter's watchdog extends it, and tells that waiter so on its
-//! channel; the head then holds it without an acquire of its own. Any other head (Redisson's,
+//! polylock head held by the watchdog (which registered a grant entry for it, in a grants
+//! HASH), for that waiter's whole lease, and tells that waiter so on its channel; the head then
+//! holds it without an acquire of its own. Any other head (Redisson's,
 //! or a fixed lease) is told the lock is free and comes to take it, as in Redisson.
 
 use std::sync::LazyLock;
@@ -33,11 +33,6 @@ use crate::options::ClientOptions;
 /// Redisson's default `fairLockWaitTimeout` (5 min): the allowance each queued waiter adds to
 /// the deadlines behind it, and which each acquisition from the head subtracts again.
 const WAIT_ALLOWANCE: Duration = Duration::from_secs(300);
-
-/// How long a release grants the lock to the head before that waiter's watchdog extends it:
-/// ample for the renewal to arrive; a waiter paused or dead just then holds up the queue no
-/// longer than this.
-const GRANT_WINDOW: Duration = Duration::from_secs(1);
 
 static ACQUIRE: LazyLock<LockScript> =
     lock_script!("../lock_hash.lua", "prelude.lua", "acquire.lua");
@@ -92,10 +87,6 @@ fn allowance_ms() -> u64 {
     WAIT_ALLOWANCE.as_millis() as u64
 }
 
-fn grant_ms() -> u64 {
-    GRANT_WINDOW.as_millis() as u64
-}
-
 impl LockKind for Fair {
     fn name(&self) -> &str {
         &self.name
@@ -109,8 +100,8 @@ impl LockKind for Fair {
         true
     }
 
-    fn grant_window(&self) -> Option<Duration> {
-        Some(GRANT_WINDOW)
+    fn grants_directly(&self) -> bool {
+        true
     }
 
     /// Still held (a release in between found this waiter not yet listening, and left the lock
@@ -137,7 +128,7 @@ impl LockKind for Fair {
             .arg(args.owner)
             .arg(options.fair_queue_timeout.as_millis() as u64)
             .arg(allowance_ms())
-            .arg(if args.accepts_grant { args.request } else { "" });
+            .arg(args.grant_entry());
         call
     }
 
@@ -145,14 +136,19 @@ impl LockKind for Fair {
         read_queued_acquire(reply)
     }
 
-    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+    fn undo_acquire(
+        &self,
+        args: &UndoArgs<'_>,
+        options: &ClientOptions,
+    ) -> ScriptInvocation<'static> {
         let mut call = self.call(&UNDO);
         call.key(keys::acquire_latch(&self.name, args.request))
             .arg(args.owner)
             .arg(args.latch_ms)
             .arg(args.lease_ms)
             .arg(allowance_ms())
-            .arg(grant_ms());
+            .arg(if args.keeps_place { "1" } else { "0" })
+            .arg(options.fair_queue_timeout.as_millis() as u64);
         call
     }
 
@@ -164,8 +160,7 @@ impl LockKind for Fair {
             .arg(args.owner)
             .arg(args.latch_ms)
             .arg(args.final_latch_ms)
-            .arg(allowance_ms())
-            .arg(grant_ms());
+            .arg(allowance_ms());
         call
     }
 
@@ -173,19 +168,20 @@ impl LockKind for Fair {
         &self,
         owner: &str,
         request: &str,
+        latch_ms: u64,
         _: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
         let mut call = self.call(&CANCEL);
         call.key(keys::acquire_latch(&self.name, request))
             .arg(owner)
             .arg(allowance_ms())
-            .arg(grant_ms());
+            .arg(latch_ms);
         Some(call)
     }
 
     fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
         let mut call = self.call(&FORCE_UNLOCK);
-        call.arg(allowance_ms()).arg(grant_ms());
+        call.arg(allowance_ms());
         Some(call)
     }
 

@@ -2,7 +2,8 @@
 -- KEYS[1] lock hash, KEYS[2] queue (LIST of owners), KEYS[3] timeouts (ZSET owner -> deadline
 -- ms, Redisson's), KEYS[4] channel prefix (each waiter listens on prefix:owner), KEYS[5] the
 -- polylock-only "seen" ZSET (owner -> last look + queue timeout), KEYS[6] the polylock-only
--- grants HASH (owner -> the request it waits under, for waiters that accept the lock directly),
+-- grants HASH (owner -> `<request>:<look>:<lease ms>`, for waiters that accept the lock
+-- directly: see `grant`),
 -- KEYS[7] the prefix of the acquire latches (a grant writes the latch of the request granted).
 -- Times are the server's clock, so clients with skewed clocks agree on polylock's records;
 -- Redisson's deadlines carry a 5-minute allowance, which absorbs their clients' skew.
@@ -62,9 +63,9 @@ end
 -- grants HASH) is granted it in this script (`grant`) and leaves the queue as if it had taken
 -- it; a head not listening yet is not, and keeps its place: its next look, once subscribed,
 -- takes the free lock. Any other head is told `0`, and comes to take the lock itself.
-local function pass_on(allowance, grant_ms)
-  local request = head and redis.call('hget', grants_key, head)
-  if request and grant(KEYS[1], KEYS[7], KEYS[4] .. ':' .. head, head, request, grant_ms, now) then
+local function pass_on(allowance)
+  local entry = head and redis.call('hget', grants_key, head)
+  if entry and grant(KEYS[1], KEYS[7], KEYS[4] .. ':' .. head, head, entry) then
     head_takes_lock(allowance)
     return
   end
@@ -73,7 +74,7 @@ end
 
 -- As Redisson's acquireFailed: those behind `owner` lose one allowance, `owner` leaves, and
 -- if the lock is free it passes to the head.
-local function leave_queue(owner, allowance, grant_ms)
+local function leave_queue(owner, allowance)
   if redisson_queued() then
     local behind = false
     for _, waiter in ipairs(redis.call('lrange', KEYS[2], 0, -1)) do
@@ -92,6 +93,25 @@ local function leave_queue(owner, allowance, grant_ms)
     if head == owner then
       head = redis.call('lindex', KEYS[2], 0)
     end
-    pass_on(allowance, grant_ms)
+    pass_on(allowance)
   end
+end
+
+-- `owner`, whose acquisition from the head was just undone and who tries again at once (the
+-- replicas did not confirm it), takes the head of the queue back, with the deadline of a head:
+-- the reverse of `head_takes_lock`, so it keeps its place in line.
+local function rejoin_at_head(owner, allowance, queue_timeout_ms)
+  if redisson_queued() then
+    for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
+      redis.call('zincrby', KEYS[3], allowance, waiter)
+    end
+  end
+  redis.call('lrem', KEYS[2], 0, owner)
+  redis.call('lpush', KEYS[2], owner)
+  redis.call('zadd', KEYS[3], now + allowance, owner)
+  redis.call('zadd', seen_key, now + queue_timeout_ms, owner)
+  if redis.call('pttl', seen_key) < 2 * queue_timeout_ms then
+    redis.call('pexpire', seen_key, 2 * queue_timeout_ms)
+  end
+  head = owner
 end

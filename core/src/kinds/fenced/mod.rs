@@ -125,9 +125,10 @@ impl LockKind for Fenced {
         &self,
         owner: &str,
         request: &str,
+        latch_ms: u64,
         options: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
-        self.lock.leave_queue(owner, request, options)
+        self.lock.leave_queue(owner, request, latch_ms, options)
     }
 
     /// Deletes the lock, not the counter (as Redisson's `forceUnlock`): tokens go on growing.

@@ -121,6 +121,7 @@ impl LockKind for ReadLock {
         &self,
         owner: &str,
         _: &str,
+        _: u64,
         _: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
         Some(self.0.leave(&self.0.readers, owner.to_owned()))
@@ -243,6 +244,7 @@ impl LockKind for WriteLock {
         &self,
         owner: &str,
         _: &str,
+        _: u64,
         _: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
         Some(self.0.leave(&self.0.writers, write_field(owner)))

@@ -2,14 +2,13 @@
 -- KEYS[1] lock hash, KEYS[2] acquire latch of this request, KEYS[3] waiter list,
 -- KEYS[4] reservation, KEYS[5] grants.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] how long a place in the waiter list lasts without a
--- look (0: the caller will not wait, so it does not register), ARGV[4] this request when the
--- waiter accepts the lock directly from a release ('' when not). The latch of an acquisition
--- lives as long as its lease: once that level has expired, nothing may undo it in the name of
--- this request.
+-- look (0: the caller will not wait, so it does not register), ARGV[4] the grant entry
+-- `<request>:<look>` when the waiter accepts the lock directly from a release ('' when not).
+-- The latch of an acquisition lives as long as its lease: once that level has expired, nothing
+-- may undo it in the name of this request.
 -- Replies nil when acquired (or when this request already acquired: a retry), how long to wait
--- at most when busy (the holder's PTTL, or the reservation's), or {wait, server time ms} when
--- it listed a waiter that accepts the lock directly, UNDONE when the request was undone before
--- it ran.
+-- at most when busy (the holder's PTTL, or the reservation's), or {wait} when it listed a
+-- waiter that accepts the lock directly, UNDONE when the request was undone before it ran.
 local latch, reserved = unpack(redis.call('mget', KEYS[2], KEYS[4]))
 if latch == '0' then
   return redis.status_reply('UNDONE')
@@ -35,8 +34,7 @@ if take then
   return nil
 end
 local wait = longest_wait(KEYS[1], KEYS[4], reserved)
-local now = register(KEYS[3], ARGV[2], ARGV[3], wait, KEYS[5], ARGV[4])
-if now and ARGV[4] ~= '' then
-  return {wait, now}
+if register(KEYS[3], ARGV[2], ARGV[3], wait, KEYS[5], ARGV[4], ARGV[1]) and ARGV[4] ~= '' then
+  return {wait}
 end
 return wait

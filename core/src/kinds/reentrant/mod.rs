@@ -3,9 +3,9 @@
 //!
 //! Among polylock clients a release wakes one waiter, not every process: waiters register in a
 //! list (`waiters.lua`), a release tells the earliest one on a channel of its own and keeps the
-//! free lock for it for a moment ([`RESERVATION`]), or, when that waiter registered its request
-//! for it (a watchdog hold), grants it the lock in the same script, for the same moment, until
-//! its watchdog extends it: the waiter then holds it from the message on, a round trip sooner. Only when a client other than polylock
+//! free lock for it for a moment ([`RESERVATION`]), or, when that waiter registered a grant
+//! entry (a watchdog hold), grants it the lock in the same script, for its whole lease: the
+//! waiter then holds it from the message on, a round trip sooner. Only when a client other than polylock
 //! listens on the shared channel (counted against the listening channel polylock's clients
 //! join with it) does the release also publish `00` there, which wakes one Redisson waiter
 //! (Redisson reads it as 0); polylock waiters do not look on it, they only note that the line
@@ -25,10 +25,9 @@ use crate::kinds::{
 };
 use crate::options::ClientOptions;
 
-/// How long a release keeps the free lock for the waiter it told, or grants it to that waiter
-/// before the waiter's watchdog extends it: ample for that waiter's look (or renewal) to
-/// arrive; if it never does (its process paused or died just then), others may take the lock
-/// after this.
+/// How long a release keeps the free lock for the waiter it told: ample for that waiter's look
+/// to arrive; if it never does (its process paused or died just then), others may take the
+/// lock after this.
 const RESERVATION: Duration = Duration::from_secs(1);
 
 static ACQUIRE: LazyLock<LockScript> =
@@ -121,8 +120,8 @@ impl LockKind for Reentrant {
         true
     }
 
-    fn grant_window(&self) -> Option<Duration> {
-        Some(RESERVATION)
+    fn grants_directly(&self) -> bool {
+        true
     }
 
     /// Still held (a release in between deleted it, which Redisson's `0` told the lock channel
@@ -160,7 +159,7 @@ impl LockKind for Reentrant {
             .arg(args.lease_ms)
             .arg(args.owner)
             .arg(place_ms(args, options))
-            .arg(if args.accepts_grant { args.request } else { "" });
+            .arg(args.grant_entry());
         call
     }
 
@@ -175,7 +174,8 @@ impl LockKind for Reentrant {
         call.arg(args.owner)
             .arg(args.latch_ms)
             .arg(args.lease_ms)
-            .arg(reservation_ms());
+            .arg(reservation_ms())
+            .arg(args.request);
         call
     }
 
@@ -196,13 +196,15 @@ impl LockKind for Reentrant {
         &self,
         owner: &str,
         request: &str,
+        latch_ms: u64,
         _: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
         let mut call = self.waking_call(&LEAVE);
         self.with_waiter_keys(&mut call);
         call.key(keys::acquire_latch(&self.name, request))
             .arg(owner)
-            .arg(reservation_ms());
+            .arg(reservation_ms())
+            .arg(latch_ms);
         Some(call)
     }
 
@@ -224,11 +226,21 @@ impl LockKind for Reentrant {
 
 #[cfg(test)]
 mod tests {
-    use crate::connection::COUNT_LISTENERS;
+    use crate::connection::{COUNT_LISTENERS, EXACT_PUBLISH_COUNTS};
 
     /// The sharded and broadcast forms of the scripts rewrite this call: it must be spelled so.
     #[test]
     fn waking_scripts_count_listeners_as_the_script_forms_expect() {
         assert!(include_str!("waiters.lua").contains(COUNT_LISTENERS));
+    }
+
+    /// The broadcast form of the scripts turns grants off by rewriting this line: it must be
+    /// spelled so, once, before `grant` reads it.
+    #[test]
+    fn grants_read_the_line_the_broadcast_form_rewrites() {
+        let shared = include_str!("../lock_hash.lua");
+        assert_eq!(shared.matches(EXACT_PUBLISH_COUNTS).count(), 1);
+        let declared = shared.find(EXACT_PUBLISH_COUNTS).unwrap();
+        assert!(declared < shared.find("local function grant(").unwrap());
     }
 }

@@ -4,7 +4,7 @@
 -- (`line_keys`).
 -- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] latch lifetime ms,
 -- ARGV[4] latch lifetime ms after a final release, ARGV[5] how long the lock is reserved for
--- the waiter told (or granted to it before its watchdog extends it).
+-- the waiter told.
 -- Replies nil (not held by the owner), 0 (still held), 1 (released); a retry of the same
 -- request replays its first answer from the unlock latch.
 local replay = redis.call('get', KEYS[3])

@@ -14,6 +14,7 @@
 local undone = 0
 local freed = false
 local line = line_keys(4)
+unregister(line, ARGV[1], ARGV[5])
 if redis.call('get', line.reservation) == ARGV[1] then
   redis.call('del', line.reservation)
   freed = redis.call('exists', KEYS[1]) == 0

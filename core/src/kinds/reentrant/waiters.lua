@@ -2,10 +2,10 @@
 -- A waiter that will wait registers (`register`) in a ZSET owner -> arrival (server time, us).
 -- Whatever frees the lock calls `tell_next`: it tells the earliest registered waiter still
 -- listening, on that waiter's own channel, so one waiter wakes instead of every process, and a
--- polylock client cannot barge in ahead of it. A waiter registered with its request in the
--- grants HASH is given the lock in the same script (`g:<request>:<server ms>`), for a short
--- lease that its watchdog extends; any other is told the lock is free (`0`) and finds it kept
--- for it for a moment (the reservation).
+-- polylock client cannot barge in ahead of it. A waiter registered with a grant entry in the
+-- grants HASH is given the lock in the same script (`g:<request>:<look>`), for its whole lease
+-- (see `grant`); any other is told the lock is free (`0`) and finds it kept for it for a moment
+-- (the reservation).
 -- The shared channel then gets `00` only if a client other than polylock listens there: Redisson
 -- reads it as 0 (wake one of its waiters), polylock ignores it. A release among polylock clients
 -- only thus wakes one process, not every one. With no polylock waiter listening the shared
@@ -25,11 +25,13 @@ local function line_keys(first)
   }
 end
 
--- Lists `owner`; with a `request` (not ''), it accepts the lock directly, under that request.
--- Replies the server time in ms (nil when not listed).
-local function register(waiters, owner, place_ms, wait_ms, grants, request)
+-- Lists `owner`. With a grant entry `accepts` (`<request>:<look>`, not '') it accepts the lock
+-- directly, for `lease_ms` (see `grant`); without, an entry an earlier request of `owner` left
+-- is removed, so that no release grants the lock to a request nobody waits under. A kind that
+-- grants nothing (the fenced lock) gives no `grants`. True when listed.
+local function register(waiters, owner, place_ms, wait_ms, grants, accepts, lease_ms)
   if place_ms == '0' then
-    return nil
+    return false
   end
   local now = redis.call('time')
   redis.call('zadd', waiters, 'nx', now[1] * 1000000 + now[2], owner)
@@ -37,13 +39,27 @@ local function register(waiters, owner, place_ms, wait_ms, grants, request)
   if redis.call('pttl', waiters) < ttl then
     redis.call('pexpire', waiters, ttl)
   end
-  if grants and request ~= '' then
-    redis.call('hset', grants, owner, request)
+  if not grants then
+    return true
+  end
+  if accepts ~= '' then
+    redis.call('hset', grants, owner, accepts .. ':' .. lease_ms)
     if redis.call('pttl', grants) < ttl then
       redis.call('pexpire', grants, ttl)
     end
+  else
+    redis.call('hdel', grants, owner)
   end
-  return now[1] * 1000 + math.floor(now[2] / 1000)
+  return true
+end
+
+-- Removes `owner`'s place and grant entry when the entry is `request`'s (a newer request of
+-- the same owner keeps its own).
+local function unregister(line, owner, request)
+  if entry_of(redis.call('hget', line.grants, owner), request) then
+    redis.call('hdel', line.grants, owner)
+    redis.call('zrem', line.waiters, owner)
+  end
 end
 
 -- Whether a client other than polylock listens on the shared channel: polylock's subscribe to
@@ -62,14 +78,11 @@ local function tell_next(line, lock, shared, reserve_ms)
     if not next_owner then
       break
     end
-    local request = redis.call('hget', line.grants, next_owner)
+    local entry = redis.call('hget', line.grants, next_owner)
     local told
-    if request then
+    if entry then
       redis.call('hdel', line.grants, next_owner)
-      local now = redis.call('time')
-      local server_ms = now[1] * 1000 + math.floor(now[2] / 1000)
-      local channel = line.told_prefix .. ':' .. next_owner
-      told = grant(lock, line.latch_prefix, channel, next_owner, request, reserve_ms, server_ms)
+      told = grant(lock, line.latch_prefix, line.told_prefix .. ':' .. next_owner, next_owner, entry)
     end
     if not told and redis.call('publish', line.told_prefix .. ':' .. next_owner, 0) > 0 then
       redis.call('set', line.reservation, next_owner, 'px', reserve_ms)
