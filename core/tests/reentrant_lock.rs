@@ -1312,7 +1312,10 @@ async fn a_told_waiter_whose_process_is_paused_holds_up_the_next_only_briefly() 
     let con = raw(&server).await;
     let listed = "polylock_lock_waiters:{paused}";
     let mut peer = Peer::start(&server, queue_timeout.as_millis() as u64);
-    peer.send("acquire paused - -");
+    // A fixed lease: the release tells it and keeps the lock for it briefly (the reservation).
+    // (A watchdog waiter would be granted the lock for its whole lease, and paused, hold it as
+    // long as a paused holder does.)
+    peer.send("acquire paused - 60000");
     assert!(
         eventually(Duration::from_secs(5), || {
             let mut con = con.clone();
