@@ -326,6 +326,12 @@ impl ClientInner {
         Ok(())
     }
 
+    /// Holds in the registry now.
+    #[cfg(test)]
+    pub(crate) fn tracked_holds(&self) -> usize {
+        self.registry().holds.len()
+    }
+
     pub(crate) fn untrack_hold(&self, id: u64) {
         remove_shrinking(&mut self.registry().holds, &id);
         self.upkeep.untrack(id);

@@ -2,8 +2,8 @@
 //! lease (Redisson RPermitExpirableSemaphore layout).
 
 use crate::options::AcquireOptions;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::client::ClientInner;
 use crate::engine::LockCore;
@@ -12,13 +12,19 @@ use crate::kinds::expirable_semaphore::Permit;
 use crate::options::validate_permit_id;
 use crate::runtime::on_runtime;
 use crate::semaphore::{query, Semaphore};
+use crate::shrinking::remove_shrinking;
+
+/// How many lost permits a handle remembers, so that their release reports them lost: its
+/// memory follows the permits of now, never all those of the past.
+const LOST_REMEMBERED: usize = 1024;
 
 /// A semaphore whose permits each have an id and a lease: a permit whose holder dies comes back
 /// when its lease runs out. Without a lease a permit is renewed by the watchdog while its
 /// holder's client lives, like a lock (Redisson's permits have a fixed lease or none at all).
-/// A permit is released by its id, from this handle or any other client. Cheap to clone:
-/// clones share the permits this handle holds; dropping the last clone releases them in the
-/// background.
+/// A permit is released by its id, from this handle or any other client. A permit whose
+/// lease ran out (by this client's clock, from when the request that took it was sent), or
+/// that the watchdog found gone, leaves the handle at once. Cheap to clone: clones share the
+/// permits this handle holds; dropping the last clone releases them in the background.
 #[derive(Clone)]
 pub struct ExpirableSemaphore {
     inner: Arc<Inner>,
@@ -30,8 +36,77 @@ struct Inner {
     kind: Arc<Permit>,
     /// The counter's operations, shared with the plain semaphore.
     counter: Semaphore,
-    /// The permits this handle holds, by id.
+    /// The permits this handle holds, by id: each leaves when released or lost. Locked
+    /// before `lost` when both are.
     held: Mutex<HashMap<String, Arc<LockCore>>>,
+    /// This handle's permits that were lost and not released since, oldest first, with why:
+    /// their release reports it. The latest [`LOST_REMEMBERED`] only; an older one's release
+    /// finds nobody holding it.
+    lost: Mutex<VecDeque<(String, Error)>>,
+}
+
+impl Inner {
+    fn held(&self) -> MutexGuard<'_, HashMap<String, Arc<LockCore>>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lost(&self) -> MutexGuard<'_, VecDeque<(String, Error)>> {
+        self.lost.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn remember_lost(&self, lost: &mut VecDeque<(String, Error)>, id: String, error: Error) {
+        if lost.len() == LOST_REMEMBERED {
+            lost.pop_front();
+        }
+        lost.push_back((id, error));
+    }
+
+    /// The lost hook of permit `id` (hold `core_id`): the upkeep task found its lease over, or
+    /// the watchdog found it gone, or the client was closed. It leaves the handle, remembered
+    /// as lost. Runs on the thread that found it lost: takes two short locks, never waits.
+    fn permit_lost(&self, id: &str, core_id: u64, error: &Error) {
+        let mut held = self.held();
+        // Not there: being released (that release reports the loss), or not yet kept (`keep`
+        // sees it lost).
+        if held.get(id).is_none_or(|core| core.id != core_id) {
+            return;
+        }
+        let core = remove_shrinking(&mut held, id);
+        let mut lost = self.lost();
+        self.remember_lost(&mut lost, id.to_owned(), error.clone());
+        drop(lost);
+        drop(held);
+        // Not the last reference (whoever marked it lost has one), so this drop does no work.
+        drop(core);
+    }
+
+    /// Keeps permit `id`, acquired (or not released after all) by `core`: in the held set, or
+    /// remembered as lost when it was lost before it got here (its hook found nothing to drop).
+    fn keep(&self, id: String, core: Arc<LockCore>) {
+        let mut held = self.held();
+        // Under `held`: a loss marked after this check finds the permit there.
+        if !core.is_lost() {
+            held.insert(id, core);
+            return;
+        }
+        let error = Error::LockLost(format!(
+            "permit '{id}' of semaphore '{}' was lost as soon as it was acquired: its lease \
+             ran out, another client released it, or the client was closed",
+            self.name
+        ));
+        let mut lost = self.lost();
+        self.remember_lost(&mut lost, id, error);
+    }
+
+    /// Forgets lost permit `id`, returning why it was lost; `None` when not remembered.
+    fn take_lost(&self, lost: &mut VecDeque<(String, Error)>, id: &str) -> Option<Error> {
+        let at = lost.iter().position(|(lost_id, _)| lost_id == id)?;
+        let (_, error) = lost.remove(at)?;
+        if lost.is_empty() {
+            lost.shrink_to_fit();
+        }
+        Some(error)
+    }
 }
 
 impl std::fmt::Debug for ExpirableSemaphore {
@@ -52,6 +127,7 @@ impl ExpirableSemaphore {
                 client,
                 name: name.to_owned(),
                 held: Mutex::new(HashMap::new()),
+                lost: Mutex::new(VecDeque::new()),
             }),
         }
     }
@@ -60,13 +136,11 @@ impl ExpirableSemaphore {
         &self.inner.name
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LockCore>>> {
-        self.inner.held.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The ids of the permits this handle holds (lost ones included until released). No I/O.
+    /// The ids of the permits this handle holds. A permit leaves when released, or as soon as
+    /// this handle learns it was lost: its fixed lease ran out (by this client's clock), the
+    /// watchdog found it gone, or the client was closed. No I/O.
     pub fn held_permits(&self) -> Vec<String> {
-        self.held().keys().cloned().collect()
+        self.inner.held().keys().cloned().collect()
     }
 
     /// Sets the number of permits if it was never set (no key); true when set.
@@ -99,16 +173,24 @@ impl ExpirableSemaphore {
             kind,
             id.clone(),
         ));
+        // Weak: the handle owns its permits, not the other way round.
+        let (semaphore, permit, core_id) = (Arc::downgrade(&self.inner), id.clone(), core.id);
+        core.set_lost_hook(Box::new(move |error| {
+            if let Some(inner) = Weak::upgrade(&semaphore) {
+                inner.permit_lost(&permit, core_id, error);
+            }
+        }));
         if !core.acquire(wait, lease).await? {
             return Ok(None);
         }
-        self.held().insert(id.clone(), core);
+        self.inner.keep(id.clone(), core);
         Ok(Some(id))
     }
 
-    /// Releases permit `permit_id`. [`Error::LockLost`] when it was this handle's and its lease
-    /// ran out (it is back in the semaphore all the same), [`Error::NotHeld`] when nobody holds
-    /// it (released already, expired, or never acquired).
+    /// Releases permit `permit_id`. [`Error::LockLost`] when it was this handle's and was lost
+    /// (its lease ran out: it is back in the semaphore all the same; or another client released
+    /// it), once; [`Error::NotHeld`] when nobody holds it (released already, expired, or never
+    /// acquired). The lost permits remembered are this handle's latest 1024.
     pub async fn release(&self, permit_id: &str) -> Result<()> {
         validate_permit_id(permit_id)?;
         let this = self.clone();
@@ -118,14 +200,25 @@ impl ExpirableSemaphore {
     }
 
     async fn release_on_runtime(&self, id: String) -> Result<()> {
-        let held = self.held().remove(&id);
-        if let Some(core) = held {
-            let released = core.release().await;
-            if let Err(Error::WrongType(_) | Error::Redis(_)) = released {
-                // Not released and not lost: the permit is still this handle's.
-                self.held().insert(id, core);
+        let held = {
+            let mut held = self.inner.held();
+            match remove_shrinking(&mut held, &id) {
+                Some(core) => Ok(core),
+                None => Err(self.inner.take_lost(&mut self.inner.lost(), &id)),
             }
-            return released;
+        };
+        match held {
+            Ok(core) => {
+                let released = core.release().await;
+                if let Err(Error::WrongType(_) | Error::Redis(_)) = released {
+                    // Not released and not lost: the permit is still this handle's.
+                    self.inner.keep(id, core);
+                }
+                return released;
+            }
+            // Lost while this handle held it: told once, as a lock's release tells it.
+            Err(Some(lost)) => return Err(lost),
+            Err(None) => {}
         }
         let core = Arc::new(LockCore::with_owner(
             self.inner.client.clone(),
@@ -140,5 +233,75 @@ impl ExpirableSemaphore {
                 self.inner.name
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::{Client, ErrorKind};
+
+    /// Permits whose lease ran out leave nothing behind but their ids (to report them lost),
+    /// and no more than the latest `LOST_REMEMBERED` of those: their engine handles are
+    /// freed, and neither the handle's table nor the client's registry or upkeep table keeps
+    /// an entry or the room for one.
+    #[tokio::test]
+    async fn expired_permits_leave_nothing_behind() {
+        let permits = LOST_REMEMBERED + 24;
+        let server = polylock_testkit::RedisServer::start();
+        let client = Client::connect(&server.url()).await.unwrap();
+        let semaphore = client.expirable_semaphore("xsem:room").unwrap();
+        assert!(semaphore.try_set_permits(permits as i64).await.unwrap());
+        let mut ids = Vec::with_capacity(permits);
+        let mut cores: Vec<Weak<LockCore>> = Vec::with_capacity(permits);
+        for _ in 0..permits {
+            let options = AcquireOptions::new()
+                .no_wait()
+                .lease(Duration::from_millis(300));
+            let id = semaphore.acquire(options).await.unwrap().unwrap();
+            // Taken now (it cannot have expired yet: the lease runs for 300 ms from now).
+            if let Some(core) = semaphore.inner.held().get(&id) {
+                cores.push(Arc::downgrade(core));
+            }
+            ids.push(id);
+        }
+        assert!(!cores.is_empty());
+        let until = Instant::now() + Duration::from_secs(5);
+        while !semaphore.held_permits().is_empty() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(semaphore.held_permits(), Vec::<String>::new());
+        assert_eq!(semaphore.inner.held().capacity(), 0, "the handle's table");
+        assert!(
+            cores.iter().all(|core| core.upgrade().is_none()),
+            "engine handles of expired permits are still alive"
+        );
+        assert_eq!(client.inner.tracked_holds(), 0, "the client's registry");
+        assert_eq!(client.inner.upkeep.table_room(), 0, "the upkeep table");
+        let remembered: Vec<String> = semaphore
+            .inner
+            .lost()
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect();
+        assert_eq!(remembered.len(), LOST_REMEMBERED);
+        // A remembered one is reported lost; one forgotten is held by nobody.
+        let err = semaphore.release(&remembered[0]).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+        let forgotten = ids.iter().find(|id| !remembered.contains(id)).unwrap();
+        let err = semaphore.release(forgotten).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+        for id in &remembered[1..] {
+            let err = semaphore.release(id).await.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+        }
+        assert_eq!(
+            semaphore.inner.lost().capacity(),
+            0,
+            "the lost permits' memory"
+        );
+        assert_eq!(semaphore.available_permits().await.unwrap(), permits as i64);
     }
 }

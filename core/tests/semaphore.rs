@@ -445,3 +445,132 @@ async fn dropping_the_handle_gives_its_permits_back() {
         .await
     );
 }
+
+/// Permits whose fixed lease ran out leave the handle that took them, by its own clock: a
+/// handle that kept them would list permits it no longer has and grow with every past one.
+/// Their release still tells the holder they were lost, and gives back nobody else's permit.
+#[tokio::test]
+async fn permits_whose_lease_ran_out_leave_their_handle() {
+    const PERMITS: usize = 200;
+    let lease = Duration::from_millis(300);
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let other = common::client(&server).await;
+    let name = "xsem:expired";
+    let semaphore = client.expirable_semaphore(name).unwrap();
+    assert!(semaphore.try_set_permits(PERMITS as i64).await.unwrap());
+    let started = Instant::now();
+    let mut ids = Vec::with_capacity(PERMITS);
+    for _ in 0..PERMITS {
+        let options = AcquireOptions::new().no_wait().lease(lease);
+        ids.push(semaphore.acquire(options).await.unwrap().unwrap());
+    }
+    let acquired_at = Instant::now();
+    if acquired_at - started < lease {
+        // No lease can have ended yet (each runs from its request, sent after `started`).
+        assert_eq!(semaphore.held_permits().len(), PERMITS);
+    }
+    // The server takes them back once their lease ran out.
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let semaphore = semaphore.clone();
+            async move { semaphore.available_permits().await.unwrap() == PERMITS as i64 }
+        })
+        .await,
+        "the server never took the permits back"
+    );
+    // The handle lets them go by its own clock, which ends each lease no later than the
+    // server's: a few seconds after the last lease ended is a generous bound.
+    let bound =
+        (acquired_at + lease + Duration::from_secs(3)).saturating_duration_since(Instant::now());
+    assert!(
+        eventually(bound, || {
+            let held = semaphore.held_permits().is_empty();
+            async move { held }
+        })
+        .await,
+        "the handle still lists {} of {PERMITS} expired permits",
+        semaphore.held_permits().len()
+    );
+    assert_eq!(client.watched_locks(), 0);
+
+    // Another client takes every permit; the expired ids must not give any of them back.
+    let taker = other.expirable_semaphore(name).unwrap();
+    for _ in 0..PERMITS {
+        let options = AcquireOptions::new()
+            .no_wait()
+            .lease(Duration::from_secs(60));
+        assert!(taker.acquire(options).await.unwrap().is_some());
+    }
+    assert_eq!(taker.available_permits().await.unwrap(), 0);
+    // This handle's own expired permit: lost (as a lock whose lease ran out), once.
+    let err = semaphore.release(&ids[0]).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    let err = semaphore.release(&ids[0]).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    // From a handle that never held it: nobody holds it.
+    let stranger = other.expirable_semaphore(name).unwrap();
+    let err = stranger.release(&ids[1]).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotHeld, "{err}");
+    for id in &ids[1..] {
+        let err = semaphore.release(id).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    }
+    assert_eq!(taker.available_permits().await.unwrap(), 0);
+    assert_eq!(taker.held_permits().len(), PERMITS);
+    let mut con = raw(&server).await;
+    let taken: i64 = con
+        .zcard(polylock::keys::permit_timeouts(name))
+        .await
+        .unwrap();
+    assert_eq!(
+        taken, PERMITS as i64,
+        "another client's permits were given back"
+    );
+}
+
+/// A watchdog-renewed permit that another client released leaves its handle once the
+/// watchdog finds it gone, and its release reports it lost.
+#[tokio::test]
+async fn a_watchdog_permit_found_gone_leaves_its_handle() {
+    let server = RedisServer::start();
+    let holder = client_with_watchdog(&server, Duration::from_millis(300)).await;
+    let other = client(&server).await;
+    let semaphore = holder.expirable_semaphore("xsem:gone").unwrap();
+    assert!(semaphore.try_set_permits(2).await.unwrap());
+    let kept = semaphore
+        .acquire(AcquireOptions::new().no_wait())
+        .await
+        .unwrap()
+        .unwrap();
+    let id = semaphore
+        .acquire(AcquireOptions::new().no_wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(holder.watched_locks(), 2);
+    other
+        .expirable_semaphore("xsem:gone")
+        .unwrap()
+        .release(&id)
+        .await
+        .unwrap();
+    // The watchdog looks every 100 ms: seconds are a generous bound.
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let held = semaphore.held_permits() == vec![kept.clone()];
+            async move { held }
+        })
+        .await,
+        "the handle still lists {:?}",
+        semaphore.held_permits()
+    );
+    assert_eq!(holder.watched_locks(), 1);
+    let err = semaphore.release(&id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    assert_eq!(semaphore.available_permits().await.unwrap(), 1);
+    semaphore.release(&kept).await.unwrap();
+    assert_eq!(semaphore.available_permits().await.unwrap(), 2);
+    assert!(semaphore.held_permits().is_empty());
+    assert_eq!(holder.watched_locks(), 0);
+}

@@ -241,6 +241,9 @@ impl LockCore {
         self.client.untrack_hold(self.id);
         tracing::warn!(lock = %self.name(), owner = %self.owner, %error, "lock lost");
         self.lost.send_replace(true);
+        if let Some(hook) = self.lost_hook.get() {
+            hook(&error);
+        }
         let callbacks: Vec<LostCallback> = self
             .callbacks
             .lock()

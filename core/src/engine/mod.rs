@@ -13,7 +13,7 @@ mod hold;
 mod release;
 pub(crate) mod renew;
 
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -25,6 +25,9 @@ use crate::error::{Error, Result};
 use crate::kinds::LockKind;
 
 pub(crate) use hold::{Hold, Lease, LostCallback};
+
+/// Told on the spot when a hold is found lost (see [`LockCore::set_lost_hook`]).
+pub(crate) type LostHook = Box<dyn Fn(&Error) + Send + Sync>;
 
 /// Renews hash-based locks (reentrant, fair): see `scripts/renew.lua`.
 pub(crate) static HASH_RENEWAL: LazyLock<LockScript> =
@@ -102,6 +105,8 @@ pub(crate) struct LockCore {
     hold: Mutex<Hold>,
     lost: watch::Sender<bool>,
     callbacks: Mutex<Vec<LostCallback>>,
+    /// The owner of this handle, told on the spot when its hold is lost.
+    lost_hook: OnceLock<LostHook>,
     /// The wait channels, kept subscribed between waits by kinds with a channel per owner.
     kept_subscriptions: Mutex<WaitSubscriptions>,
 }
@@ -126,6 +131,7 @@ impl LockCore {
             hold: Mutex::new(Hold::default()),
             lost: watch::Sender::new(false),
             callbacks: Mutex::new(Vec::new()),
+            lost_hook: OnceLock::new(),
             kept_subscriptions: Mutex::new(WaitSubscriptions::default()),
         }
     }
@@ -155,6 +161,13 @@ impl LockCore {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(callback);
+    }
+
+    /// Sets the hook `mark_lost` calls on the thread that found the hold lost, before the
+    /// callbacks (which run elsewhere, as they may block): it must not block, nor wait for
+    /// this handle. An expirable semaphore drops the permit from its handle with it. Set once.
+    pub(crate) fn set_lost_hook(&self, hook: LostHook) {
+        let _ = self.lost_hook.set(hook);
     }
 
     /// Deletes the lock whoever holds it, and wakes a waiter. True when a lock was deleted.
