@@ -288,11 +288,15 @@ export declare class ExpirableSemaphore {
   /**
    * Releases the permit `permitId` (from any handle or client). `ERR_NOT_HELD` when nobody holds
    * it (released already, expired, never acquired), `ERR_LOCK_LOST` when it was this handle's and
-   * its lease ran out (it is back in the semaphore all the same).
+   * was lost: its lease ran out (it is back in the semaphore all the same) or another client
+   * released it. Reported once, for the handle's latest 1024 lost permits.
    */
   release(permitId: string): Promise<void>
   /** The permits available now, after permits whose lease ran out came back. */
   availablePermits(): Promise<number>
-  /** The ids of the permits this handle holds (no I/O). */
+  /**
+   * The ids of the permits this handle holds (no I/O). A permit leaves when released, or as soon
+   * as its lease runs out (by this client's clock) or the watchdog finds it gone.
+   */
   heldPermits(): string[]
 }

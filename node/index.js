@@ -625,7 +625,7 @@ class ExpirableSemaphore extends PermitCount {
   }
 
   /**
-   * The ids of the permits this handle holds (no I/O).
+   * The ids of the permits this handle holds (no I/O); a lost permit leaves at once.
    * @returns {string[]}
    */
   heldPermits() {

@@ -73,12 +73,16 @@ export declare class ExpirableSemaphore {
   acquire(options?: AcquireOptions | null, cancellation?: Cancellation | null): Promise<string | null>
   /**
    * Releases the permit `permitId`: `ERR_NOT_HELD` when nobody holds it, `ERR_LOCK_LOST`
-   * when it was this handle's and its lease ran out.
+   * when it was this handle's and was lost (its lease ran out, or another client released
+   * it): once, for the handle's latest 1024 lost permits.
    */
   release(permitId: string): Promise<void>
   /** The permits available now, after permits whose lease ran out came back. */
   availablePermits(): Promise<number>
-  /** The ids of the permits this handle holds (no I/O). */
+  /**
+   * The ids of the permits this handle holds (no I/O). A permit leaves when released, or as
+   * soon as its lease runs out (by this client's clock) or the watchdog finds it gone.
+   */
   heldPermits(): Array<string>
 }
 

@@ -448,6 +448,7 @@ class AsyncExpirableSemaphore:
         return await self._native.available_permits_async()
 
     def held_permits(self) -> list[str]:
+        """As :meth:`polylock.ExpirableSemaphore.held_permits`."""
         return self._native.held_permits()
 
     def __del__(self) -> None:

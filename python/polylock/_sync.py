@@ -455,8 +455,9 @@ class ExpirableSemaphore:
 
     def release(self, permit_id: str) -> None:
         """Releases permit ``permit_id``. NotHeldError when nobody holds it (released already,
-        lease ran out, never acquired); LockLostError when it was acquired here and its lease
-        ran out (it is back in the semaphore all the same)."""
+        lease ran out, never acquired); LockLostError when it was acquired here and was lost:
+        its lease ran out (it is back in the semaphore all the same) or another client released
+        it. Reported once, for this object's latest 1024 lost permits."""
         self._native.release(permit_id)
 
     def available_permits(self) -> int:
@@ -464,7 +465,9 @@ class ExpirableSemaphore:
         return self._native.available_permits()
 
     def held_permits(self) -> list[str]:
-        """The ids of the permits acquired through this object and not released (no I/O)."""
+        """The ids of the permits acquired through this object and neither released nor lost
+        (no I/O): a permit leaves as soon as its lease runs out (by this client's clock) or the
+        watchdog finds it gone."""
         return self._native.held_permits()
 
     def __del__(self) -> None:

@@ -790,7 +790,8 @@ impl ExpirableSemaphore {
     }
 
     /// Releases the permit `permitId`: `ERR_NOT_HELD` when nobody holds it, `ERR_LOCK_LOST`
-    /// when it was this handle's and its lease ran out.
+    /// when it was this handle's and was lost (its lease ran out, or another client released
+    /// it): once, for the handle's latest 1024 lost permits.
     #[napi(ts_args_type = "permitId: string", ts_return_type = "Promise<void>")]
     pub fn release<'env>(&self, env: &'env Env, permit_id: Unknown) -> napi::Result<Object<'env>> {
         let permit_id = string(permit_id, "permit id").map_err(|err| js_error(env, &err))?;
@@ -805,7 +806,8 @@ impl ExpirableSemaphore {
         promise(env, async move { semaphore.available_permits().await })
     }
 
-    /// The ids of the permits this handle holds (no I/O).
+    /// The ids of the permits this handle holds (no I/O). A permit leaves when released, or as
+    /// soon as its lease runs out (by this client's clock) or the watchdog finds it gone.
     #[napi]
     pub fn held_permits(&self) -> Vec<String> {
         self.inner.held_permits()

@@ -616,7 +616,8 @@ impl ExpirableSemaphore {
 
     /// Releases the permit `permitId`, from this handle or any other. `NotHeld` when nobody
     /// holds it (released already, expired, never acquired), `LockLost` when it was this
-    /// handle's and its lease ran out.
+    /// handle's and was lost (its lease ran out, or another client released it): once, for the
+    /// handle's latest 1024 lost permits.
     pub async fn release(&self, permit_id: String) -> Result<(), LockError> {
         Ok(self.inner.release(&permit_id).await?)
     }
@@ -651,7 +652,8 @@ impl ExpirableSemaphore {
         Ok(self.inner.available_permits().await?)
     }
 
-    /// The ids of the permits this handle holds (lost ones included until released). No I/O.
+    /// The ids of the permits this handle holds. A permit leaves when released, or as soon as
+    /// its lease runs out (by this client's clock) or the watchdog finds it gone. No I/O.
     pub fn held_permits(&self) -> Vec<String> {
         self.inner.held_permits()
     }
