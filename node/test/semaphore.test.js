@@ -213,6 +213,31 @@ describe('expirable semaphore', () => {
     await assert.rejects(semaphore.release(permit), { code: 'ERR_LOCK_LOST' })
   })
 
+  test('permits whose fixed lease ran out leave heldPermits (the core drops them)', async () => {
+    const semaphore = client.expirableSemaphore(fresh('xexpired'))
+    await semaphore.trySetPermits(50)
+    const permits = []
+    for (let i = 0; i < 50; i++) permits.push(await semaphore.acquire({ waitMs: 0, leaseMs: 300 }))
+    assert.ok(permits.every((permit) => permit !== null))
+    const leasesEnd = Date.now() + 300
+    assert.equal(await eventually(10_000, async () => (await semaphore.availablePermits()) === 50), true)
+    // The client ends each lease by its own clock, no later than the server: seconds suffice.
+    assert.equal(await eventually(Math.max(leasesEnd + 3_000 - Date.now(), 0),
+      async () => semaphore.heldPermits().length === 0), true,
+    `${semaphore.heldPermits().length} expired permits still held`)
+    const other = await Client.connect(redis.url)
+    try {
+      const taker = other.expirableSemaphore(semaphore.name)
+      for (let i = 0; i < 50; i++) assert.notEqual(await taker.acquire({ waitMs: 0, leaseMs: 60_000 }), null)
+      await assert.rejects(semaphore.release(permits[0]), { code: 'ERR_LOCK_LOST' })
+      await assert.rejects(semaphore.release(permits[0]), { code: 'ERR_NOT_HELD' })
+      assert.equal(await taker.availablePermits(), 0)
+      assert.equal(taker.heldPermits().length, 50)
+    } finally {
+      await other.close()
+    }
+  })
+
   test('aborting a wait rejects with AbortError and takes nothing', async () => {
     const semaphore = client.expirableSemaphore(fresh('xabort'))
     const controller = new AbortController()

@@ -190,6 +190,31 @@ def test_expirable_permits_have_ids_and_are_released_by_id(client, url, name):
         semaphore.release("not-a-permit")
 
 
+def test_expired_permits_leave_the_handle(client, url, name):
+    """A permit whose fixed lease ran out leaves held_permits (the core drops it: no list of
+    its own here), and its release says it was lost without giving back another's permit."""
+    semaphore = client.expirable_semaphore(name)
+    assert semaphore.try_set_permits(50)
+    permits = [semaphore.acquire(timeout=0, lease=0.3) for _ in range(50)]
+    assert all(permit is not None for permit in permits)
+    leases_end = time.monotonic() + 0.3
+    assert wait_until(lambda: semaphore.available_permits() == 50, timeout=10)
+    # The client ends each lease by its own clock, no later than the server: seconds suffice.
+    assert wait_until(
+        lambda: semaphore.held_permits() == [], timeout=max(leases_end + 3 - time.monotonic(), 0)
+    ), f"{len(semaphore.held_permits())} expired permits still held"
+    with polylock.Client(url) as other_client:
+        taker = other_client.expirable_semaphore(name)
+        taken = [taker.acquire(timeout=0, lease=60) for _ in range(50)]
+        assert all(permit is not None for permit in taken)
+        with pytest.raises(polylock.LockLostError):
+            semaphore.release(permits[0])
+        with pytest.raises(polylock.NotHeldError):
+            semaphore.release(permits[0])
+        assert taker.available_permits() == 0
+        assert len(taker.held_permits()) == 50
+
+
 def test_an_expirable_waiter_is_woken_by_the_release(client, url, name):
     semaphore = client.expirable_semaphore(name)
     assert semaphore.try_set_permits(1)
