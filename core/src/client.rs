@@ -219,7 +219,7 @@ async fn start_client(
         }));
     }
     let inner = ClientInner {
-        id: uuid::Uuid::new_v4().to_string(),
+        id: crate::ids::client_id(),
         pid: current_pid(),
         connection,
         publish,

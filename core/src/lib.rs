@@ -31,6 +31,7 @@ mod engine;
 mod error;
 mod expirable_semaphore;
 mod guard;
+mod ids;
 mod inspect;
 pub mod keys;
 mod kinds;

@@ -191,6 +191,83 @@ def test_fork_child_gets_a_clear_error_and_can_start_afresh(url, redis, name):
     client.close()
 
 
+FORKED_WORKERS = 6
+FORKED_LEASE = 10.0  # the children's watchdog lease: a stall that waits one out is obvious
+FORKED_CONTENTION = 3.0  # seconds each child keeps taking the lock
+FORKED_ROUNDS = 2000  # and at most this many times
+
+
+def forked_contender(url: str, name: str, results: "multiprocessing.Queue[object]") -> None:
+    """Takes the lock `name` with 1 ms holds until FORKED_CONTENTION passes; reports its
+    client's id, how many rounds it made and its longest wait (a timeout counts as one lease)."""
+    try:
+        with polylock.Client(url, watchdog_timeout=FORKED_LEASE) as client:
+            lock = client.lock(name)
+            longest, rounds = 0.0, 0
+            deadline = time.monotonic() + FORKED_CONTENTION
+            while time.monotonic() < deadline and rounds < FORKED_ROUNDS:
+                started = time.monotonic()
+                acquired = lock.acquire(timeout=FORKED_LEASE)
+                longest = max(longest, time.monotonic() - started)
+                if not acquired:
+                    break
+                time.sleep(0.001)
+                lock.release()
+                rounds += 1
+            results.put((client.id, rounds, longest))
+    except BaseException as error:  # reported, so the parent fails with the reason
+        results.put(("error", 0, repr(error)))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
+def test_forked_workers_after_the_parent_used_polylock_hand_the_lock_on_promptly(
+    url, redis, name
+):
+    """gunicorn --preload, Celery prefork, multiprocessing's 'fork': the parent took a lock
+    before forking, so each child starts from a copy of its memory. The children's own clients
+    must still make ids no other child makes: two waiters under one request id take each
+    other's grants, and the lock then passes on only when an unrenewed lease runs out."""
+    with polylock.Client(url) as parent_client:
+        parent_lock = parent_client.lock(f"{name}:parent")
+        assert parent_lock.acquire(timeout=5)
+        parent_lock.release()
+        context = multiprocessing.get_context("fork")
+        results = context.Queue()
+        children = [
+            context.Process(target=forked_contender, args=(url, name, results))
+            for _ in range(FORKED_WORKERS)
+        ]
+        for child in children:
+            child.start()
+        # Meanwhile: the requests the waiters are listed under, each owner's its own.
+        grants_key = f"polylock_lock_grants:{{{name}}}"  # core/src/keys.rs lock_grants
+        shared_requests: list[dict[bytes, bytes]] = []
+        reports = []
+        deadline = time.monotonic() + FORKED_CONTENTION + 3 * FORKED_LEASE
+        while len(reports) < FORKED_WORKERS and time.monotonic() < deadline:
+            grants = redis("HGETALL", grants_key)
+            if len(set(grants.values())) < len(grants):
+                shared_requests.append(grants)
+            with contextlib.suppress(Exception):
+                reports.append(results.get(timeout=0.02))
+        for child in children:
+            child.join(timeout=max(1.0, deadline - time.monotonic()))
+            if child.is_alive():
+                child.kill()
+        assert [child.exitcode for child in children] == [0] * FORKED_WORKERS, reports
+    assert len(reports) == FORKED_WORKERS, reports
+    assert not [report for report in reports if report[0] == "error"], reports
+    client_ids = [report[0] for report in reports]
+    assert len(set(client_ids)) == FORKED_WORKERS, client_ids
+    assert parent_client.id not in client_ids
+    assert shared_requests == [], shared_requests[:3]
+    assert all(rounds > 0 for _, rounds, _ in reports), reports
+    # Each wait is a few holds of 1 ms; the stall waits out a lease (and a timeout is one).
+    longest = max(wait for _, _, wait in reports)
+    assert longest < FORKED_LEASE / 4, reports
+    assert redis("EXISTS", name) == 0
+
+
 class Peer:
     """The Rust example holder (core/examples/peer.rs), driven line by line."""
 

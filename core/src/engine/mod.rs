@@ -43,7 +43,7 @@ const LATCH_GRACE: Duration = Duration::from_secs(60);
 
 /// A fresh request id (32 hex characters), one per logical acquire or release.
 pub(crate) fn request_id() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
+    crate::ids::request_id()
 }
 
 pub(crate) fn latch_ms(lease: Duration) -> u64 {

@@ -527,7 +527,7 @@ impl GroupInner {
 
 /// A pause from 0 to [`MAX_ROUND_PAUSE`], random enough to part two contenders.
 fn random_pause() -> Duration {
-    let random = uuid::Uuid::new_v4().as_u128() as u64;
+    let random = crate::ids::random_u64();
     MAX_ROUND_PAUSE.mul_f64((random % 1000) as f64 / 1000.0)
 }
 
