@@ -293,7 +293,7 @@ impl ClientInner {
 
     /// [`ClientInner::check_usable`] for `what` (e.g. `lock 'orders:42'`, `key 'stock:7'`).
     pub(crate) fn check_usable_for(&self, what: &str) -> Result<()> {
-        if self.pid != current_pid() {
+        if self.forked() {
             return Err(Error::Connection(format!(
                 "{what}: this client was created in process {} before a fork; \
                  create a new client in the child process",
@@ -304,6 +304,12 @@ impl ClientInner {
             return Err(Error::Connection(format!("{what}: the client is closed")));
         }
         Ok(())
+    }
+
+    /// Whether this is a forked child of the process that made the client: its connections,
+    /// upkeep task and pub/sub hub are the parent's, and run only there.
+    pub(crate) fn forked(&self) -> bool {
+        self.pid != current_pid()
     }
 
     pub(crate) fn next_handle_id(&self) -> u64 {
@@ -349,7 +355,11 @@ impl ClientInner {
 
 impl Drop for ClientInner {
     fn drop(&mut self) {
-        self.shutdown();
+        // In a forked child there is nothing of ours to stop (the tasks run in the parent), and
+        // stopping would take locks that a thread of the parent may have held at the fork.
+        if !self.forked() {
+            self.shutdown();
+        }
     }
 }
 

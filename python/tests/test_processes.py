@@ -268,6 +268,70 @@ def test_forked_workers_after_the_parent_used_polylock_hand_the_lock_on_promptly
     assert redis("EXISTS", name) == 0
 
 
+INHERITED_SCRIPT = textwrap.dedent(
+    """
+    import gc, os, sys, time
+    import polylock
+
+    url, name = sys.argv[1], sys.argv[2]
+    client = polylock.Client(url)
+    held = client.lock(name)
+    assert held.acquire()
+    kept = client.lock(name + ":kept")  # left to the child's interpreter exit to drop
+    assert kept.acquire()
+    pid = os.fork()
+    if pid == 0:
+        for attempt in (held.release, held.force_unlock, kept.release):
+            started = time.monotonic()
+            try:
+                attempt()
+                outcome = "done"
+            except polylock.ConnectionError as error:
+                outcome = "refused" if "before a fork" in str(error) else repr(error)
+            print(f"child {attempt.__name__} {outcome} {time.monotonic() - started:.3f}", flush=True)
+        started = time.monotonic()
+        del held
+        gc.collect()
+        print(f"child dropped {time.monotonic() - started:.3f}", flush=True)
+        sys.exit(0)  # a normal exit: the interpreter drops `client` and `kept`
+    _, status = os.waitpid(pid, 0)
+    time.sleep(0.5)  # a release the child sent anyway would have landed by now
+    print(f"parent child-exit {os.waitstatus_to_exitcode(status)}", flush=True)
+    print(f"parent locked {held.locked()} {kept.locked()}", flush=True)
+    held.release()
+    kept.release()
+    print(f"parent released {held.locked()} {kept.locked()}", flush=True)
+    client.close()
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
+def test_a_forked_child_leaves_its_parents_locks_alone(url, redis, name):
+    """A child forked while its parent holds locks (gunicorn --preload with a module-level
+    client) cannot release them, force-unlock them or have them released when it drops the
+    inherited objects or exits: they are the parent's, and its watchdog still renews them."""
+    result = subprocess.run(
+        [sys.executable, "-c", INHERITED_SCRIPT, url, name],
+        capture_output=True, text=True, timeout=60,
+    )
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
+    child = [line.split() for line in lines if line.startswith("child ")]
+    assert [words[1:3] for words in child[:3]] == [
+        ["release", "refused"], ["force_unlock", "refused"], ["release", "refused"]
+    ], result.stdout + result.stderr
+    # Refused at once, not after a timeout against connections nobody serves here.
+    assert all(float(words[3]) < 1.0 for words in child[:3]), result.stdout
+    assert child[3][:2] == ["child", "dropped"] and float(child[3][2]) < 1.0, result.stdout
+    assert "parent child-exit 0" in lines, result.stdout + result.stderr
+    assert "parent locked True True" in lines, result.stdout + result.stderr
+    assert "parent released False False" in lines, result.stdout + result.stderr
+    assert redis("EXISTS", name, f"{name}:kept") == 0
+    # Nor does the child claim to release them (the core's warnings reach stderr).
+    assert "releasing in the background" not in result.stderr, result.stderr
+
+
 class Peer:
     """The Rust example holder (core/examples/peer.rs), driven line by line."""
 

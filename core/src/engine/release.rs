@@ -186,6 +186,12 @@ impl LockCore {
 
     /// A handle dropped while held: release every level in the background (Drop never blocks).
     pub(super) fn release_on_drop(&self) {
+        // A handle inherited through fork: the hold is the parent's (its watchdog renews it),
+        // and so are the tables below, whose locks a thread of the parent may have held at the
+        // fork. Nothing to do here.
+        if self.client.forked() {
+            return;
+        }
         // When the key expires unless renewed: the background release stops trying then.
         let horizon = self.client.upkeep.horizon(self.id);
         let Some((levels, lease)) = self.take_hold() else {
