@@ -77,8 +77,9 @@ impl LockCore {
     }
 
     /// Records an acquisition Redis confirmed for the request sent at `sent_at`, with the
-    /// token it took (if the kind issues one): the key's TTL is now `lease`. Fails, recording
-    /// nothing, when the client was closed.
+    /// token it took (if the kind issues one): the key's TTL is now `lease`, counted from
+    /// `sent_at` (the upkeep reports the hold lost at `sent_at` + `lease` unless a renewal is
+    /// confirmed before). Fails, recording nothing, when the client was closed.
     pub(super) fn record_acquired(
         self: &Arc<Self>,
         request: String,
@@ -100,7 +101,22 @@ impl LockCore {
         hold.token = hold.token.max(token);
         hold.levels.push(request);
         hold.lease = lease;
+        self.lost_if_ended(hold, sent_at, "its acquisition");
         Ok(())
+    }
+
+    /// Reports the hold lost at once when the request that started its lease at `sent_at` was
+    /// confirmed only after that lease could have ended: another client may hold it by now.
+    fn lost_if_ended(&self, hold: MutexGuard<'_, Hold>, sent_at: Instant, what: &str) {
+        let lease = self.lease_of(hold.lease);
+        if Instant::now() >= sent_at + lease {
+            let error = Error::LockLost(format!(
+                "lock '{}' was lost: Redis confirmed {what} only after its lease of {lease:?} \
+                 had run out",
+                self.name()
+            ));
+            self.mark_lost_in(hold, error);
+        }
     }
 
     /// Takes one level off before its release script runs, so a concurrent release or
@@ -158,6 +174,7 @@ impl LockCore {
         let upkeep = self.upkeep(hold.lease, sent_at);
         // Fails only when the client was closed meanwhile, which marked this hold lost.
         let _ = self.client.track_hold(self, upkeep);
+        self.lost_if_ended(hold, sent_at, "the partial release that reset it");
     }
 
     /// The hold of `reserved` is over (released, or given up): no upkeep, no entry in the
@@ -231,13 +248,17 @@ impl LockCore {
 
     /// Records that the current hold was lost and tells everyone listening (once per hold).
     pub(crate) fn mark_lost(&self, error: Error) {
-        {
-            let mut hold = self.hold();
-            if hold.levels.is_empty() || hold.lost.is_some() {
-                return;
-            }
-            hold.lost = Some(error.clone());
+        self.mark_lost_in(self.hold(), error);
+    }
+
+    /// [`LockCore::mark_lost`], deciding under the hold's lock already taken: no fresh hold
+    /// begins in between.
+    fn mark_lost_in(&self, mut hold: MutexGuard<'_, Hold>, error: Error) {
+        if hold.levels.is_empty() || hold.lost.is_some() {
+            return;
         }
+        hold.lost = Some(error.clone());
+        drop(hold);
         self.client.untrack_hold(self.id);
         tracing::warn!(lock = %self.name(), owner = %self.owner, %error, "lock lost");
         self.lost.send_replace(true);

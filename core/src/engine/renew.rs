@@ -3,6 +3,12 @@
 //! every hold at once when asked (after a reconnect). One task per client whatever the number of
 //! holds: memory follows the holds of now, never the acquisitions of the past. On a cluster, one
 //! script call renews holds of one hash slot only (a script's keys must share a slot).
+//!
+//! Every hold has a deadline: the send time of the last request whose success Redis confirmed
+//! (the acquisition, or a renewal) + the lease, the earliest moment its key can expire. The hold
+//! is reported lost at that moment unless a newer confirmation came, even while a renewal is in
+//! flight (it may wait on a silent network up to the response timeout, longer than what is left
+//! of a lease): after it, another client may hold the lock.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +31,8 @@ pub(crate) const BATCH: usize = 100;
 /// What keeps a hold alive, or tells when it ends.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Upkeep {
-    /// Renewed by the watchdog; the key lives until `last_renewed` + the watchdog lease.
+    /// Renewed by the watchdog; the key lives until `last_renewed` (the send time of the last
+    /// confirmed acquisition or renewal) + the watchdog lease.
     Renew { last_renewed: Instant },
     /// A fixed lease that ends at `at` (reported lost then, if still held).
     Expire { at: Instant, lease: Duration },
@@ -51,8 +58,9 @@ pub(crate) struct Scheduler {
     lease: Duration,
     wake: Notify,
     /// When the task wakes next unless woken (set under the entries' lock as it goes to
-    /// sleep): a change that needs it no earlier does not wake it, so an acquisition or a
-    /// release costs the task no wake-up (a cross-thread one) in the common case.
+    /// sleep, or, during a renewal round, to the earliest deadline): a change that needs it no
+    /// earlier does not wake it, so an acquisition or a release costs the task no wake-up (a
+    /// cross-thread one) in the common case.
     wakes_at: Mutex<Option<Instant>>,
     /// A renewal due before the usual period (a hold granted for a short while).
     renew_by: Mutex<Option<Instant>>,
@@ -135,8 +143,8 @@ impl Scheduler {
         remove_shrinking(&mut self.entries(), &id);
     }
 
-    /// A paused hold is skipped (the task may wake for it in vain); one resumed may be due
-    /// before the task wakes.
+    /// A paused hold is not renewed (the task may wake for it in vain), but its deadline still
+    /// counts; one resumed may be due before the task wakes.
     pub(crate) fn pause(&self, id: u64, paused: bool) {
         let mut entries = self.entries();
         let Some(entry) = entries.get_mut(&id) else {
@@ -201,22 +209,68 @@ impl Scheduler {
         if let Some(early) = self.early_renewal() {
             *next_renewal = (*next_renewal).min(early);
         }
-        let next_renewal = *next_renewal;
-        let wake_at = entries
-            .values()
-            .filter(|entry| !entry.paused)
-            .map(|entry| self.end_of(entry.upkeep))
-            .fold(next_renewal, Instant::min);
+        let wake_at = self
+            .earliest_end(&entries)
+            .map_or(*next_renewal, |end| end.min(*next_renewal));
         *self.wakes_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(wake_at);
         wake_at
     }
 
+    /// When the task must wake during a renewal round: at the earliest deadline (none without
+    /// holds), recorded as [`Scheduler::plan_wake`] does.
+    fn plan_deadline(&self) -> Option<Instant> {
+        let entries = self.entries();
+        let deadline = self.earliest_end(&entries);
+        *self.wakes_at.lock().unwrap_or_else(|p| p.into_inner()) = deadline;
+        deadline
+    }
+
+    /// The earliest deadline ahead. A paused hold's deadline counts until it passes (then its
+    /// release, or the upkeep resumed after it, settles it: no wake-up in a loop meanwhile).
+    fn earliest_end(&self, entries: &HashMap<u64, Entry>) -> Option<Instant> {
+        let now = Instant::now();
+        entries
+            .values()
+            .filter_map(|entry| {
+                let end = self.end_of(entry.upkeep);
+                (!entry.paused || end > now).then_some(end)
+            })
+            .min()
+    }
+
+    /// Runs a renewal round ([`Scheduler::renew`]), reporting every hold whose deadline passes
+    /// meanwhile at that deadline, whatever the round waits for. `None` when the task was
+    /// stopped.
+    async fn round(&self, connection: &mut Connection, check_all: bool) -> Option<bool> {
+        let round = self.renew(connection, check_all);
+        tokio::pin!(round);
+        loop {
+            let deadline = self.plan_deadline();
+            let passed = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                reachable = &mut round => return Some(reachable),
+                _ = passed => self.expire_due(Instant::now()),
+                // A hold with an earlier deadline, a check asked for, or the end.
+                _ = self.wake.notified() => {
+                    if self.stopped.load(Ordering::Acquire) {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
     /// Reports every hold whose lease has ended without renewal.
     fn expire_due(&self, now: Instant) {
-        let due: Vec<(u64, u64, String)> = self
+        let due: Vec<(u64, u64, bool, String)> = self
             .entries()
             .iter()
-            .filter(|(_, entry)| !entry.paused && self.end_of(entry.upkeep) <= now)
+            .filter(|(_, entry)| self.end_of(entry.upkeep) <= now)
             .map(|(id, entry)| {
                 let message = match entry.upkeep {
                     Upkeep::Expire { lease, .. } => format!(
@@ -224,16 +278,34 @@ impl Scheduler {
                         entry.renewal.key
                     ),
                     Upkeep::Renew { .. } => format!(
-                        "lock '{}' was lost: Redis could not be reached to renew it before its \
-                         lease of {:?} ran out",
+                        "lock '{}' was lost: no renewal was confirmed by Redis within its lease \
+                         of {:?}, so it may have expired",
                         entry.renewal.key, self.lease
                     ),
                 };
-                (*id, entry.generation, message)
+                (*id, entry.generation, entry.paused, message)
             })
             .collect();
-        for (id, generation, message) in due {
-            self.declare_lost(id, generation, message);
+        for (id, generation, paused, message) in due {
+            if paused {
+                self.lost_while_releasing(id, generation, message);
+            } else {
+                self.declare_lost(id, generation, message);
+            }
+        }
+    }
+
+    /// The deadline of a hold passed while one of its levels is being released: the levels
+    /// left (if any) are lost now. The entry stays for the release to settle: a failed one
+    /// gives its level back and resumes the upkeep, which then reports it.
+    fn lost_while_releasing(&self, id: u64, generation: u64, message: String) {
+        let lock = self
+            .entries()
+            .get(&id)
+            .filter(|entry| entry.generation == generation)
+            .and_then(|entry| entry.lock.upgrade());
+        if let Some(lock) = lock {
+            lock.mark_lost(Error::LockLost(message));
         }
     }
 
@@ -281,9 +353,25 @@ impl Scheduler {
                 0
             };
             for batch in holds.chunks(BATCH) {
+                // A hold reported lost (or released, or acquired afresh) while an earlier batch
+                // was in flight is no longer renewed in its name.
+                let batch: Vec<&Due> = {
+                    let entries = self.entries();
+                    batch
+                        .iter()
+                        .filter(|(id, generation, _)| {
+                            entries.get(id).is_some_and(|entry| {
+                                entry.generation == *generation && !entry.paused
+                            })
+                        })
+                        .collect()
+                };
+                if batch.is_empty() {
+                    continue;
+                }
                 let mut call = batch[0].2.script.prepare_invoke(self.publish);
                 call.arg(lease_ms);
-                for (_, _, renewal) in batch {
+                for (_, _, renewal) in &batch {
                     call.key(&renewal.key).arg(&renewal.owner);
                 }
                 let sent_at = Instant::now();
@@ -320,13 +408,21 @@ impl Scheduler {
         reachable
     }
 
+    /// A renewal sent at `sent_at` was confirmed. A hold already reported lost has no entry (or
+    /// a newer generation): the reply does not bring it back. Nor does a confirmation that came
+    /// after the deadline: the hold counts as lost from then, and is reported so at once.
     fn renewed_at(&self, id: u64, generation: u64, sent_at: Instant) {
-        if let Some(entry) = self
-            .entries()
+        let now = Instant::now();
+        let mut entries = self.entries();
+        let Some(entry) = entries
             .get_mut(&id)
             .filter(|entry| entry.generation == generation)
-        {
-            if let Upkeep::Renew { last_renewed } = &mut entry.upkeep {
+        else {
+            return;
+        };
+        let end = self.end_of(entry.upkeep);
+        if let Upkeep::Renew { last_renewed } = &mut entry.upkeep {
+            if now < end {
                 *last_renewed = (*last_renewed).max(sent_at);
             }
         }
@@ -343,9 +439,12 @@ async fn run(scheduler: Arc<Scheduler>, mut connection: Connection) {
     let mut suspect = false;
     loop {
         let wake_at = scheduler.plan_wake(&mut next_renewal);
-        tokio::select! {
-            _ = tokio::time::sleep_until(wake_at.into()) => {}
-            _ = scheduler.wake.notified() => {}
+        // A check asked for during a round woke that round's wait, not this one.
+        if !scheduler.check_requested.load(Ordering::Acquire) {
+            tokio::select! {
+                _ = tokio::time::sleep_until(wake_at.into()) => {}
+                _ = scheduler.wake.notified() => {}
+            }
         }
         if scheduler.stopped.load(Ordering::Acquire) {
             return;
@@ -354,7 +453,9 @@ async fn run(scheduler: Arc<Scheduler>, mut connection: Connection) {
         let check = scheduler.check_requested.swap(false, Ordering::AcqRel);
         if now >= next_renewal || check {
             *scheduler.renew_by.lock().unwrap_or_else(|p| p.into_inner()) = None;
-            let reachable = scheduler.renew(&mut connection, check || suspect).await;
+            let Some(reachable) = scheduler.round(&mut connection, check || suspect).await else {
+                return;
+            };
             if scheduler.stopped.load(Ordering::Acquire) {
                 return;
             }
