@@ -616,3 +616,240 @@ async fn busy_replies_are_retried_like_a_dropped_connection() {
     assert!(waiter.is_held());
     waiter.release().await.unwrap();
 }
+
+// ---- 11. a holder is told it lost the lock before another client can take it ----
+
+/// The watchdog lease of the holders below; their response timeout is longer, so a renewal sent
+/// into a silent network cannot come back before the lease it was to extend has ended (the
+/// defaults' shape: 30 s lease, renewals every 10 s, 5 s response timeout).
+const SHORT_LEASE: Duration = Duration::from_millis(1500);
+const LONG_RESPONSE: Duration = Duration::from_secs(6);
+/// Timers on both sides count whole milliseconds, and a busy machine schedules the holder's
+/// task and this test's a little late: "told lost before another client acquired" within this.
+const RACE_SLACK: Duration = Duration::from_millis(25);
+/// How late "told lost" may come after the last moment its lease can have ended.
+const DEADLINE_SLACK: Duration = Duration::from_millis(200);
+
+/// Counts the lost callbacks of `lock`.
+fn count_lost(lock: &polylock::Lock) -> Arc<AtomicUsize> {
+    let told = Arc::new(AtomicUsize::new(0));
+    lock.on_lost({
+        let told = told.clone();
+        move |err| {
+            assert_eq!(err.kind(), ErrorKind::LockLost);
+            told.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    told
+}
+
+/// While `lock` is held behind a failing network, `other` (connected directly to the server)
+/// tries to take the same lock every 5 ms. Replies when the holder was told it lost the lock,
+/// and when the other client got it; asserts that the holder no longer counted itself holder
+/// by then.
+async fn told_lost_and_taken(lock: &polylock::Lock, other: &Client) -> (Instant, Instant) {
+    let told = {
+        let mut lost = lock.lost_receiver();
+        tokio::spawn(async move {
+            lost.wait_for(|lost| *lost).await.unwrap();
+            Instant::now()
+        })
+    };
+    let taker = other.lock(lock.name()).unwrap();
+    let started = Instant::now();
+    let taken = loop {
+        if taker
+            .acquire(AcquireOptions::new().wait(Duration::ZERO))
+            .await
+            .unwrap()
+        {
+            break Instant::now();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{} never expired",
+            lock.name()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let told = tokio::time::timeout(Duration::from_secs(15), told)
+        .await
+        .unwrap_or_else(|_| panic!("{} never reported lost", lock.name()))
+        .unwrap();
+    assert!(
+        told <= taken + RACE_SLACK,
+        "{}: another client acquired it {:?} before its holder was told it was lost",
+        lock.name(),
+        told - taken
+    );
+    taker.release().await.unwrap();
+    (told, taken)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_holder_is_told_lost_before_another_client_can_acquire() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let holder = client_with(&proxy.url(), SHORT_LEASE, LONG_RESPONSE).await;
+    cache_scripts(&holder).await;
+    let other = client(&server).await;
+    let lock = holder.lock("cut-off").unwrap();
+    let callbacks = count_lost(&lock);
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    // Every confirmed renewal (or the acquisition itself, when its first renewal never comes)
+    // was sent before this: the lease ends by `silent_at` + the lease, whatever happens next.
+    proxy.set(Fault::BlackHole);
+    let silent_at = Instant::now();
+    let (told, _) = told_lost_and_taken(&lock, &other).await;
+    assert!(
+        told <= silent_at + SHORT_LEASE + DEADLINE_SLACK,
+        "told {:?} after the network went silent, with a lease of {SHORT_LEASE:?}",
+        told - silent_at
+    );
+    assert!(!lock.is_held());
+    assert!(lock.is_lost());
+    assert!(
+        wait_until(Duration::from_secs(2), || callbacks.load(Ordering::SeqCst)
+            == 1)
+        .await
+    );
+    assert_eq!(holder.watched_locks(), 0);
+    assert_eq!(
+        lock.release().await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_lease_is_reported_at_its_end_while_a_renewal_hangs() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let holder = client_with(&proxy.url(), SHORT_LEASE, LONG_RESPONSE).await;
+    cache_scripts(&holder).await;
+    let other = client(&server).await;
+    // Renewed by the watchdog: its renewal hangs in the silent network past the fixed lease's end.
+    let renewed = holder.lock("hung-renewed").unwrap();
+    assert!(renewed.acquire(AcquireOptions::new()).await.unwrap());
+    let fixed = holder.lock("hung-fixed").unwrap();
+    let lease = Duration::from_millis(1000);
+    let callbacks = count_lost(&fixed);
+    assert!(fixed
+        .acquire(AcquireOptions::new().lease(lease))
+        .await
+        .unwrap());
+    let acquired = Instant::now();
+    proxy.set(Fault::BlackHole);
+    let ((fixed_told, _), (renewed_told, _)) = tokio::join!(
+        told_lost_and_taken(&fixed, &other),
+        told_lost_and_taken(&renewed, &other)
+    );
+    assert!(
+        fixed_told <= acquired + lease + DEADLINE_SLACK,
+        "told {:?} after the acquisition, with a fixed lease of {lease:?}",
+        fixed_told - acquired
+    );
+    assert!(renewed_told <= acquired + SHORT_LEASE + DEADLINE_SLACK);
+    assert!(!fixed.is_held());
+    assert!(!renewed.is_held());
+    assert!(
+        wait_until(Duration::from_secs(2), || callbacks.load(Ordering::SeqCst)
+            == 1)
+        .await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_confirmed_after_the_lease_ended_brings_no_hold_back() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let holder = client_with(&proxy.url(), SHORT_LEASE, Duration::from_secs(5)).await;
+    cache_scripts(&holder).await;
+    let lock = holder.lock("late-reply").unwrap();
+    let callbacks = count_lost(&lock);
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    // A first renewal (every 500 ms) caches the renewal script: a renewal meeting NOSCRIPT
+    // would take three round trips, and find the key expired.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    // 400 ms each way: a renewal is confirmed 800 ms after it was sent, and the next one goes
+    // 500 ms later, 1.3 s after the last confirmed one was sent; it reaches the server while the
+    // key lives and renews it, but is confirmed 2.1 s after the last one, past the 1.5 s lease.
+    proxy.set(Fault::Delay(Duration::from_millis(400)));
+    let mut lost = lock.lost_receiver();
+    tokio::time::timeout(Duration::from_secs(6), lost.wait_for(|lost| *lost))
+        .await
+        .expect("a renewal confirmed too late does not keep the hold")
+        .unwrap();
+    // The renewal that was in flight comes back (a success) within 800 ms: it changes nothing.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(!lock.is_held());
+    assert!(lock.is_lost());
+    assert_eq!(callbacks.load(Ordering::SeqCst), 1);
+    assert_eq!(holder.watched_locks(), 0);
+    assert_eq!(
+        lock.release().await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+    // Nothing renews the key any more: it expires with the lease of that late renewal.
+    let other = client(&server).await;
+    let taker = other.lock("late-reply").unwrap();
+    assert!(taker
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(4)))
+        .await
+        .unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_releasing_one_level_into_a_silent_network_is_told_lost_in_time() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let holder = client_with(&proxy.url(), SHORT_LEASE, LONG_RESPONSE).await;
+    cache_scripts(&holder).await;
+    let other = client(&server).await;
+    let lock = holder.lock("releasing").unwrap();
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    proxy.set(Fault::BlackHole);
+    let silent_at = Instant::now();
+    // The release of the inner level waits for a reply up to the response timeout; the outer
+    // level is still held meanwhile, as far as the handle knows.
+    let releasing = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.release().await })
+    };
+    let (told, _) = told_lost_and_taken(&lock, &other).await;
+    assert!(told <= silent_at + SHORT_LEASE + DEADLINE_SLACK);
+    assert!(!lock.is_held());
+    let err = releasing.await.unwrap().unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Connection | ErrorKind::Timeout),
+        "{err}"
+    );
+    assert_eq!(
+        lock.release().await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquisition_confirmed_after_its_lease_ended_is_lost_at_once() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let holder = client_with(&proxy.url(), SHORT_LEASE, LONG_RESPONSE).await;
+    cache_scripts(&holder).await;
+    let lock = holder.lock("slow-grant").unwrap();
+    let callbacks = count_lost(&lock);
+    // 200 ms each way: the acquisition is confirmed 400 ms after it was sent, when its fixed
+    // lease of 300 ms, counted from then, has run out.
+    proxy.set(Fault::Delay(Duration::from_millis(200)));
+    assert!(lock
+        .acquire(AcquireOptions::new().lease(Duration::from_millis(300)))
+        .await
+        .unwrap());
+    assert!(!lock.is_held(), "held past the lease it was acquired with");
+    assert!(lock.is_lost());
+    assert!(
+        wait_until(Duration::from_secs(2), || callbacks.load(Ordering::SeqCst)
+            == 1)
+        .await
+    );
+}
