@@ -30,6 +30,8 @@ mod connection;
 mod engine;
 mod error;
 mod expirable_semaphore;
+#[cfg(test)]
+mod explorer;
 mod guard;
 mod ids;
 mod inspect;

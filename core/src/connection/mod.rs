@@ -64,7 +64,30 @@ pub(crate) enum Publish {
     Plain,
     Sharded,
     Broadcast,
+    /// Test only (the protocol explorer): every publish is logged on the server for the
+    /// explorer to deliver, and answers the listener count the explorer keeps there. `exact`:
+    /// listeners are counted as on one server or a sharded cluster; else as a broadcast
+    /// cluster's `PUBLISH` counts them (the explorer then counts only same-node listeners, and
+    /// the script assumes another client listens, as the broadcast form does).
+    #[cfg(test)]
+    Explored {
+        exact: bool,
+    },
 }
+
+/// What the explored script forms call instead of `redis.call('publish', ...)`: the message is
+/// appended to [`EXPLORED_LOG`] and the reply is the count the explorer keeps in
+/// [`EXPLORED_LISTENERS`] (keys outside `KEYS`: the explorer runs one server, not a cluster).
+#[cfg(test)]
+pub(crate) const EXPLORED_LOG: &str = "explorer:published";
+#[cfg(test)]
+pub(crate) const EXPLORED_LISTENERS: &str = "explorer:listeners";
+#[cfg(test)]
+const EXPLORED_PUBLISH: &str = "local function explored_publish(_, channel, message)
+  redis.call('rpush', 'explorer:published', channel, tostring(message))
+  return tonumber(redis.call('hget', 'explorer:listeners', channel) or '0')
+end
+";
 
 /// How a script counts a channel's subscribers (`PUBSUB NUMSUB`, the shard's on a sharded
 /// cluster), and what stands for it where listeners cannot be counted: the first of two
@@ -78,11 +101,28 @@ const ASSUMED_LISTENERS: &str = "{shared, 1, listening, 0}";
 pub(crate) const EXACT_PUBLISH_COUNTS: &str = "local PUBLISH_COUNTS_EVERY_LISTENER = true";
 const INEXACT_PUBLISH_COUNTS: &str = "local PUBLISH_COUNTS_EVERY_LISTENER = false";
 
+/// The broadcast form of a script's text: listeners assumed, grants off (see [`Publish`]).
+fn broadcast(text: &str) -> String {
+    text.replace(COUNT_LISTENERS, ASSUMED_LISTENERS)
+        .replace(EXACT_PUBLISH_COUNTS, INEXACT_PUBLISH_COUNTS)
+}
+
 /// A lock script in its three forms: see [`Publish`].
 pub(crate) struct LockScript {
     plain: redis::Script,
     sharded: redis::Script,
     broadcast: redis::Script,
+    #[cfg(test)]
+    explored_exact: redis::Script,
+    #[cfg(test)]
+    explored_inexact: redis::Script,
+}
+
+/// The explored form of `text`: publishes go to the explorer's log (see [`Publish::Explored`]).
+#[cfg(test)]
+fn explored(text: &str) -> redis::Script {
+    let text = text.replace("redis.call('publish'", "explored_publish('publish'");
+    redis::Script::new(&format!("{EXPLORED_PUBLISH}{text}"))
 }
 
 impl LockScript {
@@ -94,11 +134,11 @@ impl LockScript {
                     .replace("redis.call('publish'", "redis.call('spublish'")
                     .replace(COUNT_LISTENERS, SHARD_COUNT_LISTENERS),
             ),
-            broadcast: redis::Script::new(
-                &text
-                    .replace(COUNT_LISTENERS, ASSUMED_LISTENERS)
-                    .replace(EXACT_PUBLISH_COUNTS, INEXACT_PUBLISH_COUNTS),
-            ),
+            broadcast: redis::Script::new(&broadcast(text)),
+            #[cfg(test)]
+            explored_exact: explored(text),
+            #[cfg(test)]
+            explored_inexact: explored(&broadcast(text)),
         }
     }
 
@@ -110,6 +150,10 @@ impl LockScript {
             Publish::Plain => self.plain.prepare_invoke(),
             Publish::Sharded => self.sharded.prepare_invoke(),
             Publish::Broadcast => self.broadcast.prepare_invoke(),
+            #[cfg(test)]
+            Publish::Explored { exact: true } => self.explored_exact.prepare_invoke(),
+            #[cfg(test)]
+            Publish::Explored { exact: false } => self.explored_inexact.prepare_invoke(),
         }
     }
 }

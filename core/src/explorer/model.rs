@@ -1,0 +1,421 @@
+//! A simulated client: one lock handle stepping through what the engine does, one function per
+//! engine decision, each naming the engine code it mirrors. Scripts are built by the kinds
+//! themselves ([`LockKind`]), so what runs here is what the engine sends.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::connection::Publish;
+use crate::engine::latch_ms;
+use crate::kinds::{self, AcquireArgs, Attempt, LockKind, ReleaseArgs, UndoArgs};
+use crate::options::ClientOptions;
+
+/// The lock the simulated clients contend for.
+pub(crate) const LOCK: &str = "explored";
+
+/// Which side of which lock kind a client takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Side {
+    Reentrant,
+    Fair,
+    Read,
+    Write,
+    /// One permit of a semaphore.
+    Permit,
+}
+
+impl Side {
+    pub(crate) fn kind(self, publish: Publish) -> Arc<dyn LockKind> {
+        match self {
+            Side::Reentrant => Arc::new(kinds::reentrant::Reentrant::new(LOCK, publish)),
+            Side::Fair => Arc::new(kinds::fair::Fair::new(LOCK, publish)),
+            Side::Read => Arc::new(kinds::read_write::ReadLock::new(LOCK, publish)),
+            Side::Write => Arc::new(kinds::read_write::WriteLock::new(LOCK, publish)),
+            Side::Permit => Arc::new(kinds::semaphore::SemaphoreAcquisition::new(
+                LOCK, 1, publish,
+            )),
+        }
+    }
+
+    /// The field of the lock hash that records `owner`'s hold (none: permits belong to nobody).
+    pub(crate) fn field(self, owner: &str) -> Option<String> {
+        match self {
+            Side::Reentrant | Side::Fair | Side::Read => Some(owner.to_owned()),
+            Side::Write => Some(format!("{owner}:write")),
+            Side::Permit => None,
+        }
+    }
+}
+
+/// What one client does: one acquire call per entry (`None`: the watchdog lease, else a fixed
+/// lease in ms), each followed by a release once held (or by giving up).
+#[derive(Debug, Clone)]
+pub(crate) struct ClientSpec {
+    pub side: Side,
+    pub leases: Vec<Option<u64>>,
+    /// In cluster broadcast mode: its pub/sub connection is on another node than the lock's, so
+    /// a `PUBLISH` there does not count it (the message still reaches it).
+    pub other_node: bool,
+}
+
+/// Where a client is in its acquire/hold cycle (the engine's loop in `engine/acquire.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Phase {
+    /// About to send an attempt (first, or again after a wake-up or a missed-something check).
+    Looking,
+    /// Busy reply, not yet subscribed: `acquire_loop` subscribes before sleeping.
+    Subscribing,
+    /// Asleep until a message or its timer.
+    Sleeping,
+    /// The last attempt's reply was lost: retry the same request, or give up and undo.
+    Unknown,
+    Holding,
+    Done,
+}
+
+#[derive(Debug, Clone, Hash)]
+pub(crate) struct Held {
+    /// The acquire request of each level (`Hold::levels`).
+    pub levels: Vec<String>,
+    pub lease_ms: u64,
+    pub watchdog: bool,
+    /// When the lease ends by this client's own clock (`Upkeep`): beyond it the hold is lost.
+    pub ends_local: i64,
+}
+
+/// One simulated handle with its own clock.
+#[derive(Clone)]
+pub(crate) struct SimClient {
+    pub index: usize,
+    pub owner: String,
+    pub spec: ClientSpec,
+    pub kind: Arc<dyn LockKind>,
+    /// Its clock is the explorer's plus this (a suspended VM's monotonic clock falls behind).
+    pub clock_offset_ms: i64,
+    pub phase: Phase,
+    /// Acquire calls made so far (the next one uses `spec.leases[calls]`).
+    pub calls: usize,
+    pub request: String,
+    requests_made: u32,
+    pub listening: bool,
+    /// A message came since its last look (`Subscription::messages` moved).
+    pub woken: bool,
+    /// The latest grant message, `(request, server ms)` (`Subscription::take_grant`'s slot).
+    pub grant_slot: Option<(String, i64)>,
+    /// `Waiting::queued`: its latest look that listed it for a grant (local send time, server ms).
+    pub queued: Option<(i64, i64)>,
+    /// `Waiting::has_place`.
+    pub has_place: bool,
+    /// Its sleep ends by this local time even without a message.
+    pub wakes_at_local: i64,
+    pub held: Option<Held>,
+    /// Explorer time of its latest look (fair queue liveness) and of its first busy reply in
+    /// the current call (FIFO order).
+    pub last_look_ms: u64,
+    pub waiting_since: Option<u64>,
+}
+
+impl std::fmt::Debug for SimClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {:?} {:?} call {} req {} listen {} woken {} slot {:?} queued {:?} place {} wakes {} held {:?} off {}",
+            self.owner,
+            self.spec.side,
+            self.phase,
+            self.calls,
+            self.request,
+            self.listening,
+            self.woken,
+            self.grant_slot,
+            self.queued,
+            self.has_place,
+            self.wakes_at_local,
+            self.held,
+            self.clock_offset_ms
+        )
+    }
+}
+
+pub(crate) fn options() -> ClientOptions {
+    ClientOptions::default()
+}
+
+impl SimClient {
+    pub(crate) fn new(index: usize, spec: ClientSpec, publish: Publish) -> SimClient {
+        SimClient {
+            index,
+            owner: format!("client{index}:1"),
+            kind: spec.side.kind(publish),
+            spec,
+            clock_offset_ms: 0,
+            phase: Phase::Looking,
+            calls: 0,
+            request: String::new(),
+            requests_made: 0,
+            listening: false,
+            woken: false,
+            grant_slot: None,
+            queued: None,
+            has_place: false,
+            wakes_at_local: 0,
+            held: None,
+            last_look_ms: 0,
+            waiting_since: None,
+        }
+    }
+
+    pub(crate) fn local(&self, explorer_ms: u64) -> i64 {
+        explorer_ms as i64 + self.clock_offset_ms
+    }
+
+    /// The lease of the current acquire call (`None`: the watchdog's).
+    pub(crate) fn call_lease(&self) -> Option<u64> {
+        self.spec.leases[self.calls]
+    }
+
+    pub(crate) fn lease_ms(&self) -> u64 {
+        self.call_lease()
+            .unwrap_or(options().watchdog_timeout.as_millis() as u64)
+    }
+
+    /// A fresh request id (`engine::request_id`), deterministic so replays are identical.
+    pub(crate) fn new_request(&mut self) -> String {
+        self.requests_made += 1;
+        format!("{:0>32}", format!("{}f{}", self.index, self.requests_made))
+    }
+
+    /// The start of an acquire call (`acquire_task`): a new request, kept subscriptions.
+    pub(crate) fn begin_call(&mut self) {
+        self.request = self.new_request();
+        self.queued = None;
+        self.has_place = false;
+        self.woken = false;
+        self.waiting_since = None;
+    }
+
+    /// `LockCore::accepts_grant`: a waiter held by the watchdog, of a kind that grants (no
+    /// replica sync in the explorer).
+    pub(crate) fn accepts_grant(&self, will_wait: bool) -> bool {
+        will_wait && self.call_lease().is_none() && self.kind.grant_window().is_some()
+    }
+
+    /// `LockCore::try_acquire`'s arguments: every explored waiter will wait.
+    pub(crate) fn acquire_call(&self) -> redis::ScriptInvocation<'static> {
+        let args = AcquireArgs {
+            owner: &self.owner,
+            lease_ms: self.lease_ms(),
+            request: &self.request,
+            will_wait: true,
+            accepts_grant: self.accepts_grant(true),
+        };
+        self.kind.acquire(&args, &options())
+    }
+
+    /// `LockCore::undo_attempt` (from `resolve_unknown`).
+    pub(crate) fn undo_call(&self) -> redis::ScriptInvocation<'static> {
+        let restore = self.held.as_ref().map_or(0, |held| held.lease_ms);
+        let args = UndoArgs {
+            owner: &self.owner,
+            request: &self.request,
+            latch_ms: latch_ms(Duration::from_millis(self.lease_ms())),
+            lease_ms: restore,
+        };
+        self.kind.undo_acquire(&args, &options())
+    }
+
+    /// `LockCore::leave_queue`.
+    pub(crate) fn leave_call(&self) -> Option<redis::ScriptInvocation<'static>> {
+        self.kind
+            .leave_queue(&self.owner, &self.request, &options())
+    }
+
+    /// `engine/release.rs`: one level, under a new release request.
+    pub(crate) fn release_call(&mut self) -> Option<redis::ScriptInvocation<'static>> {
+        let held = self.held.as_ref()?;
+        let acquired_by = held.levels.last()?.clone();
+        let lease_ms = held.lease_ms;
+        let lease = Duration::from_millis(lease_ms);
+        let request = self.new_request();
+        let args = ReleaseArgs {
+            owner: &self.owner,
+            lease_ms,
+            request: &request,
+            acquired_by: &acquired_by,
+            latch_ms: latch_ms(lease),
+            final_latch_ms: latch_ms(options().response_timeout * 2),
+        };
+        Some(self.kind.release(&args))
+    }
+
+    /// The watchdog's renewal (`engine/renew.rs`, a batch of one).
+    pub(crate) fn renewal_call(&self, publish: Publish) -> redis::ScriptInvocation<'static> {
+        let renewal = self.kind.renewal(&self.owner);
+        let mut call = renewal.script.prepare_invoke(publish);
+        call.key(renewal.key)
+            .arg(options().watchdog_timeout.as_millis() as u64)
+            .arg(renewal.owner);
+        call
+    }
+
+    /// The channels it listens on while subscribed (`WaitSubscriptions`).
+    pub(crate) fn channels(&self) -> Vec<String> {
+        let mut channels = vec![self.kind.wait_channel(&self.owner)];
+        channels.extend(self.kind.told_channel(&self.owner));
+        channels
+    }
+
+    /// Whether it believes it holds: a recorded hold whose lease has not ended by its clock.
+    pub(crate) fn believes_held(&self, explorer_ms: u64) -> bool {
+        self.held
+            .as_ref()
+            .is_some_and(|held| self.local(explorer_ms) < held.ends_local)
+    }
+
+    /// `acquire_loop` on an attempt's reply. `sent_local`: when it was sent, by this clock.
+    pub(crate) fn on_attempt(&mut self, attempt: Attempt, sent_local: i64, explorer_ms: u64) {
+        match attempt {
+            Attempt::Acquired { .. } => self.record_acquired(sent_local),
+            Attempt::Undone => self.end_call(),
+            Attempt::Busy(wait) => {
+                self.has_place |= self.kind.busy_attempt_takes_a_place(true);
+                self.sleep_after_busy(wait, sent_local, explorer_ms);
+            }
+            Attempt::Queued { wait, server_ms } => {
+                self.has_place = true;
+                self.queued = Some((sent_local, server_ms));
+                self.sleep_after_busy(wait, sent_local, explorer_ms);
+            }
+            Attempt::NotSynced { .. } => unreachable!("no replica sync in the explorer"),
+        }
+    }
+
+    /// `acquire_loop` after a busy reply: subscribe if not yet, then sleep at most the slice
+    /// (the wait replied, the kind's longest wait, and the longest silence).
+    fn sleep_after_busy(&mut self, wait: Option<Duration>, sent_local: i64, explorer_ms: u64) {
+        self.waiting_since.get_or_insert(explorer_ms);
+        let options = options();
+        let slice = [
+            wait,
+            self.kind.longest_wait(&options),
+            self.kind.longest_silence(&options),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(Duration::from_secs(3600));
+        self.wakes_at_local = sent_local + slice.as_millis() as i64;
+        self.phase = if self.listening {
+            Phase::Sleeping
+        } else {
+            Phase::Subscribing
+        };
+    }
+
+    /// `hand_over` → `record_acquired`: the lease runs from `counted_from` (local).
+    pub(crate) fn record_acquired(&mut self, counted_from: i64) {
+        let lease_ms = self.lease_ms();
+        let watchdog = self.call_lease().is_none();
+        let permit = self.spec.side == Side::Permit;
+        let request = self.request.clone();
+        let held = self.held.get_or_insert(Held {
+            levels: Vec::new(),
+            lease_ms,
+            watchdog,
+            ends_local: 0,
+        });
+        held.levels.push(request);
+        held.lease_ms = lease_ms;
+        held.watchdog = watchdog;
+        held.ends_local = if permit {
+            i64::MAX
+        } else {
+            counted_from + lease_ms as i64
+        };
+        // `waiting_since` stays until the next call: the FIFO check reads it.
+        self.phase = Phase::Holding;
+    }
+
+    /// The acquire call ended without the lock (gave up, undone): `acquire_task` drops the
+    /// subscriptions of a waiter that gives up; the next call starts, or the handle is done.
+    pub(crate) fn end_call(&mut self) {
+        self.listening = false;
+        self.woken = false;
+        self.grant_slot = None;
+        self.waiting_since = None;
+        self.next_call();
+    }
+
+    /// After a release or a call given up: the next acquire call, or done (handle dropped).
+    pub(crate) fn next_call(&mut self) {
+        self.calls += 1;
+        if self.calls < self.spec.leases.len() {
+            self.phase = Phase::Looking;
+            self.begin_call();
+        } else {
+            self.phase = Phase::Done;
+            self.listening = false;
+        }
+    }
+
+    /// A message on one of its channels (`pubsub.rs`): `00` only notes that the line moves; a
+    /// grant fills the grant slot; any other wakes the sleep.
+    pub(crate) fn deliver(&mut self, payload: &str) {
+        if payload == "00" {
+            return;
+        }
+        self.woken = true;
+        if let Some(grant) = payload.strip_prefix("g:") {
+            if let Some((request, server_ms)) = grant.rsplit_once(':') {
+                self.grant_slot = Some((request.to_owned(), server_ms.parse().unwrap_or(0)));
+            }
+        }
+    }
+
+    /// `Subscription::take_grant`: the slot's grant if it is for `request`.
+    pub(crate) fn take_grant(&mut self) -> Option<i64> {
+        match self.grant_slot.take() {
+            Some((request, server_ms)) if request == self.request => Some(server_ms),
+            other => {
+                self.grant_slot = other;
+                None
+            }
+        }
+    }
+
+    /// `acquire_loop`'s first check on each pass (`LockCore::granted`): a grant for this call's
+    /// request, counted by [`grant_lease_end`]. True when it now holds.
+    pub(crate) fn check_granted(&mut self, explorer_ms: u64) -> bool {
+        let Some(server_ms) = self.take_grant() else {
+            return false;
+        };
+        let (Some(queued), Some(window)) = (self.queued, self.kind.grant_window()) else {
+            return false;
+        };
+        let now = self.local(explorer_ms);
+        let Some(ends) = grant_lease_end(server_ms, queued, window.as_millis() as i64, now) else {
+            return false;
+        };
+        // `renewed_at = ends - watchdog lease`, so the hold's lease ends at `ends`.
+        self.record_acquired(ends - self.lease_ms() as i64);
+        true
+    }
+}
+
+/// THE grant rule (`LockCore::granted` in `engine/acquire.rs`), in one place because the
+/// protocol is about to change it. Today: the grant message carries the server time `server_ms`
+/// of the grant; the latest look was sent at local `looked.0` and ran at server `looked.1`, so
+/// the grant came no earlier than `looked.0 + (server_ms - looked.1 - 1)` here, and the hold
+/// ends one grant window after that. A grant with less than half its window left is not
+/// counted on. Returns the hold's local lease end.
+pub(crate) fn grant_lease_end(
+    server_ms: i64,
+    looked: (i64, i64),
+    window_ms: i64,
+    now_local: i64,
+) -> Option<i64> {
+    let (looked_at, looked_server_ms) = looked;
+    let after_look = (server_ms - looked_server_ms - 1).max(0);
+    let ends = looked_at + after_look + window_ms;
+    (ends > now_local + window_ms / 2).then_some(ends)
+}
