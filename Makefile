@@ -44,5 +44,5 @@ test-parity: build-python build-node build-uniffi
 
 # Every suite, one after the other (each suite starts its own redis-server processes).
 .PHONY: test
-test: lint test-core test-interop test-python test-node test-kotlin test-swift test-parity test-cli test-history test-demo test-dist bench-smoke
+test: lint test-core test-protocol test-interop test-python test-node test-kotlin test-swift test-parity test-cli test-history test-demo test-dist bench-smoke
 	@echo "make test: every suite passed"

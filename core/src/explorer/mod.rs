@@ -263,22 +263,22 @@ mod tests {
 
     #[test]
     fn reentrant_exact() {
-        explore("reentrant-exact", bound(7, 200));
+        explore("reentrant-exact", bound(6, 100));
     }
 
     #[test]
     fn reentrant_broadcast() {
-        explore("reentrant-broadcast", bound(7, 200));
+        explore("reentrant-broadcast", bound(6, 100));
     }
 
     #[test]
     fn fair_exact() {
-        explore("fair-exact", bound(8, 100));
+        explore("fair-exact", bound(6, 50));
     }
 
     #[test]
     fn fair_exact_faults() {
-        explore("fair-exact-faults", bound(7, 200));
+        explore("fair-exact-faults", bound(6, 100));
     }
 
     #[test]
@@ -288,12 +288,12 @@ mod tests {
 
     #[test]
     fn write_write() {
-        explore("write-write", bound(7, 200));
+        explore("write-write", bound(5, 50));
     }
 
     #[test]
     fn read_write() {
-        explore("read-write", bound(8, 100));
+        explore("read-write", bound(5, 50));
     }
 
     #[test]

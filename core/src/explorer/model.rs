@@ -90,6 +90,7 @@ pub(crate) struct SimClient {
     pub owner: String,
     pub spec: ClientSpec,
     pub kind: Arc<dyn LockKind>,
+    publish: Publish,
     /// Its clock is the explorer's plus this (a suspended VM's monotonic clock falls behind).
     pub clock_offset_ms: i64,
     pub phase: Phase,
@@ -147,6 +148,7 @@ impl SimClient {
             index,
             owner: format!("client{index}:1"),
             kind: spec.side.kind(publish),
+            publish,
             spec,
             clock_offset_ms: 0,
             phase: Phase::Looking,
@@ -237,6 +239,17 @@ impl SimClient {
         let lease_ms = held.lease_ms;
         let lease = Duration::from_millis(lease_ms);
         let request = self.new_request();
+        if self.spec.side == Side::Permit {
+            // `Semaphore`: an acquisition is detached (its latch deleted) once its caller has
+            // it, and a release is an add of its permits (`add.lua`).
+            let mut call = kinds::semaphore::ADD.prepare_invoke(self.publish);
+            call.key(LOCK)
+                .key(crate::keys::semaphore_channel(LOCK))
+                .key(crate::keys::unlock_latch(LOCK, &request))
+                .arg(1)
+                .arg(latch_ms(options().response_timeout * 2));
+            return Some(call);
+        }
         let args = ReleaseArgs {
             owner: &self.owner,
             lease_ms,

