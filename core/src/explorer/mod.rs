@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn reentrant_exact() {
-        explore("reentrant-exact", bound(6, 100));
+        explore("reentrant-exact", bound(5, 100));
     }
 
     #[test]
