@@ -13,7 +13,8 @@ Journal lines (fields separated by one space; times are CLOCK_MONOTONIC in ns; `
     release-error <worker> <seq> <ns> <kind>    release failed with the core's error kind
     acquire-error <worker> <seq> <ns> <kind>    acquire failed (transient ones are retried)
     acquire-timeout <worker> <seq> <ns>         the wait bound passed without the lock
-    fault <kind> <target> <start> <end> [k=v]   a fault the runner injected
+    fault <kind> <target> <start> <end> [k=v]   a fault the runner injected (a `stop` or a
+                                                `stall` is journaled when it ends)
     stopping <ns>                               the runner began to stop the workers
     exit <worker> <code|hang> <ns>              a worker process ended (-9: SIGKILL)
     run-end <ns>
@@ -28,6 +29,12 @@ order of the writes): an `enter` while another worker is between its `enter` and
 - restart: the server was restarted after either holder called acquire and before the
            overlap: the key was lost with the server (needs fencing or persistence).
 - lost:    the earlier holder's `leave` says lost=true: it was told, and must stop its work.
+           Not when the later one entered while the earlier holder was stalled (below).
+
+A `stall` (SIGSTOP for 1.1-1.2 s, longer than the old 1 s grant, shorter than the lease)
+explains nothing: a holder stalled for less than its lease must keep the lock. An overlap
+entered during a stall of the earlier holder that ends no later than its lease less a renewal's
+margin, counted from its `enter` (STALL_SAFE_NS), is UNEXPLAINED whatever its lost flag says.
 
 A killed (or crashed) holder's section ends at its death. Anything else is UNEXPLAINED.
 """
@@ -41,11 +48,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-FAULT_KINDS = ("kill", "stop", "client-kill", "cut", "refuse", "restart")
+FAULT_KINDS = ("kill", "stop", "stall", "client-kill", "cut", "refuse", "restart")
 EXPECTED_RELEASE_ERRORS = {"LockLost", "Connection", "Timeout"}
 TRANSIENT_ERRORS = {"Connection", "Timeout"}
 REASONS = ("paused", "restart", "lost")
 NS = 1_000_000_000
+# The workers' watchdog lease (1.5 s), less what a holder resumed from a stall needs to get its
+# overdue renewal to the server (and what passed between the key's new TTL and its `enter`):
+# a holder stalled until no later than this after its `enter` still holds the key.
+STALL_SAFE_NS = 1_500_000_000 - 200_000_000
 
 
 class MalformedJournal(ValueError):
@@ -254,7 +265,14 @@ def check(text: str, min_rate: float = 20.0, require_faults: tuple[str, ...] = (
     result.duration_s = max(0.0, (finish - origin) / NS)
 
     stops = [f for f in result.fault_list if f.kind == "stop"]
+    stalls = [f for f in result.fault_list if f.kind == "stall"]
     restarts = [f for f in result.fault_list if f.kind == "restart"]
+
+    def stalled_within_lease(earlier: Section, later: Section) -> bool:
+        """`later` entered while `earlier`'s holder was stalled, and the stall ended early
+        enough that its lease (with a renewal's margin) outlived it: the lock was not free."""
+        return any(f.target == earlier.worker and earlier.called <= f.start <= later.enter <= f.end
+                   and f.end - earlier.enter <= STALL_SAFE_NS for f in stalls)
 
     def explain(earlier: Section, later: Section) -> Optional[str]:
         if any(f.target == earlier.worker and earlier.called <= f.start <= later.enter
@@ -265,7 +283,8 @@ def check(text: str, min_rate: float = 20.0, require_faults: tuple[str, ...] = (
             return "paused"
         if any(min(earlier.called, later.called) <= f.start <= later.enter for f in restarts):
             return "restart"
-        if earlier.lost:
+        # A stall is no pause: a holder told it lost the lock across one was wronged, not warned.
+        if earlier.lost and not stalled_within_lease(earlier, later):
             return "lost"
         return None
 

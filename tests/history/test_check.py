@@ -67,6 +67,41 @@ def test_each_explanation_is_needed(line: str, replacement: str, overlapped: str
     assert [o.earlier.worker for o in result.unexplained] == [overlapped]
 
 
+def test_an_overlap_during_a_short_stall_fails_the_checker() -> None:
+    finished = subprocess.run(
+        [sys.executable, str(HERE / "check.py"), str(FIXTURES / "stall.journal")],
+        capture_output=True, text=True, check=False,
+    )
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    assert "history FAIL" in finished.stdout
+    result = check.check((FIXTURES / "stall.journal").read_text(), min_rate=1)
+    assert [(o.earlier.worker, o.later.worker) for o in result.unexplained] == [
+        ("python-1.1", "rust-1.1"), ("rust-1.1", "node-1.1")]
+    assert result.faults["stall"] == 2
+    assert len(result.problems) == 2  # nothing else is wrong with it
+
+
+def test_the_same_overlaps_under_a_stop_are_paused() -> None:
+    # Only the kind differs: a `stop` (outliving the lease) explains them, a `stall` does not.
+    text = (FIXTURES / "stall.journal").read_text().replace("fault stall ", "fault stop ")
+    result = check.check(text, min_rate=1)
+    assert result.ok, result.problems
+    assert result.allowed == {"paused": 2}
+
+
+def test_a_stall_past_the_lease_leaves_the_lost_flag_its_say() -> None:
+    # Ending 1.35 s after the holder's enter, the stall may outlive its lease (1.5 s less a
+    # renewal's margin): told lost=true, the holder was warned, as after any lost lease.
+    line = "fault stall python-1.1 1110000000 2310000000 ms=1200 at=section"
+    text = (FIXTURES / "stall.journal").read_text()
+    assert text.count(line + "\n") == 1
+    result = check.check(text.replace(line, "fault stall python-1.1 1110000000 2450000000 ms=1340"),
+                         min_rate=1)
+    assert result.allowed == {"lost": 1}
+    assert [(o.earlier.worker, o.later.worker) for o in result.unexplained] == [
+        ("rust-1.1", "node-1.1")]
+
+
 def test_a_worker_that_crashed_by_itself_fails_the_checker() -> None:
     text = (FIXTURES / "allowed.journal").read_text()
     result = check.check(text.replace("exit rust-1.1 0 ", "exit rust-1.1 101 "), min_rate=1)
