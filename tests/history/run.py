@@ -1,10 +1,13 @@
 """The history test's runner (see README.md): a redis-server, the test kit's fault proxy in front
 of it, Rust, Python and Node workers taking the lock `history` through the proxy, random faults
 every 1-3 s, all of it written to one journal; then the checker (check.py) judges the journal.
+With `--deployment cluster-broadcast`: a Redis Cluster of 3 primaries instead, which the workers
+reach as a user that may not run INFO, so that they use plain PUBLISH (broadcast mode).
 
 Usage (from the repository root, after `make test-history` built the workers once):
 
     python/.venv/bin/python tests/history/run.py [--seconds 60] [--seed N] [--workers 2]
+        [--deployment single|cluster-broadcast]
 
 The seed is printed first; `--seed N` replays the same fault schedule (kinds, targets, gaps and
 durations; the interleaving of the workers is up to the machine).
@@ -32,6 +35,7 @@ sys.path.insert(0, str(HERE))
 import conftest  # noqa: E402  the Python test kit: its redis-server launcher
 from faults import FaultProxy  # noqa: E402
 from helpers import RedisConnection  # noqa: E402
+from redis_cluster import RedisCluster  # noqa: E402
 
 import check  # noqa: E402
 
@@ -44,6 +48,26 @@ COMMANDS = {
 # How long a worker may take to finish after its stdin closed: its acquire wait bound (10 s)
 # and a release's retries, with room to spare.
 STOP_GRACE_S = 30.0
+# A stall aimed at a holder hits one that entered at most this long ago (its lease, counted
+# from about its `enter`, must outlive the stall: see check.STALL_SAFE_NS).
+STALL_FRESH_NS = 20_000_000
+# No other fault starts until this long after a stall ended: a stalled holder's overdue
+# renewal must not meet a cut or a refusal, which could lose its lease for another reason.
+STALL_QUIET_S = 0.5
+
+DEPLOYMENTS = ("single", "cluster-broadcast")
+# On the cluster: no proxy faults (the cluster client learns every node's own address from
+# CLUSTER SLOTS and would go around a proxy in front of one seed), and no server restart (a
+# node restarted without a replica or persistence comes back without the ACL user the workers
+# log in as; the single-server run covers restarts).
+CLUSTER_FAULT_KINDS = ("kill", "stop", "stall", "client-kill")
+# The ACL user of the cluster run: everything but INFO, so the client cannot learn that the
+# server is Redis 7+ and falls back to plain PUBLISH (what a Redis 6.2 cluster gets).
+CLUSTER_USER, CLUSTER_PASSWORD = "history", "history-pw"
+# The lock's keys that tell the publish mode apart: grant entries are written only by waiters
+# that accept grants, which broadcast-mode clients never do; the waiter list is there either way.
+GRANTS_KEY = "polylock_lock_grants:{history}"
+WAITERS_KEY = "polylock_lock_waiters:{history}"
 
 
 class Journal:
@@ -99,12 +123,21 @@ class Run:
         self.redis_dir = tempfile.mkdtemp(prefix="polylock-history-redis-")
         self.server: Optional[conftest.RedisServer] = None
         self.proxy: Optional[FaultProxy] = None
+        self.cluster: Optional[RedisCluster] = None
+        self.url = ""
+        self.kinds = CLUSTER_FAULT_KINDS if args.deployment == "cluster-broadcast" else check.FAULT_KINDS
         self.workers: dict[str, Optional[Worker]] = {}
-        self.stopped: dict[str, int] = {}  # slot -> SIGSTOP time (ns)
+        self.stopped: dict[str, tuple[str, int, str]] = {}  # slot -> (stop|stall, SIGSTOP ns, k=v)
         self.in_section: set[str] = set()  # worker ids between enter and leave (journal tail)
+        self.entered_at: dict[str, int] = {}  # worker id -> its latest `enter` time (ns)
+        self.quiet_until = 0.0  # no fault before this (time.monotonic())
+        # The publish-mode probe: how often the lock's grants HASH and waiter list were seen.
+        self.probe: Optional[RedisConnection] = None
+        self.next_probe = 0.0
+        self.probes = {"samples": 0, "grants": 0, "waiters": 0, "errors": 0}
         self.pending: list[tuple[float, str, Callable[[], None]]] = []
         self.cycle: list[str] = []
-        self.injected: dict[str, int] = {kind: 0 for kind in check.FAULT_KINDS}
+        self.injected: dict[str, int] = {kind: 0 for kind in self.kinds}
         self.started = time.monotonic()
         self.stopping = False
 
@@ -116,7 +149,7 @@ class Run:
     def spawn(self, slot: str) -> None:
         previous = self.workers.get(slot)
         incarnation = previous.incarnation + 1 if previous is not None else 1
-        self.workers[slot] = Worker(slot, incarnation, self.proxy.url, self.journal, self.out)
+        self.workers[slot] = Worker(slot, incarnation, self.url, self.journal, self.out)
 
     def reap(self) -> None:
         """Journals every worker exit; one the runner did not cause is a crash (not restarted,
@@ -137,6 +170,7 @@ class Run:
             parts = line.split(" ")
             if parts[0] == "enter":
                 self.in_section.add(parts[1])
+                self.entered_at[parts[1]] = int(parts[3])
             elif parts[0] == "leave":
                 self.in_section.discard(parts[1])
 
@@ -155,8 +189,7 @@ class Run:
     def pick_worker(self, holder_odds: float) -> Optional[Worker]:
         """A live, running worker; with `holder_odds` one that is in its critical section (as
         far as the journal tells, a few ms late), if any is."""
-        live = [w for slot, w in sorted(self.workers.items())
-                if w is not None and not w.exit_logged and slot not in self.stopped]
+        live = self.live()
         choose_holder = self.rng.random() < holder_odds
         holding = [w for w in live if w.id in self.in_section]
         until = time.monotonic() + 0.5
@@ -168,9 +201,14 @@ class Run:
             return self.rng.choice(holding)
         return self.rng.choice(live) if live else None
 
+    def live(self) -> list[Worker]:
+        """The live workers that are not stopped or stalled."""
+        return [w for slot, w in sorted(self.workers.items())
+                if w is not None and not w.exit_logged and slot not in self.stopped]
+
     def inject(self) -> None:
         if not self.cycle:  # every kind once per cycle, in a random order
-            self.cycle = list(check.FAULT_KINDS)
+            self.cycle = list(self.kinds)
             self.rng.shuffle(self.cycle)
         kind = self.cycle.pop()
         if getattr(self, "fault_" + kind.replace("-", "_"))() is not False:
@@ -201,21 +239,68 @@ class Run:
         if worker is None:
             return False
         holding = worker.id in self.in_section
-        self.stopped[worker.slot] = now_ns()
+        self.stopped[worker.slot] = ("stop", now_ns(), "")
         os.kill(worker.process.pid, signal.SIGSTOP)
         self.say(f"fault stop {worker.id}{' (in its section)' if holding else ''} "
                  f"for {self.args.pause}s")
         self.later(self.args.pause, f"resume {worker.slot}", lambda: self.resume(worker))
 
+    def fault_stall(self) -> Optional[bool]:
+        """SIGSTOP for longer than the old 1 s grant and shorter than the lease: half of the
+        time a waiter (a release may grant it the lock while it is stopped), else a holder that
+        entered a moment ago (most handoffs are grants, so mostly a granted one). Either way
+        its lease must outlive the stall: the checker lets nothing explain an overlap in it."""
+        seconds = round(self.rng.uniform(*self.args.stall), 3)
+        at_holder = self.rng.random() < 0.5
+        worker = None
+        start = 0
+        until = time.monotonic() + 2.0
+        while worker is None and time.monotonic() < until:
+            self.follow_journal()
+            if at_holder:
+                start = now_ns()
+                fresh = [w for w in self.live() if w.id in self.in_section
+                         and start - self.entered_at[w.id] <= STALL_FRESH_NS]
+                if not fresh:
+                    time.sleep(0.001)
+                    continue
+                worker = self.rng.choice(fresh)
+            else:
+                waiting = [w for w in self.live() if w.id not in self.in_section]
+                if not waiting:
+                    time.sleep(0.002)
+                    continue
+                worker = self.rng.choice(waiting)
+                start = now_ns()
+            os.kill(worker.process.pid, signal.SIGSTOP)
+        if worker is None:
+            return False
+        if at_holder:
+            where = f"section,entered-ms-ago={(start - self.entered_at[worker.id]) / 1e6:.1f}"
+        else:
+            where = "waiting"
+        self.stopped[worker.slot] = ("stall", start, f"ms={int(seconds * 1000)} at={where}")
+        self.quiet_until = time.monotonic() + seconds + STALL_QUIET_S
+        self.say(f"fault stall {worker.id} ({where}) for {seconds}s")
+        self.later(seconds, f"resume {worker.slot}", lambda: self.resume(worker))
+
     def resume(self, worker: Worker) -> None:
-        start = self.stopped.pop(worker.slot)
+        kind, start, extra = self.stopped.pop(worker.slot)
         os.kill(worker.process.pid, signal.SIGCONT)
-        self.journal.write("fault", "stop", worker.id, start, now_ns())
+        self.journal.write("fault", kind, worker.id, start, now_ns(), *([extra] if extra else []))
+
+    def nodes(self) -> list[int]:
+        """The ports of the server(s) the workers use."""
+        if self.cluster is not None:
+            return self.cluster.ports()
+        return [self.server.port]
 
     def fault_client_kill(self) -> None:
         start = now_ns()
-        with RedisConnection(self.server.port, timeout=2) as redis:
-            killed = redis("CLIENT", "KILL", "TYPE", "normal")
+        killed = 0
+        for port in self.nodes():  # on a cluster, every node: a worker talks to each
+            with RedisConnection(port, timeout=2) as redis:
+                killed += redis("CLIENT", "KILL", "TYPE", "normal")
         self.journal.write("fault", "client-kill", "server", start, now_ns(), f"killed={killed}")
         self.say(f"fault client-kill: {killed} connections")
 
@@ -245,30 +330,93 @@ class Run:
 
     # -- the run --------------------------------------------------------------------------
 
+    def start_cluster(self) -> None:
+        """3 primaries (no replicas: no failover is injected) and, on each node, the ACL user
+        the workers log in as, which may run everything but INFO."""
+        self.cluster = RedisCluster(primaries=3, replicas_per_primary=0)
+        for port in self.cluster.ports():
+            node = self.cluster.server(port)
+            assert node.command("ACL", "SETUSER", CLUSTER_USER, "on", f">{CLUSTER_PASSWORD}",
+                                "~*", "&*", "+@all", "-info") in (True, b"OK")
+            with RedisConnection(port, timeout=5) as redis:  # the rule holds: INFO is denied
+                redis("AUTH", CLUSTER_USER, CLUSTER_PASSWORD)
+                try:
+                    redis("INFO", "server")
+                except Exception as error:  # redis-py's NoPermissionError
+                    assert "NOPERM" in str(error) or "permission" in str(error).lower(), error
+                else:
+                    raise AssertionError(f"user {CLUSTER_USER} may run INFO on node {port}")
+        self.url = self.cluster.url.replace(
+            "redis+cluster://", f"redis+cluster://{CLUSTER_USER}:{CLUSTER_PASSWORD}@", 1)
+        self.probe_port = self.cluster.primary_for_key("history")
+
+    def sample_probe(self) -> None:
+        """Every 50 ms, whether the lock's grants HASH and waiter list exist (on the node that
+        serves the lock's slot; errors, as after a client-kill or a restart, are counted)."""
+        now = time.monotonic()
+        if now < self.next_probe:
+            return
+        self.next_probe = now + 0.05
+        try:
+            if self.probe is None:
+                self.probe = RedisConnection(self.probe_port, timeout=1)
+            grants, waiters = self.probe("EXISTS", GRANTS_KEY), self.probe("EXISTS", WAITERS_KEY)
+        except Exception:  # the server restarted or killed the connection: count, go on
+            self.probes["errors"] += 1
+            if self.probe is not None:
+                self.probe.close()
+            self.probe = None
+            return
+        self.probes["samples"] += 1
+        self.probes["grants"] += grants
+        self.probes["waiters"] += waiters
+
+    def publish_mode_problems(self) -> list[str]:
+        """Broadcast mode: waiters queue (the list is seen) and none registers for grants (the
+        HASH is never seen). Single server: grant entries are seen, so the probe can tell."""
+        seen = self.probes
+        problems = []
+        if seen["waiters"] == 0:
+            problems.append(f"the waiter list {WAITERS_KEY} was never seen: {seen}")
+        if self.args.deployment == "cluster-broadcast" and seen["grants"] > 0:
+            problems.append(f"grant entries ({GRANTS_KEY}) in broadcast mode: {seen}")
+        if self.args.deployment == "single" and seen["grants"] == 0:
+            problems.append(f"no grant entry ({GRANTS_KEY}) was ever seen on one server: {seen}")
+        return problems
+
     def run(self) -> None:
         args = self.args
-        self.server = conftest.start_redis(self.redis_dir)
-        self.proxy = FaultProxy(self.server.port)
+        if args.deployment == "cluster-broadcast":
+            self.start_cluster()
+            where = f"cluster on {','.join(map(str, self.cluster.ports()))} (user {CLUSTER_USER})"
+        else:
+            self.server = conftest.start_redis(self.redis_dir)
+            self.proxy = FaultProxy(self.server.port)
+            self.url = self.proxy.url
+            self.probe_port = self.server.port
+            where = f"redis-server on {self.server.port}, proxy on {self.proxy.port}"
         self.journal.write("run-start", now_ns(), f"seed={args.seed}", f"seconds={args.seconds}",
-                           f"workers={args.workers}", f"languages={args.languages}")
+                           f"workers={args.workers}", f"languages={args.languages}",
+                           f"deployment={args.deployment}")
         for lang in args.languages.split(","):
             for n in range(1, args.workers + 1):
                 self.spawn(f"{lang}-{n}")
-        self.say(f"redis-server on {self.server.port}, proxy on {self.proxy.port}, "
-                 f"{len(self.workers)} workers; journal {self.journal.path}")
+        self.say(f"{where}, {len(self.workers)} workers; journal {self.journal.path}")
         deadline = self.started + args.seconds
         next_fault = self.started + self.rng.uniform(1, 3)
         while True:
             self.run_due()
             self.reap()
             self.follow_journal()
+            self.sample_probe()
             now = time.monotonic()
             # Past the deadline, go on (20 s at most) until every kind of fault happened once
             # and every stopped worker was resumed (a pause cut short proves nothing).
             if now >= deadline and ((all(self.injected.values()) and not self.stopped)
                                     or now >= deadline + 20):
                 break
-            if now >= next_fault and (now < deadline or not all(self.injected.values())):
+            if (now >= next_fault and now >= self.quiet_until
+                    and (now < deadline or not all(self.injected.values()))):
                 self.inject()
                 next_fault = time.monotonic() + self.rng.uniform(1, 3)
             time.sleep(0.01)
@@ -305,8 +453,12 @@ class Run:
             if worker is not None and worker.process.poll() is None:
                 worker.process.kill()
                 worker.process.wait()
+        if self.probe is not None:
+            self.probe.close()
         if self.proxy is not None:
             self.proxy.close()
+        if self.cluster is not None:
+            self.cluster.stop()
         if self.server is not None:
             self.server.process.kill()
             self.server.process.wait()
@@ -319,8 +471,15 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=None, help="replay a run's fault schedule")
     parser.add_argument("--workers", type=int, default=2, help="workers per language (default 2)")
     parser.add_argument("--languages", default="rust,python,node")
+    parser.add_argument("--deployment", choices=DEPLOYMENTS, default="single",
+                        help="one server behind the fault proxy (default), or a 3-primary "
+                             "cluster reached as a user without INFO (broadcast pub/sub)")
     parser.add_argument("--pause", type=float, default=2.5,
                         help="SIGSTOP length in s (default 2.5, longer than the 1.5 s lease)")
+    parser.add_argument("--stall", type=lambda text: tuple(float(x) for x in text.split(",")),
+                        default=(1.1, 1.2),
+                        help="stall length range in s (default 1.1,1.2: longer than the old "
+                             "1 s grant, shorter than the 1.5 s lease less a renewal's margin)")
     parser.add_argument("--min-rate", type=float, default=20.0,
                         help="fewest sections per minute per language (default 20)")
     parser.add_argument("--out", type=Path, default=None,
@@ -329,13 +488,15 @@ def main() -> int:
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 2**31)
-    print(f"history: seed {args.seed} (replay: {Path(sys.argv[0]).as_posix()} "
-          f"--seconds {args.seconds:g} --seed {args.seed})", flush=True)
+    replay = (f"{Path(sys.argv[0]).as_posix()} --seconds {args.seconds:g} --seed {args.seed}"
+              f"{' --deployment ' + args.deployment if args.deployment != 'single' else ''}")
+    print(f"history: seed {args.seed} (replay: {replay})", flush=True)
     if "rust" in args.languages.split(",") and not os.access(RUST_WORKER, os.X_OK):
         print(f"{RUST_WORKER} is missing: cargo build -p polylock --example history_worker",
               file=sys.stderr)
         return 2
-    out = args.out or REPO / "target" / "history" / str(args.seed)
+    out = args.out or REPO / "target" / "history" / (
+        str(args.seed) if args.deployment == "single" else f"{args.deployment}-{args.seed}")
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
 
@@ -345,12 +506,15 @@ def main() -> int:
     finally:
         run.cleanup()
 
-    result = check.check(run.journal.path.read_text(), args.min_rate, check.FAULT_KINDS)
+    result = check.check(run.journal.path.read_text(), args.min_rate, run.kinds)
+    result.problems.extend(run.publish_mode_problems())
+    print(f"publish-mode probe ({args.deployment}): {run.probes['samples']} samples, grants HASH "
+          f"seen {run.probes['grants']}, waiter list seen {run.probes['waiters']}, "
+          f"errors {run.probes['errors']}")
     check.report(result)
     print(f"journal and worker logs: {out}")
     if not result.ok:
-        print(f"replay: python/.venv/bin/python tests/history/run.py --seconds {args.seconds:g} "
-              f"--seed {args.seed}")
+        print(f"replay: python/.venv/bin/python {replay}")
     return 0 if result.ok else 1
 
 
