@@ -41,7 +41,7 @@ import check  # noqa: E402
 
 RUST_WORKER = REPO / "target" / "debug" / "examples" / "history_worker"
 COMMANDS = {
-    "rust": [str(RUST_WORKER)],
+    "rust": [str(RUST_WORKER)],  # --rust-worker replaces it (e.g. a build of older code)
     "python": [sys.executable, str(HERE / "worker.py")],
     "node": ["node", str(HERE / "worker.js")],
 }
@@ -126,6 +126,8 @@ class Run:
         self.cluster: Optional[RedisCluster] = None
         self.url = ""
         self.kinds = CLUSTER_FAULT_KINDS if args.deployment == "cluster-broadcast" else check.FAULT_KINDS
+        if args.faults:
+            self.kinds = tuple(kind for kind in self.kinds if kind in args.faults.split(","))
         self.workers: dict[str, Optional[Worker]] = {}
         self.stopped: dict[str, tuple[str, int, str]] = {}  # slot -> (stop|stall, SIGSTOP ns, k=v)
         self.in_section: set[str] = set()  # worker ids between enter and leave (journal tail)
@@ -474,6 +476,11 @@ def main() -> int:
     parser.add_argument("--deployment", choices=DEPLOYMENTS, default="single",
                         help="one server behind the fault proxy (default), or a 3-primary "
                              "cluster reached as a user without INFO (broadcast pub/sub)")
+    parser.add_argument("--faults", default="",
+                        help="only these fault kinds, comma-separated (default: every kind the "
+                             "deployment has)")
+    parser.add_argument("--rust-worker", type=Path, default=RUST_WORKER,
+                        help="the Rust worker binary (default: the history_worker example)")
     parser.add_argument("--pause", type=float, default=2.5,
                         help="SIGSTOP length in s (default 2.5, longer than the 1.5 s lease)")
     parser.add_argument("--stall", type=lambda text: tuple(float(x) for x in text.split(",")),
@@ -489,12 +496,17 @@ def main() -> int:
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 2**31)
     replay = (f"{Path(sys.argv[0]).as_posix()} --seconds {args.seconds:g} --seed {args.seed}"
-              f"{' --deployment ' + args.deployment if args.deployment != 'single' else ''}")
+              f"{' --deployment ' + args.deployment if args.deployment != 'single' else ''}"
+              f"{' --faults ' + args.faults if args.faults else ''}")
     print(f"history: seed {args.seed} (replay: {replay})", flush=True)
-    if "rust" in args.languages.split(",") and not os.access(RUST_WORKER, os.X_OK):
-        print(f"{RUST_WORKER} is missing: cargo build -p polylock --example history_worker",
+    if "rust" in args.languages.split(",") and not os.access(args.rust_worker, os.X_OK):
+        print(f"{args.rust_worker} is missing: cargo build -p polylock --example history_worker",
               file=sys.stderr)
         return 2
+    COMMANDS["rust"] = [str(args.rust_worker)]
+    unknown = set(filter(None, args.faults.split(","))) - set(check.FAULT_KINDS)
+    if unknown:
+        parser.error(f"unknown fault kinds: {sorted(unknown)}")
     out = args.out or REPO / "target" / "history" / (
         str(args.seed) if args.deployment == "single" else f"{args.deployment}-{args.seed}")
     shutil.rmtree(out, ignore_errors=True)
