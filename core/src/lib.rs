@@ -30,7 +30,8 @@ mod connection;
 mod engine;
 mod error;
 mod expirable_semaphore;
-#[cfg(test)]
+// The protocol explorer needs a Valkey server under libfaketime: `make test-protocol`.
+#[cfg(all(test, feature = "explorer"))]
 mod explorer;
 mod guard;
 mod ids;

@@ -69,7 +69,7 @@ pub(crate) enum Publish {
     /// listeners are counted as on one server or a sharded cluster; else as a broadcast
     /// cluster's `PUBLISH` counts them (the explorer then counts only same-node listeners, and
     /// the script assumes another client listens, as the broadcast form does).
-    #[cfg(test)]
+    #[cfg(all(test, feature = "explorer"))]
     Explored {
         exact: bool,
     },
@@ -78,11 +78,11 @@ pub(crate) enum Publish {
 /// What the explored script forms call instead of `redis.call('publish', ...)`: the message is
 /// appended to [`EXPLORED_LOG`] and the reply is the count the explorer keeps in
 /// [`EXPLORED_LISTENERS`] (keys outside `KEYS`: the explorer runs one server, not a cluster).
-#[cfg(test)]
+#[cfg(all(test, feature = "explorer"))]
 pub(crate) const EXPLORED_LOG: &str = "explorer:published";
-#[cfg(test)]
+#[cfg(all(test, feature = "explorer"))]
 pub(crate) const EXPLORED_LISTENERS: &str = "explorer:listeners";
-#[cfg(test)]
+#[cfg(all(test, feature = "explorer"))]
 const EXPLORED_PUBLISH: &str = "local function explored_publish(_, channel, message)
   redis.call('rpush', 'explorer:published', channel, tostring(message))
   return tonumber(redis.call('hget', 'explorer:listeners', channel) or '0')
@@ -112,14 +112,14 @@ pub(crate) struct LockScript {
     plain: redis::Script,
     sharded: redis::Script,
     broadcast: redis::Script,
-    #[cfg(test)]
+    #[cfg(all(test, feature = "explorer"))]
     explored_exact: redis::Script,
-    #[cfg(test)]
+    #[cfg(all(test, feature = "explorer"))]
     explored_inexact: redis::Script,
 }
 
 /// The explored form of `text`: publishes go to the explorer's log (see [`Publish::Explored`]).
-#[cfg(test)]
+#[cfg(all(test, feature = "explorer"))]
 fn explored(text: &str) -> redis::Script {
     let text = text.replace("redis.call('publish'", "explored_publish('publish'");
     redis::Script::new(&format!("{EXPLORED_PUBLISH}{text}"))
@@ -135,9 +135,9 @@ impl LockScript {
                     .replace(COUNT_LISTENERS, SHARD_COUNT_LISTENERS),
             ),
             broadcast: redis::Script::new(&broadcast(text)),
-            #[cfg(test)]
+            #[cfg(all(test, feature = "explorer"))]
             explored_exact: explored(text),
-            #[cfg(test)]
+            #[cfg(all(test, feature = "explorer"))]
             explored_inexact: explored(&broadcast(text)),
         }
     }
@@ -150,9 +150,9 @@ impl LockScript {
             Publish::Plain => self.plain.prepare_invoke(),
             Publish::Sharded => self.sharded.prepare_invoke(),
             Publish::Broadcast => self.broadcast.prepare_invoke(),
-            #[cfg(test)]
+            #[cfg(all(test, feature = "explorer"))]
             Publish::Explored { exact: true } => self.explored_exact.prepare_invoke(),
-            #[cfg(test)]
+            #[cfg(all(test, feature = "explorer"))]
             Publish::Explored { exact: false } => self.explored_inexact.prepare_invoke(),
         }
     }

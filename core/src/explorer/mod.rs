@@ -28,6 +28,9 @@ mod tests {
     use super::world::{Faults, Mode};
 
     const FIXED: Option<u64> = Some(30_000);
+    /// A semaphore acquisition's lease: the engine's `REQUEST_WINDOW` (the permits are then
+    /// detached and belong to nobody).
+    const PERMIT_REQUEST: Option<u64> = Some(3_600_000);
     const WATCHDOG: Option<u64> = None;
 
     fn client(side: Side, leases: &[Option<u64>]) -> ClientSpec {
@@ -204,8 +207,8 @@ mod tests {
                 name: "semaphore",
                 mode: Mode::Exact,
                 clients: vec![
-                    client(Side::Permit, &[FIXED]),
-                    client(Side::Permit, &[FIXED]),
+                    client(Side::Permit, &[PERMIT_REQUEST]),
+                    client(Side::Permit, &[PERMIT_REQUEST]),
                 ],
                 faults: every_fault(),
             },
@@ -213,8 +216,8 @@ mod tests {
                 name: "semaphore-broadcast",
                 mode: Mode::Broadcast,
                 clients: vec![
-                    client(Side::Permit, &[FIXED]),
-                    on_other_node(client(Side::Permit, &[FIXED])),
+                    client(Side::Permit, &[PERMIT_REQUEST]),
+                    on_other_node(client(Side::Permit, &[PERMIT_REQUEST])),
                 ],
                 faults: every_fault(),
             },
@@ -268,17 +271,17 @@ mod tests {
 
     #[test]
     fn reentrant_broadcast() {
-        explore("reentrant-broadcast", bound(6, 100));
+        explore("reentrant-broadcast", bound(5, 100));
     }
 
     #[test]
     fn fair_exact() {
-        explore("fair-exact", bound(6, 50));
+        explore("fair-exact", bound(5, 50));
     }
 
     #[test]
     fn fair_exact_faults() {
-        explore("fair-exact-faults", bound(6, 100));
+        explore("fair-exact-faults", bound(5, 100));
     }
 
     #[test]
@@ -298,17 +301,18 @@ mod tests {
 
     #[test]
     fn semaphore() {
-        explore("semaphore", bound(7, 200));
+        explore("semaphore", bound(5, 100));
     }
 
     #[test]
     fn semaphore_broadcast() {
-        explore("semaphore-broadcast", bound(7, 200));
+        explore("semaphore-broadcast", bound(5, 100));
     }
 
     /// `POLYLOCK_EXPLORER_REPLAY='<scenario>:<fault budget>:<choices>'` replays one path and
     /// prints it (a finding prints this line); without it, nothing to do.
     #[test]
+    #[ignore = "a tool, not a check: replays the path in POLYLOCK_EXPLORER_REPLAY (run with --ignored)"]
     fn replay() {
         let Ok(spec) = std::env::var("POLYLOCK_EXPLORER_REPLAY") else {
             return;

@@ -101,10 +101,15 @@ pub(crate) struct SimClient {
     pub listening: bool,
     /// A message came since its last look (`Subscription::messages` moved).
     pub woken: bool,
-    /// The latest grant message, `(request, server ms)` (`Subscription::take_grant`'s slot).
-    pub grant_slot: Option<(String, i64)>,
-    /// `Waiting::queued`: its latest look that listed it for a grant (local send time, server ms).
-    pub queued: Option<(i64, i64)>,
+    /// The latest grant message, `(request, look)` (`Subscription::take_grant`'s slot).
+    pub grant_slot: Option<(String, u64)>,
+    /// `Waiting::grant_looks`: the call's latest looks that asked for a grant, numbered from 1,
+    /// each with its local send time (at most `GrantLooks::KEPT`, 8).
+    pub grant_looks: Vec<(u64, i64)>,
+    pub last_look: u64,
+    /// An acquire request whose outcome is unknown (a reply lost, a leave that failed): the
+    /// resolver (`resolve_unknown`) undoes it in the background, retrying until it runs.
+    pub pending_undo: Vec<String>,
     /// `Waiting::has_place`.
     pub has_place: bool,
     /// Its sleep ends by this local time even without a message.
@@ -114,13 +119,18 @@ pub(crate) struct SimClient {
     /// the current call (FIFO order).
     pub last_look_ms: u64,
     pub waiting_since: Option<u64>,
+    /// The explorer's step numbers of the current call's first attempt that ran (its reply
+    /// may have been lost: it counts from when it ran) and of its first busy reply: the
+    /// order the server saw them in, which the frozen clock cannot tell (FIFO order).
+    pub first_attempt_step: Option<usize>,
+    pub waiting_since_step: Option<usize>,
 }
 
 impl std::fmt::Debug for SimClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} {:?} {:?} call {} req {} listen {} woken {} slot {:?} queued {:?} place {} wakes {} held {:?} off {}",
+            "{} {:?} {:?} call {} req {} listen {} woken {} slot {:?} looks {:?} undo {:?} place {} wakes {} held {:?} off {}",
             self.owner,
             self.spec.side,
             self.phase,
@@ -129,7 +139,8 @@ impl std::fmt::Debug for SimClient {
             self.listening,
             self.woken,
             self.grant_slot,
-            self.queued,
+            self.grant_looks,
+            self.pending_undo,
             self.has_place,
             self.wakes_at_local,
             self.held,
@@ -158,12 +169,16 @@ impl SimClient {
             listening: false,
             woken: false,
             grant_slot: None,
-            queued: None,
+            grant_looks: Vec::new(),
+            last_look: 0,
+            pending_undo: Vec::new(),
             has_place: false,
             wakes_at_local: 0,
             held: None,
             last_look_ms: 0,
             waiting_since: None,
+            first_attempt_step: None,
+            waiting_since_step: None,
         }
     }
 
@@ -190,46 +205,76 @@ impl SimClient {
     /// The start of an acquire call (`acquire_task`): a new request, kept subscriptions.
     pub(crate) fn begin_call(&mut self) {
         self.request = self.new_request();
-        self.queued = None;
+        self.grant_looks.clear();
+        self.last_look = 0;
         self.has_place = false;
         self.woken = false;
         self.waiting_since = None;
+        self.first_attempt_step = None;
+        self.waiting_since_step = None;
     }
 
-    /// `LockCore::accepts_grant`: a waiter held by the watchdog, of a kind that grants (no
-    /// replica sync in the explorer).
+    /// `LockCore::accepts_grant`: a waiter held by the watchdog, of a kind that grants, where
+    /// PUBLISH replies count every listener (no replica sync in the explorer).
     pub(crate) fn accepts_grant(&self, will_wait: bool) -> bool {
-        will_wait && self.call_lease().is_none() && self.kind.grant_window().is_some()
+        will_wait
+            && self.call_lease().is_none()
+            && self.publish != (Publish::Explored { exact: false })
+            && self.kind.grants_directly()
     }
 
-    /// `LockCore::try_acquire`'s arguments: every explored waiter will wait.
-    pub(crate) fn acquire_call(&self) -> redis::ScriptInvocation<'static> {
+    /// `LockCore::try_acquire`'s arguments, for a look sent at local `sent_local` (numbered
+    /// when it asks for a grant, as `GrantLooks::next`): every explored waiter will wait.
+    pub(crate) fn acquire_call(&mut self, sent_local: i64) -> redis::ScriptInvocation<'static> {
+        let grant_look = self.accepts_grant(true).then(|| {
+            self.last_look += 1;
+            if self.grant_looks.len() == 8 {
+                self.grant_looks.remove(0);
+            }
+            self.grant_looks.push((self.last_look, sent_local));
+            self.last_look
+        });
         let args = AcquireArgs {
             owner: &self.owner,
             lease_ms: self.lease_ms(),
             request: &self.request,
             will_wait: true,
-            accepts_grant: self.accepts_grant(true),
+            grant_look,
         };
         self.kind.acquire(&args, &options())
     }
 
-    /// `LockCore::undo_attempt` (from `resolve_unknown`).
-    pub(crate) fn undo_call(&self) -> redis::ScriptInvocation<'static> {
+    /// `LockCore::undo_attempt` (from `resolve_unknown`) of the oldest pending request.
+    pub(crate) fn undo_call(&self) -> Option<redis::ScriptInvocation<'static>> {
+        let request = self.pending_undo.first()?;
         let restore = self.held.as_ref().map_or(0, |held| held.lease_ms);
         let args = UndoArgs {
             owner: &self.owner,
-            request: &self.request,
-            latch_ms: latch_ms(Duration::from_millis(self.lease_ms())),
+            request,
+            latch_ms: latch_ms(Duration::from_millis(self.lease_ms_of_undo())),
             lease_ms: restore,
+            keeps_place: false,
         };
-        self.kind.undo_acquire(&args, &options())
+        Some(self.kind.undo_acquire(&args, &options()))
     }
 
-    /// `LockCore::leave_queue`.
+    /// The lease the undone request asked for: its call's, or the watchdog's once that call
+    /// is over (the latch lifetime only needs to outlive it).
+    fn lease_ms_of_undo(&self) -> u64 {
+        self.spec
+            .leases
+            .get(self.calls)
+            .copied()
+            .flatten()
+            .unwrap_or(options().watchdog_timeout.as_millis() as u64)
+            .max(options().watchdog_timeout.as_millis() as u64)
+    }
+
+    /// `LockCore::leave_queue`: its tombstone lasts as long as a watchdog latch.
     pub(crate) fn leave_call(&self) -> Option<redis::ScriptInvocation<'static>> {
+        let tombstone_ms = latch_ms(options().watchdog_timeout);
         self.kind
-            .leave_queue(&self.owner, &self.request, &options())
+            .leave_queue(&self.owner, &self.request, tombstone_ms, &options())
     }
 
     /// `engine/release.rs`: one level, under a new release request.
@@ -294,9 +339,8 @@ impl SimClient {
                 self.has_place |= self.kind.busy_attempt_takes_a_place(true);
                 self.sleep_after_busy(wait, sent_local, explorer_ms);
             }
-            Attempt::Queued { wait, server_ms } => {
+            Attempt::Queued { wait } => {
                 self.has_place = true;
-                self.queued = Some((sent_local, server_ms));
                 self.sleep_after_busy(wait, sent_local, explorer_ms);
             }
             Attempt::NotSynced { .. } => unreachable!("no replica sync in the explorer"),
@@ -356,6 +400,8 @@ impl SimClient {
         self.woken = false;
         self.grant_slot = None;
         self.waiting_since = None;
+        self.first_attempt_step = None;
+        self.waiting_since_step = None;
         self.next_call();
     }
 
@@ -379,16 +425,18 @@ impl SimClient {
         }
         self.woken = true;
         if let Some(grant) = payload.strip_prefix("g:") {
-            if let Some((request, server_ms)) = grant.rsplit_once(':') {
-                self.grant_slot = Some((request.to_owned(), server_ms.parse().unwrap_or(0)));
+            if let Some((request, look)) = grant.rsplit_once(':') {
+                if let Ok(look) = look.parse() {
+                    self.grant_slot = Some((request.to_owned(), look));
+                }
             }
         }
     }
 
     /// `Subscription::take_grant`: the slot's grant if it is for `request`.
-    pub(crate) fn take_grant(&mut self) -> Option<i64> {
+    pub(crate) fn take_grant(&mut self) -> Option<u64> {
         match self.grant_slot.take() {
-            Some((request, server_ms)) if request == self.request => Some(server_ms),
+            Some((request, look)) if request == self.request => Some(look),
             other => {
                 self.grant_slot = other;
                 None
@@ -399,36 +447,27 @@ impl SimClient {
     /// `acquire_loop`'s first check on each pass (`LockCore::granted`): a grant for this call's
     /// request, counted by [`grant_lease_end`]. True when it now holds.
     pub(crate) fn check_granted(&mut self, explorer_ms: u64) -> bool {
-        let Some(server_ms) = self.take_grant() else {
+        let Some(look) = self.take_grant() else {
             return false;
         };
-        let (Some(queued), Some(window)) = (self.queued, self.kind.grant_window()) else {
+        let Some(&(_, sent_local)) = self.grant_looks.iter().find(|(number, _)| *number == look)
+        else {
             return false;
         };
         let now = self.local(explorer_ms);
-        let Some(ends) = grant_lease_end(server_ms, queued, window.as_millis() as i64, now) else {
+        let Some(counted_from) = grant_lease_start(sent_local, self.lease_ms() as i64, now) else {
             return false;
         };
-        // `renewed_at = ends - watchdog lease`, so the hold's lease ends at `ends`.
-        self.record_acquired(ends - self.lease_ms() as i64);
+        self.record_acquired(counted_from);
         true
     }
 }
 
-/// THE grant rule (`LockCore::granted` in `engine/acquire.rs`), in one place because the
-/// protocol is about to change it. Today: the grant message carries the server time `server_ms`
-/// of the grant; the latest look was sent at local `looked.0` and ran at server `looked.1`, so
-/// the grant came no earlier than `looked.0 + (server_ms - looked.1 - 1)` here, and the hold
-/// ends one grant window after that. A grant with less than half its window left is not
-/// counted on. Returns the hold's local lease end.
-pub(crate) fn grant_lease_end(
-    server_ms: i64,
-    looked: (i64, i64),
-    window_ms: i64,
-    now_local: i64,
-) -> Option<i64> {
-    let (looked_at, looked_server_ms) = looked;
-    let after_look = (server_ms - looked_server_ms - 1).max(0);
-    let ends = looked_at + after_look + window_ms;
-    (ends > now_local + window_ms / 2).then_some(ends)
+/// THE grant rule (`LockCore::granted` in `engine/acquire.rs`), in one place: the grant names
+/// the look whose entry it read, and gave the key the whole lease after that look ran, so the
+/// lease counts from that look's local send time `sent_local`. A grant whose lease, so
+/// counted, is half gone is not counted on (the waiter looks again). Returns the local instant
+/// the hold's lease counts from.
+pub(crate) fn grant_lease_start(sent_local: i64, lease_ms: i64, now_local: i64) -> Option<i64> {
+    (sent_local + lease_ms > now_local + lease_ms / 2).then_some(sent_local)
 }

@@ -91,17 +91,20 @@ fn fifo(world: &World, now: u64, step: Step) -> Option<Violation> {
         return None;
     };
     let queue_timeout = options().fair_queue_timeout.as_millis() as u64;
-    let acquirer_since = acquirer.waiting_since;
+    let acquirer_first = acquirer.first_attempt_step;
     for other in &world.clients {
         let waiting = matches!(
             other.phase,
             Phase::Sleeping | Phase::Looking | Phase::Subscribing
         );
-        let (Some(other_since), true) = (other.waiting_since, waiting) else {
+        let (Some(other_since), Some(other_step), true) =
+            (other.waiting_since, other.waiting_since_step, waiting)
+        else {
             continue;
         };
         let live = now.saturating_sub(other.last_look_ms) < queue_timeout;
-        let earlier = acquirer_since.is_none_or(|mine| other_since < mine);
+        // The other was queued before the acquirer's first attempt of this call ran.
+        let earlier = acquirer_first.is_none_or(|mine| other_step < mine);
         if other.index != index && live && earlier {
             return violation(
                 "FIFO",

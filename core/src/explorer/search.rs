@@ -89,7 +89,7 @@ impl Report {
         );
         if let Some(finding) = &self.finding {
             text += &format!(
-                "\nFOUND: {} — {}\n{}  replay: POLYLOCK_EXPLORER_REPLAY='{}:{}:{}' cargo test -p polylock --lib explorer::tests::replay -- --nocapture{}",
+                "\nFOUND: {} — {}\n{}  replay: POLYLOCK_EXPLORER_REPLAY='{}:{}:{}' cargo test -p polylock --features explorer --lib explorer::tests::replay -- --ignored --nocapture{}",
                 finding.violation.property,
                 finding.violation.detail,
                 finding.log,

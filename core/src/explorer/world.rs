@@ -8,6 +8,7 @@ use redis::Value;
 use super::model::{ClientSpec, Phase, SimClient, LOCK};
 use super::server::Server;
 use crate::connection::{Publish, EXPLORED_LISTENERS, EXPLORED_LOG};
+use crate::kinds::Attempt;
 
 /// How the deployment counts a `PUBLISH`'s receivers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +49,13 @@ pub(crate) enum Step {
     Subscribe {
         client: usize,
     },
-    /// An attempt's outcome is unknown and the caller gives up: undo it (`resolve_unknown`).
+    /// An attempt's outcome is unknown and the caller gives up: the call ends, and the
+    /// resolver will undo the request (`resolve_unknown`).
+    GiveUp {
+        client: usize,
+    },
+    /// The resolver's undo of a request whose outcome is unknown (a lost reply, a failed
+    /// leave) runs, whenever the server answers again.
     Undo {
         client: usize,
     },
@@ -130,6 +137,7 @@ impl Step {
         match self {
             Step::Look { client, .. }
             | Step::Subscribe { client }
+            | Step::GiveUp { client }
             | Step::Undo { client }
             | Step::Leave { client, .. }
             | Step::Renew { client }
@@ -239,7 +247,7 @@ impl World {
                         client: index,
                         reply_lost: false,
                     });
-                    steps.push(Step::Undo { client: index });
+                    steps.push(Step::GiveUp { client: index });
                 }
                 Phase::Holding => {
                     steps.push(Step::Release { client: index });
@@ -249,6 +257,9 @@ impl World {
                     }
                 }
                 Phase::Done => {}
+            }
+            if !client.pending_undo.is_empty() {
+                steps.push(Step::Undo { client: index });
             }
             if self.in_flight.iter().any(|message| message.to == index) {
                 steps.push(Step::Deliver {
@@ -293,6 +304,10 @@ impl World {
     /// due, nothing in flight.
     pub(crate) fn quiescent(&self, now_ms: u64) -> bool {
         self.in_flight.is_empty()
+            && self
+                .clients
+                .iter()
+                .all(|client| client.pending_undo.is_empty())
             && self.clients.iter().all(|client| match client.phase {
                 Phase::Done => true,
                 Phase::Sleeping => !client.woken && client.local(now_ms) < client.wakes_at_local,
@@ -306,17 +321,29 @@ impl World {
         let line = match step {
             Step::Look { client, reply_lost } => self.look(server, client, reply_lost),
             Step::Subscribe { client } => self.subscribe(server, client),
+            Step::GiveUp { client } => {
+                let sim = &mut self.clients[client];
+                let request = sim.request.clone();
+                sim.pending_undo.push(request);
+                sim.end_call();
+                "gives up; the resolver will undo the request".to_owned()
+            }
             Step::Undo { client } => {
-                let call = self.clients[client].undo_call();
+                let call = self.clients[client].undo_call().expect("a request to undo");
                 let undone = self.run(server, &call);
-                self.clients[client].end_call();
+                self.clients[client].pending_undo.remove(0);
                 format!("undo -> {undone:?}")
             }
             Step::Leave { client, lost } => {
                 let has_place = self.clients[client].has_place;
+                let request = self.clients[client].request.clone();
                 let reply = match self.clients[client].leave_call() {
                     Some(call) if has_place && !lost => format!("{:?}", self.run(server, &call)),
-                    Some(_) if has_place => "lost: never ran".to_owned(),
+                    Some(_) if has_place => {
+                        // `acquire_task`: a leave the server did not answer is undone.
+                        self.clients[client].pending_undo.push(request);
+                        "failed: never ran; the resolver will undo the request".to_owned()
+                    }
                     _ => "no place to leave".to_owned(),
                 };
                 self.clients[client].end_call();
@@ -406,12 +433,14 @@ impl World {
             let ends = self.clients[index].held.as_ref().unwrap().ends_local;
             return format!("granted by message, holds until local {ends}");
         }
-        let call = self.clients[index].acquire_call();
+        let sent = self.clients[index].local(now);
+        let call = self.clients[index].acquire_call(sent);
         let sim = &self.clients[index];
-        let sent = sim.local(now);
         let request = sim.request.clone();
         let reply = self.run(server, &call);
+        let step_number = self.log.len();
         let sim = &mut self.clients[index];
+        sim.first_attempt_step.get_or_insert(step_number);
         sim.woken = false;
         sim.last_look_ms = now;
         if reply_lost {
@@ -423,6 +452,9 @@ impl World {
             .read_acquire(reply.clone())
             .expect("an acquire reply");
         sim.on_attempt(attempt, sent, now);
+        if matches!(attempt, Attempt::Busy(_) | Attempt::Queued { .. }) {
+            sim.waiting_since_step.get_or_insert(step_number);
+        }
         format!("attempt {request} -> {attempt:?}")
     }
 
