@@ -204,6 +204,19 @@ mod tests {
                 },
             },
             Scenario {
+                name: "read-write-broadcast",
+                mode: Mode::Broadcast,
+                clients: vec![
+                    client(Side::Read, &[FIXED]),
+                    on_other_node(client(Side::Write, &[WATCHDOG])),
+                    client(Side::Read, &[WATCHDOG]),
+                ],
+                faults: Faults {
+                    advance_ms: time_moves(),
+                    ..no_faults()
+                },
+            },
+            Scenario {
                 name: "semaphore",
                 mode: Mode::Exact,
                 clients: vec![
@@ -297,6 +310,11 @@ mod tests {
     #[test]
     fn read_write() {
         explore("read-write", bound(5, 50));
+    }
+
+    #[test]
+    fn read_write_broadcast() {
+        explore("read-write-broadcast", bound(5, 50));
     }
 
     #[test]
