@@ -241,3 +241,25 @@ impl Drop for Peer {
         self.kill();
     }
 }
+
+/// A holder granted the lock stalls (a pause, a GC, a slow network): nothing it sends through
+/// `proxy` arrives for 2.5 s, well over the old 1 s grant and well within its 30 s lease, while
+/// `competitor` tries for the lock. The holder must still hold it, and the competitor not get it.
+pub async fn granted_holder_survives_a_stall(
+    proxy: &polylock_testkit::FaultProxy,
+    holder: &polylock::Lock,
+    competitor: &polylock::Lock,
+) {
+    proxy.set(polylock_testkit::Fault::BlackHole);
+    let took = competitor
+        .acquire(polylock::AcquireOptions::new().wait(Duration::from_millis(2500)))
+        .await
+        .unwrap();
+    let still_held = holder.is_held();
+    proxy.set(polylock_testkit::Fault::Pass);
+    assert!(still_held, "the granted holder gave the lock up");
+    assert!(
+        !took,
+        "a competitor took the lock while the granted holder still held it"
+    );
+}
