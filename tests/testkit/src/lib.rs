@@ -12,10 +12,12 @@ use redis::ConnectionLike;
 pub mod cluster;
 mod proxy;
 pub mod sentinel;
+mod tls;
 
 pub use cluster::Cluster;
 pub use proxy::{Fault, FaultProxy};
 pub use sentinel::SentinelSet;
+pub use tls::TlsFiles;
 
 /// How long `command` waits to connect and for a reply.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
@@ -28,6 +30,8 @@ pub struct RedisServer {
     extra: Vec<String>,
     /// A sentinel: the lines of its configuration file (written before its first start).
     sentinel: Option<Vec<String>>,
+    /// The port it also serves TLS on (`start_tls`).
+    tls_port: Option<u16>,
     child: Option<Child>,
 }
 
@@ -74,6 +78,41 @@ impl RedisServer {
         panic!("redis-server did not start; is it installed (apt-get install redis-server)?");
     }
 
+    /// Starts a server that also serves TLS on a free port (`tls_url`), with the certificate
+    /// `cert`/`key` and trusting `ca` for client certificates, which it requires when
+    /// `auth_clients`. Its plain port stays open on loopback for the kit's own checks.
+    pub fn start_tls(files: &TlsFiles, cert: &str, auth_clients: bool) -> RedisServer {
+        for _ in 0..5 {
+            let tls_port = free_port().to_string();
+            let cert_file = files.path(&format!("{cert}.crt"));
+            let key_file = files.path(&format!("{cert}.key"));
+            let ca_file = files.path("ca.crt");
+            let extra = [
+                "--tls-port",
+                &tls_port,
+                "--tls-cert-file",
+                &cert_file,
+                "--tls-key-file",
+                &key_file,
+                "--tls-ca-cert-file",
+                &ca_file,
+                "--tls-auth-clients",
+                if auth_clients { "yes" } else { "no" },
+            ];
+            if let Some(mut server) = Self::start_on(free_port(), &extra) {
+                server.tls_port = tls_port.parse().ok();
+                return server;
+            }
+        }
+        panic!("redis-server with TLS did not start; was it built with TLS (BUILD_TLS=yes)?");
+    }
+
+    /// The `rediss://` URL of a server started by `start_tls`.
+    pub fn tls_url(&self) -> String {
+        let port = self.tls_port.expect("not started with start_tls");
+        format!("rediss://127.0.0.1:{port}")
+    }
+
     /// Starts a server on `port` (used to restart one in place). `None` if it did not come up.
     pub fn start_on(port: u16, extra: &[&str]) -> Option<RedisServer> {
         let dir =
@@ -84,6 +123,7 @@ impl RedisServer {
             dir,
             extra: extra.iter().map(|arg| arg.to_string()).collect(),
             sentinel: None,
+            tls_port: None,
             child: None,
         };
         server.launch().then_some(server)
@@ -104,6 +144,7 @@ impl RedisServer {
                 dir,
                 extra: Vec::new(),
                 sentinel: Some(config.iter().map(|line| line.to_string()).collect()),
+                tls_port: None,
                 child: None,
             };
             if server.launch() {
