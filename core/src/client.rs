@@ -79,6 +79,22 @@ async fn connect_on_runtime(url: String, options: ClientOptions) -> Result<Clien
     connect_target(deployment, redact(&url), options).await
 }
 
+/// A connect task that did not finish (it panicked: a bug) as a connection error, so that
+/// nothing unwinds into a binding.
+fn connect_task_failed(shown_url: &str, err: tokio::task::JoinError) -> Error {
+    let why = match err.try_into_panic() {
+        Ok(panic) => match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+            (Some(text), _) => format!("it panicked: {text}"),
+            (_, Some(text)) => format!("it panicked: {text}"),
+            _ => "it panicked".to_owned(),
+        },
+        Err(err) => err.to_string(),
+    };
+    Error::Connection(format!(
+        "connect to {shown_url}: the connection setup failed unexpectedly ({why})"
+    ))
+}
+
 fn as_connection_error(err: Error) -> Error {
     match err {
         Error::Timeout(message) | Error::Redis(message) => Error::Connection(message),
@@ -382,11 +398,12 @@ impl Client {
     /// reached.
     pub async fn connect_with(url: &str, options: ClientOptions) -> Result<Client> {
         options.validate()?;
+        crate::tls::install_crypto_provider();
         // Connections live on the core's runtime, whatever runtime the caller awaits on.
         runtime()
             .spawn(connect_on_runtime(url.to_owned(), options))
             .await
-            .map_err(|err| Error::Connection(format!("connect task failed: {err}")))?
+            .map_err(|err| connect_task_failed(&redact(url), err))?
     }
 
     /// Connects with the address, credentials, database and TLS settings of an existing
@@ -398,10 +415,11 @@ impl Client {
         options.validate()?;
         let info = redis_client.get_connection_info();
         let url = format!("{}/{}", info.addr(), info.redis_settings().db());
+        crate::tls::install_crypto_provider();
         runtime()
-            .spawn(connect_target(Target::Single(redis_client), url, options))
+            .spawn(connect_target(Target::Single(redis_client), url.clone(), options))
             .await
-            .map_err(|err| Error::Connection(format!("connect task failed: {err}")))?
+            .map_err(|err| connect_task_failed(&url, err))?
     }
 
     /// Options one by one, from the defaults.

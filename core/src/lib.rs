@@ -46,6 +46,7 @@ mod read_write_lock;
 mod runtime;
 mod semaphore;
 mod shrinking;
+mod tls;
 
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, ErrorKind, Result};
