@@ -28,6 +28,7 @@ use crate::read_write_lock::ReadWriteLock;
 use crate::runtime::{current_pid, runtime};
 use crate::semaphore::Semaphore;
 use crate::shrinking::remove_shrinking;
+use crate::tls::Tls;
 
 /// Builds a [`Client`] option by option; see [`ClientOptions`] for each option.
 #[derive(Debug, Clone)]
@@ -68,6 +69,25 @@ impl ClientBuilder {
         self
     }
 
+    /// See [`ClientOptions::tls_ca`]: a PEM file path or PEM text.
+    pub fn tls_ca(mut self, ca: impl Into<String>) -> Self {
+        self.options.tls_ca = Some(ca.into());
+        self
+    }
+
+    /// See [`ClientOptions::tls_cert`] and [`ClientOptions::tls_key`]: mutual TLS.
+    pub fn tls_client_cert(mut self, cert: impl Into<String>, key: impl Into<String>) -> Self {
+        self.options.tls_cert = Some(cert.into());
+        self.options.tls_key = Some(key.into());
+        self
+    }
+
+    /// See [`ClientOptions::tls_insecure`]: for development only.
+    pub fn tls_insecure(mut self, on: bool) -> Self {
+        self.options.tls_insecure = on;
+        self
+    }
+
     /// Connects. See [`Client::connect_with`].
     pub async fn connect(self) -> Result<Client> {
         Client::connect_with(&self.url, self.options).await
@@ -75,7 +95,8 @@ impl ClientBuilder {
 }
 
 async fn connect_on_runtime(url: String, options: ClientOptions) -> Result<Client> {
-    let deployment = Target::parse(&url)?;
+    let tls = Tls::from_options(&options)?;
+    let deployment = Target::parse(&url, &tls)?;
     connect_target(deployment, redact(&url), options).await
 }
 
@@ -137,8 +158,9 @@ async fn connect_target(
                 None,
             )
         }
-        Target::Cluster { nodes } => {
-            let cluster = redis::cluster::ClusterClientBuilder::new(nodes.clone())
+        Target::Cluster { nodes, tls } => {
+            let cluster = tls
+                .cluster(redis::cluster::ClusterClientBuilder::new(nodes.clone()))
                 .connection_timeout(options.connect_timeout)
                 .response_timeout(options.response_timeout)
                 .build()
@@ -164,7 +186,11 @@ async fn connect_target(
             };
             (
                 connection,
-                Source::Cluster { nodes, sharded },
+                Source::Cluster {
+                    nodes,
+                    sharded,
+                    tls,
+                },
                 publish,
                 None,
             )
@@ -173,8 +199,9 @@ async fn connect_target(
             sentinels,
             master,
             node,
+            tls,
         } => {
-            let sentinel = Sentinel::connect(sentinels, master, node, timeouts)
+            let sentinel = Sentinel::connect(sentinels, master, node, &tls, timeouts)
                 .await
                 .map_err(as_connection_error)?;
             (
@@ -415,9 +442,20 @@ impl Client {
         options.validate()?;
         let info = redis_client.get_connection_info();
         let url = format!("{}/{}", info.addr(), info.redis_settings().db());
+        let tls = Tls::from_options(&options)?;
+        let redis_client = if tls.is_set() {
+            redis::Client::open(tls.apply(info.clone())?)
+                .map_err(|err| Error::InvalidArgument(format!("TLS options for {url}: {err}")))?
+        } else {
+            redis_client
+        };
         crate::tls::install_crypto_provider();
         runtime()
-            .spawn(connect_target(Target::Single(redis_client), url.clone(), options))
+            .spawn(connect_target(
+                Target::Single(redis_client),
+                url.clone(),
+                options,
+            ))
             .await
             .map_err(|err| connect_task_failed(&url, err))?
     }

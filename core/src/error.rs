@@ -102,6 +102,9 @@ impl Error {
         ) {
             return Error::Connection(format!("{what}: Redis is not available for now ({err})"));
         }
+        if let Some(why) = crate::tls::explain(&err) {
+            return Error::Connection(format!("{what}: TLS: {why} ({err})"));
+        }
         if err.is_io_error()
             || err.is_connection_dropped()
             || err.is_connection_refusal()

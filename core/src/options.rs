@@ -20,7 +20,7 @@ pub const MIN_WATCHDOG_TIMEOUT: Duration = Duration::from_millis(30);
 pub const MIN_FAIR_QUEUE_TIMEOUT: Duration = Duration::from_millis(10);
 
 /// Options of a [`crate::Client`]. Start from `ClientOptions::default()` and set fields.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ClientOptions {
     /// The lease of locks acquired without one, renewed every third of it. Default 30 s.
     pub watchdog_timeout: Duration,
@@ -39,6 +39,45 @@ pub struct ClientOptions {
     pub sync_replicas: bool,
     /// How long `WAIT` waits for the replicas (with `sync_replicas`). Default 1 s.
     pub replica_sync_timeout: Duration,
+    /// With a `rediss://` URL: the CA certificates to trust instead of the public web roots,
+    /// as the path of a PEM file or as PEM text (`-----BEGIN CERTIFICATE-----...`). Default
+    /// none (the webpki roots).
+    pub tls_ca: Option<String>,
+    /// With a `rediss://` URL: the client certificate (chain) for mutual TLS, a PEM file path
+    /// or PEM text; needs [`ClientOptions::tls_key`]. Default none.
+    pub tls_cert: Option<String>,
+    /// The private key of [`ClientOptions::tls_cert`], a PEM file path or PEM text. Default
+    /// none.
+    pub tls_key: Option<String>,
+    /// For development only: do not verify the server's certificate (nor its name). Anyone on
+    /// the network path can then impersonate the server; a warning is logged at connect.
+    /// Default off.
+    pub tls_insecure: bool,
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A key given as PEM text is a secret: never printed.
+        let key = self.tls_key.as_deref().map(|key| {
+            if key.trim_start().starts_with("-----BEGIN") {
+                "<PEM text>"
+            } else {
+                key
+            }
+        });
+        f.debug_struct("ClientOptions")
+            .field("watchdog_timeout", &self.watchdog_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("response_timeout", &self.response_timeout)
+            .field("fair_queue_timeout", &self.fair_queue_timeout)
+            .field("sync_replicas", &self.sync_replicas)
+            .field("replica_sync_timeout", &self.replica_sync_timeout)
+            .field("tls_ca", &self.tls_ca.as_ref().map(|_| "<set>"))
+            .field("tls_cert", &self.tls_cert.as_ref().map(|_| "<set>"))
+            .field("tls_key", &key.map(|_| "<set>"))
+            .field("tls_insecure", &self.tls_insecure)
+            .finish()
+    }
 }
 
 impl Default for ClientOptions {
@@ -50,6 +89,10 @@ impl Default for ClientOptions {
             fair_queue_timeout: Duration::from_secs(10),
             sync_replicas: false,
             replica_sync_timeout: Duration::from_secs(1),
+            tls_ca: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_insecure: false,
         }
     }
 }
@@ -81,7 +124,23 @@ impl ClientOptions {
             "replica_sync_timeout",
             self.replica_sync_timeout,
             Duration::from_millis(1),
-        )
+        )?;
+        for (what, value) in [
+            ("tls_ca", &self.tls_ca),
+            ("tls_cert", &self.tls_cert),
+            ("tls_key", &self.tls_key),
+        ] {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                return Err(invalid(format!(
+                    "{what} must be a PEM file path or PEM text, got an empty string"
+                )));
+            }
+        }
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(_), None) => Err(invalid(crate::tls::CERT_WITHOUT_KEY.into())),
+            (None, Some(_)) => Err(invalid(crate::tls::KEY_WITHOUT_CERT.into())),
+            _ => Ok(()),
+        }
     }
 }
 

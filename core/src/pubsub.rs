@@ -126,6 +126,7 @@ pub(crate) enum Source {
         nodes: Vec<ConnectionInfo>,
         /// SSUBSCRIBE (Redis 7+) rather than SUBSCRIBE.
         sharded: bool,
+        tls: crate::tls::Tls,
     },
 }
 
@@ -500,8 +501,13 @@ impl Control {
         let (mut sink, reader) = match &self.source {
             Source::Single(client) => self.connect_plain((**client).clone()).await?,
             Source::Sentinel(sentinel) => self.connect_plain(sentinel.primary_client()).await?,
-            Source::Cluster { nodes, sharded } => {
-                self.connect_cluster(nodes.clone(), *sharded).await?
+            Source::Cluster {
+                nodes,
+                sharded,
+                tls,
+            } => {
+                let tls = tls.clone();
+                self.connect_cluster(nodes.clone(), *sharded, &tls).await?
             }
         };
         if !wanted.is_empty() {
@@ -554,10 +560,12 @@ impl Control {
         &mut self,
         nodes: Vec<ConnectionInfo>,
         sharded: bool,
+        tls: &crate::tls::Tls,
     ) -> Result<(Sink, JoinHandle<()>)> {
         let what = "open the pub/sub connection to the cluster";
         let (pushes, mut received) = mpsc::unbounded_channel::<PushInfo>();
-        let client = redis::cluster::ClusterClientBuilder::new(nodes)
+        let client = tls
+            .cluster(redis::cluster::ClusterClientBuilder::new(nodes))
             .use_protocol(redis::ProtocolVersion::RESP3)
             .push_sender(pushes)
             .connection_timeout(self.timeouts.connect)

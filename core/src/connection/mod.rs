@@ -46,7 +46,10 @@ pub(crate) async fn connect_manager(
     .await
     {
         Ok(Ok(manager)) => Ok(manager),
-        Ok(Err(err)) => Err(Error::Connection(format!("{what}: {err}"))),
+        Ok(Err(err)) => Err(match crate::tls::explain(&err) {
+            Some(why) => Error::Connection(format!("{what}: TLS: {why} ({err})")),
+            None => Error::Connection(format!("{what}: {err}")),
+        }),
         Err(_) => Err(Error::Connection(format!(
             "{what}: no answer within {:?}",
             timeouts.connect

@@ -62,20 +62,11 @@ impl Sentinel {
         sentinels: Vec<ConnectionInfo>,
         master: String,
         node: ConnectionInfo,
+        tls: &crate::tls::Tls,
         timeouts: Timeouts,
     ) -> Result<Arc<Sentinel>> {
-        let mut node_info = SentinelNodeConnectionInfo::default()
-            .set_redis_connection_info(node.redis_settings().clone());
-        if let ConnectionAddr::TcpTls { .. } = node.addr() {
-            node_info = node_info.set_tls_mode(redis::TlsMode::Secure);
-        }
-        let mut client = SentinelClient::build(
-            sentinels.clone(),
-            master.clone(),
-            Some(node_info),
-            SentinelServerType::Master,
-        )
-        .map_err(|err| Error::InvalidArgument(format!("bad sentinel URL: {err}")))?;
+        let mut client = sentinel_client(&sentinels, &master, &node, tls)
+            .map_err(|err| Error::InvalidArgument(format!("bad sentinel URL: {err}")))?;
         let (addr, redis_client) = discover(&mut client, &master, timeouts).await?;
         let manager = connect_manager(
             &redis_client,
@@ -234,6 +225,57 @@ impl Sentinel {
             watcher.abort();
         }
     }
+}
+
+/// The `redis` crate's sentinel client, which finds the primary and checks its role, connecting
+/// to it as `node` says (credentials, database, TLS and its certificates).
+fn sentinel_client(
+    sentinels: &[ConnectionInfo],
+    master: &str,
+    node: &ConnectionInfo,
+    #[allow(unused_variables)] tls: &crate::tls::Tls,
+) -> redis::RedisResult<SentinelClient> {
+    let tls_mode = match node.addr() {
+        ConnectionAddr::TcpTls { insecure: true, .. } => Some(redis::TlsMode::Insecure),
+        ConnectionAddr::TcpTls { .. } => Some(redis::TlsMode::Secure),
+        _ => None,
+    };
+    #[cfg(feature = "tls")]
+    if let Some(certs) = tls.certs() {
+        // Only the builder takes certificates: the node's settings one by one.
+        let settings = node.redis_settings();
+        let mut builder = redis::sentinel::SentinelClientBuilder::new(
+            sentinels.iter().map(|sentinel| sentinel.addr().clone()),
+            master,
+            SentinelServerType::Master,
+        )?
+        .set_client_to_redis_db(settings.db())
+        .set_client_to_redis_protocol(settings.protocol())
+        .set_client_to_redis_certificates(certs);
+        if let Some(mode) = tls_mode {
+            builder = builder.set_client_to_redis_tls_mode(mode);
+        }
+        if let Some(username) = settings.username() {
+            builder = builder.set_client_to_redis_username(username);
+        }
+        if let Some(password) = settings.password() {
+            builder = builder.set_client_to_redis_password(password);
+        }
+        return builder.build();
+    }
+    let mut node_info = SentinelNodeConnectionInfo::default()
+        .set_redis_connection_info(node.redis_settings().clone());
+    if let Some(mode) = tls_mode {
+        node_info = node_info.set_tls_mode(mode);
+    }
+    // A `String` without redis's TLS features, any `AsRef<str>` with them.
+    #[allow(clippy::unnecessary_to_owned)]
+    SentinelClient::build(
+        sentinels.to_vec(),
+        master.to_owned(),
+        Some(node_info),
+        SentinelServerType::Master,
+    )
 }
 
 async fn discover(

@@ -10,17 +10,22 @@
 use redis::{ConnectionInfo, IntoConnectionInfo};
 
 use crate::error::{Error, Result};
+use crate::tls::Tls;
 
 pub(crate) enum Target {
     Single(redis::Client),
     Cluster {
         nodes: Vec<ConnectionInfo>,
+        /// The TLS options, for the nodes the cluster client discovers.
+        tls: Tls,
     },
     Sentinel {
         sentinels: Vec<ConnectionInfo>,
         master: String,
         /// The primary's (and replicas') credentials, database and TLS.
         node: ConnectionInfo,
+        /// The TLS options, for the sentinel client's own check of the primary.
+        tls: Tls,
     },
 }
 
@@ -39,7 +44,8 @@ fn bad_url(url: &str, why: impl std::fmt::Display) -> Error {
 }
 
 impl Target {
-    pub(crate) fn parse(url: &str) -> Result<Target> {
+    /// The deployment `url` names, its connections with the `tls` settings.
+    pub(crate) fn parse(url: &str, tls_options: &Tls) -> Result<Target> {
         let (scheme, rest) = url
             .split_once("://")
             .ok_or_else(|| bad_url(url, "it has no scheme (redis://, redis+cluster://, ...)"))?;
@@ -50,12 +56,24 @@ impl Target {
                 format!("{scheme}:// needs polylock's \"tls\" feature, which this build left out"),
             ));
         }
+        if tls_options.is_set() && !tls {
+            return Err(Error::InvalidArgument(format!(
+                "TLS options (tls_ca, tls_cert, tls_key, tls_insecure) are set but the URL '{}' \
+                 does not use TLS: use rediss:// (rediss+cluster://, rediss+sentinel://)",
+                redact(url)
+            )));
+        }
         match scheme {
-            "redis+cluster" | "rediss+cluster" => parse_cluster(url, rest, tls),
-            "redis+sentinel" | "rediss+sentinel" => parse_sentinel(url, rest, tls),
-            _ => redis::Client::open(url)
-                .map(Target::Single)
-                .map_err(|err| bad_url(url, err)),
+            "redis+cluster" | "rediss+cluster" => parse_cluster(url, rest, tls, tls_options),
+            "redis+sentinel" | "rediss+sentinel" => parse_sentinel(url, rest, tls, tls_options),
+            _ => {
+                let info = url
+                    .into_connection_info()
+                    .map_err(|err| bad_url(url, err))?;
+                redis::Client::open(tls_options.apply(info)?)
+                    .map(Target::Single)
+                    .map_err(|err| bad_url(url, err))
+            }
         }
     }
 }
@@ -75,6 +93,7 @@ fn node_infos(
     credentials: Option<&str>,
     tls: bool,
     db: &str,
+    tls_options: &Tls,
 ) -> Result<Vec<ConnectionInfo>> {
     let scheme = if tls { "rediss" } else { "redis" };
     let mut infos = Vec::new();
@@ -89,15 +108,15 @@ fn node_infos(
             Some(credentials) => format!("{scheme}://{credentials}@{host}/{db}"),
             None => format!("{scheme}://{host}/{db}"),
         };
-        infos.push(
-            node.into_connection_info()
-                .map_err(|err| bad_url(url, err))?,
-        );
+        let info = node
+            .into_connection_info()
+            .map_err(|err| bad_url(url, err))?;
+        infos.push(tls_options.apply(info)?);
     }
     Ok(infos)
 }
 
-fn parse_cluster(url: &str, rest: &str, tls: bool) -> Result<Target> {
+fn parse_cluster(url: &str, rest: &str, tls: bool, tls_options: &Tls) -> Result<Target> {
     let (credentials, rest) = split_credentials(rest);
     let hosts = rest.trim_end_matches('/');
     if hosts.contains('/') {
@@ -110,11 +129,12 @@ fn parse_cluster(url: &str, rest: &str, tls: bool) -> Result<Target> {
         return Err(bad_url(url, "a cluster URL needs at least one host:port"));
     }
     Ok(Target::Cluster {
-        nodes: node_infos(url, hosts, credentials, tls, "0")?,
+        nodes: node_infos(url, hosts, credentials, tls, "0", tls_options)?,
+        tls: tls_options.clone(),
     })
 }
 
-fn parse_sentinel(url: &str, rest: &str, tls: bool) -> Result<Target> {
+fn parse_sentinel(url: &str, rest: &str, tls: bool, tls_options: &Tls) -> Result<Target> {
     let (credentials, rest) = split_credentials(rest);
     let mut parts = rest.split('/');
     let hosts = parts.next().unwrap_or_default();
@@ -133,12 +153,13 @@ fn parse_sentinel(url: &str, rest: &str, tls: bool) -> Result<Target> {
         ));
     }
     // Sentinels are asked without the data nodes' credentials and without TLS.
-    let sentinels = node_infos(url, hosts, None, false, "0")?;
-    let node = node_infos(url, "127.0.0.1:0", credentials, tls, db)?.remove(0);
+    let sentinels = node_infos(url, hosts, None, false, "0", &Tls::default())?;
+    let node = node_infos(url, "127.0.0.1:0", credentials, tls, db, tls_options)?.remove(0);
     Ok(Target::Sentinel {
         sentinels,
         master: master.to_owned(),
         node,
+        tls: tls_options.clone(),
     })
 }
 
@@ -147,7 +168,7 @@ mod tests {
     use super::*;
 
     fn message(url: &str) -> String {
-        match Target::parse(url) {
+        match Target::parse(url, &Tls::default()) {
             Err(err) => err.to_string(),
             Ok(_) => panic!("{url} was accepted"),
         }
@@ -155,9 +176,10 @@ mod tests {
 
     #[test]
     fn cluster_urls_name_their_seed_nodes() {
-        let Ok(Target::Cluster { nodes }) =
-            Target::parse("redis+cluster://u:p@127.0.0.1:7000,127.0.0.1:7001")
-        else {
+        let Ok(Target::Cluster { nodes, .. }) = Target::parse(
+            "redis+cluster://u:p@127.0.0.1:7000,127.0.0.1:7001",
+            &Tls::default(),
+        ) else {
             panic!("not a cluster");
         };
         assert_eq!(nodes.len(), 2);
@@ -172,7 +194,11 @@ mod tests {
             sentinels,
             master,
             node,
-        }) = Target::parse("redis+sentinel://:secret@127.0.0.1:26379,127.0.0.1:26380/mymaster/3")
+            ..
+        }) = Target::parse(
+            "redis+sentinel://:secret@127.0.0.1:26379,127.0.0.1:26380/mymaster/3",
+            &Tls::default(),
+        )
         else {
             panic!("not sentinel");
         };

@@ -22,7 +22,10 @@ impl TlsFiles {
             .arg(&dir)
             .status()
             .expect("could not run tests/tls/make-certs.sh");
-        assert!(status.success(), "make-certs.sh failed; is openssl installed?");
+        assert!(
+            status.success(),
+            "make-certs.sh failed; is openssl installed?"
+        );
         TlsFiles { dir }
     }
 
