@@ -11,7 +11,16 @@ from typing import Optional, Union
 
 from . import _native
 from ._native import DEFAULT
-from ._sync import LockKind, LostCallback, Seconds, as_bytes, handle_maker, timed_out
+from ._sync import (
+    LockKind,
+    LostCallback,
+    Seconds,
+    TlsSource,
+    as_bytes,
+    handle_maker,
+    timed_out,
+    tls_text,
+)
 
 
 class AsyncClient:
@@ -30,6 +39,10 @@ class AsyncClient:
         fair_queue_timeout: Optional[float] = None,
         sync_replicas: bool = False,
         replica_sync_timeout: Optional[float] = None,
+        tls_ca: Optional[TlsSource] = None,
+        tls_cert: Optional[TlsSource] = None,
+        tls_key: Optional[TlsSource] = None,
+        tls_insecure: bool = False,
     ) -> None:
         self._native = _native.Client(
             url,
@@ -39,6 +52,10 @@ class AsyncClient:
             fair_queue_timeout=fair_queue_timeout,
             sync_replicas=sync_replicas,
             replica_sync_timeout=replica_sync_timeout,
+            tls_ca=tls_text(tls_ca),
+            tls_cert=tls_text(tls_cert),
+            tls_key=tls_text(tls_key),
+            tls_insecure=tls_insecure,
         )
 
     @classmethod
@@ -52,6 +69,10 @@ class AsyncClient:
         fair_queue_timeout: Optional[float] = None,
         sync_replicas: bool = False,
         replica_sync_timeout: Optional[float] = None,
+        tls_ca: Optional[TlsSource] = None,
+        tls_cert: Optional[TlsSource] = None,
+        tls_key: Optional[TlsSource] = None,
+        tls_insecure: bool = False,
     ) -> AsyncClient:
         native = await _native.Client.connect_async(
             url,
@@ -61,6 +82,10 @@ class AsyncClient:
             fair_queue_timeout=fair_queue_timeout,
             sync_replicas=sync_replicas,
             replica_sync_timeout=replica_sync_timeout,
+            tls_ca=tls_text(tls_ca),
+            tls_cert=tls_text(tls_cert),
+            tls_key=tls_text(tls_key),
+            tls_insecure=tls_insecure,
         )
         client = cls.__new__(cls)
         client._native = native

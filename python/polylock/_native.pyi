@@ -83,6 +83,10 @@ class Client:
         fair_queue_timeout: float | None = None,
         sync_replicas: bool = False,
         replica_sync_timeout: float | None = None,
+        tls_ca: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        tls_insecure: bool = False,
     ) -> Client: ...
     @staticmethod
     def connect_async(
@@ -94,6 +98,10 @@ class Client:
         fair_queue_timeout: float | None = None,
         sync_replicas: bool = False,
         replica_sync_timeout: float | None = None,
+        tls_ca: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        tls_insecure: bool = False,
     ) -> asyncio.Future[Client]: ...
     def lock_handle(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from types import TracebackType
@@ -38,6 +39,15 @@ def timed_out(name: str, timeout: Optional[float]) -> _native.TimeoutError:
     return _native.not_acquired_error(name, timeout or 0.0)
 
 
+#: A TLS option: a PEM file path (str or path-like), or PEM text (``-----BEGIN ...``).
+TlsSource = Union[str, "os.PathLike[str]"]
+
+
+def tls_text(value: Optional[TlsSource]) -> Optional[str]:
+    """A TLS option as the core takes it: a path as text, PEM text as it is."""
+    return None if value is None else os.fspath(value)
+
+
 def as_bytes(value: Union[bytes, str]) -> bytes:
     """A fenced write's value: bytes as they are, a str in UTF-8."""
     return value.encode() if isinstance(value, str) else value
@@ -58,6 +68,13 @@ class Client:
     acquire's timeout, then raises :class:`NotSyncedError`. A server that refuses ``WAIT`` turns
     it off for this client (with a warning in the log); locks keep working. Bad values raise
     InvalidArgumentError with the core's message, the same in every polylock language.
+
+    TLS (with a ``rediss://`` URL): ``tls_ca`` trusts these CA certificates instead of the
+    public web roots; ``tls_cert`` and ``tls_key`` give a client certificate and its key
+    (mutual TLS); each is a PEM file path or PEM text. ``tls_insecure=True`` skips verifying
+    the server's certificate: for development only (a warning is logged). A missing or bad
+    file raises InvalidArgumentError; a refused handshake raises ConnectionError saying why
+    (certificate not trusted, expired, client certificate required).
     """
 
     def __init__(
@@ -70,6 +87,10 @@ class Client:
         fair_queue_timeout: Optional[float] = None,
         sync_replicas: bool = False,
         replica_sync_timeout: Optional[float] = None,
+        tls_ca: Optional[TlsSource] = None,
+        tls_cert: Optional[TlsSource] = None,
+        tls_key: Optional[TlsSource] = None,
+        tls_insecure: bool = False,
     ) -> None:
         self._native = _native.Client(
             url,
@@ -79,6 +100,10 @@ class Client:
             fair_queue_timeout=fair_queue_timeout,
             sync_replicas=sync_replicas,
             replica_sync_timeout=replica_sync_timeout,
+            tls_ca=tls_text(tls_ca),
+            tls_cert=tls_text(tls_cert),
+            tls_key=tls_text(tls_key),
+            tls_insecure=tls_insecure,
         )
 
     @property

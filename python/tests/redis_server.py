@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar
 
 import redis.exceptions as redis_errors
@@ -58,10 +59,17 @@ class RedisServer:
     directory: str = ""
     # Everything after `redis-server` but the port, for `restart`.
     arguments: list[str] = field(default_factory=list)
+    # The port it also serves TLS on (`start_redis_tls`).
+    tls_port: Optional[int] = None
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def tls_url(self) -> str:
+        assert self.tls_port is not None, "not started with start_redis_tls"
+        return f"rediss://127.0.0.1:{self.tls_port}/0"
 
     def client(self) -> RedisConnection:
         return RedisConnection(self.port)
@@ -125,6 +133,43 @@ def start_redis(
         if process is not None:
             return RedisServer(chosen, process, directory, arguments)
     raise RuntimeError("redis-server did not start; is it installed?")
+
+
+# The one generator of test certificates, shared with the Rust and Node test kits.
+MAKE_CERTS = Path(__file__).resolve().parents[2] / "tests" / "tls" / "make-certs.sh"
+
+
+def make_tls_files(directory: str) -> str:
+    """Test certificates (a CA, a server certificate for 127.0.0.1/localhost, a client
+    certificate, an expired one, another CA) made with openssl into `directory`; see
+    tests/tls/make-certs.sh for the file names."""
+    subprocess.run(["sh", str(MAKE_CERTS), directory], check=True)
+    return directory
+
+
+def start_redis_tls(
+    directory: str, tls_files: str, cert: str = "server", auth_clients: bool = False
+) -> RedisServer:
+    """A redis-server (as `start_redis`) that also serves TLS on a free port (`tls_url`) with
+    the certificate `cert` of `tls_files`, trusting its CA for client certificates, which it
+    requires when `auth_clients`. The plain port stays open for the kit's own checks."""
+    files = Path(tls_files)
+    for _ in range(5):
+        tls_port = free_port()
+        extra = [
+            "--tls-port", str(tls_port),
+            "--tls-cert-file", str(files / f"{cert}.crt"),
+            "--tls-key-file", str(files / f"{cert}.key"),
+            "--tls-ca-cert-file", str(files / "ca.crt"),
+            "--tls-auth-clients", "yes" if auth_clients else "no",
+        ]
+        try:
+            server = start_redis(directory, extra=extra)
+        except RuntimeError:
+            continue
+        server.tls_port = tls_port
+        return server
+    raise RuntimeError("redis-server with TLS did not start; was it built with TLS?")
 
 
 def _launch(directory: str, port: int, arguments: list[str]) -> Optional[subprocess.Popen[bytes]]:

@@ -18,7 +18,8 @@ pub(crate) struct Client {
 
 /// The core's client options from Python's seconds (`None`: the core's default). Only the unit
 /// is converted here: the core checks every value (`Client::connect_with`), so Python gives the
-/// same errors as every other binding.
+/// same errors as every other binding. The TLS options pass through as they are.
+#[allow(clippy::too_many_arguments)]
 fn options(
     watchdog_timeout: Option<f64>,
     connect_timeout: Option<f64>,
@@ -26,6 +27,10 @@ fn options(
     fair_queue_timeout: Option<f64>,
     sync_replicas: bool,
     replica_sync_timeout: Option<f64>,
+    tls_ca: Option<String>,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
+    tls_insecure: bool,
 ) -> polylock::Result<polylock::ClientOptions> {
     let defaults = polylock::ClientOptions::default();
     let option = |name: &str, seconds: Option<f64>, default: Duration| match seconds {
@@ -55,6 +60,10 @@ fn options(
             replica_sync_timeout,
             defaults.replica_sync_timeout,
         )?,
+        tls_ca,
+        tls_cert,
+        tls_key,
+        tls_insecure,
     })
 }
 
@@ -64,7 +73,7 @@ impl Client {
     #[new]
     // Python keyword arguments, one per client option.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None, sync_replicas = false, replica_sync_timeout = None))]
+    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None, sync_replicas = false, replica_sync_timeout = None, tls_ca = None, tls_cert = None, tls_key = None, tls_insecure = false))]
     fn new(
         py: Python<'_>,
         url: &str,
@@ -74,6 +83,10 @@ impl Client {
         fair_queue_timeout: Option<f64>,
         sync_replicas: bool,
         replica_sync_timeout: Option<f64>,
+        tls_ca: Option<String>,
+        tls_cert: Option<String>,
+        tls_key: Option<String>,
+        tls_insecure: bool,
     ) -> PyResult<Self> {
         let options = options(
             watchdog_timeout,
@@ -82,6 +95,10 @@ impl Client {
             fair_queue_timeout,
             sync_replicas,
             replica_sync_timeout,
+            tls_ca,
+            tls_cert,
+            tls_key,
+            tls_insecure,
         )
         .map_err(|err| to_py_err(py, err))?;
         let inner = wait_interruptibly(py, polylock::Client::connect_with(url, options))?;
@@ -91,7 +108,7 @@ impl Client {
     /// Connects without blocking the event loop; the awaitable gives a `Client`.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None, sync_replicas = false, replica_sync_timeout = None))]
+    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None, sync_replicas = false, replica_sync_timeout = None, tls_ca = None, tls_cert = None, tls_key = None, tls_insecure = false))]
     fn connect_async<'py>(
         py: Python<'py>,
         url: &str,
@@ -101,6 +118,10 @@ impl Client {
         fair_queue_timeout: Option<f64>,
         sync_replicas: bool,
         replica_sync_timeout: Option<f64>,
+        tls_ca: Option<String>,
+        tls_cert: Option<String>,
+        tls_key: Option<String>,
+        tls_insecure: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = options(
             watchdog_timeout,
@@ -109,6 +130,10 @@ impl Client {
             fair_queue_timeout,
             sync_replicas,
             replica_sync_timeout,
+            tls_ca,
+            tls_cert,
+            tls_key,
+            tls_insecure,
         )
         .map_err(|err| to_py_err(py, err))?;
         let url = url.to_owned();

@@ -1,0 +1,67 @@
+"""TLS: a lock over rediss:// with the test CA (certificates made by tests/tls/make-certs.sh)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import polylock
+from redis_server import RedisServer, make_tls_files, start_redis_tls
+
+
+@pytest.fixture(scope="module")
+def tls_files() -> Iterator[Path]:
+    directory = tempfile.mkdtemp(prefix="polylock-py-tls-")
+    try:
+        yield Path(make_tls_files(directory))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tls_server(tls_files: Path) -> Iterator[RedisServer]:
+    directory = tempfile.mkdtemp(prefix="polylock-py-tls-server-")
+    server = start_redis_tls(directory, str(tls_files))
+    try:
+        yield server
+    finally:
+        server.kill()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_lock_over_rediss_with_a_private_ca(tls_server: RedisServer, tls_files: Path) -> None:
+    first = polylock.Client(tls_server.tls_url, tls_ca=tls_files / "ca.crt")
+    second = polylock.Client(tls_server.tls_url, tls_ca=(tls_files / "ca.crt").read_text())
+    mine, theirs = first.lock("tls:py"), second.lock("tls:py")
+    assert mine.acquire(timeout=0)
+    assert not theirs.acquire(timeout=0)
+    mine.release()
+    assert theirs.acquire(timeout=2)
+    theirs.release()
+    first.close()
+    second.close()
+
+
+def test_async_client_over_rediss(tls_server: RedisServer, tls_files: Path) -> None:
+    async def run() -> None:
+        client = await polylock.AsyncClient.connect(tls_server.tls_url, tls_ca=tls_files / "ca.crt")
+        lock = client.lock("tls:py:async")
+        assert await lock.acquire(timeout=0)
+        await lock.release()
+        client.close()
+
+    asyncio.run(run())
+
+
+def test_tls_errors_are_typed(tls_server: RedisServer, tls_files: Path) -> None:
+    with pytest.raises(polylock.ConnectionError, match="certificate is not trusted"):
+        polylock.Client(tls_server.tls_url, tls_ca=tls_files / "other-ca.crt")
+    with pytest.raises(polylock.InvalidArgumentError, match="tls_ca file .* was not found"):
+        polylock.Client(tls_server.tls_url, tls_ca=tls_files / "missing.crt")
+    with pytest.raises(polylock.InvalidArgumentError, match="tls_cert is set without tls_key"):
+        polylock.Client(tls_server.tls_url, tls_ca=tls_files / "ca.crt", tls_cert=tls_files / "client.crt")
