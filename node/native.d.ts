@@ -232,6 +232,23 @@ export interface ConnectOptions {
   syncReplicas?: boolean
   /** How long `WAIT` waits for the replicas (with `syncReplicas`). Default 1000. */
   replicaSyncTimeoutMs?: number
+  /**
+   * With a `rediss://` URL: the CA certificates to trust instead of the public web roots, a
+   * PEM file path or PEM text.
+   */
+  tlsCa?: string
+  /**
+   * With a `rediss://` URL: a client certificate (mutual TLS), a PEM file path or PEM text;
+   * needs `tlsKey`.
+   */
+  tlsCert?: string
+  /** The private key of `tlsCert`, a PEM file path or PEM text. */
+  tlsKey?: string
+  /**
+   * For development only: do not verify the server's certificate (a warning is logged).
+   * Default false.
+   */
+  tlsInsecure?: boolean
 }
 
 /** The options of a `Semaphore` acquire. Times in milliseconds. */

@@ -93,10 +93,18 @@ class RedisServer {
     this.args = args
     /** The connection `command` uses, opened on first use. @type {Redis | undefined} */
     this.client = undefined
+    /** The port it also serves TLS on (`startRedisTls`). @type {number | undefined} */
+    this.tlsPort = undefined
   }
 
   get url() {
     return `redis://127.0.0.1:${this.port}`
+  }
+
+  /** The `rediss://` URL of a server started by `startRedisTls`. */
+  get tlsUrl() {
+    if (this.tlsPort === undefined) throw new Error('not started with startRedisTls')
+    return `rediss://127.0.0.1:${this.tlsPort}`
   }
 
   /**
@@ -219,6 +227,43 @@ async function startRedis({ extra = [], config } = {}) {
 }
 
 /**
+ * Test certificates made with openssl into a new temporary directory by tests/tls/make-certs.sh
+ * (the one generator the Rust, Python and Node test kits share): ca.crt, server.crt/key (for
+ * 127.0.0.1 and localhost), client.crt/key, expired.crt/key, other-ca.crt. Returns the
+ * directory; remove it with fs.rmSync(dir, { recursive: true }).
+ */
+function makeTlsFiles() {
+  const { execFileSync } = require('node:child_process')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polylock-node-tls-'))
+  execFileSync('sh', [path.join(__dirname, '..', '..', 'tests', 'tls', 'make-certs.sh'), dir])
+  return dir
+}
+
+/**
+ * A redis-server (as `startRedis`) that also serves TLS on a free port (`tlsUrl`) with the
+ * certificate `cert` of `tlsDir`, trusting its CA for client certificates, which it requires
+ * when `authClients`. The plain port stays open for the kit's own checks.
+ * @param {string} tlsDir
+ * @param {{cert?: string, authClients?: boolean}} [options]
+ */
+async function startRedisTls(tlsDir, { cert = 'server', authClients = false } = {}) {
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    const tlsPort = await freePort()
+    const extra = ['--tls-port', String(tlsPort),
+      '--tls-cert-file', path.join(tlsDir, `${cert}.crt`), '--tls-key-file', path.join(tlsDir, `${cert}.key`),
+      '--tls-ca-cert-file', path.join(tlsDir, 'ca.crt'), '--tls-auth-clients', authClients ? 'yes' : 'no']
+    try {
+      const server = await startRedis({ extra })
+      server.tlsPort = tlsPort
+      return server
+    } catch {
+      // the TLS port was taken: another one
+    }
+  }
+  throw new Error('redis-server with TLS did not start; was it built with TLS?')
+}
+
+/**
  * `count` independent servers (e.g. for a RedLock over 3 or 5 masters); stop each with stop().
  * @param {number} count
  */
@@ -262,6 +307,6 @@ function freshNames(prefix = 'node') {
 }
 
 module.exports = {
-  startRedis, startMany, freePort, connectRedis, serverAndClientPerFile, freshNames, waitFor, NotYet,
+  startRedis, startRedisTls, makeTlsFiles, startMany, freePort, connectRedis, serverAndClientPerFile, freshNames, waitFor, NotYet,
   RedisServer,
 }

@@ -94,6 +94,17 @@ pub struct ConnectOptions {
     pub sync_replicas: Option<bool>,
     /// How long `WAIT` waits for the replicas (with `syncReplicas`). Default 1000.
     pub replica_sync_timeout_ms: Option<f64>,
+    /// With a `rediss://` URL: the CA certificates to trust instead of the public web roots, a
+    /// PEM file path or PEM text.
+    pub tls_ca: Option<String>,
+    /// With a `rediss://` URL: a client certificate (mutual TLS), a PEM file path or PEM text;
+    /// needs `tlsKey`.
+    pub tls_cert: Option<String>,
+    /// The private key of `tlsCert`, a PEM file path or PEM text.
+    pub tls_key: Option<String>,
+    /// For development only: do not verify the server's certificate (a warning is logged).
+    /// Default false.
+    pub tls_insecure: Option<bool>,
 }
 
 /// The wait and lease of an acquire, and a lock's defaults (`client.lock(name, defaults)`).
@@ -426,6 +437,10 @@ fn connect_options(
             "replica_sync_timeout",
             defaults.replica_sync_timeout,
         )?,
+        tls_ca: options.tls_ca,
+        tls_cert: options.tls_cert,
+        tls_key: options.tls_key,
+        tls_insecure: options.tls_insecure.unwrap_or(defaults.tls_insecure),
     };
     Ok((url, options))
 }

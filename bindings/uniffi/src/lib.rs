@@ -164,6 +164,21 @@ pub struct ClientOptions {
     /// How long `WAIT` waits for the replicas (with `syncReplicas`; default 1 000).
     #[uniffi(default = None)]
     pub replica_sync_timeout_ms: Option<i64>,
+    /// With a `rediss://` URL: the CA certificates to trust instead of the public web roots, a
+    /// PEM file path or PEM text.
+    #[uniffi(default = None)]
+    pub tls_ca: Option<String>,
+    /// With a `rediss://` URL: a client certificate (mutual TLS), a PEM file path or PEM text;
+    /// needs `tlsKey`.
+    #[uniffi(default = None)]
+    pub tls_cert: Option<String>,
+    /// The private key of `tlsCert`, a PEM file path or PEM text.
+    #[uniffi(default = None)]
+    pub tls_key: Option<String>,
+    /// For development only: do not verify the server's certificate (a warning is logged).
+    /// Default false.
+    #[uniffi(default = None)]
+    pub tls_insecure: Option<bool>,
 }
 
 /// A connection to one Redis server, shared by every lock made from it.
@@ -217,6 +232,10 @@ impl Client {
                 options.replica_sync_timeout_ms,
                 defaults.replica_sync_timeout,
             )?,
+            tls_ca: options.tls_ca,
+            tls_cert: options.tls_cert,
+            tls_key: options.tls_key,
+            tls_insecure: options.tls_insecure.unwrap_or(defaults.tls_insecure),
         };
         let inner = polylock::Client::connect_with(&url, options).await?;
         Ok(Arc::new(Client { inner }))

@@ -1,0 +1,50 @@
+'use strict'
+
+// TLS: a lock over rediss:// with the test CA (certificates made by tests/tls/make-certs.sh).
+
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { after, before, test } = require('node:test')
+
+const { Client } = require('..')
+const { makeTlsFiles, startRedisTls } = require('./redis.js')
+
+let tlsDir
+let server
+before(async () => {
+  tlsDir = makeTlsFiles()
+  server = await startRedisTls(tlsDir)
+})
+after(async () => {
+  await server?.stop()
+  if (tlsDir !== undefined) fs.rmSync(tlsDir, { recursive: true, force: true })
+})
+
+test('a lock over rediss:// with a private CA', async () => {
+  const first = await Client.connect(server.tlsUrl, { tlsCa: path.join(tlsDir, 'ca.crt') })
+  const second = await Client.connect(server.tlsUrl, { tlsCa: fs.readFileSync(path.join(tlsDir, 'ca.crt'), 'utf8') })
+  try {
+    const mine = first.lock('tls:node')
+    const theirs = second.lock('tls:node')
+    assert.equal(await mine.acquire({ waitMs: 0 }), true)
+    assert.equal(await theirs.acquire({ waitMs: 0 }), false)
+    await mine.release()
+    assert.equal(await theirs.acquire({ waitMs: 2000 }), true)
+    await theirs.release()
+  } finally {
+    await first.close()
+    await second.close()
+  }
+})
+
+test('a server signed by another CA is not trusted: ERR_CONNECTION saying so', async () => {
+  await assert.rejects(
+    Client.connect(server.tlsUrl, { tlsCa: path.join(tlsDir, 'other-ca.crt') }),
+    (error) => error.code === 'ERR_CONNECTION' && /certificate is not trusted/.test(error.message),
+  )
+  await assert.rejects(
+    Client.connect(server.tlsUrl, { tlsCa: path.join(tlsDir, 'missing.crt') }),
+    (error) => error.code === 'ERR_INVALID_ARGUMENT' && /tls_ca file .* was not found/.test(error.message),
+  )
+})
