@@ -441,6 +441,13 @@ impl World {
         let step_number = self.log.len();
         let sim = &mut self.clients[index];
         sim.first_attempt_step.get_or_insert(step_number);
+        // A fair waiter that did not look for a queue timeout was skipped as dead (its liveness
+        // record lapsed, `kinds/fair/prelude.lua`): this look queues it anew, at the back.
+        let queue_timeout = super::model::options().fair_queue_timeout.as_millis() as u64;
+        if sim.waiting_since_step.is_some() && now >= sim.last_look_ms + queue_timeout {
+            sim.waiting_since = None;
+            sim.waiting_since_step = None;
+        }
         sim.woken = false;
         sim.last_look_ms = now;
         if reply_lost {
