@@ -22,10 +22,14 @@ redis-server:
 test-core: redis-server
 	cargo test -p polylock -p polylock-testkit
 
+# Clippy's check builds share nothing with the test builds, so they go to their own directory:
+# `make test` runs the lint beside the suites, whose cargo calls must not wait for its lock.
+LINT_TARGET_DIR := $(CURDIR)/target/lint
 lint:
 	cargo fmt --all --check
-	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy -p polylock --all-targets --features explorer -- -D warnings
+	CARGO_TARGET_DIR=$(LINT_TARGET_DIR) cargo clippy --workspace --all-targets -- -D warnings
+	CARGO_TARGET_DIR=$(LINT_TARGET_DIR) cargo clippy -p polylock --all-targets --features explorer -- -D warnings
+	python3 tests/unified_features.py
 
 include $(sort $(wildcard mk/*.mk))
 
@@ -43,7 +47,25 @@ test-parity: build-python build-node build-uniffi
 	python3 tests/parity/check.py --python $(CURDIR)/python/.venv/bin/python --self-test
 	python3 tests/parity/check.py --python $(CURDIR)/python/.venv/bin/python
 
-# Every suite, one after the other (each suite starts its own redis-server processes).
-.PHONY: test
-test: lint test-core test-protocol test-interop test-python test-node test-kotlin test-swift test-parity test-cli test-history test-demo test-dist bench-smoke
-	@echo "make test: every suite passed"
+# Every suite: tests/suites.py builds what they use once (test-build), then runs them in lanes
+# side by side and prints each suite's time (each suite starts its own redis-server processes).
+# `make test-serial` runs the same suites one after the other.
+.PHONY: test test-serial test-build
+test:
+	python3 tests/suites.py
+
+test-serial:
+	POLYLOCK_TEST_LANES=1 python3 tests/suites.py
+
+# What the suites build, built once and in the suites' own way, so that their cargo, maturin and
+# napi calls find nothing left to do while other suites run.
+test-build: redis-server
+	cargo test -p polylock -p polylock-testkit --no-run
+	cargo test -p polylock --features explorer --lib --no-run
+	cargo test -p polylock --no-default-features --lib --no-run
+	cargo test -p polylock-cli --no-run
+	cargo build -p polylock --example peer --example history_worker
+	cargo build -p polylock-testkit --bin polylock-fault-proxy
+	cargo build -p polylock-cli
+	$(MAKE) --no-print-directory build-python build-node build-uniffi protocol-server swift-deps \
+	  bench-smoke-build interop-build kotlin-build

@@ -17,7 +17,7 @@ BENCH_PYPI := "redis>=5,<9" "python-redis-lock>=4,<5" "pottery>=3,<4" "matplotli
 BENCH_MVN ?= mvn
 BENCH_JAVA_JAR := bench/java/target/polylock-bench-java.jar
 
-.PHONY: bench bench-smoke bench-deps bench-rust bench-java bench-python-polylock bench-node-polylock
+.PHONY: bench bench-smoke bench-smoke-build bench-deps bench-rust bench-java bench-python-polylock bench-node-polylock
 
 $(BENCH_VENV)/bin/python:
 	$(BENCH_PYTHON) -m venv $(BENCH_VENV)
@@ -49,10 +49,13 @@ bench: bench-deps bench-python-polylock bench-node-polylock
 # The smoke run only checks that every contender runs and loses nothing, so it uses debug
 # builds that share target/debug with the test suites (the Rust worker too) instead of three
 # release builds.
-bench-smoke: $(BENCH_VENV)/bin/python build-node bench-java
+bench-smoke: bench-smoke-build
+	BENCH_RUST_BIN=$(CURDIR)/target/debug/polylock-bench $(BENCH_PY) bench/run.py --smoke --out target/bench-smoke
+
+## bench-smoke-build: the peers and the debug workers bench-smoke runs
+bench-smoke-build: $(BENCH_VENV)/bin/python build-node bench-java
 	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check $(BENCH_PYPI)
 	cd bench && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
 	@# target/ (not target/bench-rust): the debug dependencies the test suites compiled are reused.
 	cd bench/rust && CARGO_TARGET_DIR=$(CURDIR)/target cargo build --locked
 	cd python && VIRTUAL_ENV=$(CURDIR)/$(BENCH_VENV) $(CURDIR)/$(BENCH_VENV)/bin/maturin develop --quiet
-	BENCH_RUST_BIN=$(CURDIR)/target/debug/polylock-bench $(BENCH_PY) bench/run.py --smoke --out target/bench-smoke

@@ -6,7 +6,12 @@ INTEROP_MVN ?= mvn
 INTEROP_POM := tests/interop-redisson/pom.xml
 INTEROP_PEER := $(CURDIR)/target/debug/examples/peer
 
-.PHONY: test-interop
+.PHONY: test-interop interop-build
 test-interop:
 	cargo build --example peer -p polylock
 	$(INTEROP_MVN) -B -ntp -f $(INTEROP_POM) test -Dpolylock.peer=$(INTEROP_PEER)
+
+## interop-build: the suite's Maven downloads and compilation, without running it
+interop-build:
+	cargo build --example peer -p polylock
+	$(INTEROP_MVN) -B -ntp -q -f $(INTEROP_POM) test-compile

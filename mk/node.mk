@@ -7,13 +7,20 @@ NODE_GENERATED := native.js native.d.ts
 NODE_BUILD ?= build:debug
 NODE_DRIFT_DIR := target/node-drift
 
-.PHONY: build-node test-node
+.PHONY: node-deps build-node test-node
 
-## build-node: install node/'s dev tools and build the native addon into node/
-build-node:
+## node-deps: install node/'s dev tools (again only when package.json or the lock file changed:
+## other suites use node/node_modules while test-dist builds the packages)
+NODE_DEPS_STAMP := node/node_modules/.polylock-installed
+node-deps: $(NODE_DEPS_STAMP)
+$(NODE_DEPS_STAMP): node/package.json node/package-lock.json
 	@# npm ci can refuse this lock file (npm leaves other platforms' optional packages of
 	@# @napi-rs/cli out of it); npm install then installs the same locked versions.
 	cd node && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; }
+	touch $@
+
+## build-node: install node/'s dev tools and build the native addon into node/
+build-node: node-deps
 	cd node && npm run $(NODE_BUILD)
 
 ## test-node: build, check the generated native.js/native.d.ts did not drift, run node --test
@@ -45,8 +52,7 @@ DIST_DIR := dist
 .PHONY: dist-node test-dist-node
 
 ## dist-node: dist/polylock-<v>.tgz and dist/polylock-<platform>-<v>.tgz (release addon)
-dist-node:
-	cd node && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; }
+dist-node: node-deps
 	rm -rf $(NODE_STAGE) && mkdir -p $(NODE_STAGE)/addon $(NODE_STAGE)/polylock $(NODE_STAGE)/platform $(DIST_DIR)
 	@# No --strip: it changes RUSTFLAGS, which would make dist-kotlin's release build of the same
 	@# dependencies start over; the addon is stripped afterwards instead.

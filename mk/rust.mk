@@ -4,6 +4,8 @@
 #                    by name there).
 
 .PHONY: test-rust-package
+# The packaged crate builds in the lint's target directory: `make test` runs this beside suites
+# whose cargo calls must not wait for target/debug's lock.
 test-rust-package:
-	cargo package -p polylock --allow-dirty --quiet
+	CARGO_TARGET_DIR=$(LINT_TARGET_DIR) cargo package -p polylock --allow-dirty --quiet
 	cargo test -p polylock --no-default-features --lib --quiet

@@ -13,7 +13,7 @@ UNIFFI_PYDEPS := $(UNIFFI_TARGET_DIR)/uniffi-pydeps
 UNIFFI_PYPI := tree-sitter==0.26.1 tree-sitter-swift==0.7.4
 UNIFFI_PYDEPS_STAMP := $(UNIFFI_PYDEPS)/.installed-tree-sitter-0.26.1-swift-0.7.4
 
-.PHONY: build-uniffi test-kotlin test-swift dist-kotlin test-dist-kotlin
+.PHONY: build-uniffi test-kotlin kotlin-build test-swift swift-deps dist-kotlin test-dist-kotlin
 
 UNIFFI_RELEASE_LIBRARY := $(UNIFFI_TARGET_DIR)/release/libpolylock_ffi.so
 # A stripped copy of the release library, the one packed into the jar.
@@ -21,21 +21,31 @@ KOTLIN_NATIVE_DIR := $(UNIFFI_TARGET_DIR)/kotlin-native
 KOTLIN_VERSION := 0.1.0
 
 ## build-uniffi: build libpolylock_ffi and generate the Kotlin and Swift bindings into target/uniffi/
+## (again only when the library changed: test-swift and test-parity read them at the same time)
 build-uniffi:
 	cargo build -p polylock-ffi -p uniffi-bindgen
+	@$(MAKE) --no-print-directory $(UNIFFI_OUT)/.generated
+	@echo "Kotlin: $(UNIFFI_OUT)/kotlin/polylock/polylock.kt  Swift: $(UNIFFI_OUT)/swift/  library: $(UNIFFI_LIBRARY)"
+
+$(UNIFFI_OUT)/.generated: $(UNIFFI_LIBRARY) $(UNIFFI_BINDGEN)
 	$(UNIFFI_BINDGEN) generate --library $(UNIFFI_LIBRARY) --language kotlin --no-format --out-dir $(UNIFFI_OUT)/kotlin
 	$(UNIFFI_BINDGEN) generate --library $(UNIFFI_LIBRARY) --language swift --no-format --out-dir $(UNIFFI_OUT)/swift
-	@echo "Kotlin: $(UNIFFI_OUT)/kotlin/polylock/polylock.kt  Swift: $(UNIFFI_OUT)/swift/  library: $(UNIFFI_LIBRARY)"
+	touch $@
 
 ## test-kotlin: JUnit tests of the generated Kotlin against the built library and real redis-servers
 test-kotlin: build-uniffi
 	cargo build -p polylock --example peer
 	$(UNIFFI_MVN) -B -ntp -f tests/kotlin/pom.xml test -Dcargo.target.dir=$(UNIFFI_TARGET_DIR)
 
+## kotlin-build: test-kotlin's Maven downloads and compilation, without running the tests
+kotlin-build: build-uniffi
+	$(UNIFFI_MVN) -B -ntp -q -f tests/kotlin/pom.xml test-compile -Dcargo.target.dir=$(UNIFFI_TARGET_DIR)
+
 ## test-swift: parse the generated Swift, compile its header, check exports and the API golden file
 test-swift: build-uniffi $(UNIFFI_PYDEPS_STAMP)
 	PYTHONPATH=$(UNIFFI_PYDEPS) python3 tests/swift/check_swift.py --target-dir $(UNIFFI_TARGET_DIR)
 
+swift-deps: $(UNIFFI_PYDEPS_STAMP)
 $(UNIFFI_PYDEPS_STAMP):
 	rm -rf $(UNIFFI_PYDEPS)
 	python3 -m pip install --quiet --disable-pip-version-check --target $(UNIFFI_PYDEPS) $(UNIFFI_PYPI)

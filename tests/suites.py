@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""`make test`: builds every artifact once, then runs the suites side by side, and prints each
+suite's time at the end.
+
+Why this shape: the builds are CPU-bound and share target/, so they run first, one after the
+other, each exactly as its suite will ask for it (the suites' own cargo, maturin and napi calls
+then find nothing to do). The suites mostly wait (on Redis, on sleeps of fault tests, on child
+processes), so they run in lanes at once. A lane runs its suites one after the other, and the
+suites that share a working copy (node/'s addon, the Python venv, the Maven projects) are in
+the same lane. The release builds and the lint, which only need CPU, run in their own lane
+under `nice`, so they take what the suites leave.
+
+Each suite's output is printed whole when it ends (passed or failed). After the first failure
+no new suite starts; the table marks what did not run. `POLYLOCK_TEST_LANES=1` runs the same
+suites one after the other (to read a failure without the others' load).
+"""
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "target" / "suites"
+
+# make targets, one after the other, before any suite.
+BUILD = ["test-build"]
+
+# lane -> (nice level, make targets in order). "target@lane" starts only after that lane ended:
+# the Kotlin package's Maven build must not share ~/.m2 with the JVM lane's downloads.
+LANES = {
+    "rust": (0, ["test-core", "test-cli", "test-protocol"]),
+    "jvm": (0, ["test-interop", "test-kotlin", "test-swift"]),
+    "scripts": (0, ["test-python", "test-node", "test-parity", "test-demo", "test-history", "bench-smoke"]),
+    "release": (15, ["lint", "test-rust-package", "test-dist-python", "test-dist-node", "test-dist-kotlin@jvm"]),
+}
+
+print_lock = threading.Lock()
+failed = threading.Event()
+results = {}  # target -> (lane, seconds, "passed" | "FAILED")
+
+
+def run(target, lane, niceness):
+    log = LOGS / f"{target}.log"
+    command = ["make", "--no-print-directory", target]
+    if niceness:
+        command = ["nice", "-n", str(niceness), *command]
+    start = time.monotonic()
+    with open(log, "wb") as out:
+        code = subprocess.call(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    seconds = time.monotonic() - start
+    outcome = "passed" if code == 0 else "FAILED"
+    results[target] = (lane, seconds, outcome)
+    with print_lock:
+        print(f"\n===== {target} ({lane}): {outcome} in {seconds:.0f} s =====", flush=True)
+        sys.stdout.buffer.write(log.read_bytes())
+        print(f"===== end of {target} =====", flush=True)
+    if code != 0:
+        failed.set()
+    return code == 0
+
+
+lane_ended = {lane: threading.Event() for lane in LANES}
+
+
+def lane_worker(lane, niceness, targets):
+    try:
+        for target in targets:
+            target, _, after = target.partition("@")
+            if after:
+                lane_ended[after].wait()
+            if failed.is_set():
+                return
+            run(target, lane, niceness)
+    finally:
+        lane_ended[lane].set()
+
+
+def main():
+    LOGS.mkdir(parents=True, exist_ok=True)
+    wall = time.monotonic()
+    for target in BUILD:
+        if not run(target, "build", 0):
+            break
+    if not failed.is_set():
+        if os.environ.get("POLYLOCK_TEST_LANES") == "1":
+            for lane, (niceness, targets) in LANES.items():
+                lane_worker(lane, niceness, targets)
+        else:
+            threads = [
+                threading.Thread(target=lane_worker, args=(lane, niceness, targets))
+                for lane, (niceness, targets) in LANES.items()
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    wall = time.monotonic() - wall
+
+    print("\nsuite times (seconds; the lanes run at the same time):")
+    print(f"  {'suite':<16} {'lane':<8} {'time':>6}  result")
+    for target in BUILD + [t.partition("@")[0] for _, targets in LANES.values() for t in targets]:
+        lane, seconds, outcome = results.get(target, ("", 0, "not run"))
+        print(f"  {target:<16} {lane:<8} {seconds:>6.0f}  {outcome}")
+    print(f"  {'make test':<16} {'':<8} {wall:>6.0f}  {'FAILED' if failed.is_set() else 'passed'}")
+    print(f"logs: {LOGS.relative_to(ROOT)}/")
+    return 1 if failed.is_set() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
