@@ -98,12 +98,14 @@ def main():
                 thread.join()
     wall = time.monotonic() - wall
 
+    suites = BUILD + [t.partition("@")[0] for _, targets in LANES.values() for t in targets]
+    width = max(map(len, suites))
     print("\nsuite times (seconds; the lanes run at the same time):")
-    print(f"  {'suite':<16} {'lane':<8} {'time':>6}  result")
-    for target in BUILD + [t.partition("@")[0] for _, targets in LANES.values() for t in targets]:
+    print(f"  {'suite':<{width}} {'lane':<8} {'time':>6}  result")
+    for target in suites:
         lane, seconds, outcome = results.get(target, ("", 0, "not run"))
-        print(f"  {target:<16} {lane:<8} {seconds:>6.0f}  {outcome}")
-    print(f"  {'make test':<16} {'':<8} {wall:>6.0f}  {'FAILED' if failed.is_set() else 'passed'}")
+        print(f"  {target:<{width}} {lane:<8} {seconds:>6.0f}  {outcome}")
+    print(f"  {'make test':<{width}} {'':<8} {wall:>6.0f}  {'FAILED' if failed.is_set() else 'passed'}")
     print(f"logs: {LOGS.relative_to(ROOT)}/")
     return 1 if failed.is_set() else 0
 
