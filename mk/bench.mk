@@ -1,5 +1,5 @@
-# Benchmarks: polylock against peer lock libraries on one redis-server (bench/, see README's
-# Benchmarks section).
+# Benchmarks: polylock against peer lock libraries on one redis-server (bench/, see
+# docs/development.md, Benchmarks).
 # bench:       the full run (~45 min, not measured yet: U and C in 3 interleaved rounds; 64 JVMs warmed for
 #              Redisson, ~15-20 min of it): writes bench/results/RESULTS.md and the PNG plots.
 # bench-smoke: a few seconds of every scenario, checked (part of `make test`; debug builds).

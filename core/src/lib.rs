@@ -62,7 +62,20 @@ pub use read_write_lock::ReadWriteLock;
 pub use runtime::runtime;
 pub use semaphore::Semaphore;
 
-/// The README's Rust example, compiled as a doc test so it cannot drift from the API.
+// Every page with Rust examples is compiled as doc tests, so the docs cannot drift from the
+// API; `tests/doc_pages.rs` fails when a page with a ```rust block is missing here.
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+#[doc = include_str!("../../docs/rust.md")]
+#[cfg(doctest)]
+pub struct RustGuideDoctests;
+
+#[doc = include_str!("../../docs/redisson.md")]
+#[cfg(doctest)]
+pub struct RedissonGuideDoctests;
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct CrateReadmeDoctests;

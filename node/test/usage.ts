@@ -1,4 +1,4 @@
-// Type-checked (tsc --noEmit) against index.d.ts: the README's usage, plus misuses that must
+// Type-checked (tsc --noEmit) against index.d.ts: the usage docs/node.md shows, plus misuses that must
 // not compile (each `@ts-expect-error` fails the check if its line does compile).
 
 import {

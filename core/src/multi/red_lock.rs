@@ -15,7 +15,7 @@ use crate::multi::group::{GroupKind, LockGroup};
 /// took minus the clock drift allowance (1 % of the lease + 2 ms) is still positive; the hold
 /// is reported lost when the lease runs out. Without a lease each lock's watchdog renews it.
 /// The safety of Redlock rests on timing assumptions (bounded pauses, network delays and clock
-/// drift): see the README (Locks over several servers), and use a fenced lock where correctness matters.
+/// drift): see docs/deployments.md (Locks over several servers), and use a fenced lock where correctness matters.
 /// Derefs to [`LockGroup`] for the lock API.
 #[derive(Clone, Debug)]
 pub struct RedLock(LockGroup);
