@@ -10,17 +10,21 @@ import polylock.ClientOptions
 import polylock.LockException
 import polylock.LostListener
 
-/** The examples of docs/kotlin-swift.md, verbatim apart from the URL and the recorded steps. */
+/**
+ * The examples of docs/kotlin-swift.md, verbatim apart from the URL (DocsExamplesTest checks that
+ * every Kotlin block of the docs is in a test).
+ */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class ReadmeExampleTest {
+class KotlinGuideExamplesTest {
     @Test
-    fun `the README examples run`() = RedisServer.start().use { redis ->
+    fun `the docs examples run`() = RedisServer.start().use { redis ->
         val url = redis.url
         val steps = mutableListOf<String>()
         fun processOrder() = steps.add("processed")
 
         runBlocking {
             // --- docs/kotlin-swift.md: suspend API ---
+            // in a coroutine
             Client.connect(url).use { client ->
                 client.lock("orders:42").use { lock ->
                     if (lock.acquire(waitMs = 5_000)) {   // null: wait without bound
@@ -68,7 +72,7 @@ class ReadmeExampleTest {
         assertEquals(listOf("processed", "processed"), steps)
     }
     @Test
-    fun `the README examples of the other kinds run`() = RedisServer.start().use { redis ->
+    fun `the docs examples of the other kinds run`() = RedisServer.start().use { redis ->
         val steps = mutableListOf<String>()
         fun rebuildCache() = steps.add("rebuilt")
         fun readCache() = steps.add("read")
@@ -77,7 +81,7 @@ class ReadmeExampleTest {
 
         runBlocking {
             Client.connect(redis.url).use { client ->
-                // --- README: fenced lock and fenced writes (Kotlin and Swift) ---
+                // --- docs/kotlin-swift.md: fenced lock and fenced writes ---
                 client.fencedLock("stock:7").use { lock ->
                     lock.acquire()
                     val token = lock.token()!!
@@ -90,7 +94,7 @@ class ReadmeExampleTest {
                     lock.release()
                 }
 
-                // --- README: read-write lock (Kotlin and Swift) ---
+                // --- docs/kotlin-swift.md: read-write lock ---
                 val rw = client.readWriteLock("catalog")
                 if (rw.writeLock().acquire(waitMs = 5_000)) {
                     rebuildCache()
@@ -100,7 +104,8 @@ class ReadmeExampleTest {
                     rw.readLock().release()
                 }
 
-                // --- README: semaphores (Kotlin and Swift) ---
+                client.semaphore("uploads").trySetPermits(2) // (not in the docs: the count is set elsewhere)
+                // --- docs/kotlin-swift.md: semaphores ---
                 val slots = client.expirableSemaphore("crawler:slots")
                 slots.trySetPermits(4)
                 val permit = slots.acquire(waitMs = 5_000)      // leaseMs = null: renewed by the watchdog
@@ -113,7 +118,6 @@ class ReadmeExampleTest {
                 }
 
                 val uploads = client.semaphore("uploads")
-                uploads.trySetPermits(2) // (not in the README: the count is set elsewhere)
                 if (uploads.acquire(2, waitMs = 1_000)) {
                     try { upload() } finally { uploads.release(2) }
                 }
