@@ -14,6 +14,11 @@
    declares exists (target paths, the binary target that build-xcframework.sh makes, the C
    module its module map declares, which is the one the generated Swift imports); and the
    idioms' public API is in tests/swift/api.golden too (after the generated API).
+7. Every ```swift block of README.md and docs/*.md parses, and every method it calls on a value
+   (`lock.acquire(waitMs: 5_000)`, `Client.connect(url:)`, `lock.withLock { }`) is a function of
+   that name in the public API whose parameters have the labels the call uses (the blocks cannot
+   be compiled here; this catches a renamed call or a wrong label). Package manifest lines
+   (`.package(...)`) are skipped.
 
 Usage (from anywhere; `make test-swift` builds the library and installs tree-sitter first):
     python3 tests/swift/check_swift.py                  # check
@@ -239,6 +244,9 @@ def main():
                                         "tests/swift/api.golden", "generated polylock.swift"))
     check(f"the public Swift API ({len(api)} declarations) matches tests/swift/api.golden", text == golden,
           diff + "\nIf the change is intended: python3 tests/swift/check_swift.py --update-golden")
+
+    # 7. The docs' Swift examples against that API.
+    check_docs_blocks(api)
     return finish()
 
 
@@ -303,6 +311,95 @@ def check_package(generated, generated_swift):
     check(f"the parse check catches a syntax error in a broken copy of {IDIOMS_NAME}",
           broken != source and bool(syntax_errors(parse(broken), broken)))
     return public_api(tree, set())
+
+
+def docs_swift_blocks():
+    """The ```swift blocks of README.md and docs/*.md as (where, code), manifest lines left out."""
+    blocks = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        lines = page.read_text().splitlines()
+        index = 0
+        while index < len(lines):
+            info = lines[index].strip()
+            index += 1
+            if not info.startswith("```"):
+                continue
+            start = index
+            while index < len(lines) and lines[index].strip() != "```":
+                index += 1
+            code = "\n".join(lines[start:index]) + "\n"
+            index += 1
+            if info[3:].split(",")[0].strip() == "swift" and not code.lstrip().startswith(".package("):
+                blocks.append((f"{page.relative_to(ROOT)}:{start + 1}", code))
+    return blocks
+
+
+def api_functions(api):
+    """Each function name of the public API with the label sets of its declarations."""
+    functions = {}
+    for line in api:
+        declared = re.search(r"\bfunc (\w+)(?:<[^>]*>)?\((.*)\)", line)
+        if declared:
+            labels = set(re.findall(r"(?:^|, )(\w+)(?: \w+)?:", declared.group(2)))
+            functions.setdefault(declared.group(1), []).append(labels)
+    return functions
+
+
+def method_calls(tree, source):
+    """The calls `x.name(label: ...)` and `x.name { }` of a parsed block: (row, name, labels)."""
+    data = source.encode()
+
+    def text(node):
+        return data[node.start_byte:node.end_byte].decode()
+
+    calls, stack = [], [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type != "call_expression" or node.child_count < 2:
+            continue
+        callee, suffix = node.children[0], node.children[1]
+        # `x.name`; an implicit member (`.seconds(5)`) has no receiver and is not polylock's.
+        if callee.type != "navigation_expression" or callee.children[0].type == "navigation_suffix":
+            continue
+        name = text(callee.children[-1]).lstrip(".")
+        labels = set()
+        for arguments in (child for child in suffix.children if child.type == "value_arguments"):
+            for argument in (child for child in arguments.children if child.type == "value_argument"):
+                label = next((child for child in argument.children if child.type == "value_argument_label"), None)
+                if label is not None:
+                    labels.add(text(label))
+        calls.append((node.start_point.row, name, labels))
+    return sorted(calls)
+
+
+def unknown_calls(code, functions):
+    """The calls of a block that no function of the API accepts (name and labels)."""
+    source, _ = neutralize(code)
+    tree = parse(source)
+    errors = syntax_errors(tree, source)
+    if errors:
+        return [f"does not parse: {errors[0].strip()}"]
+    unknown = []
+    for row, name, labels in method_calls(tree, source):
+        if not any(labels <= declared for declared in functions.get(name, [])):
+            unknown.append(f"line {row + 1}: {name}({', '.join(sorted(labels))})")
+    return unknown
+
+
+def check_docs_blocks(api):
+    functions = api_functions(api)
+    blocks = docs_swift_blocks()
+    failures = []
+    for where, code in blocks:
+        failures += [f"  {where}: {problem}" for problem in unknown_calls(code, functions)]
+    check(f"the {len(blocks)} Swift blocks of the docs parse and call only the public API",
+          len(blocks) >= 5 and not failures, f"{len(blocks)} blocks\n" + "\n".join(failures))
+    renamed = "let lock = try client.lock(name: \"x\")\n_ = try await lock.acquireOnce(waitMs: 0)\n"
+    mislabelled = "let lock = try client.lock(name: \"x\")\n_ = try await lock.acquire(wait_ms: 0)\n"
+    check("the docs check catches a renamed call and a wrong label",
+          bool(unknown_calls(renamed, functions)) and bool(unknown_calls(mislabelled, functions))
+          and not unknown_calls("let lock = try client.lock(name: \"x\")\n", functions))
 
 
 def finish():
