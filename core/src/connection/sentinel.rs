@@ -1,13 +1,14 @@
 //! A primary found through Sentinel, followed across failovers.
 //!
 //! The command connection is a `ConnectionManager` to the primary the sentinels name. It is
-//! replaced when the sentinels name a new primary (asked twice a second, one sentinel at a
-//! time) and when a command fails in a way a failover causes (the old primary
+//! replaced when a sentinel announces a new primary (`+switch-master`, on one long-lived
+//! subscription per sentinel: see [`watch_sentinel`]; while none is subscribed they are asked
+//! twice a second instead) and when a command fails in a way a failover causes (the old primary
 //! refused, gone, or demoted to a read-only replica). After a switch the client's hooks run:
 //! the pub/sub hub reconnects to the new primary and every held lock is checked at once (a
 //! lock that had not reached the promoted replica is reported lost).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -19,8 +20,17 @@ use crate::connection::connect_manager;
 use crate::error::{Error, Result};
 use crate::pubsub::Timeouts;
 
-/// How often the sentinels are asked which primary they name.
+/// How often the sentinels are asked which primary they name while no subscription is up.
 const WATCH_PERIOD: Duration = Duration::from_millis(500);
+/// How often a subscription is checked with `PING`: a sentinel that stopped answering without
+/// closing the connection (a hung process, a cut network) is noticed this late at most.
+const SUBSCRIPTION_PING_PERIOD: Duration = Duration::from_secs(3);
+/// The first and the longest wait before subscribing again to a sentinel that went away.
+const RESUBSCRIBE_BACKOFF: (Duration, Duration) =
+    (Duration::from_millis(250), Duration::from_secs(5));
+/// The channel on which every sentinel announces a new primary:
+/// `<master-name> <old-ip> <old-port> <new-ip> <new-port>`.
+const SWITCH_MASTER_CHANNEL: &str = "+switch-master";
 
 pub(crate) type SwitchHook = Box<dyn Fn() + Send + Sync>;
 
@@ -44,7 +54,11 @@ pub(crate) struct Sentinel {
     switching: tokio::sync::Mutex<()>,
     timeouts: Timeouts,
     on_switch: OnceLock<SwitchHook>,
-    watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// How many sentinels we are subscribed to now; none: [`poll_while_unsubscribed`] asks.
+    subscribed: AtomicUsize,
+    /// One subscription task per sentinel and the fallback poll; aborted on shutdown, which
+    /// closes their connections.
+    watchers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// Errors after which the primary may have moved: it refused, went away, or is a replica now.
@@ -89,10 +103,16 @@ impl Sentinel {
             switching: tokio::sync::Mutex::new(()),
             timeouts,
             on_switch: OnceLock::new(),
-            watcher: Mutex::new(None),
+            subscribed: AtomicUsize::new(0),
+            watchers: Mutex::new(Vec::new()),
         });
-        let watcher = tokio::spawn(watch_switches(Arc::downgrade(&sentinel)));
-        *sentinel.watcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(watcher);
+        let mut watchers: Vec<_> = (0..sentinel.sentinels.len())
+            .map(|index| tokio::spawn(watch_sentinel(Arc::downgrade(&sentinel), index)))
+            .collect();
+        watchers.push(tokio::spawn(poll_while_unsubscribed(Arc::downgrade(
+            &sentinel,
+        ))));
+        *sentinel.watchers.lock().unwrap_or_else(|p| p.into_inner()) = watchers;
         Ok(sentinel)
     }
 
@@ -216,13 +236,35 @@ impl Sentinel {
     }
 
     pub(crate) fn shutdown(&self) {
-        if let Some(watcher) = self
-            .watcher
+        for watcher in self
+            .watchers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .take()
+            .drain(..)
         {
             watcher.abort();
+        }
+    }
+
+    /// Acts on a `+switch-master` message: switches when it names another primary of ours.
+    async fn on_switch_master(&self, payload: &str) {
+        let mut fields = payload.split(' ');
+        let (Some(master), Some(_), Some(_), Some(host), Some(port)) = (
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+        ) else {
+            tracing::warn!(payload, "a +switch-master message of an unknown form");
+            return;
+        };
+        let Ok(port) = port.parse::<u16>() else {
+            tracing::warn!(payload, "a +switch-master message of an unknown form");
+            return;
+        };
+        if master == self.master && format!("{host}:{port}") != self.read().addr {
+            self.rediscover(None, Some((host.to_owned(), port))).await;
         }
     }
 }
@@ -298,9 +340,106 @@ async fn discover(
     Ok((addr, client))
 }
 
-/// Asks one sentinel at a time, every [`WATCH_PERIOD`], which primary it names, and switches
-/// at once when that is another one; moves to the next sentinel when one does not answer.
-async fn watch_switches(sentinel: std::sync::Weak<Sentinel>) {
+/// Keeps one connection to sentinel `index` subscribed to `+switch-master`, for as long as the
+/// client lives, and switches when it names a new primary of ours. When the connection fails
+/// it subscribes again after a growing pause (meanwhile [`poll_while_unsubscribed`] asks, if
+/// no other sentinel's subscription is up), then asks the sentinels once for a switch it may
+/// have missed.
+async fn watch_sentinel(sentinel: std::sync::Weak<Sentinel>, index: usize) {
+    use futures_util::StreamExt;
+
+    let mut backoff = RESUBSCRIBE_BACKOFF.0;
+    let mut subscribed_before = false;
+    loop {
+        let (info, timeouts) = {
+            let Some(sentinel) = sentinel.upgrade() else {
+                return;
+            };
+            (sentinel.sentinels[index].clone(), sentinel.timeouts)
+        };
+        let subscribing = async {
+            let client = redis::Client::open(info.clone())?;
+            let (mut sink, stream) = client.get_async_pubsub().await?.split();
+            sink.subscribe(SWITCH_MASTER_CHANNEL).await?;
+            redis::RedisResult::Ok((sink, stream))
+        };
+        let (mut sink, mut stream) = match tokio::time::timeout(timeouts.connect, subscribing).await
+        {
+            Ok(Ok(subscription)) => subscription,
+            failed => {
+                let why = match failed {
+                    Ok(Err(err)) => err.to_string(),
+                    _ => "no answer".to_owned(),
+                };
+                tracing::debug!(sentinel = %info.addr(), %why, "could not subscribe to a sentinel; trying again later");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(RESUBSCRIBE_BACKOFF.1);
+                continue;
+            }
+        };
+        backoff = RESUBSCRIBE_BACKOFF.0;
+        let Some(watched) = sentinel.upgrade() else {
+            return;
+        };
+        watched.subscribed.fetch_add(1, Ordering::Relaxed);
+        // Counted down however this subscription ends, the task's abort included.
+        let _subscribed = Subscribed(sentinel.clone());
+        if subscribed_before {
+            // A switch announced while this subscription was down.
+            watched.rediscover(None, None).await;
+        }
+        subscribed_before = true;
+        drop(watched);
+        let mut ping = tokio::time::interval(SUBSCRIPTION_PING_PERIOD);
+        ping.reset();
+        loop {
+            tokio::select! {
+                message = stream.next() => {
+                    let Some(message) = message else {
+                        break; // the connection closed
+                    };
+                    let Ok(payload) = message.get_payload::<String>() else {
+                        continue;
+                    };
+                    let Some(watched) = sentinel.upgrade() else {
+                        return;
+                    };
+                    watched.on_switch_master(&payload).await;
+                }
+                _ = ping.tick() => {
+                    if sentinel.strong_count() == 0 {
+                        return; // the client is gone
+                    }
+                    let answered = tokio::time::timeout(
+                        timeouts.response,
+                        sink.ping::<redis::Value>(),
+                    )
+                    .await;
+                    if !matches!(answered, Ok(Ok(_))) {
+                        break;
+                    }
+                }
+            }
+        }
+        tracing::debug!(sentinel = %info.addr(), "the subscription to a sentinel ended; subscribing again");
+    }
+}
+
+/// Counts one live subscription of [`watch_sentinel`] until dropped.
+struct Subscribed(std::sync::Weak<Sentinel>);
+
+impl Drop for Subscribed {
+    fn drop(&mut self) {
+        if let Some(sentinel) = self.0.upgrade() {
+            sentinel.subscribed.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// While no sentinel subscription is up, asks one sentinel at a time, every [`WATCH_PERIOD`]
+/// (on a new connection each time), which primary it names, and switches at once when that is
+/// another one; moves to the next sentinel when one does not answer.
+async fn poll_while_unsubscribed(sentinel: std::sync::Weak<Sentinel>) {
     let mut turn = 0usize;
     loop {
         tokio::time::sleep(WATCH_PERIOD).await;
@@ -308,6 +447,9 @@ async fn watch_switches(sentinel: std::sync::Weak<Sentinel>) {
             let Some(sentinel) = sentinel.upgrade() else {
                 return;
             };
+            if sentinel.subscribed.load(Ordering::Relaxed) > 0 {
+                continue;
+            }
             let info = sentinel.sentinels[turn % sentinel.sentinels.len()].clone();
             let current = sentinel.read().addr.clone();
             (
