@@ -167,12 +167,24 @@ async fn connect_target(
                 .map_err(|err| {
                     Error::InvalidArgument(format!("bad cluster URL '{shown_url}': {err}"))
                 })?;
-            let cluster = within_connect_timeout(
+            let cluster = match within_connect_timeout(
                 &what,
                 options.connect_timeout,
                 cluster.get_async_connection(),
             )
-            .await?;
+            .await
+            {
+                Ok(cluster) => cluster,
+                Err(err) => {
+                    // The cluster client keeps only the text of a failed handshake: one seed
+                    // node, asked alone, tells why.
+                    let why = crate::tls::diagnose(&nodes, options.connect_timeout).await;
+                    return Err(match why {
+                        Some(why) => Error::Connection(format!("{what}: TLS: {why} ({err})")),
+                        None => err,
+                    });
+                }
+            };
             let connection = Connection::Cluster(cluster);
             // Redisson uses sharded pub/sub on a Redis 7+ cluster; so must we, to wake it.
             let sharded = connection

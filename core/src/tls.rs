@@ -235,6 +235,23 @@ fn rustls_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a ru
     None
 }
 
+/// Why a TLS handshake with the first of `nodes` fails, in words (see [`explain`]), if it does:
+/// for a client (the cluster's) that reports a failed handshake only as text.
+pub(crate) async fn diagnose(
+    nodes: &[ConnectionInfo],
+    timeout: std::time::Duration,
+) -> Option<&'static str> {
+    let node = nodes.first()?;
+    if !matches!(node.addr(), ConnectionAddr::TcpTls { .. }) {
+        return None;
+    }
+    let client = redis::Client::open(node.clone()).ok()?;
+    match tokio::time::timeout(timeout, client.get_multiplexed_async_connection()).await {
+        Ok(Err(err)) => explain(&err),
+        _ => None,
+    }
+}
+
 /// What a failed TLS handshake means, in words, when `err` is one: the server's certificate is
 /// not trusted, has expired, or names another host; the server refused the connection without
 /// a client certificate; or it does not speak TLS.

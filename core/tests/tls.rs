@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use polylock::{AcquireOptions, Client, ClientBuilder, ClientOptions, ErrorKind};
-use polylock_testkit::{RedisServer, TlsFiles};
+use polylock_testkit::{Cluster, RedisServer, SentinelSet, TlsFiles};
 
 fn builder(url: String) -> ClientBuilder {
     Client::builder(url)
@@ -180,4 +180,116 @@ async fn bad_tls_options_are_invalid_arguments_that_say_which() {
         err.to_string(),
         "invalid argument: tls_cert is set without tls_key: a client certificate needs its private key"
     );
+}
+
+/// A waiter blocked on a lock held through `first` is woken by its release (not by the end of
+/// a 60 s lease).
+async fn check_wake_up(first: &Client, second: &Client, name: &str) {
+    let long = Duration::from_secs(60);
+    let mine = first.lock(name).unwrap();
+    assert!(mine.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+    let theirs = second.lock(name).unwrap();
+    let waiting = tokio::spawn({
+        let theirs = theirs.clone();
+        async move { theirs.acquire(AcquireOptions::new().wait(long)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "the lock is held");
+    let released = std::time::Instant::now();
+    mine.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap());
+    assert!(
+        released.elapsed() < long / 4,
+        "the waiter was woken by the release"
+    );
+    theirs.release().await.unwrap();
+}
+
+/// Client certificate and test CA for `url`.
+fn mutual_tls(url: String, files: &TlsFiles) -> ClientBuilder {
+    builder(url)
+        .tls_ca(files.path("ca.crt"))
+        .tls_client_cert(files.path("client.crt"), files.path("client.key"))
+}
+
+/// What a deployment requiring client certificates says to a wrong CA and to a client without
+/// a certificate: connection errors that say why, as on one server.
+async fn check_refusals(url: String, files: &TlsFiles) {
+    let err = connect_error(
+        builder(url.clone())
+            .tls_ca(files.path("other-ca.crt"))
+            .tls_client_cert(files.path("client.crt"), files.path("client.key")),
+    )
+    .await;
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(
+        err.to_string().contains("certificate is not trusted"),
+        "{err}"
+    );
+    let err = connect_error(builder(url).tls_ca(files.path("ca.crt"))).await;
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.to_string().contains("client certificate"), "{err}");
+}
+
+/// A 3-primary cluster serving only TLS to clients (cluster bus and replication too), with
+/// client certificates required: locks, a waiter woken across the cluster's connections, and
+/// the typed refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_over_mutual_tls() {
+    let files = TlsFiles::make();
+    let cluster = Cluster::start_tls(3, 0, &files, true);
+    let first = mutual_tls(cluster.tls_url(), &files)
+        .connect()
+        .await
+        .unwrap();
+    let second = mutual_tls(cluster.tls_url(), &files)
+        .connect()
+        .await
+        .unwrap();
+    check_exclusion(&first, &second).await;
+    // Names on several slots, so on several primaries.
+    for name in ["tls:cluster:a", "tls:cluster:b", "tls:cluster:c"] {
+        check_wake_up(&first, &second, name).await;
+    }
+    check_refusals(cluster.tls_url(), &files).await;
+}
+
+/// A primary, a replica and three sentinels, all serving TLS with client certificates
+/// required (`rediss+sentinel://` asks the sentinels over TLS too): locks, a wake-up, the
+/// typed refusals, and a failover followed over TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinel_over_mutual_tls() {
+    let files = TlsFiles::make();
+    let set = SentinelSet::start_tls(1, 3, &files, true);
+    let url = set.tls_url();
+    assert!(url.starts_with("rediss+sentinel://"), "{url}");
+    let first = mutual_tls(url.clone(), &files).connect().await.unwrap();
+    let second = mutual_tls(url.clone(), &files).connect().await.unwrap();
+    check_exclusion(&first, &second).await;
+    check_wake_up(&first, &second, "tls:sentinel").await;
+    check_refusals(url, &files).await;
+
+    let old = set.primary_port();
+    let new = tokio::task::block_in_place(|| set.failover());
+    assert_ne!(old, new);
+    // The clients follow the sentinels' word to the new primary, over TLS (until the old
+    // primary is demoted a lock may still land there).
+    let lock = first.lock("tls:sentinel:after").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Ok(true) = lock.acquire(AcquireOptions::new().no_wait()).await {
+            let exists = set.server(new).command(&["EXISTS", "tls:sentinel:after"]);
+            if exists.as_deref() == Some(":1") {
+                break;
+            }
+            let _ = lock.release().await;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no lock on the new primary after the failover"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    lock.release().await.unwrap();
+    check_wake_up(&first, &second, "tls:sentinel").await;
 }

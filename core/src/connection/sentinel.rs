@@ -328,7 +328,12 @@ async fn discover(
     let what = format!("ask the sentinels for the primary of '{master}'");
     let client = match tokio::time::timeout(timeouts.connect, client.async_get_client()).await {
         Ok(Ok(client)) => client,
-        Ok(Err(err)) => return Err(Error::Connection(format!("{what}: {err}"))),
+        Ok(Err(err)) => {
+            return Err(Error::Connection(match crate::tls::explain(&err) {
+                Some(why) => format!("{what}: TLS: {why} ({err})"),
+                None => format!("{what}: {err}"),
+            }))
+        }
         Err(_) => {
             return Err(Error::Connection(format!(
                 "{what}: no answer within {:?}",

@@ -4,8 +4,9 @@
 //! - `redis://` / `rediss://` / `unix://`: one server, as the `redis` crate reads it;
 //! - `redis+cluster://[user:password@]host:port[,host:port...]` (`rediss+cluster://` for TLS);
 //! - `redis+sentinel://[user:password@]host:port[,host:port...]/<master-name>[/db]`
-//!   (`rediss+sentinel://`: TLS to the primary and replicas). The credentials are the data
-//!   nodes'; sentinels are asked without them.
+//!   (`rediss+sentinel://`: TLS to the sentinels, the primary and the replicas, with the same
+//!   CA and client certificate). The credentials are the data nodes'; sentinels are asked
+//!   without them.
 
 use redis::{ConnectionInfo, IntoConnectionInfo};
 
@@ -152,8 +153,9 @@ fn parse_sentinel(url: &str, rest: &str, tls: bool, tls_options: &Tls) -> Result
             format!("the database must be a number, got '{db}'"),
         ));
     }
-    // Sentinels are asked without the data nodes' credentials and without TLS.
-    let sentinels = node_infos(url, hosts, None, false, "0", &Tls::default())?;
+    // Sentinels are asked without the data nodes' credentials; over TLS with `rediss+`, as
+    // the data nodes (a TLS deployment's sentinels serve TLS, `tls-replication yes`).
+    let sentinels = node_infos(url, hosts, None, tls, "0", tls_options)?;
     let node = node_infos(url, "127.0.0.1:0", credentials, tls, db, tls_options)?.remove(0);
     Ok(Target::Sentinel {
         sentinels,
@@ -206,6 +208,24 @@ mod tests {
         assert_eq!(master, "mymaster");
         assert_eq!(node.redis_settings().db(), 3);
         assert_eq!(node.redis_settings().password(), Some("secret"));
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn rediss_sentinel_urls_ask_the_sentinels_over_tls_too() {
+        let Ok(Target::Sentinel {
+            sentinels, node, ..
+        }) = Target::parse(
+            "rediss+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster",
+            &Tls::default(),
+        )
+        else {
+            panic!("not sentinel");
+        };
+        assert!(sentinels
+            .iter()
+            .all(|sentinel| matches!(sentinel.addr(), redis::ConnectionAddr::TcpTls { .. })));
+        assert!(matches!(node.addr(), redis::ConnectionAddr::TcpTls { .. }));
     }
 
     #[test]

@@ -2,7 +2,19 @@
 //! created with `redis-cli --cluster create`, with the operations the deployment tests need
 //! (kill a primary and wait for its replica to take over, fail over by hand, move a slot).
 
-use crate::{wait_until, RedisServer};
+use crate::{wait_until, RedisServer, TlsFiles};
+
+/// A cluster node's arguments: a short node timeout, any replica may take over.
+const NODE_ARGUMENTS: [&str; 8] = [
+    "--cluster-enabled",
+    "yes",
+    "--cluster-config-file",
+    "nodes.conf",
+    "--cluster-node-timeout",
+    "1000",
+    "--cluster-replica-validity-factor",
+    "0",
+];
 
 pub struct Cluster {
     pub nodes: Vec<RedisServer>,
@@ -26,19 +38,44 @@ impl Cluster {
     pub fn start(primaries: usize, replicas: usize) -> Cluster {
         let count = primaries * (replicas + 1);
         let nodes: Vec<RedisServer> = (0..count)
-            .map(|_| {
-                RedisServer::start_with(&[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "1000",
-                    "--cluster-replica-validity-factor",
-                    "0",
-                ])
+            .map(|_| RedisServer::start_with(&NODE_ARGUMENTS))
+            .collect();
+        Cluster::create(nodes, primaries, replicas)
+    }
+
+    /// As [`Cluster::start`], every node also serving TLS (`tls_url`) with the test
+    /// certificates of `files` (client certificates required when `auth_clients`), the cluster
+    /// bus and replication over TLS (`tls-cluster`, `tls-replication`): TLS clients are told
+    /// the nodes' TLS ports. The plain ports stay open on loopback for the kit's own checks.
+    pub fn start_tls(
+        primaries: usize,
+        replicas: usize,
+        files: &TlsFiles,
+        auth_clients: bool,
+    ) -> Cluster {
+        let count = primaries * (replicas + 1);
+        let mut arguments = NODE_ARGUMENTS.to_vec();
+        arguments.extend(["--tls-cluster", "yes", "--tls-replication", "yes"]);
+        let nodes: Vec<RedisServer> = (0..count)
+            .map(|_| RedisServer::start_tls_with(files, "server", auth_clients, &arguments))
+            .collect();
+        Cluster::create(nodes, primaries, replicas)
+    }
+
+    /// The `rediss+cluster://` URL of a cluster started by `start_tls`: every node's TLS port.
+    pub fn tls_url(&self) -> String {
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|node| {
+                let port = node.tls_port().expect("not started with start_tls");
+                format!("127.0.0.1:{port}")
             })
             .collect();
+        format!("rediss+cluster://{}", hosts.join(","))
+    }
+
+    fn create(nodes: Vec<RedisServer>, primaries: usize, replicas: usize) -> Cluster {
         let mut create = std::process::Command::new("redis-cli");
         create.arg("--cluster").arg("create");
         for node in &nodes {

@@ -82,29 +82,37 @@ impl RedisServer {
     /// `cert`/`key` and trusting `ca` for client certificates, which it requires when
     /// `auth_clients`. Its plain port stays open on loopback for the kit's own checks.
     pub fn start_tls(files: &TlsFiles, cert: &str, auth_clients: bool) -> RedisServer {
+        Self::start_tls_with(files, cert, auth_clients, &[])
+    }
+
+    /// As [`RedisServer::start_tls`], with extra `--option value` arguments (a cluster node's).
+    /// Its own outgoing connections (replication, cluster bus, a sentinel's) use TLS when the
+    /// arguments ask for it (`--tls-replication yes`, `--tls-cluster yes`) and present the
+    /// client certificate, as a server that requires one wants.
+    pub fn start_tls_with(
+        files: &TlsFiles,
+        cert: &str,
+        auth_clients: bool,
+        extra: &[&str],
+    ) -> RedisServer {
         for _ in 0..5 {
             let tls_port = free_port().to_string();
-            let cert_file = files.path(&format!("{cert}.crt"));
-            let key_file = files.path(&format!("{cert}.key"));
-            let ca_file = files.path("ca.crt");
-            let extra = [
-                "--tls-port",
-                &tls_port,
-                "--tls-cert-file",
-                &cert_file,
-                "--tls-key-file",
-                &key_file,
-                "--tls-ca-cert-file",
-                &ca_file,
-                "--tls-auth-clients",
-                if auth_clients { "yes" } else { "no" },
-            ];
-            if let Some(mut server) = Self::start_on(free_port(), &extra) {
+            let mut args: Vec<String> = vec!["--tls-port".into(), tls_port.clone()];
+            args.extend(tls_arguments(files, cert, auth_clients));
+            args.extend(extra.iter().map(|arg| arg.to_string()));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            if let Some(mut server) = Self::start_on(free_port(), &args) {
                 server.tls_port = tls_port.parse().ok();
                 return server;
             }
         }
         panic!("redis-server with TLS did not start; was it built with TLS (BUILD_TLS=yes)?");
+    }
+
+    /// The port it serves TLS on (started with `start_tls`, `start_tls_with` or
+    /// `start_sentinel_tls`).
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_port
     }
 
     /// The `rediss://` URL of a server started by `start_tls`.
@@ -152,6 +160,27 @@ impl RedisServer {
             }
         }
         panic!("redis-server --sentinel did not start");
+    }
+
+    /// As [`RedisServer::start_sentinel`], also serving TLS on a free port (`tls_port`) with
+    /// the certificate `cert` of `files`, and speaking TLS to the servers it watches and to the
+    /// other sentinels (`tls-replication yes`).
+    pub fn start_sentinel_tls(
+        files: &TlsFiles,
+        cert: &str,
+        auth_clients: bool,
+        config: &[&str],
+    ) -> RedisServer {
+        let tls_port = free_port();
+        let mut lines = vec![format!("tls-port {tls_port}"), "tls-replication yes".into()];
+        for pair in tls_arguments(files, cert, auth_clients).chunks(2) {
+            lines.push(format!("{} {}", pair[0].trim_start_matches("--"), pair[1]));
+        }
+        lines.extend(config.iter().map(|line| line.to_string()));
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let mut server = Self::start_sentinel(&lines);
+        server.tls_port = Some(tls_port);
+        server
     }
 
     /// True until killed.
@@ -306,6 +335,26 @@ impl RedisServer {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// The TLS arguments of a server with certificate `cert` of `files`: it trusts the test CA for
+/// client certificates (required when `auth_clients`) and presents the client certificate on
+/// its own outgoing TLS connections.
+fn tls_arguments(files: &TlsFiles, cert: &str, auth_clients: bool) -> Vec<String> {
+    [
+        ("--tls-cert-file", files.path(&format!("{cert}.crt"))),
+        ("--tls-key-file", files.path(&format!("{cert}.key"))),
+        ("--tls-ca-cert-file", files.path("ca.crt")),
+        (
+            "--tls-auth-clients",
+            if auth_clients { "yes" } else { "no" }.to_owned(),
+        ),
+        ("--tls-client-cert-file", files.path("client.crt")),
+        ("--tls-client-key-file", files.path("client.key")),
+    ]
+    .into_iter()
+    .flat_map(|(option, value)| [option.to_owned(), value])
+    .collect()
 }
 
 /// A reply written as its first RESP line (a bulk string as its text).

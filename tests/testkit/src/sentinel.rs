@@ -1,7 +1,7 @@
 //! A primary with replicas watched by Sentinel, all real processes on loopback ports.
 
 use crate::proxy::{Fault, FaultProxy};
-use crate::{wait_until, RedisServer};
+use crate::{wait_until, RedisServer, TlsFiles};
 
 /// The master name the sentinels monitor.
 pub const MASTER_NAME: &str = "polylock-primary";
@@ -17,7 +17,21 @@ pub struct SentinelSet {
 impl SentinelSet {
     /// One primary, `replicas` replicas and `sentinels` sentinels (quorum: a majority).
     pub fn start(replicas: usize, sentinels: usize) -> SentinelSet {
-        SentinelSet::start_set(replicas, sentinels, false)
+        SentinelSet::start_set(replicas, sentinels, false, None)
+    }
+
+    /// As [`SentinelSet::start`], every data node and sentinel also serving TLS (`tls_url`)
+    /// with the test certificates of `files` (client certificates required when
+    /// `auth_clients`); replication and the sentinels' own connections use TLS, so the
+    /// sentinels name the TLS ports. The plain ports stay open on loopback for the kit's own
+    /// checks.
+    pub fn start_tls(
+        replicas: usize,
+        sentinels: usize,
+        files: &TlsFiles,
+        auth_clients: bool,
+    ) -> SentinelSet {
+        SentinelSet::start_set(replicas, sentinels, false, Some((files, auth_clients)))
     }
 
     /// As [`SentinelSet::start`], but the replicas replicate through a fault proxy, so a test
@@ -25,35 +39,53 @@ impl SentinelSet {
     /// reach every server. The sentinels' failover timeout is two minutes here, so they leave
     /// the replicas' upstream (the proxy, not the primary's own address) alone that long.
     pub fn start_with_replication_proxy(replicas: usize, sentinels: usize) -> SentinelSet {
-        SentinelSet::start_set(replicas, sentinels, true)
+        SentinelSet::start_set(replicas, sentinels, true, None)
     }
 
-    fn start_set(replicas: usize, sentinels: usize, proxied: bool) -> SentinelSet {
-        let primary = RedisServer::start();
-        let replication = proxied.then(|| FaultProxy::start(primary.port()));
+    fn start_set(
+        replicas: usize,
+        sentinels: usize,
+        proxied: bool,
+        tls: Option<(&TlsFiles, bool)>,
+    ) -> SentinelSet {
+        let data_node = |extra: &[&str]| match tls {
+            Some((files, auth_clients)) => {
+                let mut arguments = vec!["--tls-replication", "yes"];
+                arguments.extend(extra);
+                RedisServer::start_tls_with(files, "server", auth_clients, &arguments)
+            }
+            None => RedisServer::start_with(extra),
+        };
+        let primary = data_node(&[]);
+        // What replicas and sentinels reach the primary on: its TLS port over TLS.
+        let primary_port = primary.tls_port().unwrap_or(primary.port());
+        let replication = proxied.then(|| FaultProxy::start(primary_port));
         let upstream = replication
             .as_ref()
-            .map_or(primary.port(), FaultProxy::port)
+            .map_or(primary_port, FaultProxy::port)
             .to_string();
         let failover_timeout = if proxied { 120_000 } else { 5000 };
         let mut servers = vec![primary];
         for _ in 0..replicas {
-            servers.push(RedisServer::start_with(&[
-                "--replicaof",
-                "127.0.0.1",
-                &upstream,
-            ]));
+            servers.push(data_node(&["--replicaof", "127.0.0.1", &upstream]));
         }
-        let primary_port = servers[0].port().to_string();
+        let primary_port = primary_port.to_string();
         let quorum = (sentinels / 2 + 1).to_string();
         let sentinels = (0..sentinels)
             .map(|_| {
-                RedisServer::start_sentinel(&[
-                    &format!("sentinel monitor {MASTER_NAME} 127.0.0.1 {primary_port} {quorum}"),
-                    &format!("sentinel down-after-milliseconds {MASTER_NAME} 1000"),
-                    &format!("sentinel failover-timeout {MASTER_NAME} {failover_timeout}"),
-                    &format!("sentinel parallel-syncs {MASTER_NAME} 2"),
-                ])
+                let config = [
+                    format!("sentinel monitor {MASTER_NAME} 127.0.0.1 {primary_port} {quorum}"),
+                    format!("sentinel down-after-milliseconds {MASTER_NAME} 1000"),
+                    format!("sentinel failover-timeout {MASTER_NAME} {failover_timeout}"),
+                    format!("sentinel parallel-syncs {MASTER_NAME} 2"),
+                ];
+                let config: Vec<&str> = config.iter().map(String::as_str).collect();
+                match tls {
+                    Some((files, auth_clients)) => {
+                        RedisServer::start_sentinel_tls(files, "server", auth_clients, &config)
+                    }
+                    None => RedisServer::start_sentinel(&config),
+                }
             })
             .collect();
         let set = SentinelSet {
@@ -74,6 +106,19 @@ impl SentinelSet {
         format!("redis+sentinel://{}/{MASTER_NAME}", hosts.join(","))
     }
 
+    /// The `rediss+sentinel://` URL of a set started by `start_tls`: the sentinels' TLS ports.
+    pub fn tls_url(&self) -> String {
+        let hosts: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|sentinel| {
+                let port = sentinel.tls_port().expect("not started with start_tls");
+                format!("127.0.0.1:{port}")
+            })
+            .collect();
+        format!("rediss+sentinel://{}/{MASTER_NAME}", hosts.join(","))
+    }
+
     /// The port of the primary the first answering sentinel names.
     pub fn primary_port(&self) -> u16 {
         for sentinel in &self.sentinels {
@@ -91,10 +136,11 @@ impl SentinelSet {
         panic!("no sentinel names a primary");
     }
 
+    /// The data node on `port` (its plain or, over TLS, its TLS port: what the sentinels name).
     pub fn server(&self, port: u16) -> &RedisServer {
         self.servers
             .iter()
-            .find(|server| server.port() == port)
+            .find(|server| server.port() == port || server.tls_port() == Some(port))
             .expect("a data node of this set")
     }
 
@@ -122,7 +168,7 @@ impl SentinelSet {
         let old = self.primary_port();
         self.servers
             .iter_mut()
-            .find(|server| server.port() == old)
+            .find(|server| server.port() == old || server.tls_port() == Some(old))
             .expect("the primary is ours")
             .kill();
         self.wait_new_primary(old)
@@ -135,7 +181,7 @@ impl SentinelSet {
             let role = self
                 .servers
                 .iter()
-                .find(|server| server.port() == new)
+                .find(|server| server.port() == new || server.tls_port() == Some(new))
                 .and_then(|server| server.command(&["ROLE"]));
             if new != old && role.as_deref() == Some("*3") {
                 let master = self
