@@ -45,14 +45,26 @@ class ClusterNode:
 class RedisCluster:
     """`with RedisCluster() as cluster:` 3 primaries with 1 replica each, killed at the end."""
 
-    def __init__(self, primaries: int = 3, replicas_per_primary: int = 1) -> None:
+    def __init__(
+        self, primaries: int = 3, replicas_per_primary: int = 1,
+        tls_files: str | None = None, tls_auth_clients: bool = False,
+    ) -> None:
+        """With `tls_files` (make_tls_files) every node also serves TLS (`tls_url`), the cluster
+        bus and replication use TLS, and TLS clients are told the TLS ports; client
+        certificates are required when `tls_auth_clients`."""
         if primaries < 3:
             raise ValueError("redis-cli --cluster create needs 3 primaries or more")
         self.group = ServerGroup("polylock-py-cluster-")
         self.killed: set[int] = set()
         try:
             for _ in range(primaries * (1 + replicas_per_primary)):
-                self.group.start(NODE_ARGS)
+                if tls_files is None:
+                    self.group.start(NODE_ARGS)
+                else:
+                    self.group.start_tls(
+                        tls_files, tls_auth_clients,
+                        (*NODE_ARGS, "--tls-cluster", "yes", "--tls-replication", "yes"),
+                    )
             addresses = [f"127.0.0.1:{server.port}" for server in self.group.servers]
             created = subprocess.run(
                 ["redis-cli", "--cluster", "create", *addresses,
@@ -91,6 +103,12 @@ class RedisCluster:
     def url(self) -> str:
         """`redis+cluster://127.0.0.1:p1,127.0.0.1:p2,...`: every running node as a seed."""
         return "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in self.ports())
+
+    @property
+    def tls_url(self) -> str:
+        """`rediss+cluster://...`: every running node's TLS port (started with `tls_files`)."""
+        ports = [server.tls_port for server in self._live_servers()]
+        return "rediss+cluster://" + ",".join(f"127.0.0.1:{port}" for port in ports)
 
     def ports(self) -> list[int]:
         """Ports of the running nodes (seeds for redis-py's RedisCluster)."""

@@ -148,23 +148,29 @@ def make_tls_files(directory: str) -> str:
 
 
 def start_redis_tls(
-    directory: str, tls_files: str, cert: str = "server", auth_clients: bool = False
+    directory: str, tls_files: str, cert: str = "server", auth_clients: bool = False,
+    extra: Sequence[str] = (),
 ) -> RedisServer:
     """A redis-server (as `start_redis`) that also serves TLS on a free port (`tls_url`) with
     the certificate `cert` of `tls_files`, trusting its CA for client certificates, which it
-    requires when `auth_clients`. The plain port stays open for the kit's own checks."""
+    requires when `auth_clients`, with `extra` arguments. Its own outgoing TLS connections
+    (cluster bus, replication) present the client certificate. The plain port stays open for
+    the kit's own checks."""
     files = Path(tls_files)
     for _ in range(5):
         tls_port = free_port()
-        extra = [
+        arguments = [
             "--tls-port", str(tls_port),
             "--tls-cert-file", str(files / f"{cert}.crt"),
             "--tls-key-file", str(files / f"{cert}.key"),
             "--tls-ca-cert-file", str(files / "ca.crt"),
             "--tls-auth-clients", "yes" if auth_clients else "no",
+            "--tls-client-cert-file", str(files / "client.crt"),
+            "--tls-client-key-file", str(files / "client.key"),
+            *extra,
         ]
         try:
-            server = start_redis(directory, extra=extra)
+            server = start_redis(directory, extra=arguments)
         except RuntimeError:
             continue
         server.tls_port = tls_port
@@ -207,6 +213,13 @@ class ServerGroup:
     def start(self, extra: Sequence[str] = (), config: Optional[str] = None) -> RedisServer:
         directory = tempfile.mkdtemp(prefix="server-", dir=self.directory)
         server = start_redis(directory, extra=extra, config=config)
+        self.servers.append(server)
+        return server
+
+    def start_tls(self, tls_files: str, auth_clients: bool, extra: Sequence[str] = ()) -> RedisServer:
+        """A server as `start_redis_tls` makes it, in this group."""
+        directory = tempfile.mkdtemp(prefix="server-", dir=self.directory)
+        server = start_redis_tls(directory, tls_files, auth_clients=auth_clients, extra=extra)
         self.servers.append(server)
         return server
 

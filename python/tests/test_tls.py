@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import polylock
+from redis_cluster import RedisCluster
 from redis_server import RedisServer, make_tls_files, start_redis_tls
 
 
@@ -65,3 +66,25 @@ def test_tls_errors_are_typed(tls_server: RedisServer, tls_files: Path) -> None:
         polylock.Client(tls_server.tls_url, tls_ca=tls_files / "missing.crt")
     with pytest.raises(polylock.InvalidArgumentError, match="tls_cert is set without tls_key"):
         polylock.Client(tls_server.tls_url, tls_ca=tls_files / "ca.crt", tls_cert=tls_files / "client.crt")
+
+
+def test_a_lock_over_a_tls_cluster_with_client_certificates(tls_files: Path) -> None:
+    """rediss+cluster://: 3 primaries serving TLS only to clients that show a certificate."""
+    with RedisCluster(3, 0, tls_files=str(tls_files), tls_auth_clients=True) as cluster:
+        tls = {"tls_ca": tls_files / "ca.crt", "tls_cert": tls_files / "client.crt",
+               "tls_key": tls_files / "client.key"}
+        first = polylock.Client(cluster.tls_url, **tls)
+        second = polylock.Client(cluster.tls_url, **tls)
+        for name in ("tls:py:cluster:a", "tls:py:cluster:b", "tls:py:cluster:c"):
+            mine, theirs = first.lock(name), second.lock(name)
+            assert mine.acquire(timeout=0)
+            assert not theirs.acquire(timeout=0)
+            mine.release()
+            assert theirs.acquire(timeout=2)
+            theirs.release()
+        first.close()
+        second.close()
+        with pytest.raises(polylock.ConnectionError, match="certificate is not trusted"):
+            polylock.Client(cluster.tls_url, **{**tls, "tls_ca": tls_files / "other-ca.crt"})
+        with pytest.raises(polylock.ConnectionError, match="client certificate"):
+            polylock.Client(cluster.tls_url, tls_ca=tls_files / "ca.crt")
