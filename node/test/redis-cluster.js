@@ -8,7 +8,7 @@
 const { execFile } = require('node:child_process')
 const { promisify } = require('node:util')
 
-const { NotYet, startRedis, waitFor } = require('./redis')
+const { NotYet, startRedis, startRedisTls, waitFor } = require('./redis')
 
 // A 2 s node timeout replaces a killed primary within a few seconds yet does not fail a live
 // node on a busy machine; validity factor 0 lets any replica take over however long it was cut
@@ -47,13 +47,21 @@ class RedisCluster {
   /**
    * `primaries` primaries (3 or more) with `replicasPerPrimary` replicas each; resolves once
    * every node reports cluster_state:ok, all agree on the slot map and every replica replicates.
+   * With `tlsDir` (makeTlsFiles) every node also serves TLS (`tlsUrl`), the cluster bus and
+   * replication use TLS, and TLS clients are told the TLS ports; client certificates are
+   * required when `tlsAuthClients`.
    */
-  static async start({ primaries = 3, replicasPerPrimary = 1 } = {}) {
+  static async start({ primaries = 3, replicasPerPrimary = 1, tlsDir = undefined, tlsAuthClients = false } = {}) {
     if (primaries < 3) throw new Error('redis-cli --cluster create needs 3 primaries or more')
     const cluster = new RedisCluster([])
     try {
       for (let index = 0; index < primaries * (1 + replicasPerPrimary); index += 1) {
-        cluster.servers.push(await startRedis({ extra: NODE_ARGS }))
+        cluster.servers.push(tlsDir === undefined
+          ? await startRedis({ extra: NODE_ARGS })
+          : await startRedisTls(tlsDir, {
+            authClients: tlsAuthClients,
+            extra: [...NODE_ARGS, '--tls-cluster', 'yes', '--tls-replication', 'yes'],
+          }))
       }
       const addresses = cluster.servers.map((server) => `127.0.0.1:${server.port}`)
       await promisify(execFile)('redis-cli', ['--cluster', 'create', ...addresses,
@@ -80,6 +88,11 @@ class RedisCluster {
   /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,...`: every running node as a seed. */
   get url() {
     return `redis+cluster://${this.ports().map((port) => `127.0.0.1:${port}`).join(',')}`
+  }
+
+  /** `rediss+cluster://...`: every running node's TLS port (started with `tlsDir`). */
+  get tlsUrl() {
+    return `rediss+cluster://${this.liveServers().map((server) => `127.0.0.1:${server.tlsPort}`).join(',')}`
   }
 
   /** Ports of the running nodes (seeds for ioredis' Cluster). */

@@ -242,18 +242,22 @@ function makeTlsFiles() {
 /**
  * A redis-server (as `startRedis`) that also serves TLS on a free port (`tlsUrl`) with the
  * certificate `cert` of `tlsDir`, trusting its CA for client certificates, which it requires
- * when `authClients`. The plain port stays open for the kit's own checks.
+ * when `authClients`, with `extra` arguments. Its own outgoing TLS connections (cluster bus,
+ * replication) present the client certificate. The plain port stays open for the kit's own
+ * checks.
  * @param {string} tlsDir
- * @param {{cert?: string, authClients?: boolean}} [options]
+ * @param {{cert?: string, authClients?: boolean, extra?: string[]}} [options]
  */
-async function startRedisTls(tlsDir, { cert = 'server', authClients = false } = {}) {
+async function startRedisTls(tlsDir, { cert = 'server', authClients = false, extra = [] } = {}) {
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const tlsPort = await freePort()
-    const extra = ['--tls-port', String(tlsPort),
+    const args = ['--tls-port', String(tlsPort),
       '--tls-cert-file', path.join(tlsDir, `${cert}.crt`), '--tls-key-file', path.join(tlsDir, `${cert}.key`),
-      '--tls-ca-cert-file', path.join(tlsDir, 'ca.crt'), '--tls-auth-clients', authClients ? 'yes' : 'no']
+      '--tls-ca-cert-file', path.join(tlsDir, 'ca.crt'), '--tls-auth-clients', authClients ? 'yes' : 'no',
+      '--tls-client-cert-file', path.join(tlsDir, 'client.crt'),
+      '--tls-client-key-file', path.join(tlsDir, 'client.key'), ...extra]
     try {
-      const server = await startRedis({ extra })
+      const server = await startRedis({ extra: args })
       server.tlsPort = tlsPort
       return server
     } catch {

@@ -9,6 +9,7 @@ const { after, before, test } = require('node:test')
 
 const { Client } = require('..')
 const { makeTlsFiles, startRedisTls } = require('./redis.js')
+const { RedisCluster } = require('./redis-cluster.js')
 
 let tlsDir
 let server
@@ -47,4 +48,41 @@ test('a server signed by another CA is not trusted: ERR_CONNECTION saying so', a
     Client.connect(server.tlsUrl, { tlsCa: path.join(tlsDir, 'missing.crt') }),
     (error) => error.code === 'ERR_INVALID_ARGUMENT' && /tls_ca file .* was not found/.test(error.message),
   )
+})
+
+test('a lock over a TLS cluster with client certificates (rediss+cluster://)', async () => {
+  const cluster = await RedisCluster.start({ primaries: 3, replicasPerPrimary: 0, tlsDir, tlsAuthClients: true })
+  const tls = {
+    tlsCa: path.join(tlsDir, 'ca.crt'),
+    tlsCert: path.join(tlsDir, 'client.crt'),
+    tlsKey: path.join(tlsDir, 'client.key'),
+  }
+  try {
+    const first = await Client.connect(cluster.tlsUrl, tls)
+    const second = await Client.connect(cluster.tlsUrl, tls)
+    try {
+      for (const name of ['tls:node:cluster:a', 'tls:node:cluster:b', 'tls:node:cluster:c']) {
+        const mine = first.lock(name)
+        const theirs = second.lock(name)
+        assert.equal(await mine.acquire({ waitMs: 0 }), true)
+        assert.equal(await theirs.acquire({ waitMs: 0 }), false)
+        await mine.release()
+        assert.equal(await theirs.acquire({ waitMs: 2000 }), true)
+        await theirs.release()
+      }
+    } finally {
+      await first.close()
+      await second.close()
+    }
+    await assert.rejects(
+      Client.connect(cluster.tlsUrl, { ...tls, tlsCa: path.join(tlsDir, 'other-ca.crt') }),
+      (error) => error.code === 'ERR_CONNECTION' && /certificate is not trusted/.test(error.message),
+    )
+    await assert.rejects(
+      Client.connect(cluster.tlsUrl, { tlsCa: path.join(tlsDir, 'ca.crt') }),
+      (error) => error.code === 'ERR_CONNECTION' && /client certificate/.test(error.message),
+    )
+  } finally {
+    await cluster.stop()
+  }
 })
