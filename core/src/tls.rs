@@ -1,6 +1,6 @@
 //! TLS: the process-wide rustls crypto provider, the options' certificates (a CA bundle, a
 //! client certificate and key) read and checked once, applied to every connection a client
-//! makes (one server, every cluster node, the primary found through Sentinel), and the
+//! makes (one server, every cluster node, the sentinels and the primary they name), and the
 //! handshake failures told apart.
 
 use redis::{ConnectionAddr, ConnectionInfo};

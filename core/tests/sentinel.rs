@@ -186,6 +186,13 @@ async fn wait_subscribed_at(set: &SentinelSet, port: u16, name: &str, bound: Dur
 async fn failover_noticed_by_an_idle_waiter(kill_sentinel_subscriptions: bool) {
     init_tracing();
     let set = SentinelSet::start(1, 3);
+    failover_noticed_by_an_idle_waiter_of(&set, kill_sentinel_subscriptions).await;
+}
+
+async fn failover_noticed_by_an_idle_waiter_of(
+    set: &SentinelSet,
+    kill_sentinel_subscriptions: bool,
+) {
     let holder_client = connect(&set.url(), false).await;
     let waiter_client = connect(&set.url(), false).await;
     let name = if kill_sentinel_subscriptions {
@@ -203,7 +210,7 @@ async fn failover_noticed_by_an_idle_waiter(kill_sentinel_subscriptions: bool) {
         let waiter = waiter.clone();
         async move { waiter.acquire(AcquireOptions::new().wait(LONG_LEASE)).await }
     });
-    wait_subscribed_at(&set, set.primary_port(), name, Duration::from_secs(10)).await;
+    wait_subscribed_at(set, set.primary_port(), name, Duration::from_secs(10)).await;
     // Both clients' subscriptions are up (one per sentinel each) before anything is killed.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
@@ -216,7 +223,7 @@ async fn failover_noticed_by_an_idle_waiter(kill_sentinel_subscriptions: bool) {
         assert_eq!(killed, 6, "two clients' subscriptions on three sentinels");
     }
     let new = tokio::task::block_in_place(|| set.failover());
-    wait_subscribed_at(&set, new, name, Duration::from_secs(10)).await;
+    wait_subscribed_at(set, new, name, Duration::from_secs(10)).await;
     if kill_sentinel_subscriptions {
         // And the subscriptions came back.
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -247,4 +254,17 @@ async fn a_failover_reaches_an_idle_client_through_the_sentinels() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failover_reaches_a_client_whose_sentinel_subscriptions_were_killed() {
     failover_noticed_by_an_idle_waiter(true).await;
+}
+
+/// Sentinels that refuse `SUBSCRIBE` (an ACL): no subscription ever comes up, and the client
+/// falls back to asking twice a second, which still finds the new primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_reaches_a_client_whose_sentinels_refuse_subscriptions() {
+    init_tracing();
+    let set = SentinelSet::start(1, 3);
+    for sentinel in &set.sentinels {
+        let reply = sentinel.command(&["ACL", "SETUSER", "default", "-subscribe"]);
+        assert_eq!(reply.as_deref(), Some("+OK"), "ACL SETUSER on a sentinel");
+    }
+    failover_noticed_by_an_idle_waiter_of(&set, false).await;
 }

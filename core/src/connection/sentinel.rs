@@ -382,13 +382,12 @@ async fn watch_sentinel(sentinel: std::sync::Weak<Sentinel>, index: usize) {
                 continue;
             }
         };
-        backoff = RESUBSCRIBE_BACKOFF.0;
         let Some(watched) = sentinel.upgrade() else {
             return;
         };
         watched.subscribed.fetch_add(1, Ordering::Relaxed);
         // Counted down however this subscription ends, the task's abort included.
-        let _subscribed = Subscribed(sentinel.clone());
+        let subscribed = Subscribed(sentinel.clone());
         if subscribed_before {
             // A switch announced while this subscription was down.
             watched.rediscover(None, None).await;
@@ -397,6 +396,10 @@ async fn watch_sentinel(sentinel: std::sync::Weak<Sentinel>, index: usize) {
         drop(watched);
         let mut ping = tokio::time::interval(SUBSCRIPTION_PING_PERIOD);
         ping.reset();
+        // Whether the sentinel answered on this subscription: the pause before the next one
+        // starts short again only then, so a sentinel that drops every subscription at once
+        // is not asked in a tight loop.
+        let mut answered_once = false;
         loop {
             tokio::select! {
                 message = stream.next() => {
@@ -406,6 +409,7 @@ async fn watch_sentinel(sentinel: std::sync::Weak<Sentinel>, index: usize) {
                     let Ok(payload) = message.get_payload::<String>() else {
                         continue;
                     };
+                    answered_once = true;
                     let Some(watched) = sentinel.upgrade() else {
                         return;
                     };
@@ -423,10 +427,17 @@ async fn watch_sentinel(sentinel: std::sync::Weak<Sentinel>, index: usize) {
                     if !matches!(answered, Ok(Ok(_))) {
                         break;
                     }
+                    answered_once = true;
                 }
             }
         }
+        drop(subscribed);
         tracing::debug!(sentinel = %info.addr(), "the subscription to a sentinel ended; subscribing again");
+        if answered_once {
+            backoff = RESUBSCRIBE_BACKOFF.0;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(RESUBSCRIBE_BACKOFF.1);
     }
 }
 
