@@ -20,6 +20,13 @@ class RedisServer private constructor(
 ) : AutoCloseable {
     val url: String get() = "redis://127.0.0.1:$port/0"
 
+    /** The port it also serves TLS on ([startTls]). */
+    var tlsPort: Int? = null
+        private set
+
+    /** The `rediss://` URL of a server started by [startTls]. */
+    val tlsUrl: String get() = "rediss://127.0.0.1:${tlsPort ?: error("not started with startTls")}/0"
+
     /** Sends one command on a fresh connection and returns the reply (see [RedisConnection.command]). */
     fun command(vararg args: String): Any? = RedisConnection(port).use { it.command(*args) }
 
@@ -38,6 +45,29 @@ class RedisServer private constructor(
                 tryStart(freePort(), extraArgs)?.let { return it }
             }
             throw IllegalStateException("redis-server did not start; is it installed?")
+        }
+
+        /**
+         * Starts a server that also serves TLS on a free port ([tlsUrl]) with the certificate
+         * `cert` of [tlsDir] ([makeTlsFiles]), trusting its CA for client certificates, which it
+         * requires when [authClients]. The plain port stays open for the kit's own checks.
+         */
+        fun startTls(tlsDir: File, cert: String = "server", authClients: Boolean = false): RedisServer {
+            repeat(5) {
+                val tlsPort = freePort()
+                val args = arrayOf(
+                    "--tls-port", "$tlsPort",
+                    "--tls-cert-file", File(tlsDir, "$cert.crt").path,
+                    "--tls-key-file", File(tlsDir, "$cert.key").path,
+                    "--tls-ca-cert-file", File(tlsDir, "ca.crt").path,
+                    "--tls-auth-clients", if (authClients) "yes" else "no",
+                )
+                tryStart(freePort(), args)?.let { server ->
+                    server.tlsPort = tlsPort
+                    return server
+                }
+            }
+            throw IllegalStateException("redis-server with TLS did not start; was it built with TLS?")
         }
 
         private fun tryStart(port: Int, extraArgs: Array<out String>): RedisServer? {
@@ -177,6 +207,20 @@ class Peer(url: String, watchdogTimeoutMs: Long? = null) : AutoCloseable {
             process.destroyForcibly().waitFor(5, TimeUnit.SECONDS)
         }
     }
+}
+
+/**
+ * Test certificates made with openssl into a new temporary directory by tests/tls/make-certs.sh
+ * (the generator the Rust, Python and Node test kits share; see it for the file names).
+ */
+fun makeTlsFiles(): File {
+    val dir = Files.createTempDirectory("polylock-kotlin-tls-").toFile()
+    val script = generateSequence(File("").absoluteFile) { it.parentFile }
+        .map { File(it, "tests/tls/make-certs.sh") }
+        .firstOrNull { it.isFile } ?: error("tests/tls/make-certs.sh not found above the working directory")
+    val process = ProcessBuilder("sh", script.path, dir.path).inheritIO().start()
+    check(process.waitFor() == 0) { "make-certs.sh failed; is openssl installed?" }
+    return dir
 }
 
 /** Like assertThrows, but inline, so the block may call suspend functions. */
