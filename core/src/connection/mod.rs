@@ -78,89 +78,6 @@ pub(crate) enum Publish {
     },
 }
 
-/// What the explored script forms call instead of `redis.call('publish', ...)`: the message is
-/// appended to [`EXPLORED_LOG`] and the reply is the count the explorer keeps in
-/// [`EXPLORED_LISTENERS`] (keys outside `KEYS`: the explorer runs one server, not a cluster).
-#[cfg(all(test, feature = "explorer"))]
-pub(crate) const EXPLORED_LOG: &str = "explorer:published";
-#[cfg(all(test, feature = "explorer"))]
-pub(crate) const EXPLORED_LISTENERS: &str = "explorer:listeners";
-#[cfg(all(test, feature = "explorer"))]
-const EXPLORED_PUBLISH: &str = "local function explored_publish(_, channel, message)
-  redis.call('rpush', 'explorer:published', channel, tostring(message))
-  return tonumber(redis.call('hget', 'explorer:listeners', channel) or '0')
-end
-";
-
-/// How a script counts a channel's subscribers (`PUBSUB NUMSUB`, the shard's on a sharded
-/// cluster), and what stands for it where listeners cannot be counted: the first of two
-/// channels has a listener more than the second.
-pub(crate) const COUNT_LISTENERS: &str = "redis.call('pubsub', 'numsub', shared, listening)";
-const SHARD_COUNT_LISTENERS: &str = "redis.call('pubsub', 'shardnumsub', shared, listening)";
-const ASSUMED_LISTENERS: &str = "{shared, 1, listening, 0}";
-/// Whether a script may act on a PUBLISH reply of 0 as "nobody received it" (see `grant` in
-/// `kinds/lock_hash.lua`): not in the broadcast form, where the reply counts one node's
-/// subscribers while the message reaches every node's.
-pub(crate) const EXACT_PUBLISH_COUNTS: &str = "local PUBLISH_COUNTS_EVERY_LISTENER = true";
-const INEXACT_PUBLISH_COUNTS: &str = "local PUBLISH_COUNTS_EVERY_LISTENER = false";
-
-/// The broadcast form of a script's text: listeners assumed, grants off (see [`Publish`]).
-fn broadcast(text: &str) -> String {
-    text.replace(COUNT_LISTENERS, ASSUMED_LISTENERS)
-        .replace(EXACT_PUBLISH_COUNTS, INEXACT_PUBLISH_COUNTS)
-}
-
-/// A lock script in its three forms: see [`Publish`].
-pub(crate) struct LockScript {
-    plain: redis::Script,
-    sharded: redis::Script,
-    broadcast: redis::Script,
-    #[cfg(all(test, feature = "explorer"))]
-    explored_exact: redis::Script,
-    #[cfg(all(test, feature = "explorer"))]
-    explored_inexact: redis::Script,
-}
-
-/// The explored form of `text`: publishes go to the explorer's log (see [`Publish::Explored`]).
-#[cfg(all(test, feature = "explorer"))]
-fn explored(text: &str) -> redis::Script {
-    let text = text.replace("redis.call('publish'", "explored_publish('publish'");
-    redis::Script::new(&format!("{EXPLORED_PUBLISH}{text}"))
-}
-
-impl LockScript {
-    pub(crate) fn new(text: &str) -> LockScript {
-        LockScript {
-            plain: redis::Script::new(text),
-            sharded: redis::Script::new(
-                &text
-                    .replace("redis.call('publish'", "redis.call('spublish'")
-                    .replace(COUNT_LISTENERS, SHARD_COUNT_LISTENERS),
-            ),
-            broadcast: redis::Script::new(&broadcast(text)),
-            #[cfg(all(test, feature = "explorer"))]
-            explored_exact: explored(text),
-            #[cfg(all(test, feature = "explorer"))]
-            explored_inexact: explored(&broadcast(text)),
-        }
-    }
-
-    pub(crate) fn prepare_invoke(
-        &'static self,
-        publish: Publish,
-    ) -> redis::ScriptInvocation<'static> {
-        match publish {
-            Publish::Plain => self.plain.prepare_invoke(),
-            Publish::Sharded => self.sharded.prepare_invoke(),
-            Publish::Broadcast => self.broadcast.prepare_invoke(),
-            #[cfg(all(test, feature = "explorer"))]
-            Publish::Explored { exact: true } => self.explored_exact.prepare_invoke(),
-            #[cfg(all(test, feature = "explorer"))]
-            Publish::Explored { exact: false } => self.explored_inexact.prepare_invoke(),
-        }
-    }
-}
-
 #[derive(Clone)]
 pub(crate) enum Connection {
     Single(ConnectionManager),
@@ -335,24 +252,5 @@ impl ConnectionLike for Connection {
             Connection::Cluster(cluster) => cluster.get_db(),
             Connection::Sentinel(sentinel) => sentinel.manager().1.get_db(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A script that grants (see `grant` in `kinds/lock_hash.lua`) grants in its plain and
-    /// sharded forms, whose PUBLISH replies count every listener, and never in its broadcast
-    /// form.
-    #[test]
-    fn only_the_broadcast_form_turns_grants_off() {
-        let text = format!("{EXACT_PUBLISH_COUNTS}\nreturn PUBLISH_COUNTS_EVERY_LISTENER");
-        let script = LockScript::new(&text);
-        assert!(script.plain.get_hash() == redis::Script::new(&text).get_hash());
-        assert!(script.sharded.get_hash() == redis::Script::new(&text).get_hash());
-        let broadcast = text.replace(EXACT_PUBLISH_COUNTS, INEXACT_PUBLISH_COUNTS);
-        assert_ne!(broadcast, text);
-        assert!(script.broadcast.get_hash() == redis::Script::new(&broadcast).get_hash());
     }
 }

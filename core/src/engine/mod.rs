@@ -19,9 +19,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::client::ClientInner;
-use crate::connection::LockScript;
 use crate::engine::acquire::WaitSubscriptions;
 use crate::error::{Error, Result};
+use crate::kinds::script::LockScript;
 use crate::kinds::LockKind;
 
 pub(crate) use hold::{Hold, Lease, LostCallback};

@@ -19,9 +19,10 @@ use tokio::sync::Notify;
 
 use redis::cluster_routing::Slot;
 
-use crate::connection::{Connection, LockScript, Publish, ReplicaSync};
+use crate::connection::{Connection, Publish, ReplicaSync};
 use crate::engine::LockCore;
 use crate::error::Error;
+use crate::kinds::script::LockScript;
 use crate::kinds::Renewal;
 use crate::shrinking::remove_shrinking;
 

@@ -7,7 +7,8 @@ use redis::Value;
 
 use super::model::{ClientSpec, Phase, SimClient, LOCK};
 use super::server::Server;
-use crate::connection::{Publish, EXPLORED_LISTENERS, EXPLORED_LOG};
+use crate::connection::Publish;
+use crate::kinds::script::{EXPLORED_LISTENERS, EXPLORED_LOG};
 use crate::kinds::Attempt;
 
 /// How the deployment counts a `PUBLISH`'s receivers.

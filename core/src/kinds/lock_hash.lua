@@ -28,12 +28,6 @@ local function release_level(lock, owner, levels, ttl_ms, latch, ...)
   return true
 end
 
--- Whether a PUBLISH reply counts every client the message reaches. Not in a cluster without
--- sharded pub/sub, whose broadcast form of the scripts sets this false: there a PUBLISH counts
--- the subscribers of one node only, while the message reaches the others through the cluster
--- bus, so a zero proves nobody missed it.
-local PUBLISH_COUNTS_EVERY_LISTENER = true
-
 -- Gives the free `lock` to the waiter `owner` under its grant entry `entry`
 -- (`<request>:<look>:<lease ms>`, written by that waiter's look number <look>), and tells it
 -- `g:<request>:<look>` on `channel`. The lock and the request's latch (`latch_prefix:request`)
@@ -43,6 +37,9 @@ local PUBLISH_COUNTS_EVERY_LISTENER = true
 -- was undone, when nobody received the message (the waiter is not listening), or when a
 -- PUBLISH reply cannot tell that. Nothing sees the lock before the script ends, so the message
 -- may go before the writes.
+-- PUBLISH_COUNTS_EVERY_LISTENER (set by the script's form, `kinds/script.rs`) is false in a
+-- cluster without sharded pub/sub: there a PUBLISH counts the subscribers of one node only,
+-- while the message reaches the others through the cluster bus, so a zero proves nothing.
 local function grant(lock, latch_prefix, channel, owner, entry)
   if not PUBLISH_COUNTS_EVERY_LISTENER then
     return false
@@ -55,7 +52,7 @@ local function grant(lock, latch_prefix, channel, owner, entry)
   if not redis.call('set', latch, '1', 'px', lease_ms, 'nx') then
     return false
   end
-  if redis.call('publish', channel, 'g:' .. request .. ':' .. look) == 0 then
+  if publish(channel, 'g:' .. request .. ':' .. look) == 0 then
     redis.call('del', latch)
     return false
   end

@@ -9,7 +9,7 @@
 macro_rules! lock_script {
     ($($file:literal),+ $(,)?) => {
         std::sync::LazyLock::new(|| {
-            $crate::connection::LockScript::new(concat!($(include_str!($file)),+))
+            $crate::kinds::script::LockScript::new(concat!($(include_str!($file)),+))
         })
     };
 }
@@ -19,14 +19,15 @@ pub(crate) mod fair;
 pub(crate) mod fenced;
 pub(crate) mod read_write;
 pub(crate) mod reentrant;
+pub(crate) mod script;
 pub(crate) mod semaphore;
 
 use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
-use crate::connection::LockScript;
 use crate::options::ClientOptions;
+use script::LockScript;
 
 /// One acquire attempt. The request id makes it idempotent: a retry with the same id replays
 /// the first outcome (through the acquire latch), and [`LockKind::undo_acquire`] with the same

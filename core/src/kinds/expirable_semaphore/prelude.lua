@@ -23,7 +23,7 @@ local function reclaim(counter, timeouts, channel)
     redis.call('zrem', timeouts, unpack(expired))
     local value = redis.call('incrby', counter, #expired)
     if value > 0 then
-      redis.call('publish', channel, value)
+      publish(channel, value)
     end
   end
 end

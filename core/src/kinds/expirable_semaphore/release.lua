@@ -14,7 +14,7 @@ if not expiry then
   return nil
 end
 redis.call('zrem', KEYS[2], id)
-redis.call('publish', KEYS[3], redis.call('incrby', KEYS[1], 1))
+publish(KEYS[3], redis.call('incrby', KEYS[1], 1))
 redis.call('del', KEYS[5])
 if tonumber(expiry) <= now then
   return nil

@@ -22,9 +22,10 @@ use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
-use crate::connection::{LockScript, Publish};
+use crate::connection::Publish;
 use crate::engine::HASH_RENEWAL;
 use crate::keys;
+use crate::kinds::script::LockScript;
 use crate::kinds::{
     read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
 };

@@ -33,7 +33,7 @@ end
 -- Wakes `waiter` (if any) on its own channel: the lock is free and it is next.
 local function tell(waiter)
   if waiter then
-    redis.call('publish', KEYS[4] .. ':' .. waiter, 0)
+    publish(KEYS[4] .. ':' .. waiter, 0)
   end
 end
 

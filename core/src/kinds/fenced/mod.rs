@@ -15,9 +15,10 @@ use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
-use crate::connection::{LockScript, Publish};
+use crate::connection::Publish;
 use crate::keys;
 use crate::kinds::reentrant::{self, Reentrant};
+use crate::kinds::script::LockScript;
 use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 

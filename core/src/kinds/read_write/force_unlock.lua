@@ -3,7 +3,7 @@
 -- Replies 1 when a lock was deleted.
 if redis.call('hget', KEYS[1], 'mode') == ARGV[1] then
   redis.call('del', KEYS[1])
-  redis.call('publish', KEYS[2], ARGV[2])
+  publish(KEYS[2], ARGV[2])
   return 1
 end
 return 0

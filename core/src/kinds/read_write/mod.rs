@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use redis::ScriptInvocation;
 
-use crate::connection::{LockScript, Publish};
+use crate::connection::Publish;
 use crate::engine::HASH_RENEWAL;
 use crate::keys;
+use crate::kinds::script::LockScript;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 

@@ -49,7 +49,7 @@ end
 if result == 1 then
   -- No reader left (or only readers whose levels all expired).
   redis.call('del', KEYS[1])
-  redis.call('publish', KEYS[2], freed_message(KEYS[6]))
+  publish(KEYS[2], freed_message(KEYS[6]))
 end
 redis.call('set', KEYS[4], result, 'px', result == 1 and ARGV[4] or ARGV[3])
 return result

@@ -17,7 +17,7 @@ if latch and latch ~= '0' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   end
   if redis.call('hlen', KEYS[1]) <= 1 then
     redis.call('del', KEYS[1])
-    redis.call('publish', KEYS[2], freed_message(KEYS[5]))
+    publish(KEYS[2], freed_message(KEYS[5]))
   end
 end
 unregister_waiter(KEYS[6], KEYS[7], ARGV[1])

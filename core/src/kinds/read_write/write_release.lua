@@ -22,7 +22,7 @@ else
   else
     redis.call('hset', KEYS[1], 'mode', 'read')
   end
-  redis.call('publish', KEYS[2], 1)
+  publish(KEYS[2], 1)
   result = 1
 end
 redis.call('del', KEYS[4])

@@ -21,7 +21,7 @@ if latch and latch ~= '0' and redis.call('hget', KEYS[1], 'mode') == 'write'
     else
       redis.call('hset', KEYS[1], 'mode', 'read')
     end
-    redis.call('publish', KEYS[2], 1)
+    publish(KEYS[2], 1)
   end
 end
 unregister_waiter(KEYS[4], KEYS[5], ARGV[1])

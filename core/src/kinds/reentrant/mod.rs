@@ -17,9 +17,10 @@ use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
-use crate::connection::{LockScript, Publish};
+use crate::connection::Publish;
 use crate::engine::HASH_RENEWAL;
 use crate::keys;
+use crate::kinds::script::LockScript;
 use crate::kinds::{
     read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
 };
@@ -221,26 +222,5 @@ impl LockKind for Reentrant {
             key: self.name.clone(),
             owner: owner.to_owned(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::connection::{COUNT_LISTENERS, EXACT_PUBLISH_COUNTS};
-
-    /// The sharded and broadcast forms of the scripts rewrite this call: it must be spelled so.
-    #[test]
-    fn waking_scripts_count_listeners_as_the_script_forms_expect() {
-        assert!(include_str!("waiters.lua").contains(COUNT_LISTENERS));
-    }
-
-    /// The broadcast form of the scripts turns grants off by rewriting this line: it must be
-    /// spelled so, once, before `grant` reads it.
-    #[test]
-    fn grants_read_the_line_the_broadcast_form_rewrites() {
-        let shared = include_str!("../lock_hash.lua");
-        assert_eq!(shared.matches(EXACT_PUBLISH_COUNTS).count(), 1);
-        let declared = shared.find(EXACT_PUBLISH_COUNTS).unwrap();
-        assert!(declared < shared.find("local function grant(").unwrap());
     }
 }

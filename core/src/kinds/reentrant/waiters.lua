@@ -65,7 +65,7 @@ end
 -- Whether a client other than polylock listens on the shared channel: polylock's subscribe to
 -- `listening` right after it and leave it right before it, so the difference counts the others.
 local function others_listen(shared, listening)
-  local counts = redis.call('pubsub', 'numsub', shared, listening)
+  local counts = count_listeners(shared, listening)
   return counts[2] > counts[4]
 end
 
@@ -84,18 +84,18 @@ local function tell_next(line, lock, shared, reserve_ms)
       redis.call('hdel', line.grants, next_owner)
       told = grant(lock, line.latch_prefix, line.told_prefix .. ':' .. next_owner, next_owner, entry)
     end
-    if not told and redis.call('publish', line.told_prefix .. ':' .. next_owner, 0) > 0 then
+    if not told and publish(line.told_prefix .. ':' .. next_owner, 0) > 0 then
       redis.call('set', line.reservation, next_owner, 'px', reserve_ms)
       told = true
     end
     if told then
       if others_listen(shared, line.listening) then
-        redis.call('publish', shared, '00')
+        publish(shared, '00')
       end
       return
     end
   end
-  redis.call('publish', shared, 0)
+  publish(shared, 0)
 end
 
 -- Whether `owner` may take the lock now: it holds it (re-entry), or nobody does and it is not

@@ -11,7 +11,7 @@ if type(before) == 'table' then
 end
 local value = redis.call('incrby', KEYS[1], ARGV[1])
 if value > 0 and tonumber(ARGV[1]) > 0 then
-  redis.call('publish', KEYS[2], value)
+  publish(KEYS[2], value)
 end
 redis.call('set', KEYS[3], '1', 'px', ARGV[2])
 return value

@@ -10,7 +10,7 @@ end
 if redis.call('get', KEYS[4]) ~= '1' then
   return nil
 end
-redis.call('publish', KEYS[2], redis.call('incrby', KEYS[1], ARGV[1]))
+publish(KEYS[2], redis.call('incrby', KEYS[1], ARGV[1]))
 redis.call('del', KEYS[4])
 redis.call('set', KEYS[3], 1, 'px', ARGV[2])
 return 1

@@ -11,8 +11,9 @@ use std::sync::LazyLock;
 
 use redis::ScriptInvocation;
 
-use crate::connection::{LockScript, Publish};
+use crate::connection::Publish;
 use crate::keys;
+use crate::kinds::script::LockScript;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
 use crate::options::ClientOptions;
 

@@ -4,7 +4,7 @@
 -- The latch becomes a tombstone either way. Replies 1 when permits came back.
 local undone = 0
 if redis.call('get', KEYS[3]) == '1' then
-  redis.call('publish', KEYS[2], redis.call('incrby', KEYS[1], ARGV[2]))
+  publish(KEYS[2], redis.call('incrby', KEYS[1], ARGV[2]))
   undone = 1
 end
 redis.call('set', KEYS[3], '0', 'px', ARGV[1])

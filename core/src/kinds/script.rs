@@ -1,0 +1,194 @@
+//! A lock script in each of its forms (see [`Publish`]).
+//!
+//! Scripts reach pub/sub only through three names, which a form's prelude defines in front of
+//! the script's text; a form is a prelude, never a rewrite of the text:
+//! - `publish(channel, message)`: `PUBLISH`, or `SPUBLISH` on a cluster with sharded pub/sub;
+//! - `count_listeners(shared, listening)`: the `PUBSUB NUMSUB` reply for the two channels
+//!   (`SHARDNUMSUB` when sharded), or an assumed reply where listeners cannot be counted;
+//! - `PUBLISH_COUNTS_EVERY_LISTENER`: whether a publish reply of 0 proves that nobody listens
+//!   (see `grant` in `lock_hash.lua`).
+//!
+//! A test reads every script file and fails on a pub/sub command named anywhere else.
+
+use crate::connection::Publish;
+
+const PUBLISH: &str =
+    "local function publish(channel, message) return redis.call('publish', channel, message) end";
+const SHARDED_PUBLISH: &str =
+    "local function publish(channel, message) return redis.call('spublish', channel, message) end";
+const COUNT: &str = "local function count_listeners(shared, listening) \
+                     return redis.call('pubsub', 'numsub', shared, listening) end";
+const SHARDED_COUNT: &str = "local function count_listeners(shared, listening) \
+                             return redis.call('pubsub', 'shardnumsub', shared, listening) end";
+/// Where listeners cannot be counted, another client is assumed to listen on the first channel.
+const ASSUMED_COUNT: &str =
+    "local function count_listeners(shared, listening) return {shared, 1, listening, 0} end";
+
+/// Test only (the protocol explorer): a publish is appended to [`EXPLORED_LOG`] for the explorer
+/// to deliver, and answers the listener count the explorer keeps in [`EXPLORED_LISTENERS`]
+/// (keys outside `KEYS`: the explorer runs one server, not a cluster).
+#[cfg(all(test, feature = "explorer"))]
+pub(crate) const EXPLORED_LOG: &str = "explorer:published";
+#[cfg(all(test, feature = "explorer"))]
+pub(crate) const EXPLORED_LISTENERS: &str = "explorer:listeners";
+#[cfg(all(test, feature = "explorer"))]
+const EXPLORED_PUBLISH: &str = "local function publish(channel, message)
+  redis.call('rpush', 'explorer:published', channel, tostring(message))
+  return tonumber(redis.call('hget', 'explorer:listeners', channel) or '0')
+end";
+
+/// The prelude of a form: whether publish replies count every listener, then `publish` and
+/// `count_listeners`.
+fn prelude(publish: Publish) -> String {
+    let (counts_every_listener, publish, count) = match publish {
+        Publish::Plain => (true, PUBLISH, COUNT),
+        Publish::Sharded => (true, SHARDED_PUBLISH, SHARDED_COUNT),
+        // A PUBLISH reaches every node's subscribers but counts one node's: no count is
+        // trusted, and grants are off.
+        Publish::Broadcast => (false, PUBLISH, ASSUMED_COUNT),
+        // Counted as on one server (the explorer's real NUMSUB), or as a broadcast cluster
+        // counts; delivered by the explorer either way.
+        #[cfg(all(test, feature = "explorer"))]
+        Publish::Explored { exact: true } => (true, EXPLORED_PUBLISH, COUNT),
+        #[cfg(all(test, feature = "explorer"))]
+        Publish::Explored { exact: false } => (false, EXPLORED_PUBLISH, ASSUMED_COUNT),
+    };
+    format!("local PUBLISH_COUNTS_EVERY_LISTENER = {counts_every_listener}\n{publish}\n{count}\n")
+}
+
+/// A lock script in its forms: see [`Publish`].
+pub(crate) struct LockScript {
+    plain: redis::Script,
+    sharded: redis::Script,
+    broadcast: redis::Script,
+    #[cfg(all(test, feature = "explorer"))]
+    explored_exact: redis::Script,
+    #[cfg(all(test, feature = "explorer"))]
+    explored_inexact: redis::Script,
+}
+
+impl LockScript {
+    pub(crate) fn new(text: &str) -> LockScript {
+        let form = |publish| redis::Script::new(&format!("{}{text}", prelude(publish)));
+        LockScript {
+            plain: form(Publish::Plain),
+            sharded: form(Publish::Sharded),
+            broadcast: form(Publish::Broadcast),
+            #[cfg(all(test, feature = "explorer"))]
+            explored_exact: form(Publish::Explored { exact: true }),
+            #[cfg(all(test, feature = "explorer"))]
+            explored_inexact: form(Publish::Explored { exact: false }),
+        }
+    }
+
+    pub(crate) fn prepare_invoke(&self, publish: Publish) -> redis::ScriptInvocation<'_> {
+        match publish {
+            Publish::Plain => self.plain.prepare_invoke(),
+            Publish::Sharded => self.sharded.prepare_invoke(),
+            Publish::Broadcast => self.broadcast.prepare_invoke(),
+            #[cfg(all(test, feature = "explorer"))]
+            Publish::Explored { exact: true } => self.explored_exact.prepare_invoke(),
+            #[cfg(all(test, feature = "explorer"))]
+            Publish::Explored { exact: false } => self.explored_inexact.prepare_invoke(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polylock_testkit::RedisServer;
+    use std::path::Path;
+
+    /// The spellings a script would use to reach pub/sub itself (lowercased: Redis takes
+    /// command names in any case).
+    const PUB_SUB_OUTSIDE_A_FORM: [&str; 7] = [
+        "'publish'",
+        "\"publish\"",
+        "'spublish'",
+        "\"spublish\"",
+        "'pubsub'",
+        "\"pubsub\"",
+        "publish_counts_every_listener =",
+    ];
+
+    fn lua_files(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                lua_files(&path, found);
+            } else if path.extension().is_some_and(|ext| ext == "lua") {
+                found.push(path);
+            }
+        }
+    }
+
+    /// Every script file (the kinds', the engine's) reaches pub/sub only through the names a
+    /// form defines: a publish spelled in a script would escape the sharded and broadcast forms.
+    #[test]
+    fn scripts_reach_pub_sub_only_through_their_form() {
+        let mut files = Vec::new();
+        lua_files(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        assert!(files.len() > 20, "the scripts were not found: {files:?}");
+        let mut publishers = 0;
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap().to_lowercase();
+            for spelling in PUB_SUB_OUTSIDE_A_FORM {
+                assert!(
+                    !text.contains(spelling),
+                    "{} names {spelling} itself: call publish(...) / count_listeners(...) instead",
+                    file.display()
+                );
+            }
+            publishers += usize::from(text.contains("publish("));
+        }
+        assert!(publishers > 10, "only {publishers} scripts publish");
+    }
+
+    fn calls(redis: &RedisServer, stat: &str) -> i64 {
+        let info = redis.command(&["INFO", "commandstats"]).unwrap_or_default();
+        info.lines()
+            .find_map(|line| line.strip_prefix(&format!("cmdstat_{stat}:calls=")))
+            .and_then(|rest| rest.split(',').next()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Each form's prelude, run on a real server, sends the commands its form promises, and
+    /// tells the script whether publish replies count every listener.
+    #[test]
+    fn each_form_publishes_and_counts_its_own_way() {
+        let redis = RedisServer::start();
+        let mut connection = redis.connection().unwrap();
+        let probe = "return {PUBLISH_COUNTS_EVERY_LISTENER and 1 or 0, publish('c', 'm'), \
+                     count_listeners('a', 'b')}";
+        let stats = ["publish", "spublish", "pubsub|numsub", "pubsub|shardnumsub"];
+        for (publish, counts_every_listener, sent, assumed) in [
+            (Publish::Plain, 1, ["publish", "pubsub|numsub"], false),
+            (
+                Publish::Sharded,
+                1,
+                ["spublish", "pubsub|shardnumsub"],
+                false,
+            ),
+            (Publish::Broadcast, 0, ["publish", ""], true),
+        ] {
+            let before: Vec<i64> = stats.iter().map(|stat| calls(&redis, stat)).collect();
+            let script = LockScript::new(probe);
+            let reply: (i64, i64, (String, i64, String, i64)) = script
+                .prepare_invoke(publish)
+                .invoke(&mut connection)
+                .unwrap();
+            assert_eq!(reply.0, counts_every_listener, "{publish:?}");
+            assert_eq!(reply.1, 0, "{publish:?}: nobody listens on c");
+            assert_eq!(reply.2 .0, "a");
+            assert_eq!(reply.2 .1, i64::from(assumed), "{publish:?}");
+            for (stat, before) in stats.iter().zip(before) {
+                let expected = before + i64::from(sent.contains(stat));
+                assert_eq!(calls(&redis, stat), expected, "{publish:?} and {stat}");
+            }
+        }
+    }
+}
