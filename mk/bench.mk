@@ -25,7 +25,7 @@ $(BENCH_VENV)/bin/python:
 ## bench-deps: the peers (PyPI, npm, Maven Central) and the Rust and Java workers
 bench-deps: $(BENCH_VENV)/bin/python bench-rust bench-java
 	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check $(BENCH_PYPI)
-	cd bench && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+	cd bench && npm ci --no-audit --no-fund
 
 ## bench-java: the Redisson worker: its jar and target/classpath.txt (dependencies in ~/.m2)
 bench-java: $(BENCH_JAVA_JAR)
@@ -55,7 +55,7 @@ bench-smoke: bench-smoke-build
 ## bench-smoke-build: the peers and the debug workers bench-smoke runs
 bench-smoke-build: $(BENCH_VENV)/bin/python build-node bench-java
 	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check $(BENCH_PYPI)
-	cd bench && if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+	cd bench && npm ci --no-audit --no-fund
 	@# target/ (not target/bench-rust): the debug dependencies the test suites compiled are reused.
 	cd bench/rust && CARGO_TARGET_DIR=$(CURDIR)/target cargo build --locked
 	cd python && VIRTUAL_ENV=$(CURDIR)/$(BENCH_VENV) $(CURDIR)/$(BENCH_VENV)/bin/maturin develop --quiet

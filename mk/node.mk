@@ -10,13 +10,13 @@ NODE_DRIFT_DIR := target/node-drift
 .PHONY: node-deps build-node test-node
 
 ## node-deps: install node/'s dev tools (again only when package.json or the lock file changed:
-## other suites use node/node_modules while test-dist builds the packages)
+## other suites use node/node_modules while test-dist builds the packages). The lock file records
+## every platform's optional packages (of @napi-rs/cli's own napi-rs dependencies), so npm ci
+## accepts it on any platform.
 NODE_DEPS_STAMP := node/node_modules/.polylock-installed
 node-deps: $(NODE_DEPS_STAMP)
 $(NODE_DEPS_STAMP): node/package.json node/package-lock.json
-	@# npm ci can refuse this lock file (npm leaves other platforms' optional packages of
-	@# @napi-rs/cli out of it); npm install then installs the same locked versions.
-	cd node && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; }
+	cd node && npm ci --no-audit --no-fund
 	touch $@
 
 ## build-node: install node/'s dev tools and build the native addon into node/
