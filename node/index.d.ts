@@ -58,9 +58,9 @@ export type PolylockErrorCode =
   | 'ERR_NOT_SYNCED'
 
 /**
- * An `Error` from polylock (abort rejections are the signal's reason instead). A value of the
- * wrong JavaScript type inside an options object (`{ waitMs: '5' }`, which TypeScript refuses)
- * is rejected earlier by napi's conversion, with napi's code (`InvalidArg`, `NumberExpected`).
+ * An `Error` from polylock (abort rejections are the signal's reason instead). An argument or
+ * option of the wrong JavaScript type (`{ waitMs: '5' }`, which TypeScript refuses) is
+ * `ERR_INVALID_ARGUMENT` too, naming it: `invalid argument: waitMs must be a number, not string`.
  */
 export interface PolylockError extends Error {
   code: PolylockErrorCode

@@ -61,24 +61,24 @@ export declare class Client {
 /** A semaphore of permits with ids and leases (Redisson RPermitExpirableSemaphore layout). */
 export declare class ExpirableSemaphore {
   get name(): string
-  /** Sets the number of permits if it was never set; `true` when set. */
-  trySetPermits(permits: number): Promise<boolean>
-  /** Adds permits (a negative number takes some away). */
-  addPermits(permits: number): Promise<void>
   /**
    * Takes one permit, waiting up to `waitMs`; resolves to its id, or `null` when the wait
    * runs out or `cancellation` fires (then nothing is taken). `leaseMs`: none = renewed by
    * the watchdog while the client lives.
    */
   acquire(options?: AcquireOptions | null, cancellation?: Cancellation | null): Promise<string | null>
+  /** Sets the number of permits if it was never set; `true` when set. */
+  trySetPermits(permits: number): Promise<boolean>
+  /** Adds permits (a negative number takes some away). */
+  addPermits(permits: number): Promise<void>
+  /** The permits available now, after permits whose lease ran out came back. */
+  availablePermits(): Promise<number>
   /**
    * Releases the permit `permitId`: `ERR_NOT_HELD` when nobody holds it, `ERR_LOCK_LOST`
    * when it was this handle's and was lost (its lease ran out, or another client released
    * it): once, for the handle's latest 1024 lost permits.
    */
   release(permitId: string): Promise<void>
-  /** The permits available now, after permits whose lease ran out came back. */
-  availablePermits(): Promise<number>
   /**
    * The ids of the permits this handle holds (no I/O). A permit leaves when released, or as
    * soon as its lease runs out (by this client's clock) or the watchdog finds it gone.
@@ -100,6 +100,21 @@ export declare class Lock {
    * acquired, `false` only when `cancellation` fired.
    */
   acquireOrFail(options?: AcquireOptions | null, cancellation?: Cancellation | null): Promise<boolean>
+  /** Releases one level of the hold: `ERR_NOT_HELD` when not held, `ERR_LOCK_LOST` when lost. */
+  release(): Promise<void>
+  /** Whether this handle holds the lock (no I/O). */
+  isHeld(): boolean
+  /** How many unreleased acquisitions this handle has (no I/O). */
+  holdCount(): number
+  /** Whether the current hold's lease was lost (no I/O). */
+  isLost(): boolean
+  get name(): string
+  /**
+   * Calls `callback` with an `ERR_LOCK_LOST` error each time a hold of this handle is lost.
+   * The callback never keeps the event loop alive. It must not reference this handle, or the
+   * handle could never be garbage-collected (the core keeps the callback).
+   */
+  onLost(callback: (error: Error) => void): void
   /**
    * The defaults of this handle's acquires (`client.lock(name, defaults)`); a field is absent
    * when its default is none (no bound, the watchdog lease).
@@ -110,32 +125,17 @@ export declare class Lock {
    * lock, `Infinity` when its key has no expiry.
    */
   remainingLease(): Promise<number | null>
-  /** Releases one level of the hold: `ERR_NOT_HELD` when not held, `ERR_LOCK_LOST` when lost. */
-  release(): Promise<void>
   /** Whether anyone holds the lock. */
   isLocked(): Promise<boolean>
   /** Deletes the lock whoever holds it; `true` when there was one. */
   forceUnlock(): Promise<boolean>
-  /** Whether this handle holds the lock (no I/O). */
-  isHeld(): boolean
-  /** How many unreleased acquisitions this handle has (no I/O). */
-  holdCount(): number
   /**
    * The fencing token of the current hold (fenced locks); `null` when nothing is held and for
    * kinds without tokens. Tokens grow by one per acquisition, so they stay safe integers.
    */
   get token(): number | null
-  /** Whether the current hold's lease was lost (no I/O). */
-  isLost(): boolean
-  get name(): string
   /** `<client-id>:<holder-id>`, the hash field this handle writes. */
   get owner(): string
-  /**
-   * Calls `callback` with an `ERR_LOCK_LOST` error each time a hold of this handle is lost.
-   * The callback never keeps the event loop alive. It must not reference this handle, or the
-   * handle could never be garbage-collected (the core keeps the callback).
-   */
-  onLost(callback: (error: Error) => void): void
 }
 
 /** All (`kind` "multi") or a majority (`kind` "red") of several locks, held together. */
@@ -145,6 +145,8 @@ export declare class LockGroup {
    * the locks (at least one, none twice) and the defaults.
    */
   constructor(kind: 'multi' | 'red', locks: Lock[], defaults?: AcquireOptions | null)
+  /** How many of its locks must be held. */
+  get quorum(): number
   /**
    * Acquires (one more level of) the group; `false` when the wait runs out or
    * `cancellation` fires (then nothing is held).
@@ -154,12 +156,10 @@ export declare class LockGroup {
   acquireOrFail(options?: AcquireOptions | null, cancellation?: Cancellation | null): Promise<boolean>
   /** Releases one level, on every server. */
   release(): Promise<void>
-  get name(): string
-  /** How many of its locks must be held. */
-  get quorum(): number
   isHeld(): boolean
   holdCount(): number
   isLost(): boolean
+  get name(): string
   /** Calls `callback` with an `ERR_LOCK_LOST` error each time a hold of the group is lost. */
   onLost(callback: (error: Error) => void): void
 }
@@ -176,20 +176,20 @@ export declare class ReadWriteLock {
 /** A counting semaphore (Redisson RSemaphore layout): permits belong to nobody and never expire. */
 export declare class Semaphore {
   get name(): string
-  /** Sets the number of permits if it was never set; `true` when set. */
-  trySetPermits(permits: number): Promise<boolean>
-  /** Adds permits (a negative number takes some away). */
-  addPermits(permits: number): Promise<void>
   /**
    * Takes `permits` (default 1), waiting up to `waitMs` (none or `Infinity` = no bound, 0 =
    * one attempt). Resolves `false` when the wait runs out or `cancellation` fires (then
    * nothing is taken).
    */
   acquire(options?: SemaphoreAcquireOptions | null, cancellation?: Cancellation | null): Promise<boolean>
-  /** Gives `permits` (default 1) back, whoever took them, and wakes waiters. */
-  release(permits?: number | null): Promise<void>
+  /** Sets the number of permits if it was never set; `true` when set. */
+  trySetPermits(permits: number): Promise<boolean>
+  /** Adds permits (a negative number takes some away). */
+  addPermits(permits: number): Promise<void>
   /** The permits available now (0 when never set). */
   availablePermits(): Promise<number>
+  /** Gives `permits` (default 1) back, whoever took them, and wakes waiters. */
+  release(permits?: number | null): Promise<void>
 }
 
 /**

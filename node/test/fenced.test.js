@@ -143,11 +143,11 @@ describe('fenced writes', () => {
     const key = fresh('bad')
     await assert.rejects(client.fencedSet(key, 5, 1), {
       code: 'ERR_INVALID_ARGUMENT',
-      message: 'invalid argument: value must be a string or a Buffer',
+      message: 'invalid argument: value must be a string or a Buffer, not number',
     })
     await assert.rejects(client.fencedSet(key, 'v', '1'), {
       code: 'ERR_INVALID_ARGUMENT',
-      message: 'invalid argument: token must be a number',
+      message: 'invalid argument: token must be a number, not string',
     })
     await assert.rejects(client.fencedDelete(key, 1n), { code: 'ERR_INVALID_ARGUMENT' })
     await assert.rejects(client.fencedSet(key, 'v', Number.NaN), {

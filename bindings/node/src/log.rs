@@ -6,7 +6,7 @@ use std::fmt::Debug;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, Once};
 
-use napi::bindgen_prelude::{Either3, FnArgs, Function};
+use napi::bindgen_prelude::{Either3, FnArgs, Function, Unknown};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::Env;
 use napi_derive::napi;
@@ -14,6 +14,9 @@ use tracing::field::{Field, Visit};
 use tracing::subscriber::Interest;
 use tracing::{Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+use crate::args::{optional, string};
+use crate::error::{js_error, OrThrow};
 
 /// A field's value as JavaScript gets it.
 type Value = Either3<String, f64, bool>;
@@ -78,14 +81,15 @@ fn threshold(level: &str) -> Option<u8> {
 pub fn set_logger(
     env: &Env,
     logger: Option<Function<LoggerArgs, ()>>,
-    level: Option<String>,
+    level: Option<Unknown>,
 ) -> napi::Result<()> {
+    let level = optional(level, |level| string(level, "log level")).or_throw(env)?;
     let level = level.unwrap_or_else(|| "info".into());
     let Some(rank) = threshold(&level) else {
         let err = polylock::Error::InvalidArgument(format!(
             "log level must be one of 'error', 'warn', 'info', 'debug', 'trace', got '{level}'"
         ));
-        return Err(crate::js_error(env, &err));
+        return Err(js_error(env, &err));
     };
     let send: Option<Send> = match logger {
         None => None,
