@@ -1,4 +1,4 @@
-# The Node package `polylock` (node/, built from bindings/node with @napi-rs/cli).
+# The Node package `@polylock/polylock` (node/, built from bindings/node with @napi-rs/cli).
 
 NODE_GENERATED := native.js native.d.ts
 # Tests and the demo use a debug addon: it shares target/debug with every other crate, which
@@ -36,9 +36,11 @@ test-node:
 	done
 	cd node && npm test
 
-# The npm packages (the napi-rs layout): `polylock` (JavaScript and declarations, no addon)
-# and one package per platform with the release addon, `polylock-<platform>` (node/npm/*,
-# made by `napi create-npm-dirs` from package.json's napi.targets). This machine builds and
+# The npm packages (the napi-rs layout), under the npm scope @polylock (the unscoped name
+# `polylock` is someone else's package): `@polylock/polylock` (JavaScript and declarations, no
+# addon) and one package per platform with the release addon, `@polylock/polylock-<platform>`
+# (node/npm/*, made by `napi create-npm-dirs` from package.json's napi.packageName and
+# napi.targets). This machine builds and
 # packs linux-x64-gnu; the other platforms' packages are packed the same way where they are
 # built. The optionalDependencies on the platform packages are added to the packed
 # package.json only (as `napi prepublish` does), so that installing node/'s dev tools never
@@ -48,10 +50,13 @@ NODE_VERSION = $(shell node -p "require('./node/package.json').version")
 NODE_STAGE := target/node-dist
 NODE_DIST_TEST := target/node-dist-test
 DIST_DIR := dist
+# npm pack names a scoped package's tarball <scope>-<name>-<version>.tgz.
+NODE_TARBALL = $(DIST_DIR)/polylock-polylock-$(NODE_VERSION).tgz
+NODE_PLATFORM_TARBALL = $(DIST_DIR)/polylock-polylock-$(NODE_PLATFORM)-$(NODE_VERSION).tgz
 
 .PHONY: dist-node test-dist-node
 
-## dist-node: dist/polylock-<v>.tgz and dist/polylock-<platform>-<v>.tgz (release addon)
+## dist-node: dist/polylock-polylock-<v>.tgz and dist/polylock-polylock-<platform>-<v>.tgz (release addon)
 dist-node: node-deps
 	rm -rf $(NODE_STAGE) && mkdir -p $(NODE_STAGE)/addon $(NODE_STAGE)/polylock $(NODE_STAGE)/platform $(DIST_DIR)
 	@# No --strip: it changes RUSTFLAGS, which would make dist-kotlin's release build of the same
@@ -68,12 +73,12 @@ dist-node: node-deps
 	  done
 	cp node/npm/$(NODE_PLATFORM)/package.json node/npm/$(NODE_PLATFORM)/README.md $(NODE_STAGE)/platform/
 	cp $(NODE_STAGE)/addon/polylock.$(NODE_PLATFORM).node $(NODE_STAGE)/platform/
-	rm -f $(DIST_DIR)/polylock-$(NODE_VERSION).tgz $(DIST_DIR)/polylock-$(NODE_PLATFORM)-$(NODE_VERSION).tgz
+	rm -f $(NODE_TARBALL) $(NODE_PLATFORM_TARBALL)
 	cd $(NODE_STAGE)/polylock && npm pack --pack-destination $(abspath $(DIST_DIR))
 	cd $(NODE_STAGE)/platform && npm pack --pack-destination $(abspath $(DIST_DIR))
-	@if tar -tzf $(DIST_DIR)/polylock-$(NODE_VERSION).tgz | grep '\.node$$'; then \
+	@if tar -tzf $(NODE_TARBALL) | grep '\.node$$'; then \
 	  echo "dist-node: the main package must not carry an addon"; exit 1; fi
-	@tar -tzf $(DIST_DIR)/polylock-$(NODE_PLATFORM)-$(NODE_VERSION).tgz | grep -qx 'package/polylock.$(NODE_PLATFORM).node' || { \
+	@tar -tzf $(NODE_PLATFORM_TARBALL) | grep -qx 'package/polylock.$(NODE_PLATFORM).node' || { \
 	  echo "dist-node: the platform package has no addon"; exit 1; }
 	rm -rf $(NODE_STAGE)
 
@@ -84,9 +89,8 @@ test-dist-node: dist-node redis-server
 	cd $(NODE_DIST_TEST) && export PATH="$(PATH_WITHOUT_RUST)" && \
 	  ! command -v cargo && ! command -v rustc && \
 	  echo '{"name": "polylock-dist-test", "private": true}' > package.json && \
-	  npm install --offline --no-audit --no-fund \
-	    ../../$(DIST_DIR)/polylock-$(NODE_VERSION).tgz ../../$(DIST_DIR)/polylock-$(NODE_PLATFORM)-$(NODE_VERSION).tgz && \
-	  node -e "require('polylock')" && \
+	  npm install --offline --no-audit --no-fund ../../$(NODE_TARBALL) ../../$(NODE_PLATFORM_TARBALL) && \
+	  node -e "require('@polylock/polylock')" && \
 	  node esm.mjs && \
 	  POLYLOCK_NODE_TESTKIT=$(CURDIR)/node/test/redis.js node smoke.js && \
 	  node ../../node/node_modules/typescript/bin/tsc --noEmit --strict -p tsconfig.json \

@@ -13,7 +13,7 @@ import {
   type LogLevel,
   type PolylockError,
   type SemaphoreAcquireOptions,
-} from 'polylock'
+} from '@polylock/polylock'
 
 async function main(): Promise<void> {
   const client: Client = await Client.connect('redis://127.0.0.1:6379/0', {

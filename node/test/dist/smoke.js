@@ -1,21 +1,25 @@
 'use strict'
 
 // The install test of the packed tarballs (make test-dist-node), run from a directory where
-// only they are installed: requires polylock, then takes and releases a lock against a
+// only they are installed: requires @polylock/polylock, then takes and releases a lock against a
 // redis-server started by the Node test kit (node/test/redis.js, given by POLYLOCK_NODE_TESTKIT).
 
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
 
-const polylock = require('polylock')
+const polylock = require('@polylock/polylock')
 const { startRedis } = require(process.env.POLYLOCK_NODE_TESTKIT)
 
 async function main() {
-  assert.match(require.resolve('polylock'), /node_modules[\\/]polylock[\\/]index\.js$/)
-  const addon = require.resolve('polylock-linux-x64-gnu')
-  assert.match(addon, /node_modules[\\/]polylock-linux-x64-gnu[\\/]polylock\.linux-x64-gnu\.node$/)
-  const installed = path.dirname(require.resolve('polylock'))
+  assert.match(require.resolve('@polylock/polylock'), /node_modules[\\/]@polylock[\\/]polylock[\\/]index\.js$/)
+  const addon = require.resolve('@polylock/polylock-linux-x64-gnu')
+  assert.match(addon, /node_modules[\\/]@polylock[\\/]polylock-linux-x64-gnu[\\/]polylock\.linux-x64-gnu\.node$/)
+  // The old unscoped names belong to other people's packages: nothing may resolve them.
+  for (const unscoped of ['polylock', 'polylock-linux-x64-gnu']) {
+    assert.throws(() => require.resolve(unscoped), { code: 'MODULE_NOT_FOUND' }, unscoped)
+  }
+  const installed = path.dirname(require.resolve('@polylock/polylock'))
   assert.deepEqual(fs.readdirSync(installed).filter((file) => file.endsWith('.node')), [],
     'the main package carries no addon')
 

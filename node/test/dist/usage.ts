@@ -1,5 +1,5 @@
 // Type-checked with tsc --noEmit --strict against the installed package (make test-dist-node).
-import { Client, setLogger, type AcquireOptions, type LockOptions, type PolylockError } from 'polylock'
+import { Client, setLogger, type AcquireOptions, type LockOptions, type PolylockError } from '@polylock/polylock'
 
 export async function run(url: string): Promise<number | null> {
   const client: Client = await Client.connect(url, { connectTimeoutMs: 1000, watchdogTimeoutMs: 30_000 })
