@@ -236,6 +236,53 @@ pub fn lease_from_millis(millis: Option<f64>) -> Result<Option<Duration>> {
         .transpose()
 }
 
+/// [`ClientOptions`] as the bindings receive them: times in milliseconds, each checked by
+/// [`option_from_millis`] so every language gives the same message; an option left out (`None`)
+/// takes its default. Written once here rather than in each binding.
+#[derive(Clone, Default)]
+pub struct ClientOptionsInMillis {
+    pub watchdog_timeout: Option<f64>,
+    pub connect_timeout: Option<f64>,
+    pub response_timeout: Option<f64>,
+    pub fair_queue_timeout: Option<f64>,
+    pub sync_replicas: Option<bool>,
+    pub replica_sync_timeout: Option<f64>,
+    pub tls_ca: Option<String>,
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
+    pub tls_insecure: Option<bool>,
+}
+
+impl ClientOptionsInMillis {
+    /// The client options, or `InvalidArgument` for a time that is no number of milliseconds
+    /// (NaN, negative, over the maximum); connecting checks the minimums.
+    pub fn into_options(self) -> Result<ClientOptions> {
+        let defaults = ClientOptions::default();
+        // The option `$field` of `$given`, else of `$defaults`; the field's name is the one
+        // the message gives.
+        macro_rules! time {
+            ($given:ident, $defaults:ident, $field:ident) => {
+                match $given.$field {
+                    Some(millis) => option_from_millis(stringify!($field), millis)?,
+                    None => $defaults.$field,
+                }
+            };
+        }
+        Ok(ClientOptions {
+            watchdog_timeout: time!(self, defaults, watchdog_timeout),
+            connect_timeout: time!(self, defaults, connect_timeout),
+            response_timeout: time!(self, defaults, response_timeout),
+            fair_queue_timeout: time!(self, defaults, fair_queue_timeout),
+            sync_replicas: self.sync_replicas.unwrap_or(defaults.sync_replicas),
+            replica_sync_timeout: time!(self, defaults, replica_sync_timeout),
+            tls_ca: self.tls_ca,
+            tls_cert: self.tls_cert,
+            tls_key: self.tls_key,
+            tls_insecure: self.tls_insecure.unwrap_or(defaults.tls_insecure),
+        })
+    }
+}
+
 /// Checks a lock name: 1 to [`MAX_NAME_BYTES`] bytes.
 pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
@@ -383,6 +430,28 @@ mod tests {
             );
         }
         assert!(lease_from_millis(Some(f64::INFINITY)).is_err());
+    }
+
+    #[test]
+    fn options_in_millis_take_defaults_and_check_each_time() {
+        let none = ClientOptionsInMillis::default().into_options().unwrap();
+        assert!(none == ClientOptions::default());
+        let given = ClientOptionsInMillis {
+            connect_timeout: Some(250.0),
+            sync_replicas: Some(true),
+            ..ClientOptionsInMillis::default()
+        };
+        let options = given.into_options().unwrap();
+        assert_eq!(options.connect_timeout, Duration::from_millis(250));
+        assert!(options.sync_replicas);
+        let bad = ClientOptionsInMillis {
+            replica_sync_timeout: Some(-1.0),
+            ..ClientOptionsInMillis::default()
+        };
+        assert_eq!(
+            bad.into_options().err().unwrap().to_string(),
+            "invalid argument: replica_sync_timeout must be a number of milliseconds >= 0, got -1"
+        );
     }
 
     #[test]
