@@ -1,0 +1,485 @@
+"""What the blocking API (``_sync``) and the asyncio API (``_async``) share: one base class per
+object, and the native handles per holder. A subclass adds only what differs: blocking calls
+or awaitables, and whether a holder is a thread or an asyncio task."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import warnings
+import weakref
+from collections.abc import MutableMapping
+from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Optional, TypeVar, Union
+
+from . import _native
+from ._native import LockLostError, UseDefault
+
+if TYPE_CHECKING:
+    from typing_extensions import Protocol, TypedDict, Unpack
+else:
+    from typing import Protocol, TypedDict
+
+LostCallback = Callable[[LockLostError], object]
+
+#: The kinds of lock with the :class:`Lock` API: which native handle a thread or task gets.
+LockKind = Literal["lock", "fair", "fenced", "read", "write"]
+
+#: An ``acquire`` argument: seconds, None (no bound / the watchdog lease), or left out
+#: (:data:`polylock.DEFAULT`: the lock's own default).
+Seconds = Union[float, None, UseDefault]
+
+#: A TLS option: a PEM file path (str or path-like), or PEM text (``-----BEGIN ...``).
+TlsSource = Union[str, "os.PathLike[str]"]
+
+
+class ClientOptions(TypedDict, total=False):
+    """The options of :class:`polylock.Client` and :class:`polylock.AsyncClient` (seconds; an
+    option left out, or None, takes the core's default)."""
+
+    watchdog_timeout: Optional[float]
+    connect_timeout: Optional[float]
+    response_timeout: Optional[float]
+    fair_queue_timeout: Optional[float]
+    sync_replicas: bool
+    replica_sync_timeout: Optional[float]
+    tls_ca: Optional[TlsSource]
+    tls_cert: Optional[TlsSource]
+    tls_key: Optional[TlsSource]
+    tls_insecure: bool
+
+
+def native_options(options: ClientOptions) -> dict[str, object]:
+    """The options as ``_native.Client`` takes them: a TLS path as text, PEM text as it is."""
+    native: dict[str, object] = dict(options)
+    for tls in ("tls_ca", "tls_cert", "tls_key"):
+        value = native.get(tls)
+        if value is not None:
+            native[tls] = os.fspath(value)  # type: ignore[call-overload]
+    return native
+
+
+def handle_maker(
+    client: _native.Client,
+    kind: LockKind,
+    name: str,
+    timeout: Optional[float],
+    lease: Optional[float],
+) -> Callable[[int], _native.LockHandle]:
+    """The native constructor of ``kind``'s handles on ``name`` with the per-lock defaults
+    ``timeout`` and ``lease``, called with a holder id."""
+    return lambda holder: client.lock_handle(kind, name, holder, timeout, lease)
+
+
+def timed_out(name: str, timeout: Optional[float]) -> _native.TimeoutError:
+    """The error of a ``with`` block whose lock's default timeout ran out: the core's
+    :class:`polylock.TimeoutError`, with the message every polylock language gives there."""
+    return _native.not_acquired_error(name, timeout or 0.0)
+
+
+def as_bytes(value: Union[bytes, str]) -> bytes:
+    """A fenced write's value: bytes as they are, a str in UTF-8."""
+    return value.encode() if isinstance(value, str) else value
+
+
+class WarnsIfCollectedHolding:
+    """Warns (``ResourceWarning``) when garbage-collected while still holding something, which
+    the core then releases in the background."""
+
+    #: The warning, formatted with the object's ``name``.
+    _collected_warning: str
+
+    def _holds_something(self) -> bool:
+        raise NotImplementedError
+
+    def __del__(self) -> None:
+        try:
+            holding = self._holds_something()
+        except AttributeError:  # Its __init__ failed: it holds nothing.
+            return
+        if holding:
+            message = self._collected_warning.format(name=getattr(self, "name", "?"))
+            warnings.warn(message, ResourceWarning, stacklevel=2, source=self)
+
+
+def current_task() -> asyncio.Task[object]:
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("polylock.AsyncLock must be used from inside an asyncio task")
+    return task
+
+
+class NativeHold(Protocol):
+    """What :class:`Holders` needs of a native lock or group handle."""
+
+    def on_lost(self, callback: LostCallback) -> None: ...
+    def is_held(self) -> bool: ...
+    def hold_count(self) -> int: ...
+
+
+Holder = TypeVar("Holder")
+Self = TypeVar("Self")
+Handle = TypeVar("Handle", bound=NativeHold)
+
+
+class Holders(Generic[Holder, Handle]):
+    """The native handles of one lock or group, one per holder, each made on first use with
+    the lost callbacks given so far. A subclass says what a holder is."""
+
+    _handles: MutableMapping[Holder, Handle]
+
+    def __init__(self, make: Callable[[int], Handle]) -> None:
+        self._make = make
+        self._mutex = threading.Lock()
+        self._callbacks: list[LostCallback] = []
+
+    def _caller(self) -> Holder:
+        """The calling holder; raises when there is none."""
+        raise NotImplementedError
+
+    def _caller_if_any(self) -> Optional[Holder]:
+        raise NotImplementedError
+
+    def _holder_id(self, holder: Holder) -> int:
+        raise NotImplementedError
+
+    def _forget_ended(self) -> None:
+        """Drops the idle handles of holders that have ended (when that is not automatic)."""
+
+    def of_caller(self) -> Handle:
+        """The calling holder's handle, made now if it has none."""
+        holder = self._caller()
+        with self._mutex:
+            handle = self._handles.get(holder)
+            if handle is None:
+                self._forget_ended()
+                handle = self._make(self._holder_id(holder))
+                for callback in self._callbacks:
+                    handle.on_lost(callback)
+                self._handles[holder] = handle
+            return handle
+
+    def current(self) -> Optional[Handle]:
+        """The calling holder's handle, None if it has none (no handle is made)."""
+        holder = self._caller_if_any()
+        return None if holder is None else self._handles.get(holder)
+
+    def on_lost(self, callback: LostCallback) -> None:
+        if not callable(callback):
+            raise TypeError("on_lost expects a callable")
+        with self._mutex:
+            self._callbacks.append(callback)
+            for handle in list(self._handles.values()):
+                handle.on_lost(callback)
+
+    def any_held(self) -> bool:
+        return any(handle.is_held() for handle in list(self._handles.values()))
+
+
+class ThreadHolders(Holders[int, Handle]):
+    """Holders that are threads."""
+
+    def __init__(self, make: Callable[[int], Handle]) -> None:
+        super().__init__(make)
+        self._handles = {}
+
+    def _caller(self) -> int:
+        return threading.get_ident()
+
+    def _caller_if_any(self) -> Optional[int]:
+        return threading.get_ident()
+
+    def _holder_id(self, holder: int) -> int:
+        return holder
+
+    def _forget_ended(self) -> None:
+        """Threads that come and go leave nothing behind. A live thread keeps its handle: a
+        fair lock's handle keeps its own queue channel subscribed between waits, which saves two
+        commands per acquisition."""
+        alive = {thread.ident for thread in threading.enumerate()}
+        for thread, handle in list(self._handles.items()):
+            if thread not in alive and handle.hold_count() == 0:
+                del self._handles[thread]
+
+
+class TaskHolders(Holders["asyncio.Task[object]", Handle]):
+    """Holders that are asyncio tasks. A task that is garbage-collected drops its handle (the
+    core then releases what it held, in the background)."""
+
+    def __init__(self, make: Callable[[int], Handle]) -> None:
+        super().__init__(make)
+        self._handles = weakref.WeakKeyDictionary()
+
+    def _caller(self) -> asyncio.Task[object]:
+        return current_task()
+
+    def _caller_if_any(self) -> Optional[asyncio.Task[object]]:
+        return asyncio.current_task()
+
+    def _holder_id(self, holder: asyncio.Task[object]) -> int:
+        return id(holder)
+
+    def forget_if_idle(self, handle: Handle) -> None:
+        """Drops the calling task's handle when it holds nothing."""
+        if handle.hold_count() == 0:
+            task = current_task()
+            with self._mutex:
+                if self._handles.get(task) is handle:
+                    del self._handles[task]
+
+
+class LockBase(WarnsIfCollectedHolding):
+    """What :class:`polylock.Lock` and :class:`polylock.AsyncLock` share: a native handle per
+    holder (thread or task), made by :meth:`_new_holders`."""
+
+    def __init__(
+        self,
+        client: _native.Client,
+        name: str,
+        *,
+        kind: LockKind = "lock",
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+    ) -> None:
+        make_handle = handle_maker(client, kind, name, timeout, lease)
+        # Holder 0 is never a thread or task id; this handle only asks Redis, and checks the
+        # name and the defaults now.
+        self._probe = make_handle(0)
+        self._name = name
+        self._holders = self._new_holders(make_handle)
+
+    def _new_holders(
+        self, make: Callable[[int], _native.LockHandle]
+    ) -> Holders[Any, _native.LockHandle]:
+        raise NotImplementedError
+
+    def _handle(self) -> _native.LockHandle:
+        return self._holders.of_caller()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def owner(self) -> str:
+        """``<client id>:<holder id>``: the hash field the calling thread (or task) writes when
+        it holds the lock (no I/O)."""
+        return self._handle().owner
+
+    @property
+    def default_timeout(self) -> Optional[float]:
+        """The lock's default ``timeout`` in seconds (None: wait without bound)."""
+        return self._probe.default_timeout
+
+    @property
+    def default_lease(self) -> Optional[float]:
+        """The lock's default ``lease`` in seconds (None: renewed by the watchdog)."""
+        return self._probe.default_lease
+
+    def owned(self) -> bool:
+        """Whether the calling thread (or task) holds the lock (no I/O)."""
+        handle = self._holders.current()
+        return handle is not None and handle.is_held()
+
+    def hold_count(self) -> int:
+        """How many times the calling thread (or task) has acquired without releasing (no
+        I/O)."""
+        handle = self._holders.current()
+        return 0 if handle is None else handle.hold_count()
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the calling thread's (or task's) current hold of a fenced lock
+        (it grows on every acquisition, reentry included); None when it holds nothing or the
+        lock is not fenced (no I/O)."""
+        handle = self._holders.current()
+        return None if handle is None else handle.token
+
+    @property
+    def lost(self) -> bool:
+        """Whether the calling thread's (or task's) hold was lost (lease ran out, key deleted
+        or taken)."""
+        handle = self._holders.current()
+        return handle is not None and handle.lost
+
+    def on_lost(self, callback: LostCallback) -> None:
+        """Calls ``callback(error)`` from a background thread (not an event loop), once each
+        time a hold of this lock (by any thread or task) is lost. From asyncio, use
+        ``loop.call_soon_threadsafe`` to get back to the loop."""
+        self._holders.on_lost(callback)
+
+    _collected_warning = (
+        "polylock lock {name!r} was garbage-collected while held; releasing it in the background"
+    )
+
+    def _holds_something(self) -> bool:
+        return self._holders.any_held()
+
+
+AnyLock = TypeVar("AnyLock", bound=LockBase)
+
+
+class ReadWriteLockBase(Generic[AnyLock]):
+    """What :class:`polylock.ReadWriteLock` and :class:`polylock.AsyncReadWriteLock` share;
+    a subclass names its type of lock."""
+
+    _lock_type: type[AnyLock]
+
+    def __init__(
+        self,
+        client: _native.Client,
+        name: str,
+        *,
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+    ) -> None:
+        self._name = name
+        self._read = self._lock_type(client, name, kind="read", timeout=timeout, lease=lease)
+        self._write = self._lock_type(client, name, kind="write", timeout=timeout, lease=lease)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def read_lock(self) -> AnyLock:
+        """The read lock (the same object on every call)."""
+        return self._read
+
+    def write_lock(self) -> AnyLock:
+        """The write lock (the same object on every call)."""
+        return self._write
+
+    def __repr__(self) -> str:
+        return f"<polylock.{type(self).__name__} name={self._name!r}>"
+
+
+class SemaphoreFamily:
+    """The name and repr of the semaphores' wrappers, blocking or asyncio."""
+
+    _semaphore: Union[_native.SemaphoreHandle, _native.ExpirableSemaphoreHandle]
+
+    @property
+    def name(self) -> str:
+        return self._semaphore.name
+
+    def __repr__(self) -> str:
+        return f"<polylock.{type(self).__name__} name={self.name!r}>"
+
+
+class SemaphoreBase(SemaphoreFamily):
+    """What :class:`polylock.Semaphore` and :class:`polylock.AsyncSemaphore` share."""
+
+    _semaphore: _native.SemaphoreHandle
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._semaphore = client.semaphore(name)
+
+
+class ExpirableSemaphoreBase(SemaphoreFamily, WarnsIfCollectedHolding):
+    """What :class:`polylock.ExpirableSemaphore` and :class:`polylock.AsyncExpirableSemaphore`
+    share."""
+
+    _semaphore: _native.ExpirableSemaphoreHandle
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._semaphore = client.expirable_semaphore(name)
+
+    def held_permits(self) -> list[str]:
+        """The ids of the permits acquired through this object and neither released nor lost
+        (no I/O): a permit leaves as soon as its lease runs out (by this client's clock) or the
+        watchdog finds it gone."""
+        return self._semaphore.held_permits()
+
+    _collected_warning = (
+        "polylock expirable semaphore {name!r} was garbage-collected while holding permits; "
+        "releasing them in the background"
+    )
+
+    def _holds_something(self) -> bool:
+        return bool(self._semaphore.held_permits())
+
+
+AnyReadWriteLock = TypeVar("AnyReadWriteLock", bound=ReadWriteLockBase)  # type: ignore[type-arg]
+AnySemaphore = TypeVar("AnySemaphore", bound=SemaphoreBase)
+AnyExpirableSemaphore = TypeVar("AnyExpirableSemaphore", bound=ExpirableSemaphoreBase)
+
+
+class ClientBase(Generic[AnyLock, AnyReadWriteLock, AnySemaphore, AnyExpirableSemaphore]):
+    """What :class:`polylock.Client` and :class:`polylock.AsyncClient` share; a subclass names
+    the types of lock and semaphore it makes."""
+
+    _lock_type: type[AnyLock]
+    _read_write_lock_type: type[AnyReadWriteLock]
+    _semaphore_type: type[AnySemaphore]
+    _expirable_semaphore_type: type[AnyExpirableSemaphore]
+
+    def __init__(self, url: str, **options: Unpack[ClientOptions]) -> None:
+        self._native = _native.Client(url, **native_options(options))  # type: ignore[arg-type]
+
+    @property
+    def id(self) -> str:
+        """This client's id (a UUID), the first half of every owner string it writes."""
+        return self._native.id
+
+    @property
+    def watchdog_timeout(self) -> float:
+        return self._native.watchdog_timeout
+
+    def lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> AnyLock:
+        """A reentrant lock named ``name``, owned by whichever thread (or asyncio task)
+        acquires it. No I/O.
+
+        ``timeout`` and ``lease`` are the lock's defaults, used by ``with lock:`` and by
+        ``acquire`` when it leaves them out (None: wait without bound / a lease renewed by the
+        watchdog). Bad values raise InvalidArgumentError here."""
+        return self._lock_type(self._native, name, timeout=timeout, lease=lease)
+
+    def fair_lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> AnyLock:
+        """A reentrant fair lock named ``name`` (Redisson RFairLock): waiting threads (or tasks)
+        are served in arrival order. Same API and defaults as :meth:`lock`. No I/O."""
+        return self._lock_type(self._native, name, kind="fair", timeout=timeout, lease=lease)
+
+    def fenced_lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> AnyLock:
+        """A reentrant fenced lock named ``name`` (Redisson RFencedLock): each acquisition,
+        reentry included, gets a fencing token (``token``) higher than any earlier one of the
+        name, whoever held it. Same API and defaults as :meth:`lock`. No I/O."""
+        return self._lock_type(self._native, name, kind="fenced", timeout=timeout, lease=lease)
+
+    def read_write_lock(
+        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> AnyReadWriteLock:
+        """A read-write lock named ``name`` (Redisson RReadWriteLock): readers share it, a
+        writer excludes everyone else. ``timeout`` and ``lease``: the defaults of both its
+        locks, as for :meth:`lock`. No I/O."""
+        return self._read_write_lock_type(self._native, name, timeout=timeout, lease=lease)
+
+    def semaphore(self, name: str) -> AnySemaphore:
+        """A counting semaphore named ``name`` (Redisson RSemaphore). No I/O."""
+        return self._semaphore_type(self._native, name)
+
+    def expirable_semaphore(self, name: str) -> AnyExpirableSemaphore:
+        """A semaphore named ``name`` whose permits have ids and leases (Redisson
+        RPermitExpirableSemaphore). No I/O."""
+        return self._expirable_semaphore_type(self._native, name)
+
+    def close(self) -> list[str]:
+        """Stops renewals and the pub/sub connection (no I/O, so not a coroutine). Returns the
+        names of locks still held; they are not released and expire with their lease. Later
+        calls fail with ConnectionError."""
+        return self._native.close()
+
+    def __enter__(self: Self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<polylock.{type(self).__name__} id={self.id}>"
+
