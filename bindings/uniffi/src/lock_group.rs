@@ -15,7 +15,7 @@ macro_rules! lock_group {
         #[doc = $doc]
         #[derive(uniffi::Object)]
         pub struct $name {
-            pub(crate) inner: polylock::LockGroup,
+            inner: polylock::LockGroup,
         }
 
         #[uniffi::export]
