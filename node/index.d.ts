@@ -56,6 +56,7 @@ export type PolylockErrorCode =
   | 'ERR_REDIS'
   | 'ERR_STALE_TOKEN'
   | 'ERR_NOT_SYNCED'
+  | 'ERR_PERMISSION'
 
 /**
  * An `Error` from polylock (abort rejections are the signal's reason instead). An argument or

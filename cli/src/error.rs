@@ -6,7 +6,7 @@ use std::fmt;
 pub enum CliError {
     /// Bad arguments or URL: exit 2, like clap's own usage errors.
     Usage(String),
-    /// Redis unreachable, or failing: exit 3.
+    /// Redis unreachable, failing, or refusing this user a command (ACL): exit 3.
     Connection(String),
     /// The name holds a Redis key that is not a lock: exit 4.
     NotALock(String),
@@ -49,9 +49,10 @@ impl From<polylock::Error> for CliError {
         match err {
             Error::InvalidArgument(message) => CliError::Usage(message),
             Error::WrongType(message) => CliError::NotALock(message),
-            Error::Connection(message) | Error::Timeout(message) | Error::Redis(message) => {
-                CliError::Connection(message)
-            }
+            Error::Connection(message)
+            | Error::Timeout(message)
+            | Error::Redis(message)
+            | Error::Permission(message) => CliError::Connection(message),
             Error::NotHeld(message)
             | Error::LockLost(message)
             | Error::StaleToken(message)

@@ -187,15 +187,11 @@ async fn connect_target(
             };
             let connection = Connection::Cluster(cluster);
             // Redisson uses sharded pub/sub on a Redis 7+ cluster; so must we, to wake it.
-            let sharded = connection
-                .server_major_version()
+            let publish = connection
+                .cluster_publish_mode(&what)
                 .await
-                .is_some_and(|major| major >= 7);
-            let publish = if sharded {
-                Publish::Sharded
-            } else {
-                Publish::Broadcast
-            };
+                .map_err(as_connection_error)?;
+            let sharded = publish == Publish::Sharded;
             (
                 connection,
                 Source::Cluster {
@@ -224,7 +220,7 @@ async fn connect_target(
             )
         }
     };
-    start_client(connection, source, publish, sentinel, options).await
+    start_client(connection, source, publish, sentinel, options, &what).await
 }
 
 async fn start_client(
@@ -233,10 +229,19 @@ async fn start_client(
     publish: Publish,
     sentinel: Option<Arc<Sentinel>>,
     options: ClientOptions,
+    what: &str,
 ) -> Result<Client> {
     let replica_sync = options
         .sync_replicas
         .then(|| Arc::new(ReplicaSync::new(options.replica_sync_timeout)));
+    if let Some(sync) = &replica_sync {
+        if let Err(err) = sync.check(&connection, what).await {
+            if let Some(sentinel) = &sentinel {
+                sentinel.shutdown();
+            }
+            return Err(as_connection_error(err));
+        }
+    }
     let upkeep = Scheduler::start(
         connection.clone(),
         options.watchdog_timeout,

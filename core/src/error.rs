@@ -36,6 +36,10 @@ pub enum Error {
     /// undone), so the lock would not survive a failover.
     #[error("{0}")]
     NotSynced(String),
+    /// The Redis user may not run a command polylock needs, or use a key or channel of the
+    /// lock (Redis answered `NOPERM`, or refused a lock script's call): see [`crate::acl`].
+    #[error("{0}")]
+    Permission(String),
 }
 
 /// The kind of an [`Error`], for bindings that map kinds to their own exception types.
@@ -50,6 +54,7 @@ pub enum ErrorKind {
     Redis,
     StaleToken,
     NotSynced,
+    Permission,
 }
 
 impl Error {
@@ -74,6 +79,7 @@ impl Error {
             Error::Redis(_) => ErrorKind::Redis,
             Error::StaleToken(_) => ErrorKind::StaleToken,
             Error::NotSynced(_) => ErrorKind::NotSynced,
+            Error::Permission(_) => ErrorKind::Permission,
         }
     }
 
@@ -87,6 +93,9 @@ impl Error {
     pub(crate) fn from_redis(what: &str, err: redis::RedisError) -> Error {
         if err.is_timeout() {
             return Error::Timeout(format!("{what}: Redis did not answer in time ({err})"));
+        }
+        if let Some(refused) = crate::acl::refusal(&err) {
+            return Error::Permission(format!("{what}: {refused}"));
         }
         if err.code() == Some("WRONGTYPE") || err.to_string().contains("WRONGTYPE") {
             return Error::WrongType(format!(
@@ -128,6 +137,7 @@ impl Error {
             Error::Redis(m) => Error::Redis(noted(m)),
             Error::StaleToken(m) => Error::StaleToken(noted(m)),
             Error::NotSynced(m) => Error::NotSynced(noted(m)),
+            Error::Permission(m) => Error::Permission(noted(m)),
         }
     }
 

@@ -25,6 +25,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod acl;
 mod client;
 mod connection;
 mod engine;

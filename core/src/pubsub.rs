@@ -438,8 +438,12 @@ impl Control {
         match tokio::time::timeout(self.timeouts.response, sink.subscribe(&channels)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(err)) => {
-                self.disconnect();
-                Err(Error::from_redis(&what, err))
+                let err = Error::from_redis(&what, err);
+                // A refused channel (ACL) leaves the connection as good as it was.
+                if err.kind() != crate::ErrorKind::Permission {
+                    self.disconnect();
+                }
+                Err(err)
             }
             Err(_) => {
                 self.disconnect();

@@ -117,21 +117,27 @@ async fn an_acquire_no_replica_acknowledged_is_undone_and_fails_with_not_synced(
 async fn a_server_without_wait_turns_sync_off_and_locks_keep_working() {
     let primary =
         RedisServer::start_with(&[PRIMARY[0], PRIMARY[1], "--rename-command", "WAIT", ""]);
-    // A replica, so that ROLE counts one and the client does send WAIT (and is refused).
+    // A replica, so that a WAIT after a write would wait for one.
     let _replica = replica_of(&primary).await;
+    // One connection, made before the client, so that its own replies add no errors.
+    let mut observer = primary.connection().unwrap();
+    // What connecting costs in ERR replies without sync (CLIENT SETINFO, which 7.0 lacks).
+    let errors_before = err_replies(&mut observer);
+    let unsynced = Client::connect(&primary.url()).await.unwrap();
+    let connect_errors = err_replies(&mut observer) - errors_before;
+    unsynced.close();
+    // The client checks WAIT at connect: refused ("unknown command"), sync is off.
+    let errors_before = err_replies(&mut observer) + connect_errors;
     let client = synced_client(&primary, Duration::from_secs(1)).await;
     let lock = client.lock("no-wait-command").unwrap();
-    // One connection, made before the acquire, so that its own replies add no errors.
-    let mut observer = primary.connection().unwrap();
-    let errors_before = err_replies(&mut observer);
-
-    assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
-    assert!(exists_on(&mut observer, "no-wait-command"));
     assert_eq!(
         err_replies(&mut observer) - errors_before,
         1,
         "the client sent WAIT once and was refused"
     );
+
+    assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+    assert!(exists_on(&mut observer, "no-wait-command"));
     lock.release().await.unwrap();
     assert!(!exists_on(&mut observer, "no-wait-command"));
     assert_eq!(

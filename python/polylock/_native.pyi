@@ -25,6 +25,7 @@ __all__ = [
     "RedisError",
     "StaleTokenError",
     "NotSyncedError",
+    "PermissionError",
     "not_acquired_error",
 ]
 
@@ -70,6 +71,9 @@ class StaleTokenError(LockError):
 
 class NotSyncedError(LockError):
     """With sync_replicas: no replica acknowledged an acquisition within the timeout (it was undone)."""
+
+class PermissionError(LockError, builtins.PermissionError):
+    """The Redis user may not run a command polylock needs, or use a key or channel of the lock (ACL)."""
 
 @final
 class Client:

@@ -16,6 +16,7 @@ fn error_code(kind: polylock::ErrorKind) -> &'static str {
         Redis => "ERR_REDIS",
         StaleToken => "ERR_STALE_TOKEN",
         NotSynced => "ERR_NOT_SYNCED",
+        Permission => "ERR_PERMISSION",
     }
 }
 

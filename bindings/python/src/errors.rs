@@ -16,6 +16,7 @@ pub(crate) struct Exceptions {
     redis: Py<PyType>,
     stale_token: Py<PyType>,
     not_synced: Py<PyType>,
+    permission: Py<PyType>,
 }
 
 static EXCEPTIONS: PyOnceLock<Exceptions> = PyOnceLock::new();
@@ -39,7 +40,8 @@ fn new_class<'py>(
 
 fn make(py: Python<'_>) -> PyResult<Exceptions> {
     use pyo3::exceptions::{
-        PyConnectionError, PyException, PyRuntimeError, PyTimeoutError, PyValueError,
+        PyConnectionError, PyException, PyPermissionError, PyRuntimeError, PyTimeoutError,
+        PyValueError,
     };
     let lock_error = new_class(
         py,
@@ -98,6 +100,11 @@ fn make(py: Python<'_>) -> PyResult<Exceptions> {
             None,
             "With sync_replicas: no replica acknowledged an acquisition within the timeout (it was undone).",
         )?,
+        permission: with(
+            "PermissionError",
+            Some(py.get_type::<PyPermissionError>()),
+            "The Redis user may not run a command polylock needs, or use a key or channel of the lock (ACL).",
+        )?,
         lock_error,
     })
 }
@@ -117,6 +124,7 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
         &exceptions.redis,
         &exceptions.stale_token,
         &exceptions.not_synced,
+        &exceptions.permission,
     ] {
         let class = class.bind(py);
         module.add(class.name()?, class)?;
@@ -140,6 +148,7 @@ pub(crate) fn to_py_err(py: Python<'_>, err: polylock::Error) -> PyErr {
         polylock::ErrorKind::Redis => &exceptions.redis,
         polylock::ErrorKind::StaleToken => &exceptions.stale_token,
         polylock::ErrorKind::NotSynced => &exceptions.not_synced,
+        polylock::ErrorKind::Permission => &exceptions.permission,
     };
     PyErr::from_type(class.bind(py).clone(), err.to_string())
 }

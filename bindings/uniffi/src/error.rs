@@ -48,4 +48,7 @@ lock_error! {
     StaleToken,
     /// With `syncReplicas`: no replica acknowledged an acquisition within the timeout (undone).
     NotSynced,
+    /// The Redis user may not run a command polylock needs, or use a key or channel of the
+    /// lock (ACL).
+    Permission,
 }

@@ -95,25 +95,37 @@ impl Connection {
         }
     }
 
-    /// The major version of Redis (`INFO server`; on a cluster, of one primary).
-    pub(crate) async fn server_major_version(&self) -> Option<u32> {
-        let mut info = redis::cmd("INFO");
-        info.arg("server");
-        let reply = match self {
-            Connection::Cluster(cluster) => cluster
-                .clone()
-                .route_command(
-                    info,
-                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::RandomPrimary),
-                )
-                .await
-                .ok()?,
-            other => info.query_async(&mut other.clone()).await.ok()?,
-        };
-        let text: String = redis::from_redis_value(reply).ok()?;
-        text.lines()
-            .find_map(|line| line.strip_prefix("redis_version:"))
-            .and_then(|version| version.split('.').next()?.trim().parse().ok())
+    /// How lock scripts must publish on this cluster, from what the server answers to one
+    /// `SPUBLISH` on the probe channel (no admin command, no `INFO`, which managed services and
+    /// least-privilege users may not have): a reply means sharded pub/sub (Redis 7+, as
+    /// Redisson uses there); "unknown command" means a server without it (Redis 6.2, or the
+    /// command renamed away), where `PUBLISH` reaches every node; a refusal is a Permission
+    /// error naming `SPUBLISH`, never a silent fall back to broadcast.
+    pub(crate) async fn cluster_publish_mode(&self, what: &str) -> Result<Publish> {
+        let mut probe = redis::cmd("SPUBLISH");
+        probe.arg(crate::acl::PROBE_CHANNEL).arg("probe");
+        match self.query_at(crate::acl::PROBE_CHANNEL, probe).await {
+            Ok(_) => {
+                tracing::info!(
+                    mode = "sharded",
+                    "cluster pub/sub mode: sharded (SPUBLISH/SSUBSCRIBE), because the cluster \
+                     answered SPUBLISH"
+                );
+                Ok(Publish::Sharded)
+            }
+            Err(err) if is_unknown_command(&err) => {
+                tracing::info!(
+                    mode = "broadcast",
+                    "cluster pub/sub mode: broadcast (PUBLISH/SUBSCRIBE), because the cluster \
+                     does not know SPUBLISH ({err})"
+                );
+                Ok(Publish::Broadcast)
+            }
+            Err(err) => Err(Error::from_redis(
+                &format!("{what}: learn the cluster's pub/sub mode (SPUBLISH)"),
+                err,
+            )),
+        }
     }
 
     /// Every key matching `pattern`, by `SCAN` (on a cluster, on every primary: each has its
@@ -182,6 +194,7 @@ impl Connection {
         match self {
             Connection::Cluster(cluster) => {
                 let route = Route::with_key(key, SlotAddr::Master);
+                // A routed command hands a server's error back as a value: made an error here.
                 cluster
                     .clone()
                     .route_command(
@@ -189,6 +202,7 @@ impl Connection {
                         RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
                     )
                     .await
+                    .and_then(Value::extract_error)
             }
             other => command.query_async(&mut other.clone()).await,
         }
@@ -207,6 +221,11 @@ fn take_page(reply: Value, keys: &mut Vec<String>) -> redis::RedisResult<u64> {
     let (cursor, page): (u64, Vec<String>) = redis::from_redis_value(reply)?;
     keys.extend(page);
     Ok(cursor)
+}
+
+/// `ERR unknown command 'X'`: the server has no such command (too old, or renamed away).
+pub(crate) fn is_unknown_command(err: &redis::RedisError) -> bool {
+    err.code() == Some("ERR") && err.to_string().to_lowercase().contains("unknown command")
 }
 
 fn unexpected(what: &str, reply: &Value) -> redis::RedisError {

@@ -127,6 +127,35 @@ impl ReplicaSync {
         }
     }
 
+    /// At connect: whether this user may run what `sync_replicas` needs (`INFO replication`,
+    /// `WAIT 0 0`, which returns at once). A refusal by ACL is a Permission error naming the
+    /// command (the rule's `sync_replicas` addition is missing); a server without the command
+    /// (renamed away, as some managed services do) turns sync off for the client, with a
+    /// warning, as documented.
+    pub(crate) async fn check(&self, connection: &Connection, what: &str) -> crate::Result<()> {
+        let info = redis::cmd("INFO").arg("replication").clone();
+        let wait = redis::cmd("WAIT").arg(0).arg(0).clone();
+        for command in [info, wait] {
+            match connection
+                .query_at(crate::acl::PROBE_CHANNEL, command)
+                .await
+            {
+                Ok(_) => {}
+                Err(err) if super::is_unknown_command(&err) => {
+                    self.refused(&err);
+                    return Ok(());
+                }
+                Err(err) => {
+                    return Err(crate::Error::from_redis(
+                        &format!("{what}: check sync_replicas"),
+                        err,
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn refused(&self, err: &redis::RedisError) -> Synced {
         if !self.unsupported.swap(true, Ordering::Relaxed) {
             tracing::warn!(error = %err, "this Redis refuses WAIT (or INFO): sync_replicas is off for this client; locks are not confirmed on replicas");
@@ -211,8 +240,7 @@ fn is_replica_line(line: &str) -> bool {
 
 /// The server does not offer the command (unknown, renamed, or forbidden by ACL).
 fn is_refused(err: &redis::RedisError) -> bool {
-    matches!(err.code(), Some("NOPERM"))
-        || (err.code() == Some("ERR") && err.to_string().to_lowercase().contains("unknown command"))
+    matches!(err.code(), Some("NOPERM")) || super::is_unknown_command(err)
 }
 
 #[cfg(test)]

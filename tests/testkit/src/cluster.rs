@@ -95,6 +95,44 @@ impl Cluster {
         cluster
     }
 
+    /// `primaries` primaries without replicas, each started with the extra `--option value`
+    /// arguments, every slot covered, made with `CLUSTER ADDSLOTSRANGE` and `CLUSTER MEET`
+    /// only: `redis-cli --cluster create` needs `INFO`, which a server started with it renamed
+    /// away (as managed services do) does not answer.
+    pub fn start_primaries_with(primaries: usize, extra: &[&str]) -> Cluster {
+        let mut args = vec![
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "1000",
+        ];
+        args.extend_from_slice(extra);
+        let nodes: Vec<RedisServer> = (0..primaries)
+            .map(|_| RedisServer::start_with(&args))
+            .collect();
+        const SLOTS: usize = 16384;
+        for (i, node) in nodes.iter().enumerate() {
+            let first = (i * SLOTS / primaries).to_string();
+            let last = ((i + 1) * SLOTS / primaries - 1).to_string();
+            let reply = node.command(&["CLUSTER", "ADDSLOTSRANGE", &first, &last]);
+            assert_eq!(
+                reply.as_deref(),
+                Some("+OK"),
+                "ADDSLOTSRANGE {first} {last}"
+            );
+        }
+        for node in &nodes[1..] {
+            let port = nodes[0].port().to_string();
+            let reply = node.command(&["CLUSTER", "MEET", "127.0.0.1", &port]);
+            assert_eq!(reply.as_deref(), Some("+OK"), "CLUSTER MEET");
+        }
+        let cluster = Cluster { nodes };
+        cluster.wait_settled(primaries, 0);
+        cluster
+    }
+
     /// The URL polylock takes: every node as a seed.
     pub fn url(&self) -> String {
         let hosts: Vec<String> = self

@@ -1,0 +1,464 @@
+//! Least privilege and managed services: a Redis user with exactly `polylock::acl::rule` runs
+//! every lock kind's main paths, on one server and on a cluster, also where `INFO`, `CONFIG`,
+//! `CLIENT` and `DEBUG` are gone (as on managed services); a user missing one part of the rule
+//! gets a `Permission` error naming what was refused, at connect or at the first call, never a
+//! hang nor a silent fall back.
+
+mod common;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use common::{init_tracing, RedisServer};
+use polylock::{AcquireOptions, Client, ErrorKind};
+use polylock_testkit::Cluster;
+
+/// A waiter that wakes long before this lease ends was woken by a message, not by expiry.
+const LONG_LEASE: Duration = Duration::from_secs(60);
+/// Long enough for any answer here; a call that takes this long hangs.
+const NO_HANG: Duration = Duration::from_secs(20);
+const PREFIX: &str = "app:";
+
+/// `ACL SETUSER user on >secret <rule>` on `server`.
+fn make_user(server: &RedisServer, user: &str, rule: &[String]) {
+    let mut command = vec!["ACL", "SETUSER", user, "on", ">secret"];
+    command.extend(rule.iter().map(String::as_str));
+    assert_eq!(server.command(&command).as_deref(), Some("+OK"), "{rule:?}");
+}
+
+fn user_url(server: &RedisServer, user: &str) -> String {
+    format!("redis://{user}:secret@127.0.0.1:{}", server.port())
+}
+
+fn cluster_user_url(cluster: &Cluster, user: &str, rule: &[String]) -> String {
+    for node in &cluster.nodes {
+        make_user(node, user, rule);
+    }
+    cluster.url().replacen(
+        "redis+cluster://",
+        &format!("redis+cluster://{user}:secret@"),
+        1,
+    )
+}
+
+/// The rule with `more` appended (ACL SETUSER applies its arguments in order, so `-x` after
+/// the rule takes `x` away again).
+fn rule_and(more: &[&str]) -> Vec<String> {
+    let mut rule = polylock::acl::rule(PREFIX);
+    rule.extend(more.iter().map(|arg| arg.to_string()));
+    rule
+}
+
+async fn connect(url: &str) -> polylock::Result<Client> {
+    tokio::time::timeout(
+        NO_HANG,
+        Client::builder(url)
+            .watchdog_timeout(Duration::from_millis(300))
+            .connect_timeout(Duration::from_secs(3))
+            .response_timeout(Duration::from_secs(3))
+            .connect(),
+    )
+    .await
+    .expect("connect hung")
+}
+
+/// `call` gives a `Permission` error (within `NO_HANG`) whose message contains `names`;
+/// returns the message.
+async fn refused<T: std::fmt::Debug>(
+    call: impl Future<Output = polylock::Result<T>>,
+    names: &str,
+) -> String {
+    let outcome = tokio::time::timeout(NO_HANG, call)
+        .await
+        .expect("the call hung instead of failing");
+    let err = outcome.expect_err("the call succeeded without the permission");
+    assert_eq!(err.kind(), ErrorKind::Permission, "{err}");
+    let message = err.to_string();
+    assert!(message.contains(names), "{message:?} does not name {names}");
+    message
+}
+
+/// Runs `waiter` (which waits up to LONG_LEASE) and, once it waits, `release`, which frees
+/// what it waits for; asserts it got it long before the lease could have ended.
+async fn woken<F, R>(waiter: F, release: R)
+where
+    F: Future<Output = bool> + Send + 'static,
+    R: Future<Output = ()>,
+{
+    let started = Instant::now();
+    let waiting = tokio::spawn(waiter);
+    settle().await;
+    release.await;
+    let acquired = waiting.await.unwrap();
+    assert!(acquired, "the waiter did not get it");
+    assert!(started.elapsed() < LONG_LEASE / 2, "woken by expiry");
+}
+
+/// Time for a waiter started just now to look and subscribe.
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+/// The main path of every lock kind for two clients of `url`: acquire, wait and wake-up, fair
+/// handoff in order, watchdog renewal, release, read-write, both semaphores, fenced lock and
+/// fenced write.
+async fn every_kind_works(url: &str) {
+    let a = connect(url).await.expect("connect as the rule's user");
+    let b = connect(url).await.expect("connect as the rule's user");
+
+    // Reentrant: acquire, renewal by the watchdog (300 ms lease), wait + wake-up, release.
+    let held = a.lock("app:reentrant").unwrap();
+    assert!(held.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert!(held.is_held() && !held.is_lost(), "the watchdog renewed it");
+    assert!(held.remaining_lease().await.unwrap().is_some());
+    let waiter = b.lock("app:reentrant").unwrap();
+    let waits = waiter.clone();
+    woken(
+        async move {
+            waits
+                .acquire(AcquireOptions::new().wait(LONG_LEASE))
+                .await
+                .unwrap()
+        },
+        async { held.release().await.unwrap() },
+    )
+    .await;
+    waiter.release().await.unwrap();
+
+    // Fair: two waiters queued in order get it in that order.
+    let holder = a.fair_lock("app:fair").unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().no_wait().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let first = b.fair_lock_with_holder("app:fair", 1).unwrap();
+    let second = b.fair_lock_with_holder("app:fair", 2).unwrap();
+    let queue = |lock: &polylock::Lock| {
+        let lock = lock.clone();
+        tokio::spawn(async move {
+            lock.acquire(AcquireOptions::new().wait(LONG_LEASE).lease(LONG_LEASE))
+                .await
+        })
+    };
+    let first_waits = queue(&first);
+    settle().await;
+    let second_waits = queue(&second);
+    settle().await;
+    let started = Instant::now();
+    holder.release().await.unwrap();
+    assert!(first_waits.await.unwrap().unwrap());
+    assert!(!second.is_held(), "the second waiter went before the first");
+    first.release().await.unwrap();
+    assert!(second_waits.await.unwrap().unwrap());
+    assert!(started.elapsed() < LONG_LEASE / 2, "handed off by expiry");
+    second.release().await.unwrap();
+
+    // Read-write: readers share, a writer waits for them and is woken.
+    let reader = a.read_write_lock("app:rw").unwrap().read_lock();
+    assert!(reader
+        .acquire(AcquireOptions::new().no_wait().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let other_reader = b.read_write_lock("app:rw").unwrap().read_lock();
+    assert!(other_reader
+        .acquire(AcquireOptions::new().no_wait())
+        .await
+        .unwrap());
+    other_reader.release().await.unwrap();
+    let writer = b.read_write_lock("app:rw").unwrap().write_lock();
+    let waits = writer.clone();
+    woken(
+        async move {
+            waits
+                .acquire(AcquireOptions::new().wait(LONG_LEASE))
+                .await
+                .unwrap()
+        },
+        async { reader.release().await.unwrap() },
+    )
+    .await;
+    writer.release().await.unwrap();
+
+    // Semaphore: a waiter for a permit is woken by a release.
+    let semaphore = a.semaphore("app:sem").unwrap();
+    assert!(semaphore.try_set_permits(1).await.unwrap());
+    assert!(semaphore.acquire(1, None).await.unwrap());
+    let other = b.semaphore("app:sem").unwrap();
+    woken(
+        async move { other.acquire(1, Some(LONG_LEASE)).await.unwrap() },
+        async { semaphore.release(1).await.unwrap() },
+    )
+    .await;
+
+    // Expirable semaphore: a permit id, released by id, then taken by a waiter.
+    let permits = a.expirable_semaphore("app:esem").unwrap();
+    assert!(permits.try_set_permits(1).await.unwrap());
+    let id = permits
+        .acquire(AcquireOptions::new().no_wait().lease(LONG_LEASE))
+        .await
+        .unwrap()
+        .expect("a permit");
+    let other = b.expirable_semaphore("app:esem").unwrap();
+    woken(
+        async move {
+            other
+                .acquire(AcquireOptions::new().wait(LONG_LEASE))
+                .await
+                .unwrap()
+                .is_some()
+        },
+        async { permits.release(&id).await.unwrap() },
+    )
+    .await;
+
+    // Fenced: a token, a fenced write under the prefix, a stale token refused.
+    let fenced = a.fenced_lock("app:fenced").unwrap();
+    assert!(fenced
+        .acquire(AcquireOptions::new().no_wait())
+        .await
+        .unwrap());
+    let old_token = fenced.token().expect("a token");
+    fenced.release().await.unwrap();
+    assert!(fenced
+        .acquire(AcquireOptions::new().no_wait())
+        .await
+        .unwrap());
+    let token = fenced.token().expect("a token");
+    assert!(token > old_token);
+    a.fenced_set("app:stock", "7", token).await.unwrap();
+    let stale = b.fenced_set("app:stock", "8", old_token).await.unwrap_err();
+    assert_eq!(stale.kind(), ErrorKind::StaleToken);
+    assert!(a.fenced_delete("app:stock", token).await.unwrap());
+    fenced.release().await.unwrap();
+
+    a.close();
+    b.close();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_with_exactly_the_rule_runs_every_lock_kind_on_one_server() {
+    init_tracing();
+    let server = RedisServer::start();
+    make_user(&server, "app", &polylock::acl::rule(PREFIX));
+    every_kind_works(&user_url(&server, "app")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_with_exactly_the_rule_runs_every_lock_kind_on_a_cluster() {
+    init_tracing();
+    let cluster = Cluster::start(3, 0);
+    let url = cluster_user_url(&cluster, "app", &polylock::acl::rule(PREFIX));
+    every_kind_works(&url).await;
+}
+
+/// What managed services take away: INFO, CONFIG, CLIENT and DEBUG.
+const MANAGED: &[&str] = &[
+    "--rename-command",
+    "INFO",
+    "",
+    "--rename-command",
+    "CONFIG",
+    "",
+    "--rename-command",
+    "CLIENT",
+    "",
+    "--enable-debug-command",
+    "no",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_info_config_client_and_debug_runs_every_lock_kind() {
+    init_tracing();
+    let server = RedisServer::start_with(MANAGED);
+    assert!(server
+        .command(&["INFO"])
+        .unwrap()
+        .contains("unknown command"));
+    make_user(&server, "app", &polylock::acl::rule(PREFIX));
+    every_kind_works(&user_url(&server, "app")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_without_info_config_client_and_debug_picks_sharded_pubsub() {
+    init_tracing();
+    let cluster = Cluster::start_primaries_with(3, MANAGED);
+    let url = cluster_user_url(&cluster, "app", &polylock::acl::rule(PREFIX));
+    every_kind_works(&url).await;
+    // Sharded: a waiter listens with SSUBSCRIBE on the node serving its lock's channel.
+    let a = connect(&url).await.unwrap();
+    let b = connect(&url).await.unwrap();
+    let held = a.lock("app:sharded").unwrap();
+    assert!(held
+        .acquire(AcquireOptions::new().no_wait().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let waiter = b.lock("app:sharded").unwrap();
+    let waits = waiter.clone();
+    let waiting =
+        tokio::spawn(async move { waits.acquire(AcquireOptions::new().wait(LONG_LEASE)).await });
+    let channel = polylock::keys::lock_channel("app:sharded");
+    let node = cluster.node(cluster.primary_for_key(&channel));
+    let sharded = common::eventually(Duration::from_secs(5), || async {
+        shard_subscribers(node, &channel) == 1
+    })
+    .await;
+    assert!(
+        sharded,
+        "the waiter did not SSUBSCRIBE: not in sharded mode"
+    );
+    held.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap());
+    waiter.release().await.unwrap();
+}
+
+/// `PUBSUB SHARDNUMSUB channel` on `node`.
+fn shard_subscribers(node: &RedisServer, channel: &str) -> i64 {
+    let mut connection = node.connection().unwrap();
+    let counts: Vec<redis::Value> = redis::cmd("PUBSUB")
+        .arg("SHARDNUMSUB")
+        .arg(channel)
+        .query(&mut connection)
+        .unwrap();
+    match counts.get(1) {
+        Some(redis::Value::Int(count)) => *count,
+        _ => -1,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_missing_permission_is_a_permission_error_naming_what_was_refused() {
+    init_tracing();
+    let server = RedisServer::start();
+    make_user(&server, "full", &polylock::acl::rule(PREFIX));
+    let full = connect(&user_url(&server, "full")).await.unwrap();
+
+    // No EVALSHA: the first lock call.
+    make_user(&server, "no_evalsha", &rule_and(&["-evalsha"]));
+    let client = connect(&user_url(&server, "no_evalsha")).await.unwrap();
+    let lock = client.lock("app:1").unwrap();
+    refused(lock.acquire(AcquireOptions::new().no_wait()), "run EVALSHA").await;
+
+    // No SCRIPT LOAD, on a server that does not know the scripts yet.
+    assert_eq!(server.command(&["SCRIPT", "FLUSH"]).as_deref(), Some("+OK"));
+    make_user(&server, "no_load", &rule_and(&["-script|load"]));
+    let client = connect(&user_url(&server, "no_load")).await.unwrap();
+    let lock = client.lock("app:2").unwrap();
+    refused(
+        lock.acquire(AcquireOptions::new().no_wait()),
+        "run SCRIPT LOAD",
+    )
+    .await;
+
+    // A lock outside the user's keys.
+    let lock = full.lock("other:1").unwrap();
+    let message = refused(
+        lock.acquire(AcquireOptions::new().no_wait()),
+        "access a key",
+    )
+    .await;
+    assert!(message.contains("lock 'other:1'"), "{message}");
+
+    // A user who may use the names but not the keys derived from them (`~app:*` only): the
+    // fair lock's queue is refused.
+    make_user(&server, "names_only", &rule_and(&["resetkeys", "~app:*"]));
+    let client = connect(&user_url(&server, "names_only")).await.unwrap();
+    let lock = client.fair_lock("app:3").unwrap();
+    let message = refused(
+        lock.acquire(AcquireOptions::new().no_wait()),
+        "access a key",
+    )
+    .await;
+    assert!(message.contains("'app:3'"), "{message}");
+
+    // No SUBSCRIBE: a waiter fails at once instead of waiting unwoken.
+    let held = full.lock("app:4").unwrap();
+    assert!(held
+        .acquire(AcquireOptions::new().no_wait().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    make_user(&server, "no_subscribe", &rule_and(&["-subscribe"]));
+    let client = connect(&user_url(&server, "no_subscribe")).await.unwrap();
+    let waiter = client.lock("app:4").unwrap();
+    refused(
+        waiter.acquire(AcquireOptions::new().wait(LONG_LEASE)),
+        "run SUBSCRIBE",
+    )
+    .await;
+
+    // No channel of the lock: the waiter's subscription is refused...
+    let only_probe = format!("&{}", polylock::acl::PROBE_CHANNEL);
+    make_user(
+        &server,
+        "no_channels",
+        &rule_and(&["resetchannels", &only_probe]),
+    );
+    let client = connect(&user_url(&server, "no_channels")).await.unwrap();
+    let waiter = client.lock("app:4").unwrap();
+    refused(
+        waiter.acquire(AcquireOptions::new().wait(LONG_LEASE)),
+        "use a channel",
+    )
+    .await;
+    // ... and a release, which publishes from its script, is refused there.
+    let own = client.lock("app:5").unwrap();
+    assert!(own.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+    refused(own.release(), "from a lock script").await;
+    held.release().await.unwrap();
+
+    // A command a script calls (PEXPIRE): refused inside the script.
+    make_user(&server, "no_pexpire", &rule_and(&["-pexpire"]));
+    let client = connect(&user_url(&server, "no_pexpire")).await.unwrap();
+    let lock = client.lock("app:6").unwrap();
+    refused(
+        lock.acquire(AcquireOptions::new().no_wait()),
+        "from a lock script",
+    )
+    .await;
+
+    // sync_replicas without its addition (INFO, WAIT): refused at connect, naming INFO.
+    let connecting = Client::builder(user_url(&server, "full"))
+        .sync_replicas(true)
+        .connect_timeout(Duration::from_secs(3))
+        .connect();
+    refused(connecting, "run INFO").await;
+    // With the addition it connects and locks.
+    let mut with_sync = polylock::acl::rule(PREFIX);
+    with_sync.extend(polylock::acl::sync_replicas_rule());
+    make_user(&server, "sync", &with_sync);
+    let synced = Client::builder(user_url(&server, "sync"))
+        .sync_replicas(true)
+        .connect()
+        .await
+        .unwrap();
+    let lock = synced.lock("app:7").unwrap();
+    assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+    lock.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_a_user_without_spublish_or_ssubscribe_gets_a_permission_error() {
+    init_tracing();
+    let cluster = Cluster::start(3, 0);
+    // No SPUBLISH: refused at connect (the probe), never a silent fall back to broadcast.
+    let url = cluster_user_url(&cluster, "no_spublish", &rule_and(&["-spublish"]));
+    refused(connect(&url), "run SPUBLISH").await;
+
+    // No SSUBSCRIBE: a waiter fails at once.
+    let full = cluster_user_url(&cluster, "full", &polylock::acl::rule(PREFIX));
+    let holder = connect(&full).await.unwrap();
+    let held = holder.lock("app:1").unwrap();
+    assert!(held
+        .acquire(AcquireOptions::new().no_wait().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let url = cluster_user_url(&cluster, "no_ssubscribe", &rule_and(&["-ssubscribe"]));
+    let client = connect(&url).await.unwrap();
+    let waiter = client.lock("app:1").unwrap();
+    refused(
+        waiter.acquire(AcquireOptions::new().wait(LONG_LEASE)),
+        "run SSUBSCRIBE",
+    )
+    .await;
+    held.release().await.unwrap();
+}
