@@ -185,8 +185,9 @@ pub(crate) fn refusal(err: &redis::RedisError) -> Option<String> {
     };
     let place = if in_script { " from a lock script" } else { "" };
     Some(format!(
-        "permission denied: the Redis user may not {what}{place}; see the ACL rule polylock \
-         needs (polylock::acl, or `polylock check`) (Redis: {said})"
+        "permission denied: the Redis user may not {what}{place} (Redis: {said}); grant it as \
+         in the README's \"ACL and managed services\", or list what is missing with \
+         `polylock check --permissions`"
     ))
 }
 

@@ -462,3 +462,28 @@ async fn on_a_cluster_a_user_without_spublish_or_ssubscribe_gets_a_permission_er
     .await;
     held.release().await.unwrap();
 }
+
+/// The case every binding checks (tests/conformance/permission.json): the core's kind and
+/// message for a user without EVALSHA.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_conformance_case_gives_its_kind_and_message() {
+    init_tracing();
+    let case: serde_json::Value =
+        serde_json::from_str(include_str!("../../tests/conformance/permission.json")).unwrap();
+    let rule: Vec<String> = case["user_rule"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|arg| arg.as_str().unwrap().to_owned())
+        .collect();
+    let server = RedisServer::start();
+    make_user(&server, "conformance", &rule);
+    let client = connect(&user_url(&server, "conformance")).await.unwrap();
+    let lock = client.lock(case["lock"].as_str().unwrap()).unwrap();
+    let err = lock
+        .acquire(AcquireOptions::new().no_wait())
+        .await
+        .unwrap_err();
+    assert_eq!(format!("{:?}", err.kind()), case["kind"].as_str().unwrap());
+    assert_eq!(err.to_string(), case["message"].as_str().unwrap());
+}
