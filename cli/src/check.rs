@@ -30,7 +30,11 @@ An overlap is a worker entering while another is inside: the lock failed its pro
 'told lost' overlaps are ones whose earlier holder was told (its lost signal fired) before it
 left: code that stops on that signal, and fencing, keep the resource safe. --failover needs a
 Sentinel or cluster URL with at least one replica. --compare runs again with sync_replicas on.
-Exit code 1 when an overlap was found. Keys used are deleted at the end.")]
+Exit code 1 when an overlap was found. Keys used are deleted at the end.
+
+polylock check --permissions --prefix app: -u redis://app:secret@10.0.0.5:6379 lists what that
+user lacks of the ACL rule polylock needs for the locks named app:..., and the ACL SETUSER
+arguments that grant it (exit code 1 when something is missing).")]
 pub struct CheckArgs {
     /// The global --redis URL (filled in by main).
     #[arg(skip)]
@@ -62,6 +66,14 @@ pub struct CheckArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Instead of the self-test: list what the connecting Redis user lacks of the ACL rule
+    /// polylock needs for the locks under --prefix (each command and key or channel tried
+    /// harmlessly; no admin command needed). Exit code 1 when something is missing.
+    #[arg(long)]
+    pub permissions: bool,
+    /// With --permissions: the prefix of the lock names the user's rule is for (e.g. `app:`).
+    #[arg(long, default_value = "", requires = "permissions")]
+    pub prefix: String,
 }
 
 /// One round's findings.
@@ -110,6 +122,9 @@ fn journal(shared: &Shared) -> std::sync::MutexGuard<'_, Journal> {
 }
 
 pub fn run(args: CheckArgs) -> CliResult<()> {
+    if args.permissions {
+        return crate::permissions::run(&args.redis, &args.prefix, args.json);
+    }
     if args.workers == 0 || args.workers > 1000 {
         return Err(CliError::Usage("--workers must be from 1 to 1000".into()));
     }

@@ -6,6 +6,7 @@ mod demo;
 mod embedded;
 mod error;
 mod inspect;
+mod permissions;
 mod raw;
 mod signals;
 mod watch;

@@ -141,3 +141,146 @@ fn failover_on_a_single_server_is_a_usage_error() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--failover needs a Sentinel"), "{stderr}");
 }
+
+/// `polylock check --permissions --json` as the user of `url`: the exit code and the report.
+fn permissions(url: &str) -> (i32, serde_json::Value) {
+    let output = Command::new(BINARY)
+        .args([
+            "check",
+            "--permissions",
+            "--prefix",
+            "app:",
+            "--json",
+            "-u",
+            url,
+        ])
+        .env_remove("POLYLOCK_REDIS_URL")
+        .output()
+        .expect("run polylock check --permissions");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let report = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
+        panic!(
+            "not JSON: {stdout} {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code().unwrap_or(-1), report)
+}
+
+/// The grants a report lists as missing, the optional ones marked `?`.
+fn grants(report: &serde_json::Value) -> Vec<String> {
+    report["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|missing| {
+            let grant = missing["grant"].as_str().unwrap().to_owned();
+            if missing["optional"].as_bool().unwrap() {
+                format!("?{grant}")
+            } else {
+                grant
+            }
+        })
+        .collect()
+}
+
+/// The rule polylock needs for the locks under `app:`, as `check --permissions` prints it
+/// (`polylock::acl::rule`), asked as the default user of `server` (who may do anything).
+fn the_rule(server: &RedisServer) -> Vec<String> {
+    let (code, report) = permissions(&server.url());
+    assert_eq!(code, 0, "{report}");
+    report["rule"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|arg| arg.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// `ACL SETUSER user on >secret <rule> <more>` on `server`.
+fn make_user(server: &RedisServer, rule: &[String], user: &str, more: &[&str]) {
+    let mut command = vec!["ACL", "SETUSER", user, "on", ">secret"];
+    command.extend(rule.iter().map(String::as_str));
+    command.extend_from_slice(more);
+    assert_eq!(server.command(&command).as_deref(), Some("+OK"));
+}
+
+#[test]
+fn permissions_lists_what_the_user_lacks_of_the_rule_and_nothing_for_the_rule_itself() {
+    let server = RedisServer::start();
+    let url = |user: &str| format!("redis://{user}:secret@127.0.0.1:{}", server.port());
+    let rule = the_rule(&server);
+    assert!(rule.contains(&"+evalsha".to_owned()) && rule.contains(&"~app:*".to_owned()));
+    // The rule and its sync_replicas addition: nothing missing.
+    make_user(&server, &rule, "full", &["+wait", "+info"]);
+    let (code, report) = permissions(&url("full"));
+    assert_eq!((code, grants(&report)), (0, vec![]), "{report}");
+    // The rule alone: only the optional addition.
+    make_user(&server, &rule, "rule", &[]);
+    let (code, report) = permissions(&url("rule"));
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(grants(&report), ["?+info", "?+wait"]);
+    // A command of the scripts, SUBSCRIBE, the derived keys and the lock channels taken away.
+    make_user(
+        &server,
+        &rule,
+        "partial",
+        &[
+            "-pexpire",
+            "-subscribe",
+            "resetkeys",
+            "~app:*",
+            "~{app:*",
+            "resetchannels",
+            "&polylock_pubsub_probe",
+        ],
+    );
+    let (code, report) = permissions(&url("partial"));
+    assert_eq!(code, 1, "{report}");
+    let found = grants(&report);
+    for expected in [
+        "+pexpire",
+        "+subscribe",
+        "~redisson_*:{app:*",
+        "~polylock_*:{app:*",
+        "&redisson_*:{app:*",
+        "&polylock_*:{app:*",
+    ] {
+        assert!(
+            found.iter().any(|grant| grant == expected),
+            "{expected} not in {found:?}"
+        );
+    }
+    // Nothing was left behind by the probes.
+    assert_eq!(server.command(&["DBSIZE"]).as_deref(), Some(":0"));
+}
+
+#[test]
+fn permissions_on_a_cluster_reports_sharded_pubsub_and_a_refused_spublish() {
+    let cluster = Cluster::start(3, 0);
+    let url = |user: &str| {
+        cluster.url().replacen(
+            "redis+cluster://",
+            &format!("redis+cluster://{user}:secret@"),
+            1,
+        )
+    };
+    let rule = the_rule(&cluster.nodes[0]);
+    for node in &cluster.nodes {
+        make_user(node, &rule, "rule", &[]);
+        make_user(node, &rule, "no_sharded", &["-spublish", "-ssubscribe"]);
+    }
+    let (code, report) = permissions(&url("rule"));
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["cluster_pubsub"], "sharded");
+    assert_eq!(grants(&report), ["?+info", "?+wait"]);
+    let (code, report) = permissions(&url("no_sharded"));
+    assert_eq!(code, 1, "{report}");
+    let found = grants(&report);
+    for expected in ["+spublish", "+ssubscribe"] {
+        assert!(
+            found.iter().any(|grant| grant == expected),
+            "{expected} not in {found:?}"
+        );
+    }
+}

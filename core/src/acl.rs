@@ -198,77 +198,315 @@ fn quoted(text: &str) -> Option<&str> {
     Some(word)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::keys;
+/// One part of the rule that the connecting user lacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// The `ACL SETUSER` argument that grants it: `+evalsha`, `~redisson_*:{app:*`, `&...`.
+    pub grant: String,
+    /// What polylock needs it for.
+    pub needed_for: String,
+    /// Needed only with an option (`sync_replicas`).
+    pub optional: bool,
+}
 
-    /// Glob match as Redis does it for key and channel patterns, for the literal and `*` parts
-    /// these patterns use.
-    fn matches(pattern: &str, text: &str) -> bool {
-        match pattern.split_once('*') {
-            None => pattern == text,
-            Some((head, rest)) => {
-                let Some(text) = text.strip_prefix(head) else {
-                    return false;
-                };
-                (0..=text.len())
-                    .filter(|i| text.is_char_boundary(*i))
-                    .any(|i| matches(rest, &text[i..]))
+/// What [`check`] found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub missing: Vec<Missing>,
+    /// On a cluster, the pub/sub mode a client picks there (`sharded` or `broadcast`).
+    pub cluster_pubsub: Option<&'static str>,
+}
+
+/// The lock name whose keys and channels [`check`] tries: `<prefix>polylock_acl_probe`.
+pub fn probe_name(prefix: &str) -> String {
+    format!("{prefix}polylock_acl_probe")
+}
+
+static PROBE: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(include_str!("acl_probe.lua")));
+
+/// Tries, as the user of `url`, everything [`rule`] grants for the locks under `prefix`, and
+/// [`sync_replicas_rule`] (reported as optional), harmlessly: each command the client sends,
+/// each command the lock scripts call (on a probe key, left empty), each derived key and
+/// channel of the lock `<prefix>polylock_acl_probe`. Needs no admin command (`ACL DRYRUN` needs
+/// one, and Redis 6.2 lacks it). An error only when it cannot even connect (a refused `PING` or
+/// `CLUSTER SLOTS` is a `Permission` error naming it).
+pub async fn check(
+    url: &str,
+    options: crate::ClientOptions,
+    prefix: &str,
+) -> crate::Result<Report> {
+    options.validate()?;
+    crate::tls::install_crypto_provider();
+    let (url, prefix) = (url.to_owned(), prefix.to_owned());
+    crate::runtime()
+        .spawn(async move { check_on_runtime(&url, options, &prefix).await })
+        .await
+        .map_err(|err| crate::Error::Connection(format!("check permissions: {err}")))?
+}
+
+async fn check_on_runtime(
+    url: &str,
+    options: crate::ClientOptions,
+    prefix: &str,
+) -> crate::Result<Report> {
+    use crate::connection::target::{redact, Target};
+    use crate::connection::Publish;
+    let tls = crate::tls::Tls::from_options(&options)?;
+    let deployment = Target::parse(url, &tls)?;
+    let cluster = matches!(deployment, Target::Cluster { .. });
+    let opened = crate::client::open(deployment, &redact(url), &options).await?;
+    let connection = opened.connection.clone();
+    let mut report = Report::default();
+    let mut missing = |grant: String, needed_for: &str, optional: bool| {
+        if !report.missing.iter().any(|m| m.grant == grant) {
+            report.missing.push(Missing {
+                grant,
+                needed_for: needed_for.to_owned(),
+                optional,
+            });
+        }
+    };
+    let sharded = match &opened.publish {
+        Ok(Publish::Broadcast) => false,
+        Ok(_) => cluster,
+        Err(_) => {
+            missing("+spublish".into(), "cluster pub/sub (SPUBLISH)", false);
+            true
+        }
+    };
+    let cluster_pubsub = cluster.then_some(if sharded { "sharded" } else { "broadcast" });
+    let name = probe_name(prefix);
+    let probe_key = format!("{{{name}}}");
+
+    // Commands the client sends itself.
+    let sent = |command: redis::Cmd| {
+        let connection = connection.clone();
+        let key = probe_key.clone();
+        async move { connection.query_at(&key, command).await }
+    };
+    if let Err(err) = sent(redis::cmd("PING")).await {
+        note(&err, &mut missing, "connection checks", false);
+    }
+    if let Err(err) = sent(redis::cmd("DEL").arg(&probe_key).clone()).await {
+        note(
+            &err,
+            &mut missing,
+            "a semaphore's spent request latches",
+            false,
+        );
+    }
+    let mut loaded = true;
+    if let Err(err) = PROBE
+        .prepare_invoke()
+        .load_async(&mut connection.clone())
+        .await
+    {
+        loaded = false;
+        note(&err, &mut missing, "loading the lock scripts", false);
+    }
+    // Each key of a lock (one call per key: NOPERM does not say which key).
+    let key_names = derived_keys(&name);
+    for key in &key_names {
+        let mut call = PROBE.prepare_invoke();
+        call.key(key).arg("keys");
+        if let Err(err) = call
+            .invoke_async::<redis::Value>(&mut connection.clone())
+            .await
+        {
+            if refusal(&err).is_some() && !err.to_string().contains("key") {
+                note(&err, &mut missing, "running the lock scripts", false);
+                break;
+            }
+            if refusal(&err).is_some() {
+                let grant = key_patterns(prefix)
+                    .into_iter()
+                    .find(|pattern| glob_matches(pattern, key))
+                    .unwrap_or_else(|| key.clone());
+                missing(format!("~{grant}"), "the keys of the locks", false);
+            } else if !loaded {
+                break;
             }
         }
     }
+    // Each command the scripts call, and publishing on each channel of a lock.
+    let channels = derived_channels(&name);
+    let mut call = PROBE.prepare_invoke();
+    call.key(&probe_key)
+        .arg(if sharded { "sharded" } else { "plain" })
+        .arg(&channels);
+    match call
+        .invoke_async::<Vec<String>>(&mut connection.clone())
+        .await
+    {
+        Ok(refused) => {
+            for item in refused {
+                match item.strip_prefix('&') {
+                    Some(channel) => {
+                        let grant = channel_patterns(prefix)
+                            .into_iter()
+                            .find(|pattern| glob_matches(pattern, channel))
+                            .unwrap_or_else(|| channel.to_owned());
+                        missing(format!("&{grant}"), "the channels of the locks", false);
+                    }
+                    None => missing(format!("+{item}"), "the lock scripts", false),
+                }
+            }
+        }
+        Err(err) => note(&err, &mut missing, "running the lock scripts", false),
+    }
+    // Waiting: subscribing to each channel of a lock.
+    let hub = crate::pubsub::Hub::start(
+        opened.source,
+        crate::pubsub::Timeouts {
+            connect: options.connect_timeout,
+            response: options.response_timeout,
+        },
+        Box::new(|| {}),
+    )
+    .await;
+    let subscribe = if sharded { "+ssubscribe" } else { "+subscribe" };
+    match &hub {
+        Ok(hub) => {
+            for channel in &channels {
+                match hub.subscribe(channel, None).await {
+                    Ok(_) => {}
+                    Err(err) if err.kind() == crate::ErrorKind::Permission => {
+                        if err.to_string().contains("use a channel") {
+                            let grant = channel_patterns(prefix)
+                                .into_iter()
+                                .find(|pattern| glob_matches(pattern, channel))
+                                .unwrap_or_else(|| channel.clone());
+                            missing(format!("&{grant}"), "the channels of the locks", false);
+                        } else {
+                            missing(subscribe.into(), "waiting for a release", false);
+                            break;
+                        }
+                    }
+                    Err(err) => return Err(err),
+                }
+            }
+            hub.shutdown();
+        }
+        Err(err) if err.kind() == crate::ErrorKind::Permission => {
+            missing(subscribe.into(), "waiting for a release", false)
+        }
+        Err(err) => return Err(err.clone()),
+    }
+    // The optional addition for sync_replicas.
+    for (command, arguments) in [("INFO", vec!["replication"]), ("WAIT", vec!["0", "0"])] {
+        let mut cmd = redis::cmd(command);
+        cmd.arg(&arguments);
+        if let Err(err) = sent(cmd).await {
+            note(&err, &mut missing, "sync_replicas", true);
+        }
+    }
+    if let Some(sentinel) = &opened.sentinel {
+        sentinel.shutdown();
+    }
+    report.cluster_pubsub = cluster_pubsub;
+    Ok(report)
+}
+
+/// Records the command `err` says was refused (the `'quoted'` name the server gives).
+fn note(
+    err: &redis::RedisError,
+    missing: &mut impl FnMut(String, &str, bool),
+    needed_for: &str,
+    optional: bool,
+) {
+    if refusal(err).is_none() {
+        return;
+    }
+    let detail = err.detail().unwrap_or_default();
+    match quoted(detail) {
+        Some(command) => missing(format!("+{}", command.to_lowercase()), needed_for, optional),
+        None => missing(format!("(refused: {detail})"), needed_for, optional),
+    }
+}
+
+/// Every key the kinds derive from the lock `name`, and the name itself.
+fn derived_keys(name: &str) -> Vec<String> {
+    use crate::keys;
+    vec![
+        name.to_owned(),
+        keys::lock_waiters(name),
+        keys::lock_reservation(name),
+        keys::lock_grants(name),
+        keys::unlock_latch(name, "r"),
+        keys::acquire_latch(name, "r"),
+        keys::fenced_token(name),
+        keys::fence(name),
+        format!("{}:1", keys::rwlock_timeout_prefix(name, "u:1")),
+        keys::rwlock_writers(name),
+        keys::rwlock_readers(name),
+        keys::rwlock_since(name),
+        keys::permit_timeouts(name),
+        keys::fair_queue(name),
+        keys::fair_timeouts(name),
+        keys::fair_seen(name),
+        keys::fair_grants(name),
+    ]
+}
+
+/// Every channel the kinds derive from the lock `name`.
+fn derived_channels(name: &str) -> Vec<String> {
+    use crate::keys;
+    vec![
+        keys::lock_channel(name),
+        keys::lock_told_channel(name, "u:1"),
+        keys::lock_listening_channel(name),
+        keys::rwlock_channel(name),
+        keys::semaphore_channel(name),
+        keys::fair_waiter_channel(name, "u:1"),
+    ]
+}
+
+/// Glob match as Redis does it for key and channel patterns, for the literal and `*` parts
+/// these patterns use.
+fn glob_matches(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            let Some(text) = text.strip_prefix(head) else {
+                return false;
+            };
+            (0..=text.len())
+                .filter(|i| text.is_char_boundary(*i))
+                .any(|i| glob_matches(rest, &text[i..]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     /// Every key and channel the kinds derive from a name under the prefix, with and without
     /// the name's own hash tag, falls under the rule's patterns.
     #[test]
     fn the_patterns_cover_every_derived_key_and_channel() {
         for name in ["app:42", "app:{eu}:42"] {
-            let key_names = [
-                name.to_owned(),
-                keys::lock_waiters(name),
-                keys::lock_reservation(name),
-                keys::lock_grants(name),
-                keys::unlock_latch(name, "r"),
-                keys::acquire_latch(name, "r"),
-                keys::fenced_token(name),
-                keys::fence(name),
-                format!("{}:1", keys::rwlock_timeout_prefix(name, "u:1")),
-                keys::rwlock_writers(name),
-                keys::rwlock_readers(name),
-                keys::rwlock_since(name),
-                keys::permit_timeouts(name),
-                keys::fair_queue(name),
-                keys::fair_timeouts(name),
-                keys::fair_seen(name),
-                keys::fair_grants(name),
-            ];
-            for key in key_names {
+            for key in derived_keys(name) {
                 assert!(
-                    key_patterns("app:").iter().any(|p| matches(p, &key)),
+                    key_patterns("app:").iter().any(|p| glob_matches(p, &key)),
                     "key {key}"
                 );
             }
-            let channels = [
-                keys::lock_channel(name),
-                keys::lock_told_channel(name, "u:1"),
-                keys::lock_listening_channel(name),
-                keys::rwlock_channel(name),
-                keys::semaphore_channel(name),
-                keys::fair_waiter_channel(name, "u:1"),
-            ];
-            for channel in channels {
+            for channel in derived_channels(name) {
                 assert!(
                     channel_patterns("app:")
                         .iter()
-                        .any(|p| matches(p, &channel)),
+                        .any(|p| glob_matches(p, &channel)),
                     "channel {channel}"
                 );
             }
         }
-        assert!(!key_patterns("app:").iter().any(|p| matches(p, "other:1")));
         assert!(!key_patterns("app:")
             .iter()
-            .any(|p| matches(p, "redisson_lock_queue:{other:1}")));
+            .any(|p| glob_matches(p, "other:1")));
+        assert!(!key_patterns("app:")
+            .iter()
+            .any(|p| glob_matches(p, "redisson_lock_queue:{other:1}")));
     }
 }

@@ -144,19 +144,49 @@ async fn connect_target(
     options: ClientOptions,
 ) -> Result<Client> {
     let what = format!("connect to {shown_url}");
+    let opened = open(deployment, &shown_url, &options).await?;
+    let publish = opened.publish.map_err(as_connection_error)?;
+    start_client(
+        opened.connection,
+        opened.source,
+        publish,
+        opened.sentinel,
+        options,
+        &what,
+    )
+    .await
+}
+
+/// A deployment's command connection, opened, and where its pub/sub connection goes.
+pub(crate) struct Opened {
+    pub(crate) connection: Connection,
+    pub(crate) source: Source,
+    /// How lock scripts publish there; on a cluster, as its answer to the `SPUBLISH` probe
+    /// (an error when the probe was refused: the source then assumes sharded pub/sub).
+    pub(crate) publish: Result<Publish>,
+    pub(crate) sentinel: Option<Arc<Sentinel>>,
+}
+
+/// Opens the command connection of `deployment`, shown as `shown_url` in errors.
+pub(crate) async fn open(
+    deployment: Target,
+    shown_url: &str,
+    options: &ClientOptions,
+) -> Result<Opened> {
+    let what = &format!("connect to {shown_url}");
     let timeouts = Timeouts {
         connect: options.connect_timeout,
         response: options.response_timeout,
     };
-    let (connection, source, publish, sentinel) = match deployment {
+    Ok(match deployment {
         Target::Single(redis_client) => {
-            let manager = connect_manager(&redis_client, &what, timeouts).await?;
-            (
-                Connection::Single(manager),
-                Source::Single(Box::new(redis_client)),
-                Publish::Plain,
-                None,
-            )
+            let manager = connect_manager(&redis_client, what, timeouts).await?;
+            Opened {
+                connection: Connection::Single(manager),
+                source: Source::Single(Box::new(redis_client)),
+                publish: Ok(Publish::Plain),
+                sentinel: None,
+            }
         }
         Target::Cluster { nodes, tls } => {
             let cluster = tls
@@ -168,7 +198,7 @@ async fn connect_target(
                     Error::InvalidArgument(format!("bad cluster URL '{shown_url}': {err}"))
                 })?;
             let cluster = match within_connect_timeout(
-                &what,
+                what,
                 options.connect_timeout,
                 cluster.get_async_connection(),
             )
@@ -187,21 +217,18 @@ async fn connect_target(
             };
             let connection = Connection::Cluster(cluster);
             // Redisson uses sharded pub/sub on a Redis 7+ cluster; so must we, to wake it.
-            let publish = connection
-                .cluster_publish_mode(&what)
-                .await
-                .map_err(as_connection_error)?;
-            let sharded = publish == Publish::Sharded;
-            (
+            let publish = connection.cluster_publish_mode(what).await;
+            let sharded = !matches!(publish, Ok(Publish::Broadcast));
+            Opened {
                 connection,
-                Source::Cluster {
+                source: Source::Cluster {
                     nodes,
                     sharded,
                     tls,
                 },
                 publish,
-                None,
-            )
+                sentinel: None,
+            }
         }
         Target::Sentinel {
             sentinels,
@@ -212,15 +239,14 @@ async fn connect_target(
             let sentinel = Sentinel::connect(sentinels, master, node, &tls, timeouts)
                 .await
                 .map_err(as_connection_error)?;
-            (
-                Connection::Sentinel(sentinel.clone()),
-                Source::Sentinel(sentinel.clone()),
-                Publish::Plain,
-                Some(sentinel),
-            )
+            Opened {
+                connection: Connection::Sentinel(sentinel.clone()),
+                source: Source::Sentinel(sentinel.clone()),
+                publish: Ok(Publish::Plain),
+                sentinel: Some(sentinel),
+            }
         }
-    };
-    start_client(connection, source, publish, sentinel, options, &what).await
+    })
 }
 
 async fn start_client(

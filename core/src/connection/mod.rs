@@ -190,7 +190,7 @@ impl Connection {
     }
 
     /// Runs `command` on the node that serves `key` (the primary, on a cluster).
-    async fn query_at(&self, key: &str, command: Cmd) -> redis::RedisResult<Value> {
+    pub(crate) async fn query_at(&self, key: &str, command: Cmd) -> redis::RedisResult<Value> {
         match self {
             Connection::Cluster(cluster) => {
                 let route = Route::with_key(key, SlotAddr::Master);
