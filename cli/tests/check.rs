@@ -251,8 +251,45 @@ fn permissions_lists_what_the_user_lacks_of_the_rule_and_nothing_for_the_rule_it
             "{expected} not in {found:?}"
         );
     }
+    // The text report: each missing part, and the arguments that grant them.
+    let output = Command::new(BINARY)
+        .args([
+            "check",
+            "--permissions",
+            "--prefix",
+            "app:",
+            "-u",
+            &url("partial"),
+        ])
+        .env_remove("POLYLOCK_REDIS_URL")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    for line in [
+        "missing  ~redisson_*:{app:*           for the keys of the locks",
+        "missing  +pexpire                     for the lock scripts",
+        "missing  +subscribe                   for waiting for a release",
+        "optional +info                        for sync_replicas",
+        "grant it: ACL SETUSER <user> ",
+    ] {
+        assert!(text.contains(line), "{line:?} not in {text}");
+    }
     // Nothing was left behind by the probes.
     assert_eq!(server.command(&["DBSIZE"]).as_deref(), Some(":0"));
+    // Any other command refused by ACL: exit code 3 with the core's Permission message.
+    make_user(&server, &rule, "no_evalsha", &["-evalsha"]);
+    let output = Command::new(BINARY)
+        .args(["inspect", "app:1", "--redis", &url("no_evalsha")])
+        .env_remove("POLYLOCK_REDIS_URL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("permission denied: the Redis user may not run EVALSHA"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! A rule is for one key prefix (the locks of an application, e.g. `app:`): the names of its
 //! locks start with it, and so do the keys and channels Redisson and polylock derive from a
 //! name, after their own prefix (`redisson_lock_queue:{app:42}`, `{app:42}:timeout`, ...; see
-//! [`crate::keys`]). Written for Redis 7+; on 6.2 leave out [`SHARDED_PUBSUB_COMMANDS`].
+//! [`crate::keys`]). Written for Redis 7+.
 
 /// Commands the client sends itself on every deployment: `PING` (connection checks), the lock
 /// scripts (`EVALSHA`, and `SCRIPT LOAD` when the server does not know a script yet), `DEL`
@@ -79,9 +79,6 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
 /// (at most once a second per primary) to learn how many replicas to wait for.
 pub const SYNC_REPLICAS_COMMANDS: &[&str] = &["wait", "info"];
 
-/// The optional addition for listing locks (`polylock inspect`, `Client::scan_names`).
-pub const INSPECT_COMMANDS: &[&str] = &["scan"];
-
 /// The channel of the connect-time `SPUBLISH` on a cluster (nobody listens on it): its answer
 /// tells whether the cluster has sharded pub/sub and the user may use it.
 pub const PROBE_CHANNEL: &str = "polylock_pubsub_probe";
@@ -151,7 +148,7 @@ pub fn setuser_line(user: &str, password: &str, prefix: &str) -> String {
     let mut line = format!("ACL SETUSER {user} on >{password}");
     for arg in rule(prefix) {
         line.push(' ');
-        if arg.contains(['{', '*', '&', '~']) {
+        if arg.contains(['{', '*', '&', '~', '|']) {
             line.push_str(&format!("'{arg}'"));
         } else {
             line.push_str(&arg);

@@ -3,6 +3,7 @@ raises polylock.PermissionError with the core's message, the same in every langu
 
 from __future__ import annotations
 
+import builtins
 import json
 from pathlib import Path
 
@@ -25,4 +26,5 @@ def test_a_user_without_a_permission_gets_a_permission_error(redis_server: Redis
             lock.acquire(timeout=0)
     assert str(refused.value) == CASE["message"]
     assert isinstance(refused.value, polylock.LockError)
+    assert isinstance(refused.value, builtins.PermissionError)
     assert CASE["kind"] == "Permission"
