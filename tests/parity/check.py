@@ -10,6 +10,10 @@ Where each language's API is read from (each must be built first: `make test-par
   node          the classes' prototypes and statics in node/index.js
   kotlin        the generated interfaces (uniffi) plus the package's hand-written extensions
   swift         tests/swift/api.golden (checked against the generated and hand-written Swift)
+
+The [errors] table lists each error kind (the core's ErrorKind) with its name in every language:
+the Python exception class, the Node error code, the Kotlin LockException subclass, the Swift
+LockError case; each must exist, and a language may have no kind the table lacks.
 """
 
 from __future__ import annotations
@@ -121,6 +125,47 @@ def swift_api(golden: Path, classes: dict[str, str]) -> dict[str, set[str]]:
     return api
 
 
+def error_kinds(language: str, python: str, kotlin_generated: Path) -> set[str]:
+    """The error kinds a language has: the core's ErrorKind variants, Python's exception classes
+    (LockError's subclasses in polylock.__all__), Node's codes (PolylockErrorCode in
+    node/index.d.ts), Kotlin's LockException subclasses, Swift's LockError cases."""
+    if language == "rust":
+        text = (ROOT / "core/src/error.rs").read_text()
+        body = re.search(r"pub enum ErrorKind \{(.*?)\}", text, re.S).group(1)
+        return set(re.findall(r"^\s*(\w+),", body, re.M))
+    if language in ("python", "python_async"):
+        probe = (
+            "import json, polylock; print(json.dumps([n for n in polylock.__all__ "
+            "if isinstance(getattr(polylock, n), type) and issubclass(getattr(polylock, n), polylock.LockError) "
+            "and n != 'LockError']))"
+        )
+        out = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True, cwd=ROOT / "python").stdout
+        return set(json.loads(out))
+    if language == "node":
+        text = (ROOT / "node/index.d.ts").read_text()
+        body = re.search(r"export type PolylockErrorCode =(.*?)\n\n", text, re.S).group(1)
+        return set(re.findall(r"'(ERR_\w+)'", body))
+    if language == "kotlin":
+        return set(re.findall(r"class (\w+)\(message: String\) : LockException\(message\)", kotlin_generated.read_text()))
+    text = (ROOT / "tests/swift/api.golden").read_text()
+    body = re.search(r"public enum LockError:.*?\n((?:    case .*\n)+)", text).group(1)
+    return set(re.findall(r"case (\w+)\(", body))
+
+
+def compare_errors(table: dict, found: dict[str, set[str]], languages: list[str]) -> list[str]:
+    problems: list[str] = []
+    for language in languages:
+        listed = {kind: cells.get(language) for kind, cells in table["errors"].items()}
+        for kind, name in listed.items():
+            if name is None:
+                problems.append(f"errors.{kind}: no {language} entry in api.toml")
+            elif name not in found[language]:
+                problems.append(f"{language}: error {name} ({kind}) is missing")
+        for name in sorted(found[language] - set(listed.values())):
+            problems.append(f"{language}: error {name} is not in the [errors] table of tests/parity/api.toml")
+    return problems
+
+
 def names_of(entry: object) -> list[str]:
     """A table cell: a name, a list of names (all must exist), or "-: why" (not applicable)."""
     if isinstance(entry, list):
@@ -195,8 +240,15 @@ def main() -> int:
         return 0
     found = {language: extractors[language](classes[language]) for language in languages}
     if args.self_test:
+        errors = {language: error_kinds(language, args.python, Path(args.kotlin_generated)) for language in languages}
+        extra = {language: kinds | {"OnlyHere"} for language, kinds in errors.items()}
+        if compare_errors(table, errors, languages) or not compare_errors(table, extra, languages):
+            print("parity self-test failed: the [errors] table check")
+            return 1
         return self_test(table, found, languages)
     problems = compare(table, found, languages)
+    errors = {language: error_kinds(language, args.python, Path(args.kotlin_generated)) for language in languages}
+    problems += compare_errors(table, errors, languages)
     for problem in problems:
         print(problem)
     checked = ", ".join(languages)
