@@ -171,12 +171,14 @@ pub(crate) fn refusal(err: &redis::RedisError) -> Option<String> {
     }
     // The server's own words, without the script's sha and line that follow them.
     let said = text.split(" script: ").next().unwrap_or_default().trim();
-    let what = if text.contains("key") {
-        "access a key of this call (the lock's name or a key derived from it)".to_owned()
+    // The command first: its name may hold "key" (`hkeys`).
+    let command = quoted(&text).filter(|_| text.contains(" run "));
+    let what = if let Some(command) = command {
+        format!("run {}", command.to_uppercase().replace('|', " "))
     } else if text.contains("channel") {
         "use a channel of this call (the lock's channel or one derived from its name)".to_owned()
-    } else if let Some(command) = quoted(&text) {
-        format!("run {}", command.to_uppercase().replace('|', " "))
+    } else if text.contains("key") {
+        "access a key of this call (the lock's name or a key derived from it)".to_owned()
     } else {
         "run a command the lock script calls".to_owned()
     };
@@ -478,6 +480,40 @@ fn glob_matches(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server's error reply as the `redis` crate hands it over.
+    fn reply(line: &str) -> redis::RedisError {
+        let value = redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).unwrap();
+        value.extract_error().unwrap_err()
+    }
+
+    #[test]
+    fn refusals_name_the_command_the_key_or_the_channel() {
+        let said = |line: &str| refusal(&reply(line)).unwrap_or_default();
+        assert!(
+            said("NOPERM this user has no permissions to run the 'evalsha' command")
+                .starts_with("permission denied: the Redis user may not run EVALSHA (Redis: ")
+        );
+        // A command whose name holds "key" is still a command.
+        assert!(
+            said("NOPERM this user has no permissions to run the 'hkeys' command")
+                .contains("may not run HKEYS (")
+        );
+        assert!(said(
+            "NOPERM this user has no permissions to access one of the keys used as arguments"
+        )
+        .contains("may not access a key of this call"));
+        assert!(said(
+            "NOPERM this user has no permissions to access one of the channels used as arguments"
+        )
+        .contains("may not use a channel of this call"));
+        assert!(said("ERR The user executing the script can't publish to the channel mentioned in the command script: ab12, on @user_script:1.")
+            .contains("may not use a channel of this call (the lock's channel or one derived from its name) from a lock script (Redis: The user executing the script can't publish to the channel mentioned in the command)"));
+        assert!(said("ERR The user executing the script can't run this command or subcommand script: ab12, on @user_script:1.")
+            .contains("may not run a command the lock script calls from a lock script"));
+        assert_eq!(refusal(&reply("ERR unknown command 'SPUBLISH'")), None);
+        assert_eq!(refusal(&reply("WRONGTYPE Operation against a key")), None);
+    }
 
     /// Every key and channel the kinds derive from a name under the prefix, with and without
     /// the name's own hash tag, falls under the rule's patterns.
