@@ -27,12 +27,13 @@ const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
   polylock force-unlock orders:42 --yes  # delete a lock whoever holds it
   polylock watch 'orders:*'              # live table of held locks
   polylock check --failover -u redis+sentinel://h:26379/mymaster  # safety self-test
+  polylock check --permissions --prefix app: -u redis://app:pw@h:6379  # what this ACL user lacks
 
 Every command takes --redis URL (also -u, or POLYLOCK_REDIS_URL; default
 redis://127.0.0.1:6379, and for the demo a private redis-server).
 Shell completions: polylock completions bash|zsh|fish|elvish|powershell.
 Exit codes: 0 ok, 1 failed (e.g. the demo sold the wrong number), 2 bad usage or URL,
-3 Redis unreachable or failing, 4 the name holds a key that is not a lock, 130 interrupted."
+3 Redis unreachable or failing (also: a command refused by ACL), 4 the name holds a key that is not a lock, 130 interrupted."
 )]
 struct Cli {
     /// Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS),
