@@ -255,6 +255,7 @@ async fn check_on_runtime(
     let deployment = Target::parse(url, &tls)?;
     let cluster = matches!(deployment, Target::Cluster { .. });
     let opened = crate::client::open(deployment, &redact(url), &options).await?;
+    let _sentinel = StopSentinel(opened.sentinel.clone());
     let connection = opened.connection.clone();
     let mut report = Report::default();
     let mut missing = |grant: String, needed_for: &str, optional: bool| {
@@ -365,6 +366,7 @@ async fn check_on_runtime(
     )
     .await;
     let subscribe = if sharded { "+ssubscribe" } else { "+subscribe" };
+    let mut failed = None;
     match &hub {
         Ok(hub) => {
             for channel in &channels {
@@ -382,7 +384,10 @@ async fn check_on_runtime(
                             break;
                         }
                     }
-                    Err(err) => return Err(err),
+                    Err(err) => {
+                        failed = Some(err);
+                        break;
+                    }
                 }
             }
             hub.shutdown();
@@ -390,7 +395,10 @@ async fn check_on_runtime(
         Err(err) if err.kind() == crate::ErrorKind::Permission => {
             missing(subscribe.into(), "waiting for a release", false)
         }
-        Err(err) => return Err(err.clone()),
+        Err(err) => failed = Some(err.clone()),
+    }
+    if let Some(err) = failed {
+        return Err(err);
     }
     // The optional addition for sync_replicas.
     for (command, arguments) in [("INFO", vec!["replication"]), ("WAIT", vec!["0", "0"])] {
@@ -400,11 +408,19 @@ async fn check_on_runtime(
             note(&err, &mut missing, "sync_replicas", true);
         }
     }
-    if let Some(sentinel) = &opened.sentinel {
-        sentinel.shutdown();
-    }
     report.cluster_pubsub = cluster_pubsub;
     Ok(report)
+}
+
+/// Stops a Sentinel client's watch when the check ends, however it ends.
+struct StopSentinel(Option<std::sync::Arc<crate::connection::sentinel::Sentinel>>);
+
+impl Drop for StopSentinel {
+    fn drop(&mut self) {
+        if let Some(sentinel) = &self.0 {
+            sentinel.shutdown();
+        }
+    }
 }
 
 /// Records the command `err` says was refused (the `'quoted'` name the server gives).
