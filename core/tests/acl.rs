@@ -444,6 +444,10 @@ async fn on_a_cluster_a_user_without_spublish_or_ssubscribe_gets_a_permission_er
     let url = cluster_user_url(&cluster, "no_spublish", &rule_and(&["-spublish"]));
     refused(connect(&url), "run SPUBLISH").await;
 
+    // No CLUSTER SLOTS: the client cannot learn the slot map.
+    let url = cluster_user_url(&cluster, "no_slots", &rule_and(&["-cluster|slots"]));
+    refused(connect(&url), "CLUSTER SLOTS").await;
+
     // No SSUBSCRIBE: a waiter fails at once.
     let full = cluster_user_url(&cluster, "full", &polylock::acl::rule(PREFIX));
     let holder = connect(&full).await.unwrap();
