@@ -1,4 +1,4 @@
-//! The least-privilege Redis ACL rule a polylock user needs, as data: the README, the tests and
+//! The least-privilege Redis ACL rule a polylock user needs, as data: the docs, the tests and
 //! `polylock check` all read it from here, so that it cannot drift from what the core sends.
 //!
 //! A rule is for one key prefix (the locks of an application, e.g. `app:`): the names of its
@@ -185,7 +185,7 @@ pub(crate) fn refusal(err: &redis::RedisError) -> Option<String> {
     let place = if in_script { " from a lock script" } else { "" };
     Some(format!(
         "permission denied: the Redis user may not {what}{place} (Redis: {said}); grant it as \
-         in the README's \"ACL and managed services\", or list what is missing with \
+         in docs/deployments.md, \"ACL and managed services\", or list what is missing with \
          `polylock check --permissions`"
     ))
 }

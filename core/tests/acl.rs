@@ -492,13 +492,13 @@ async fn the_conformance_case_gives_its_kind_and_message() {
     assert_eq!(err.to_string(), case["message"].as_str().unwrap());
 }
 
-/// The README's rule is the core's, word for word.
+/// The rule the docs show is the core's, word for word.
 #[test]
-fn the_readme_shows_the_rule_of_the_core() {
-    let readme = include_str!("../../README.md");
+fn the_docs_show_the_rule_of_the_core() {
+    let readme = include_str!("../../docs/deployments.md");
     let line = polylock::acl::setuser_line("app", "secret", "app:");
     assert!(
         readme.lines().any(|shown| shown.trim() == line),
-        "README lacks: {line}"
+        "docs/deployments.md lacks: {line}"
     );
 }
