@@ -7,7 +7,7 @@ other, each exactly as its suite will ask for it (the suites' own cargo, maturin
 then find nothing to do). The suites mostly wait (on Redis, on sleeps of fault tests, on child
 processes), so they run in lanes at once. A lane runs its suites one after the other, and the
 suites that share a working copy (node/'s addon, the Python venv, the Maven projects) are in
-the same lane. The release builds and the lint, which only need CPU, run in their own lane
+the same lane. The release builds and the lint, which only need CPU, run in lanes of their own
 under `nice`, so they take what the suites leave.
 
 Each suite's output is printed whole when it ends (passed or failed). After the first failure
@@ -33,7 +33,8 @@ LANES = {
     "rust": (0, ["test-core", "test-cli", "test-protocol"]),
     "jvm": (0, ["test-interop", "test-kotlin", "test-swift"]),
     "scripts": (0, ["test-python", "test-node", "test-parity", "test-demo", "test-history", "bench-smoke"]),
-    "release": (15, ["lint", "test-rust-package", "test-dist-python", "test-dist-node", "test-dist-kotlin@jvm"]),
+    "lint": (15, ["lint"]),
+    "release": (15, ["test-rust-package", "test-dist-python", "test-dist-node", "test-dist-kotlin@jvm"]),
 }
 
 print_lock = threading.Lock()
