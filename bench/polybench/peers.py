@@ -1,0 +1,64 @@
+"""The contenders of each scenario, and how each language's worker process is started."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from typing import Optional
+
+from .paths import BENCH, JAVA_TARGET, RUST_BIN
+
+# The JVM is sized for up to 64 workers on a 2-core machine: the serial collector (no parallel
+# GC threads) and a small heap; the JIT is HotSpot's default (tiered C1 + C2).
+JAVA_FLAGS = ["-XX:+UseSerialGC", "-Xms32m", "-Xmx256m",
+              "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"]
+
+
+def java_command() -> list:
+    classpath = (JAVA_TARGET / "classpath.txt").read_text().strip()
+    return ["java", *JAVA_FLAGS, "-cp", f"{JAVA_TARGET / 'polylock-bench-java.jar'}:{classpath}",
+            "dev.polylock.bench.Worker"]
+
+
+def java_missing() -> Optional[str]:
+    if not (JAVA_TARGET / "polylock-bench-java.jar").exists() or \
+            not (JAVA_TARGET / "classpath.txt").exists():
+        return "bench/java is not built (make bench-java)"
+    if not shutil.which("java"):
+        return "no java on PATH"
+    return None
+
+
+LANGS = {
+    "rust": lambda: [str(RUST_BIN)],
+    "python": lambda: [sys.executable, str(BENCH / "workers" / "py_worker.py")],
+    "node": lambda: ["node", str(BENCH / "workers" / "node_worker.js")],
+    "java": java_command,
+}
+
+# (language, contender) in table order; "raw" is the two-EVALSHA limit of that language.
+U_CONTENDERS = [
+    ("rust", "polylock"), ("rust", "polylock-fair"), ("rust", "rslock"), ("rust", "raw"),
+    ("python", "polylock"), ("python", "polylock-fair"), ("python", "redis-py"),
+    ("python", "python-redis-lock"), ("python", "pottery"), ("python", "raw"),
+    ("node", "polylock"), ("node", "polylock-fair"), ("node", "redlock"),
+    ("node", "redis-semaphore"), ("node", "raw"),
+    ("java", "redisson"), ("java", "redisson-fair"),
+]
+C_CONTENDERS = [c for c in U_CONTENDERS if c[1] != "raw"]
+# Redisson, the anchor: what a polyglot shop runs today (bench/java).
+REDISSON = ("java", "redisson")
+REDISSON_FAIR = ("java", "redisson-fair")
+M_CONTENDERS = [
+    ("rust", "polylock"), ("rust", "polylock-fair"), ("rust", "rslock"), ("rust", "raw"),
+    ("node", "polylock"), ("node", "raw"),
+    ("python", "polylock"), ("python", "raw"),
+]
+# The read-write lock (RW) and semaphore (S) scenarios: polylock in each language, and the one
+# peer that has a semaphore (redis-semaphore's Semaphore); no peer here has a read-write lock.
+RW_CONTENDERS = [("rust", "polylock"), ("python", "polylock"), ("node", "polylock")]
+S_CONTENDERS = RW_CONTENDERS + [("node", "redis-semaphore")]
+
+
+def label(lang: str, contender: str) -> str:
+    return f"{lang} {contender}"

@@ -1,0 +1,147 @@
+"""The throwaway redis-server a driver run measures on, and the MONITOR command counter."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from typing import Optional
+
+# The server binary, as for every test-kit launcher (e.g. another Redis or Valkey build).
+SERVER_PROGRAM = os.environ.get("POLYLOCK_REDIS_SERVER", "redis-server")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """A throwaway redis-server on a free loopback port."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = subprocess.Popen(
+            [SERVER_PROGRAM, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--maxclients", "10000"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if self.command("PING") == "PONG":
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.stop()
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    def command(self, *words: str) -> str:
+        """One command over a fresh socket (RESP), reply as text; enough for the driver's needs."""
+        payload = f"*{len(words)}\r\n" + "".join(
+            f"${len(w.encode())}\r\n{w}\r\n" for w in words)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+            sock.sendall(payload.encode())
+            data = b""
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                if data.startswith((b"+", b"-", b":")) and data.endswith(b"\r\n"):
+                    break
+                if data.startswith(b"$"):
+                    header, _, rest = data.partition(b"\r\n")
+                    length = int(header[1:])
+                    if length < 0 or len(rest) >= length + 2:
+                        break
+        if data.startswith(b"$"):
+            header, _, rest = data.partition(b"\r\n")
+            return "" if int(header[1:]) < 0 else rest[: int(header[1:])].decode()
+        if data.startswith(b"-"):
+            raise RuntimeError(data.decode().strip())
+        return data[1:].decode().strip()
+
+    def commandstats(self) -> dict[str, int]:
+        stats = {}
+        for line in self.command("INFO", "commandstats").splitlines():
+            if line.startswith("cmdstat_"):
+                name, _, rest = line.partition(":")
+                calls = next(f for f in rest.split(",") if f.startswith("calls="))
+                stats[name[len("cmdstat_"):]] = int(calls[len("calls="):])
+        return stats
+
+    def version(self) -> str:
+        for line in self.command("INFO", "server").splitlines():
+            if line.startswith("redis_version:"):
+                return line.split(":", 1)[1]
+        return "?"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+class Monitor:
+    """Counts the commands clients send (MONITOR), apart from those scripts run inside Redis.
+
+    INFO commandstats also counts every redis.call() made inside a Lua script, so it cannot say
+    how many commands a lock sends over the wire; MONITOR marks those as "[db lua]".
+    """
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.sock.sendall(b"*1\r\n$7\r\nMONITOR\r\n")
+        self.client: dict[str, int] = {}
+        self.scripted: dict[str, int] = {}
+        self.counting = False
+        self.buffer = b""
+        reply = self._line()
+        if reply != b"+OK":
+            raise RuntimeError(f"MONITOR refused: {reply!r}")
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _line(self) -> Optional[bytes]:
+        while b"\r\n" not in self.buffer:
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except OSError:
+                return None
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\r\n")
+        return line
+
+    def _read(self) -> None:
+        while True:
+            line = self._line()
+            if line is None:
+                return
+            if not self.counting:
+                continue
+            # +1700000000.123456 [0 127.0.0.1:5000] "EVALSHA" "..."  or  [0 lua] "hincrby" ...
+            head, _, rest = line.partition(b"] ")
+            source = head.rpartition(b" ")[2]
+            command = rest.split(b'"', 2)[1].decode(errors="replace").lower() if b'"' in rest else "?"
+            table = self.scripted if source == b"lua" else self.client
+            table[command] = table.get(command, 0) + 1
+
+    def close(self) -> None:
+        self.counting = False
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        self.thread.join(10)

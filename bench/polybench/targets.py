@@ -1,0 +1,177 @@
+"""The targets table of RESULTS.md: each target met or missed, with what was measured."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .measure import HOLD_US
+from .peers import REDISSON, REDISSON_FAIR, label
+from .workers import status
+
+
+def target_line(name: str, met: Optional[bool], detail: str) -> str:
+    mark = "–" if met is None else ("met" if met else "**missed**")
+    return f"| {name} | {mark} | {detail} |"
+
+
+def targets(u, c, m, ceiling, r, workers) -> list[str]:
+    out = []
+
+    def rate(table, key):
+        row = table.get(key)
+        return row.get("rate") if row and not status(row["run"]) else None
+
+    py, redis_py = rate(u, ("python", "polylock")), rate(u, ("python", "redis-py"))
+    if py and redis_py:
+        out.append(target_line("Python U ≥ 1.5× redis-py Lock", py >= 1.5 * redis_py,
+                               f"{py / redis_py:.2f}× ({py:,.0f} vs {redis_py:,.0f} cycles/s)"))
+    node, redlock = rate(u, ("node", "polylock")), rate(u, ("node", "redlock"))
+    if node and redlock:
+        out.append(target_line("Node U ≥ redlock", node >= redlock,
+                               f"{node / redlock:.2f}× ({node:,.0f} vs {redlock:,.0f} cycles/s)"))
+    rust, raw = rate(u, ("rust", "polylock")), rate(u, ("rust", "raw"))
+    if rust and raw:
+        out.append(target_line("Rust U ≥ 80 % of the raw limit", rust >= 0.8 * raw,
+                               f"{rust / raw * 100:.0f} % ({rust:,.0f} vs {raw:,.0f} cycles/s)"))
+    out += anchor_targets(u, c, workers)
+    for lang in ("rust", "python", "node"):
+        row = c.get((workers[0], lang, "polylock"))
+        if row and not status(row["run"]):
+            out.append(target_line(
+                f"C {lang} plain W={workers[0]}: utilisation ≥ 0.90, 0 lost",
+                row["utilisation"] >= 0.9 and row["lost"] == 0,
+                f"utilisation {row['utilisation']:.3f}, lost {row['lost']}"))
+    hold_ms = HOLD_US / 1000
+    for lang in ("rust", "python", "node"):
+        for count in workers:
+            row = c.get((count, lang, "polylock-fair"))
+            if not row or status(row["run"]):
+                continue
+            p99_bound, max_bound = 1.5 * (count - 1) * hold_ms, 2.5 * (count - 1) * hold_ms
+            checks = {
+                "utilisation ≥ 0.90": row["utilisation"] >= 0.9,
+                "Jain ≥ 0.99": row["jain"] >= 0.99,
+                f"wait p99 ≤ {p99_bound:g} ms": row["wait_p99_ms"] <= p99_bound,
+                f"wait max ≤ {max_bound:g} ms": row["wait_max_ms"] <= max_bound,
+                "≤ 5 commands/CS": row["commands_per_cs"] <= 5,
+                "0 lost": row["lost"] == 0,
+            }
+            missed = [name for name, ok in checks.items() if not ok]
+            out.append(target_line(
+                f"C {lang} fair W={count}", not missed,
+                f"utilisation {row['utilisation']:.3f}, Jain {row['jain']:.3f}, wait p99 "
+                f"{row['wait_p99_ms']:.1f} / max {row['wait_max_ms']:.1f} ms, "
+                f"{row['commands_per_cs']:.2f} commands/CS, lost {row['lost']}"
+                + (f"; missed: {', '.join(missed)}" if missed else "")))
+    for lang in ("rust", "node", "python"):
+        row = m.get((lang, "polylock"))
+        if row and not status(row["run"]) and ceiling:
+            spc = row["scripts_per_cycle"] or 2
+            bound = 0.6 * ceiling / spc
+            out.append(target_line(f"M {lang} ≥ 60 % of ceiling ÷ scripts/cycle",
+                                   row["rate"] >= bound,
+                                   f"{row['rate']:,.0f} cycles/s vs {bound:,.0f} needed "
+                                   f"({row['rate'] / (ceiling / spc) * 100:.0f} %)"))
+    if r and not status(r["run"]):
+        out.append(target_line("R ≤ 1 script call per 100 locks per tick",
+                               r["calls_per_100_locks_per_tick"] <= 1,
+                               f"{r['calls_per_100_locks_per_tick']:.4f} "
+                               f"({r['calls_per_tick']:.1f} calls per tick for {r['locks']:,} locks)"))
+    return out
+
+
+def anchor_targets(u: dict, c: dict, workers: list) -> list:
+    """Targets relative to the best peers and to Redisson, each a ratio measured in this run
+    (medians over the rounds): U per language, C plain and fair at every W."""
+    out = []
+
+    def good(row) -> bool:
+        return bool(row) and not status(row["run"]) and row.get("rate") is not None
+
+    def is_peer(contender: str) -> bool:
+        return not contender.startswith("polylock") and contender != "raw"
+
+    redisson = u.get(REDISSON)
+    for lang in ("rust", "python", "node"):
+        mine = u.get((lang, "polylock"))
+        if not good(mine):
+            continue
+        peers = [(row["rate"], name) for (l, name), row in u.items()
+                 if l == lang and is_peer(name) and good(row)]
+        if peers:
+            best, name = max(peers)
+            out.append(target_line(
+                f"U {lang}: polylock ≥ the best {lang} peer", mine["rate"] >= best,
+                f"{mine['rate'] / best:.2f}× {name} ({mine['rate']:,.0f} vs {best:,.0f} cycles/s)"))
+        if good(redisson):
+            out.append(target_line(
+                f"U {lang}: polylock > Redisson RLock", mine["rate"] > redisson["rate"],
+                f"{mine['rate'] / redisson['rate']:.2f}× ({mine['rate']:,.0f} vs "
+                f"{redisson['rate']:,.0f} cycles/s)"))
+
+    def versus_anchor(title: str, mine: dict, theirs: dict) -> None:
+        """A target line: CS/s and utilisation at least Redisson's (`theirs`)."""
+        if not (good(mine) and good(theirs)):
+            return
+        met = mine["rate"] >= theirs["rate"] and mine["utilisation"] >= theirs["utilisation"]
+        out.append(target_line(title, met, (
+            f"CS/s {mine['rate'] / theirs['rate']:.2f}× ({mine['rate']:,.0f} vs "
+            f"{theirs['rate']:,.0f}), utilisation {mine['utilisation'] / theirs['utilisation']:.2f}× "
+            f"({mine['utilisation']:.3f} vs {theirs['utilisation']:.3f}), Jain "
+            f"{mine['jain']:.3f} vs {theirs['jain']:.3f}")))
+
+    for count in workers:
+        peers = [(row["utilisation"], label(l, name)) for (w, l, name), row in c.items()
+                 if w == count and is_peer(name) and good(row)]
+        best_util, best_name = max(peers) if peers else (None, None)
+        blpop = c.get((count, "python", "python-redis-lock"))
+        plain_anchor, fair_anchor = c.get((count,) + REDISSON), c.get((count,) + REDISSON_FAIR)
+        for lang in ("rust", "python", "node"):
+            plain = c.get((count, lang, "polylock"))
+            versus_anchor(f"C plain W={count} {lang}: CS/s and utilisation ≥ Redisson RLock's",
+                          plain, plain_anchor)
+            if good(plain) and best_util is not None:
+                checks = {f"utilisation ≥ best peer's ({best_name})":
+                          plain["utilisation"] >= best_util,
+                          "Jain ≥ 0.9": plain["jain"] >= 0.9,
+                          "≤ 3 scripts/CS": plain["scripts_per_cs"] <= 3}
+                missed = [name for name, ok in checks.items() if not ok]
+                out.append(target_line(
+                    f"C plain W={count} {lang}: utilisation ≥ best peer's, Jain ≥ 0.9, "
+                    "≤ 3 scripts/CS", not missed,
+                    f"utilisation {plain['utilisation']:.3f} vs {best_util:.3f} "
+                    f"({plain['utilisation'] / best_util:.2f}×), Jain {plain['jain']:.3f}, "
+                    f"{plain['scripts_per_cs']:.2f} scripts/CS"
+                    + (f"; missed: {', '.join(missed)}" if missed else "")))
+            fair = c.get((count, lang, "polylock-fair"))
+            versus_anchor(f"C fair W={count} {lang}: CS/s and utilisation ≥ Redisson RFairLock's",
+                          fair, fair_anchor)
+            if good(fair) and best_util is not None:
+                checks = {"Jain ≥ 0.99": fair["jain"] >= 0.99,
+                          f"utilisation ≥ every peer's ({best_name})":
+                          fair["utilisation"] >= best_util,
+                          "commandstats/CS ≤ 20": fair["all_commands_per_cs"] <= 20}
+                detail = (f"Jain {fair['jain']:.3f}, utilisation {fair['utilisation']:.3f} vs "
+                          f"{best_util:.3f} ({fair['utilisation'] / best_util:.2f}×), "
+                          f"{fair['all_commands_per_cs']:.1f} commandstats/CS")
+                if good(blpop):
+                    checks["gap p50 ≤ python-redis-lock's"] = \
+                        fair["gap_p50_ms"] <= blpop["gap_p50_ms"]
+                    detail += (f", gap p50 {fair['gap_p50_ms']:.2f} vs "
+                               f"{blpop['gap_p50_ms']:.2f} ms")
+                missed = [name for name, ok in checks.items() if not ok]
+                out.append(target_line(
+                    f"C fair W={count} {lang}: Jain ≥ 0.99, utilisation ≥ every peer's, gap p50 "
+                    "≤ BLPOP's, commandstats/CS ≤ 20", not missed,
+                    detail + (f"; missed: {', '.join(missed)}" if missed else "")))
+    # The fair lock's server work per critical section must not grow with the queue.
+    for lang in ("rust", "python", "node"):
+        fair = [(count, c.get((count, lang, "polylock-fair"))) for count in sorted(workers)]
+        fair = [(count, row["all_commands_per_cs"]) for count, row in fair if good(row)]
+        if len(fair) >= 2:
+            (low_w, low), (high_w, high) = fair[0], fair[-1]
+            out.append(target_line(
+                f"C fair {lang}: commandstats/CS flat in W (W={high_w} within 10 % of W={low_w})",
+                high <= low * 1.1,
+                ", ".join(f"W={count}: {value:.1f}" for count, value in fair)))
+    return out
