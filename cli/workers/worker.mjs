@@ -3,7 +3,7 @@
 // Usage: node worker.mjs URL LOCK STOCK_KEY MODE THINK_MS [EXTRA]
 //   MODE lock, fair or none: the ticket sale (below).
 //   Other MODEs: the other scenarios (STOCK_KEY is then the scenarios' key PREFIX and EXTRA a
-//   JSON object of parameters), as described at the top of cli/src/worker_scenarios.rs:
+//   JSON object of parameters), as described at the top of cli/src/worker/scenarios.rs:
 //   cache-rebuild(-unlocked), read-write(-unlocked), segmented / global, fencing / fencing-off.
 //
 // Prints {"event":"ready"} once connected, waits for a `go` line on stdin, then prints

@@ -2,7 +2,7 @@
 //! `worker.mjs`:
 //!
 //! arguments `URL LOCK STOCK_KEY MODE THINK_MS [EXTRA]` (MODE: `lock`, `fair` or `none` for the
-//! ticket sale; the other scenarios' modes are in `scenario`); prints `{"event":"ready"}` once
+//! ticket sale; the other scenarios' modes are in `scenarios`); prints `{"event":"ready"}` once
 //! connected, waits for a `go` line on stdin, then prints `{"event":"sale","wait_ms":W}` per
 //! ticket bought and `{"event":"done","sold":N}` at the end. A purchase reads the stock,
 //! "processes the payment" (sleeps THINK_MS) and writes stock-1: not atomic, so only the lock
@@ -18,8 +18,7 @@ use crate::block_on;
 use crate::error::{CliError, CliResult};
 use crate::raw;
 
-#[path = "worker_scenarios.rs"]
-mod scenario;
+mod scenarios;
 
 #[derive(Args)]
 pub struct WorkerArgs {
@@ -63,7 +62,7 @@ pub fn run(args: WorkerArgs) -> CliResult<()> {
         "lock" => Some(client.lock(&args.lock)?),
         "fair" => Some(client.fair_lock(&args.lock)?),
         "none" => None,
-        _ => return scenario::run(&args, client, connection),
+        _ => return scenarios::run(&args, client, connection),
     };
     ready_and_wait_for_go()?;
     let mut sold = 0u64;

@@ -1,5 +1,5 @@
 //! The demo's scenarios other than the ticket sale: each sets its keys, runs the workers
-//! (`worker_scenarios.rs`, `cli/workers/worker.py`, `worker.mjs`), checks one invariant and
+//! (`worker/scenarios.rs`, `cli/workers/worker.py`, `worker.mjs`), checks one invariant and
 //! prints it. The keys of a scenario live under the lock name (`polylock-demo:<scenario>`).
 
 use std::collections::BTreeMap;
@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 
-use super::{percentile, run_workers, DemoArgs, Driver, Launcher, Planned, Run, Scenario};
+use super::launchers::Launcher;
+use super::workers::{run_workers, Driver, Planned, Run};
+use super::{percentile, DemoArgs, Scenario};
 use crate::block_on;
 use crate::error::{CliError, CliResult};
 use crate::raw;
@@ -91,15 +93,38 @@ fn per_language(launchers: &[Launcher], run: &Run, event: &str) -> BTreeMap<&'st
     counts
 }
 
+/// What every scenario runs with: the options, the languages that can run, the server, the lock
+/// name (its keys live under it) and the languages' names for the messages.
+struct Stage<'a> {
+    args: &'a DemoArgs,
+    launchers: &'a [Launcher],
+    url: &'a str,
+    lock: &'a str,
+    names: String,
+}
+
+impl Stage<'_> {
+    /// (args, launchers, url, lock, names)
+    fn parts(&self) -> (&DemoArgs, &[Launcher], &str, &str, &str) {
+        (self.args, self.launchers, self.url, self.lock, &self.names)
+    }
+}
+
 pub fn run(args: &DemoArgs, launchers: &[Launcher], url: &str, lock: &str) -> CliResult<()> {
     let mut connection = block_on(raw::connect(url))?;
     let names: Vec<&str> = launchers.iter().map(|l| l.language).collect();
-    let names = names.join(", ");
+    let stage = Stage {
+        args,
+        launchers,
+        url,
+        lock,
+        names: names.join(", "),
+    };
     match args.scenario {
-        Scenario::CacheRebuild => cache_rebuild(args, launchers, url, lock, &names, connection),
-        Scenario::ReadWrite => read_write(args, launchers, url, lock, &names, &mut connection),
-        Scenario::SegmentedStock => segmented(args, launchers, url, lock, &names, &mut connection),
-        Scenario::Fencing => fencing(args, launchers, url, lock, &names, &mut connection),
+        Scenario::CacheRebuild => cache_rebuild(&stage, connection),
+        Scenario::ReadWrite => read_write(&stage, &mut connection),
+        Scenario::SegmentedStock => segmented(&stage, &mut connection),
+        Scenario::Fencing => fencing(&stage, &mut connection),
         Scenario::TicketSale => Err(CliError::Failed(
             "the ticket sale is not one of these scenarios".into(),
         )),
@@ -108,14 +133,8 @@ pub fn run(args: &DemoArgs, launchers: &[Launcher], url: &str, lock: &str) -> Cl
 
 // ---- cache-rebuild ----
 
-fn cache_rebuild(
-    args: &DemoArgs,
-    launchers: &[Launcher],
-    url: &str,
-    lock: &str,
-    names: &str,
-    mut connection: MultiplexedConnection,
-) -> CliResult<()> {
+fn cache_rebuild(stage: &Stage<'_>, mut connection: MultiplexedConnection) -> CliResult<()> {
+    let (args, launchers, url, lock, names) = stage.parts();
     let (cache, db, stop) = (
         format!("{lock}:cache"),
         format!("{lock}:db"),
@@ -255,14 +274,8 @@ fn cache_rebuild(
 
 // ---- read-write ----
 
-fn read_write(
-    args: &DemoArgs,
-    launchers: &[Launcher],
-    url: &str,
-    lock: &str,
-    names: &str,
-    connection: &mut MultiplexedConnection,
-) -> CliResult<()> {
+fn read_write(stage: &Stage<'_>, connection: &mut MultiplexedConnection) -> CliResult<()> {
+    let (args, launchers, url, lock, names) = stage.parts();
     let keys = ["cache", "db", "budget", "readers"].map(|key| format!("{lock}:{key}"));
     delete(connection, &keys)?;
     set(connection, &keys[0], "0")?;
@@ -439,14 +452,8 @@ fn sell_segments(
     })
 }
 
-fn segmented(
-    args: &DemoArgs,
-    launchers: &[Launcher],
-    url: &str,
-    lock: &str,
-    names: &str,
-    connection: &mut MultiplexedConnection,
-) -> CliResult<()> {
+fn segmented(stage: &Stage<'_>, connection: &mut MultiplexedConnection) -> CliResult<()> {
+    let (args, launchers, url, lock, names) = stage.parts();
     let keys: Vec<String> = (0..args.segments)
         .map(|segment| format!("{lock}:stock:{segment}"))
         .collect();
@@ -511,14 +518,8 @@ fn segmented(
 
 // ---- fencing ----
 
-fn fencing(
-    args: &DemoArgs,
-    launchers: &[Launcher],
-    url: &str,
-    lock: &str,
-    names: &str,
-    connection: &mut MultiplexedConnection,
-) -> CliResult<()> {
+fn fencing(stage: &Stage<'_>, connection: &mut MultiplexedConnection) -> CliResult<()> {
+    let (args, launchers, url, lock, names) = stage.parts();
     let fenced = !args.no_fencing;
     let keys_of = |language: &str| {
         let prefix = format!("{lock}:{language}");
