@@ -49,7 +49,11 @@ def run(target, lane, niceness):
         command = ["nice", "-n", str(niceness), *command]
     start = time.monotonic()
     with open(log, "wb") as out:
-        code = subprocess.call(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        # No stdin: a tool that reads it (cargo's `rustc -` under napi) must not get whatever
+        # the caller's stdin holds.
+        code = subprocess.call(
+            command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+        )
     seconds = time.monotonic() - start
     outcome = "passed" if code == 0 else "FAILED"
     results[target] = (lane, seconds, outcome)
