@@ -50,6 +50,20 @@ test('a server signed by another CA is not trusted: ERR_CONNECTION saying so', a
   )
 })
 
+for (const [cert, authClients, says] of [['expired', false, /has expired/], ['server', true, /client certificate/]]) {
+  test(`${cert === 'expired' ? 'an expired server certificate' : 'a missing client certificate'}: ERR_CONNECTION saying so`, async () => {
+    const refusing = await startRedisTls(tlsDir, { cert, authClients })
+    try {
+      await assert.rejects(
+        Client.connect(refusing.tlsUrl, { tlsCa: path.join(tlsDir, 'ca.crt') }),
+        (error) => error.code === 'ERR_CONNECTION' && says.test(error.message),
+      )
+    } finally {
+      await refusing.stop()
+    }
+  })
+}
+
 test('a lock over a TLS cluster with client certificates (rediss+cluster://)', async () => {
   const cluster = await RedisCluster.start({ primaries: 3, replicasPerPrimary: 0, tlsDir, tlsAuthClients: true })
   const tls = {

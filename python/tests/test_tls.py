@@ -68,6 +68,25 @@ def test_tls_errors_are_typed(tls_server: RedisServer, tls_files: Path) -> None:
         polylock.Client(tls_server.tls_url, tls_ca=tls_files / "ca.crt", tls_cert=tls_files / "client.crt")
 
 
+@pytest.mark.parametrize(
+    ("cert", "auth_clients", "says"),
+    [("expired", False, "has expired"), ("server", True, "client certificate")],
+    ids=["expired server certificate", "missing client certificate"],
+)
+def test_an_expired_certificate_and_a_missing_client_certificate_are_typed(
+    tls_files: Path, cert: str, auth_clients: bool, says: str,
+) -> None:
+    """The same kind and words as in Rust, Node and Kotlin: the core's."""
+    directory = tempfile.mkdtemp(prefix="polylock-py-tls-server-")
+    server = start_redis_tls(directory, str(tls_files), cert=cert, auth_clients=auth_clients)
+    try:
+        with pytest.raises(polylock.ConnectionError, match=says):
+            polylock.Client(server.tls_url, tls_ca=tls_files / "ca.crt")
+    finally:
+        server.kill()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def test_a_lock_over_a_tls_cluster_with_client_certificates(tls_files: Path) -> None:
     """rediss+cluster://: 3 primaries serving TLS only to clients that show a certificate."""
     with RedisCluster(3, 0, tls_files=str(tls_files), tls_auth_clients=True) as cluster:

@@ -70,6 +70,16 @@ class TlsTest {
     }
 
     @Test
+    fun `an expired server certificate is refused - the Connection error says so, as in Python and Node`() {
+        RedisServer.startTls(tlsDir, cert = "expired").use { expired ->
+            val error = expectThrows<LockException.Connection> {
+                runBlocking { Client.connectWith(expired.tlsUrl, ClientOptions(tlsCa = path("ca.crt"))).close() }
+            }
+            assertTrue(error.message!!.contains("has expired"), error.message)
+        }
+    }
+
+    @Test
     fun `a server that wants a client certificate refuses one without`() {
         val error = expectThrows<LockException.Connection> {
             runBlocking { Client.connectWith(mutualServer.tlsUrl, ClientOptions(tlsCa = path("ca.crt"))).close() }
