@@ -76,7 +76,7 @@ impl Cluster {
     }
 
     fn create(nodes: Vec<RedisServer>, primaries: usize, replicas: usize) -> Cluster {
-        let mut create = std::process::Command::new("redis-cli");
+        let mut create = std::process::Command::new(crate::cli_program());
         create.arg("--cluster").arg("create");
         for node in &nodes {
             create.arg(format!("127.0.0.1:{}", node.port()));
@@ -84,7 +84,7 @@ impl Cluster {
         let output = create
             .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
-            .expect("redis-cli is installed with redis-server");
+            .expect("redis-cli (POLYLOCK_REDIS_CLI) is installed with redis-server");
         assert!(
             output.status.success(),
             "redis-cli --cluster create failed: {}",

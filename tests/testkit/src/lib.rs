@@ -1,6 +1,7 @@
 //! Real `redis-server` processes for tests: each on a free loopback port, in a temporary
-//! directory, without persistence, stopped (killed) when dropped. [`FaultProxy`] sits between
-//! a client and a server to inject network faults.
+//! directory, without persistence, stopped (killed) when dropped. The binary is
+//! `POLYLOCK_REDIS_SERVER` (default `redis-server`, see [`server_program`]). [`FaultProxy`]
+//! sits between a client and a server to inject network faults.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -12,11 +13,13 @@ use redis::ConnectionLike;
 pub mod cluster;
 mod proxy;
 pub mod sentinel;
+mod server_build;
 mod tls;
 
 pub use cluster::Cluster;
 pub use proxy::{Fault, FaultProxy};
 pub use sentinel::SentinelSet;
+pub use server_build::{cli_program, server_program, tls_server_program, ServerBuild};
 pub use tls::TlsFiles;
 
 /// How long `command` waits to connect and for a reply.
@@ -28,6 +31,8 @@ pub struct RedisServer {
     dir: PathBuf,
     /// The `--option value` arguments it was started with, for `restart`.
     extra: Vec<String>,
+    /// The server binary (`tls_server_program` for `start_tls`, else `server_program`).
+    program: String,
     /// A sentinel: the lines of its configuration file (written before its first start).
     sentinel: Option<Vec<String>>,
     /// The port it also serves TLS on (`start_tls`).
@@ -101,12 +106,16 @@ impl RedisServer {
             args.extend(tls_arguments(files, cert, auth_clients));
             args.extend(extra.iter().map(|arg| arg.to_string()));
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            if let Some(mut server) = Self::start_on(free_port(), &args) {
+            if let Some(mut server) = Self::launch_on(free_port(), &args, tls_server_program()) {
                 server.tls_port = tls_port.parse().ok();
                 return server;
             }
         }
-        panic!("redis-server with TLS did not start; was it built with TLS (BUILD_TLS=yes)?");
+        panic!(
+            "{} with TLS did not start; was it built with TLS (BUILD_TLS=yes)? \
+             POLYLOCK_REDIS_TLS_SERVER names one that was",
+            tls_server_program()
+        );
     }
 
     /// The port it serves TLS on (started with `start_tls`, `start_tls_with` or
@@ -123,6 +132,10 @@ impl RedisServer {
 
     /// Starts a server on `port` (used to restart one in place). `None` if it did not come up.
     pub fn start_on(port: u16, extra: &[&str]) -> Option<RedisServer> {
+        Self::launch_on(port, extra, server_program())
+    }
+
+    fn launch_on(port: u16, extra: &[&str], program: String) -> Option<RedisServer> {
         let dir =
             std::env::temp_dir().join(format!("polylock-redis-{port}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).ok()?;
@@ -130,6 +143,7 @@ impl RedisServer {
             port,
             dir,
             extra: extra.iter().map(|arg| arg.to_string()).collect(),
+            program,
             sentinel: None,
             tls_port: None,
             child: None,
@@ -140,6 +154,10 @@ impl RedisServer {
     /// Starts a Sentinel on a free port with these configuration lines (`sentinel monitor
     /// ...`); it rewrites its file as it learns the topology.
     pub fn start_sentinel(config: &[&str]) -> RedisServer {
+        Self::launch_sentinel(config, server_program())
+    }
+
+    fn launch_sentinel(config: &[&str], program: String) -> RedisServer {
         for _ in 0..5 {
             let port = free_port();
             let dir = std::env::temp_dir()
@@ -151,6 +169,7 @@ impl RedisServer {
                 port,
                 dir,
                 extra: Vec::new(),
+                program: program.clone(),
                 sentinel: Some(config.iter().map(|line| line.to_string()).collect()),
                 tls_port: None,
                 child: None,
@@ -178,7 +197,7 @@ impl RedisServer {
         }
         lines.extend(config.iter().map(|line| line.to_string()));
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let mut server = Self::start_sentinel(&lines);
+        let mut server = Self::launch_sentinel(&lines, tls_server_program());
         server.tls_port = Some(tls_port);
         server
     }
@@ -229,7 +248,7 @@ impl RedisServer {
                 "warning",
             ];
         }
-        let Ok(child) = Command::new("redis-server")
+        let Ok(child) = Command::new(&self.program)
             .args(&args)
             .current_dir(&self.dir)
             .stdout(Stdio::null())
