@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use polylock::{AcquireOptions, Client, ErrorKind};
-use polylock_testkit::{Fault, FaultProxy};
+use polylock_testkit::{Fault, FaultProxy, ServerBuild};
 
 const LONG_LEASE: Duration = Duration::from_secs(60);
 
@@ -572,7 +572,9 @@ async fn a_failed_release_is_never_renewed_and_finishes_in_the_background() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_replies_are_retried_like_a_dropped_connection() {
     // Past 50 ms, a running script makes the server answer every other command with BUSY.
-    let server = RedisServer::start_with(&["--busy-reply-threshold", "50"]);
+    // The option is `busy-reply-threshold` from Redis 7.0 on, `lua-time-limit` on 6.2.
+    let threshold = format!("--{}", ServerBuild::configured().busy_threshold_config());
+    let server = RedisServer::start_with(&[&threshold, "50"]);
     let client = client_with(
         &server.url(),
         Duration::from_secs(30),
