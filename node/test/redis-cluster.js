@@ -8,7 +8,7 @@
 const { execFile } = require('node:child_process')
 const { promisify } = require('node:util')
 
-const { NotYet, startRedis, startRedisTls, waitFor } = require('./redis')
+const { CLI_PROGRAM, NotYet, startRedis, startRedisTls, waitFor } = require('./redis')
 
 // A 2 s node timeout replaces a killed primary within a few seconds yet does not fail a live
 // node on a busy machine; validity factor 0 lets any replica take over however long it was cut
@@ -64,7 +64,7 @@ class RedisCluster {
           }))
       }
       const addresses = cluster.servers.map((server) => `127.0.0.1:${server.port}`)
-      await promisify(execFile)('redis-cli', ['--cluster', 'create', ...addresses,
+      await promisify(execFile)(CLI_PROGRAM, ['--cluster', 'create', ...addresses,
         '--cluster-replicas', String(replicasPerPrimary), '--cluster-yes'], { timeout: 60_000 })
       await waitFor(`a new cluster of ${primaries} primaries with ${replicasPerPrimary} replicas each`, async () => {
         const nodes = await cluster.settled()

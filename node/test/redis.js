@@ -2,7 +2,9 @@
 
 // Real redis-server processes for the tests: each on a free loopback port, in a temporary
 // directory, without persistence, killed by stop(). Commands go over ioredis. The multi-server
-// topologies (redis-cluster.js, redis-sentinel.js) are built of these servers.
+// topologies (redis-cluster.js, redis-sentinel.js) are built of these servers. The binary is
+// POLYLOCK_REDIS_SERVER (the server matrix points it at Redis 6.2, 8.2 or Valkey 8.1), else
+// redis-server from PATH; a sentinel is that binary with --sentinel.
 
 const { spawn } = require('node:child_process')
 const fs = require('node:fs')
@@ -11,6 +13,29 @@ const os = require('node:os')
 const path = require('node:path')
 
 const Redis = require('ioredis')
+
+/** The server binary every launcher runs, and the redis-cli that creates clusters. */
+const SERVER_PROGRAM = process.env.POLYLOCK_REDIS_SERVER || 'redis-server'
+const CLI_PROGRAM = process.env.POLYLOCK_REDIS_CLI || 'redis-cli'
+
+/**
+ * What SERVER_PROGRAM --version says: `{ name: 'redis', version: [7, 0, 15] }` or
+ * `{ name: 'valkey', version: [8, 1, 8] }`.
+ */
+function serverBuild() {
+  const line = require('node:child_process').execFileSync(SERVER_PROGRAM, ['--version'], { encoding: 'utf8' })
+  const version = line.split(/\s+/).find((word) => word.startsWith('v=')).slice(2).split('.').map(Number)
+  return { name: line.split(/\s+/)[0].toLowerCase(), version }
+}
+
+/**
+ * SSUBSCRIBE/SPUBLISH came with Redis 7.0 (every Valkey has them); without them a cluster
+ * client publishes with plain PUBLISH, which reaches every node (broadcast mode).
+ */
+function hasShardedPubsub() {
+  const { name, version } = serverBuild()
+  return name === 'valkey' || version[0] >= 7
+}
 
 /** A loopback port that is free now (a race with another process is retried by start). */
 function freePort() {
@@ -180,7 +205,7 @@ async function launch(port, dir, args) {
   const fullArgs = first !== undefined && !first.startsWith('--')
     ? [first, '--port', String(port), ...rest]
     : ['--port', String(port), ...args]
-  const child = spawn('redis-server', fullArgs, { cwd: dir, stdio: 'ignore' })
+  const child = spawn(SERVER_PROGRAM, fullArgs, { cwd: dir, stdio: 'ignore' })
   const deadline = Date.now() + 10_000
   while (Date.now() < deadline && child.exitCode === null) {
     // A new connection per try: a refused one has ended for good (it does not reconnect).
@@ -312,5 +337,5 @@ function freshNames(prefix = 'node') {
 
 module.exports = {
   startRedis, startRedisTls, makeTlsFiles, startMany, freePort, connectRedis, serverAndClientPerFile, freshNames, waitFor, NotYet,
-  RedisServer,
+  RedisServer, SERVER_PROGRAM, CLI_PROGRAM, serverBuild, hasShardedPubsub,
 }

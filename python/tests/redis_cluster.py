@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 
-from redis_server import NotYet, RedisServer, ServerGroup, wait_for
+from redis_server import CLI_PROGRAM, NotYet, RedisServer, ServerGroup, wait_for
 
 # A 2 s node timeout replaces a killed primary within a few seconds yet does not fail a live
 # node on a busy machine; validity factor 0 lets any replica take over however long it was cut
@@ -67,7 +67,7 @@ class RedisCluster:
                     )
             addresses = [f"127.0.0.1:{server.port}" for server in self.group.servers]
             created = subprocess.run(
-                ["redis-cli", "--cluster", "create", *addresses,
+                [CLI_PROGRAM, "--cluster", "create", *addresses,
                  "--cluster-replicas", str(replicas_per_primary), "--cluster-yes"],
                 capture_output=True, text=True, timeout=60,
             )

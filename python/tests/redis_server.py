@@ -1,7 +1,9 @@
 """The Python test kit's one redis-server launcher: a real server on a free loopback port, in
 a directory of its own, without persistence. Used by conftest.py, by install_check.py (which
 runs in a venv holding only the installed wheel and redis-py), and by the multi-server
-topologies built of such servers (redis_cluster.py, redis_sentinel.py)."""
+topologies built of such servers (redis_cluster.py, redis_sentinel.py). The binary is
+POLYLOCK_REDIS_SERVER (the server matrix points it at Redis 6.2, 8.2 or Valkey 8.1), else
+redis-server from PATH; a sentinel is that binary with --sentinel."""
 
 from __future__ import annotations
 
@@ -21,6 +23,26 @@ import redis.exceptions as redis_errors
 from helpers import RedisConnection
 
 T = TypeVar("T")
+
+# The server binary every launcher runs, and the redis-cli that creates clusters.
+SERVER_PROGRAM = os.environ.get("POLYLOCK_REDIS_SERVER", "redis-server")
+CLI_PROGRAM = os.environ.get("POLYLOCK_REDIS_CLI", "redis-cli")
+
+
+
+def server_build() -> tuple[str, tuple[int, ...]]:
+    """("redis", (7, 0, 15)) or ("valkey", (8, 1, 8)): what SERVER_PROGRAM --version says."""
+    line = subprocess.run([SERVER_PROGRAM, "--version"], capture_output=True, text=True, check=True).stdout
+    version = next(word for word in line.split() if word.startswith("v="))[2:]
+    return line.split()[0].lower(), tuple(int(part) for part in version.split("."))
+
+
+def has_sharded_pubsub() -> bool:
+    """SSUBSCRIBE/SPUBLISH came with Redis 7.0 (every Valkey has them); without them a cluster
+    client publishes with plain PUBLISH, which reaches every node (broadcast mode)."""
+    name, version = server_build()
+    return name == "valkey" or version >= (7, 0, 0)
+
 
 # How long a topology wait (cluster agreement, a failover, sentinel discovery) may take.
 WAIT_TIMEOUT = 30.0
@@ -183,9 +205,9 @@ def _launch(directory: str, port: int, arguments: list[str]) -> Optional[subproc
     taken) or never answered."""
     # A config file, if any, must be the first argument.
     if arguments and not arguments[0].startswith("--"):
-        command = ["redis-server", arguments[0], "--port", str(port), *arguments[1:]]
+        command = [SERVER_PROGRAM, arguments[0], "--port", str(port), *arguments[1:]]
     else:
-        command = ["redis-server", "--port", str(port), *arguments]
+        command = [SERVER_PROGRAM, "--port", str(port), *arguments]
     process = subprocess.Popen(
         command, cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
