@@ -12,6 +12,13 @@ import java.util.concurrent.TimeUnit
 /** A port the OS says is free now (a race with other processes is retried by [RedisServer.start]). */
 fun freePort(): Int = ServerSocket(0).use { it.localPort }
 
+/**
+ * The server binary: system property `redis.server`, else env POLYLOCK_REDIS_SERVER (the
+ * server matrix sets it for every language's test kit), else redis-server from PATH.
+ */
+fun serverProgram(): String =
+    System.getProperty("redis.server") ?: System.getenv("POLYLOCK_REDIS_SERVER") ?: "redis-server"
+
 /** One real redis-server on a free loopback port, without persistence; killed by [close]. */
 class RedisServer private constructor(
     val port: Int,
@@ -73,7 +80,7 @@ class RedisServer private constructor(
         private fun tryStart(port: Int, extraArgs: Array<out String>): RedisServer? {
             val dir = Files.createTempDirectory("polylock-kotlin-redis-").toFile()
             val process = ProcessBuilder(
-                System.getProperty("redis.server", "redis-server"),
+                serverProgram(),
                 "--port", "$port", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                 "--daemonize", "no", "--loglevel", "warning", *extraArgs,
             ).directory(dir)

@@ -58,7 +58,7 @@ final class RedisCluster implements AutoCloseable {
             for (int i = 0; i < primaries * (1 + replicasPerPrimary); i++) {
                 cluster.servers.add(RedisServer.start(NODE_ARGS));
             }
-            List<String> create = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
+            List<String> create = new ArrayList<>(List.of(RedisServer.cliProgram(), "--cluster", "create"));
             for (RedisServer server : cluster.servers) {
                 create.add("127.0.0.1:" + server.port());
             }

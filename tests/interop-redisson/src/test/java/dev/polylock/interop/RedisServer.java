@@ -37,6 +37,43 @@ final class RedisServer implements AutoCloseable {
         this.dir = dir;
     }
 
+    /**
+     * The server binary: system property {@code redis.server}, else env POLYLOCK_REDIS_SERVER
+     * (the server matrix sets it for every language's test kit), else redis-server from PATH.
+     */
+    static String serverProgram() {
+        return System.getProperty("redis.server", envOr("POLYLOCK_REDIS_SERVER", "redis-server"));
+    }
+
+    /** The redis-cli that creates clusters: env POLYLOCK_REDIS_CLI, else redis-cli from PATH. */
+    static String cliProgram() {
+        return envOr("POLYLOCK_REDIS_CLI", "redis-cli");
+    }
+
+    /**
+     * SSUBSCRIBE/SPUBLISH came with Redis 7.0 (every Valkey has them): what {@code <server>
+     * --version} ({@code Redis server v=7.0.15 ...}, {@code Valkey server v=8.1.8 ...}) says.
+     */
+    static boolean hasShardedPubsub() {
+        try {
+            Process process = new ProcessBuilder(serverProgram(), "--version").redirectErrorStream(true).start();
+            String line = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            process.waitFor();
+            String version = line.replaceAll("(?s).*\\bv=([0-9]+)\\..*", "$1");
+            return line.startsWith("Valkey") || Integer.parseInt(version) >= 7;
+        } catch (IOException | NumberFormatException e) {
+            throw new IllegalStateException("cannot tell the version of " + serverProgram(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static String envOr(String name, String fallback) {
+        String value = System.getenv(name);
+        return value == null || value.isEmpty() ? fallback : value;
+    }
+
     /** Starts a server; retries on another port if the chosen one was taken meanwhile. */
     static RedisServer start() throws IOException, InterruptedException {
         return start(List.of());
@@ -44,7 +81,7 @@ final class RedisServer implements AutoCloseable {
 
     /** Starts a server with extra {@code --option value} arguments (e.g. a cluster node's). */
     static RedisServer start(List<String> extra) throws IOException, InterruptedException {
-        String binary = System.getProperty("redis.server", "redis-server");
+        String binary = serverProgram();
         for (int attempt = 0; attempt < 5; attempt++) {
             int port = freePort();
             Path dir = Files.createTempDirectory("polylock-interop-redis-");
