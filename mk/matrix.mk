@@ -61,7 +61,7 @@ test-matrix-smoke-$(1): matrix-servers
 
 test-matrix-$(1): matrix-servers build-python build-node
 	@echo "== server matrix: $(1)"
-	$$(call matrix_env,$(1)) cargo test -p polylock
+	$$(call matrix_env,$(1)) cargo test -p polylock --no-fail-fast
 	cargo build --example peer -p polylock
 	$$(call matrix_env,$(1)) $$(INTEROP_MVN) -B -ntp -f $$(INTEROP_POM) test -Dpolylock.peer=$$(INTEROP_PEER)
 	cd python && $$(call matrix_env,$(1)) $$(PY_RUN) -m pytest -q $$(DEPLOYMENT_PYTHON_TESTS)
