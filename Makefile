@@ -7,7 +7,7 @@ SHELL := /bin/bash
 .PHONY: help test test-core lint redis-server
 help:
 	@echo "make demo   - the cross-language ticket-sale demo (builds what is missing)"
-	@echo "make test   - every test: core and faults, the protocol explorer, Redisson interop, Python, Node, Kotlin, Swift, API parity, CLI, history under faults, demo, packages, bench smoke"
+	@echo "make test   - every test: core and faults, the protocol explorer, Redisson interop, Python, Node, Kotlin, Swift, API parity, CLI, history under faults, demo, packages, bench smoke, the server matrix smoke"
 	@echo "make bench  - the benchmark run, written to bench/results/RESULTS.md"
 	@echo "make dist   - every package (Python wheel and sdist, npm tarballs, Maven jar) into dist/"
 
@@ -68,4 +68,4 @@ test-build: redis-server
 	cargo build -p polylock-testkit --bin polylock-fault-proxy
 	cargo build -p polylock-cli
 	$(MAKE) --no-print-directory build-python build-node build-uniffi protocol-server swift-deps \
-	  bench-smoke-build interop-build kotlin-build
+	  bench-smoke-build interop-build kotlin-build matrix-servers

@@ -31,7 +31,7 @@ BUILD = ["test-build"]
 # the Kotlin package's Maven build must not share ~/.m2 with the JVM lane's downloads.
 LANES = {
     "rust": (0, ["test-core", "test-cli", "test-protocol"]),
-    "jvm": (0, ["test-interop", "test-kotlin", "test-swift"]),
+    "jvm": (0, ["test-interop", "test-kotlin", "test-swift", "test-matrix-smoke"]),
     "scripts": (0, ["test-python", "test-node", "test-parity", "test-demo", "test-history", "bench-smoke"]),
     "lint": (15, ["lint"]),
     "release": (15, ["test-rust-package", "test-dist-python", "test-dist-node", "test-dist-kotlin@jvm"]),
