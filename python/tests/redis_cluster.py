@@ -5,6 +5,8 @@ every change waits until all running nodes agree."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import subprocess
 from dataclasses import dataclass
 
@@ -48,10 +50,12 @@ class RedisCluster:
     def __init__(
         self, primaries: int = 3, replicas_per_primary: int = 1,
         tls_files: str | None = None, tls_auth_clients: bool = False,
+        extra: Sequence[str] = (),
     ) -> None:
         """With `tls_files` (make_tls_files) every node also serves TLS (`tls_url`), the cluster
         bus and replication use TLS, and TLS clients are told the TLS ports; client
-        certificates are required when `tls_auth_clients`."""
+        certificates are required when `tls_auth_clients`. `extra`: more arguments of every
+        node (without TLS)."""
         if primaries < 3:
             raise ValueError("redis-cli --cluster create needs 3 primaries or more")
         self.group = ServerGroup("polylock-py-cluster-")
@@ -59,7 +63,7 @@ class RedisCluster:
         try:
             for _ in range(primaries * (1 + replicas_per_primary)):
                 if tls_files is None:
-                    self.group.start(NODE_ARGS)
+                    self.group.start((*NODE_ARGS, *extra))
                 else:
                     self.group.start_tls(
                         tls_files, tls_auth_clients,

@@ -1,8 +1,9 @@
 """The history test's runner (see README.md): a redis-server, the test kit's fault proxy in front
 of it, Rust, Python and Node workers taking the lock `history` through the proxy, random faults
 every 1-3 s, all of it written to one journal; then the checker (check.py) judges the journal.
-With `--deployment cluster-broadcast`: a Redis Cluster of 3 primaries instead, which the workers
-reach as a user that may not run INFO, so that they use plain PUBLISH (broadcast mode).
+With `--deployment cluster-broadcast`: a Redis Cluster of 3 primaries instead, with SPUBLISH
+renamed away, so that the workers use plain PUBLISH (broadcast mode), as on Redis 6.2; they log
+in as a user that may not run INFO, as on a managed service.
 
 Usage (from the repository root, after `make test-history` built the workers once):
 
@@ -61,8 +62,9 @@ DEPLOYMENTS = ("single", "cluster-broadcast")
 # node restarted without a replica or persistence comes back without the ACL user the workers
 # log in as; the single-server run covers restarts).
 CLUSTER_FAULT_KINDS = ("kill", "stop", "stall", "client-kill")
-# The ACL user of the cluster run: everything but INFO, so the client cannot learn that the
-# server is Redis 7+ and falls back to plain PUBLISH (what a Redis 6.2 cluster gets).
+# The ACL user of the cluster run: everything but INFO (the client needs no INFO). The nodes
+# have SPUBLISH renamed away, so the client's SPUBLISH probe finds no sharded pub/sub and it
+# uses plain PUBLISH (what a Redis 6.2 cluster gets).
 CLUSTER_USER, CLUSTER_PASSWORD = "history", "history-pw"
 # The lock's keys that tell the publish mode apart: grant entries are written only by waiters
 # that accept grants, which broadcast-mode clients never do; the waiter list is there either way.
@@ -333,9 +335,10 @@ class Run:
     # -- the run --------------------------------------------------------------------------
 
     def start_cluster(self) -> None:
-        """3 primaries (no replicas: no failover is injected) and, on each node, the ACL user
-        the workers log in as, which may run everything but INFO."""
-        self.cluster = RedisCluster(primaries=3, replicas_per_primary=0)
+        """3 primaries (no replicas: no failover is injected) without SPUBLISH and, on each
+        node, the ACL user the workers log in as, which may run everything but INFO."""
+        self.cluster = RedisCluster(primaries=3, replicas_per_primary=0,
+                                    extra=("--rename-command", "SPUBLISH", ""))
         for port in self.cluster.ports():
             node = self.cluster.server(port)
             assert node.command("ACL", "SETUSER", CLUSTER_USER, "on", f">{CLUSTER_PASSWORD}",
@@ -475,7 +478,7 @@ def main() -> int:
     parser.add_argument("--languages", default="rust,python,node")
     parser.add_argument("--deployment", choices=DEPLOYMENTS, default="single",
                         help="one server behind the fault proxy (default), or a 3-primary "
-                             "cluster reached as a user without INFO (broadcast pub/sub)")
+                             "cluster without SPUBLISH (broadcast pub/sub), reached as a user without INFO")
     parser.add_argument("--faults", default="",
                         help="only these fault kinds, comma-separated (default: every kind the "
                              "deployment has)")
