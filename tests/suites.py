@@ -33,8 +33,9 @@ LANES = {
     "rust": (0, ["test-core", "test-cli", "test-protocol"]),
     "jvm": (0, ["test-interop", "test-kotlin", "test-swift", "test-matrix-smoke"]),
     "scripts": (0, ["test-python", "test-node", "test-parity", "test-demo", "test-history", "bench-smoke"]),
-    "lint": (15, ["lint"]),
-    "release": (15, ["test-rust-package", "test-dist-python", "test-dist-node", "test-dist-kotlin@jvm"]),
+    # Both build in target/lint: the clippy check, then the packaged crate.
+    "lint": (15, ["lint", "test-rust-package"]),
+    "release": (15, ["test-dist-python", "test-dist-node", "test-dist-kotlin@jvm"]),
 }
 
 print_lock = threading.Lock()
