@@ -1,10 +1,11 @@
 # The Node package `@polylock/polylock` (node/, built from bindings/node with @napi-rs/cli).
 
 NODE_GENERATED := native.js native.d.ts
-# Tests and the demo use a debug addon: it shares target/debug with every other crate, which
-# saves CI a second compile of the whole dependency tree. `make build-node NODE_BUILD=build`
-# (the package's own `npm run build`) makes the release addon.
-NODE_BUILD ?= build:debug
+# Tests and the demo use the release addon, the one the package ships: napi always builds for an
+# explicit --target, so a debug addon shares no build with the other debug crates anyway, and
+# this way dist-node and dist-kotlin (same triple, release) reuse its dependencies.
+# `make build-node NODE_BUILD=build:debug` makes a debug addon.
+NODE_BUILD ?= build
 NODE_DRIFT_DIR := target/node-drift
 
 .PHONY: node-deps build-node test-node
