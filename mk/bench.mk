@@ -46,9 +46,9 @@ bench: bench-deps bench-python-polylock bench-node-polylock
 	@echo "load average now: $$(cut -d' ' -f1-3 /proc/loadavg) (run on a quiet machine)"
 	$(BENCH_PY) bench/run.py --out bench/results
 
-# The smoke run only checks that every contender runs and loses nothing, so it uses debug
-# builds that share target/debug with the test suites (the Rust worker too) instead of three
-# release builds.
+# The smoke run only checks that every contender runs and loses nothing, so it uses the builds
+# the test suites made: the debug Python package and Rust worker (sharing target/debug), and
+# the Node addon of build-node.
 bench-smoke: bench-smoke-build
 	BENCH_RUST_BIN=$(CURDIR)/target/debug/polylock-bench $(BENCH_PY) bench/run.py --smoke --out target/bench-smoke
 

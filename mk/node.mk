@@ -1,11 +1,11 @@
 # The Node package `@polylock/polylock` (node/, built from bindings/node with @napi-rs/cli).
 
 NODE_GENERATED := native.js native.d.ts
-# Tests and the demo use a debug addon. (napi always builds for an explicit --target, so it
-# shares no build with the other debug crates; a release addon for the tests was tried and is
-# slower: napi forces the binding crate to rebuild on every build, and each suite's build-node
-# then pays a release link.) `make build-node NODE_BUILD=build` makes the release addon.
-NODE_BUILD ?= build:debug
+# Tests and the demo use the release addon, the one the package ships: napi always builds for an
+# explicit --target, so a debug addon shares no build with the other debug crates anyway, and
+# this way dist-node and dist-kotlin (same triple, release) reuse its dependencies.
+# `make build-node NODE_BUILD=build:debug` makes a debug addon.
+NODE_BUILD ?= build
 NODE_DRIFT_DIR := target/node-drift
 
 .PHONY: node-deps build-node test-node
