@@ -124,16 +124,22 @@ async fn the_queue_uses_the_redisson_layout() {
         seen > now && seen <= now + 60_000.0 + 1_000.0,
         "seen {seen}, now {now}"
     );
-    let numsub: (String, i64) = redis::cmd("PUBSUB")
-        .arg("NUMSUB")
-        .arg(format!(
-            "redisson_lock__channel:{{layout}}:{}",
-            waiter.owner()
-        ))
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    assert_eq!(numsub.1, 1, "the waiter listens on its own channel");
+    // The waiter subscribes right after the look that queued it, so the queue can show it
+    // a moment before the server counts its subscription.
+    let own_channel = format!("redisson_lock__channel:{{layout}}:{}", waiter.owner());
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            let numsub: (String, i64) = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(&own_channel)
+                .query_async(&mut raw(&server).await)
+                .await
+                .unwrap();
+            numsub.1 == 1
+        })
+        .await,
+        "the waiter listens on its own channel"
+    );
     assert_eq!(hget(&mut con, "layout", holder.owner()).await, Some(1));
     holder.release().await.unwrap();
     assert!(waiting.await.unwrap().unwrap());
