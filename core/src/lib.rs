@@ -2,6 +2,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> polylock::Result<()> {
+//! use polylock::Hold;
 //! let client = polylock::Client::connect("redis://127.0.0.1:6379/0").await?;
 //! let lock = client.lock("orders:42")?;
 //! let guard = lock.lock().await?;
@@ -15,7 +16,7 @@
 //! ```no_run
 //! # async fn demo(client: polylock::Client) -> polylock::Result<()> {
 //! use std::time::Duration;
-//! use polylock::AcquireOptions;
+//! use polylock::{AcquireOptions, Hold};
 //! let lock = client.lock("orders:42")?;
 //! let options = AcquireOptions::new().wait(Duration::from_secs(5)).lease(Duration::from_secs(10));
 //! if let Some(guard) = lock.try_lock_with(options).await? {
@@ -34,7 +35,7 @@ mod expirable_semaphore;
 // The protocol explorer needs a Valkey server under libfaketime: `make test-protocol`.
 #[cfg(all(test, feature = "explorer"))]
 mod explorer;
-mod guard;
+mod hold;
 mod ids;
 mod inspect;
 pub mod keys;
@@ -46,22 +47,28 @@ mod pubsub;
 mod read_write_lock;
 mod runtime;
 mod semaphore;
+mod semaphore_permits;
 mod shrinking;
 mod tls;
 
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, ErrorKind, Result};
 pub use expirable_semaphore::ExpirableSemaphore;
-pub use guard::LockGuard;
+pub use hold::{Guard, Hold};
+
+/// The guard of a [`Lock`], by its former name.
+#[deprecated(note = "use Guard<Lock>")]
+pub type LockGuard = Guard<Lock>;
 pub use inspect::{
     FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo, LockMode, WaitingWriter,
 };
 pub use lock::Lock;
-pub use multi::{LockGroup, LockGroupGuard, MultiLock, RedLock};
+pub use multi::{LockGroup, MultiLock, RedLock};
 pub use options::{AcquireOptions, ClientOptions, MAX_DURATION, MAX_NAME_BYTES, MAX_PERMITS};
 pub use read_write_lock::ReadWriteLock;
 pub use runtime::runtime;
 pub use semaphore::Semaphore;
+pub use semaphore_permits::SemaphorePermits;
 
 // Every page with Rust examples is compiled as doc tests, so the docs cannot drift from the
 // API; `tests/doc_pages.rs` fails when a page with a ```rust block is missing here.

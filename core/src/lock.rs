@@ -9,7 +9,6 @@ use tracing::Instrument;
 
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
-use crate::guard::LockGuard;
 use crate::options::AcquireOptions;
 use crate::runtime::Inline;
 
@@ -42,8 +41,8 @@ impl Lock {
         }
     }
 
-    /// This handle with per-lock defaults: the wait and lease that [`Lock::lock`] and
-    /// [`Lock::try_lock`] use (bindings use them when a call leaves them out). Fails with
+    /// This handle with per-lock defaults: the wait and lease that [`crate::Hold::lock`] and
+    /// [`crate::Hold::try_lock`] use (bindings use them when a call leaves them out). Fails with
     /// [`Error::InvalidArgument`] for a wait or lease out of bounds. No I/O.
     pub fn with_defaults(mut self, defaults: AcquireOptions) -> Result<Lock> {
         defaults.validate()?;
@@ -90,47 +89,6 @@ impl Lock {
     /// subscribed for its next wait, until the handle is dropped.
     pub async fn acquire(&self, options: AcquireOptions) -> Result<bool> {
         self.core.acquire(options.wait, options.lease).await
-    }
-
-    /// Acquires with the per-lock defaults (by default: waiting without bound, the watchdog
-    /// lease) and returns a guard that releases it when dropped (or by
-    /// [`LockGuard::release`], which reports errors). A default wait that runs out is
-    /// [`Error::Timeout`], as [`Lock::acquire_or_fail`].
-    pub async fn lock(&self) -> Result<LockGuard> {
-        self.acquire_or_fail(self.defaults).await?;
-        Ok(LockGuard::new(self.clone()))
-    }
-
-    /// The acquire of every language's scoped hold (Rust [`Lock::lock`], Python `with`, Node
-    /// `using`, Kotlin and Swift `withLock`): [`Lock::acquire`], but a wait that runs out is
-    /// [`Error::Timeout`] with the same message in every language, since the scoped code must
-    /// not run.
-    pub async fn acquire_or_fail(&self, options: AcquireOptions) -> Result<()> {
-        if self.acquire(options).await? {
-            return Ok(());
-        }
-        Err(Error::not_acquired(
-            self.name(),
-            options.wait.unwrap_or(Duration::MAX),
-        ))
-    }
-
-    /// Acquires with the per-lock defaults, but with one attempt when they set no wait; `None`
-    /// when the lock stayed taken.
-    pub async fn try_lock(&self) -> Result<Option<LockGuard>> {
-        let options = AcquireOptions {
-            wait: Some(self.defaults.wait.unwrap_or(Duration::ZERO)),
-            ..self.defaults
-        };
-        self.try_lock_with(options).await
-    }
-
-    /// Acquires with `options`; a guard, or `None` when the wait ran out.
-    pub async fn try_lock_with(&self, options: AcquireOptions) -> Result<Option<LockGuard>> {
-        Ok(self
-            .acquire(options)
-            .await?
-            .then(|| LockGuard::new(self.clone())))
     }
 
     /// Releases one level of the hold. [`Error::NotHeld`] when this handle does not hold the
@@ -199,3 +157,5 @@ impl Lock {
         self.core.on_lost(Arc::new(callback));
     }
 }
+
+crate::hold::hold_by_inherent_methods!(Lock);

@@ -149,7 +149,7 @@ fn ms(duration: Duration) -> String {
     format!("{}", duration.as_secs_f64() * 1000.0)
 }
 
-fn invalid(message: String) -> Error {
+pub(crate) fn invalid(message: String) -> Error {
     Error::InvalidArgument(message)
 }
 

@@ -11,6 +11,7 @@ use crate::keys;
 use crate::kinds::semaphore::{SemaphoreAcquisition, ADD, AVAILABLE, TRY_SET};
 use crate::options::validate_permits;
 use crate::runtime::{on_runtime, runtime};
+use crate::semaphore_permits::SemaphorePermits;
 
 /// How long an acquire request's latch lives: every retry of one request (a reply lost to a
 /// dropped connection) must arrive within it, or it could take its permits twice.
@@ -137,6 +138,13 @@ impl Semaphore {
             }
         });
         Ok(true)
+    }
+
+    /// `permits` of this semaphore's permits as a [`crate::Hold`]: each acquire takes them,
+    /// each release gives them back. [`crate::Error::InvalidArgument`] for a count below 1 or
+    /// above [`crate::MAX_PERMITS`]. No I/O.
+    pub fn permits(&self, permits: i64) -> Result<SemaphorePermits> {
+        SemaphorePermits::new(self.clone(), permits)
     }
 
     /// The permits available now (0 when never set).

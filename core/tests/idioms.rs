@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use polylock::{AcquireOptions, Client, ClientOptions, ErrorKind};
+use polylock::{AcquireOptions, Client, ClientOptions, ErrorKind, Hold};
 
 #[tokio::test]
 async fn a_dropped_guard_releases_the_lock_and_an_explicit_release_reports_its_outcome() {

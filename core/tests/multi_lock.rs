@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use polylock::{AcquireOptions, Client, ErrorKind, Lock, MultiLock, RedLock};
+use polylock::{AcquireOptions, Client, ErrorKind, Hold, Lock, MultiLock, RedLock};
 
 /// `n` independent servers and a client of each (watchdog lease `watchdog`).
 async fn servers(n: usize, watchdog: Duration) -> (Vec<RedisServer>, Vec<Client>) {

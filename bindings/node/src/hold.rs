@@ -1,18 +1,16 @@
 //! What `Lock` and `LockGroup` share: the acquires (with cancellation), release, the hold's
 //! state and the lost callback. A macro writes them into each class (napi methods cannot come
-//! from a trait), over the core type's methods of the same names; each class gives its own
+//! from a trait), over the core's `polylock::Hold`; each class gives its own
 //! doc comments, which go into `native.d.ts`.
 //!
 //! The doc comments are given as `#[doc = "..."]`: napi-derive copies a string's quotes as
 //! they are written, and a `///` comment passed through a macro becomes a raw string, whose
 //! `r"` would end up in `native.d.ts`.
 
-use std::future::Future;
-
 use napi::bindgen_prelude::{Function, Object, Unknown};
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::Env;
-use polylock::AcquireOptions as CoreAcquireOptions;
+use polylock::Hold;
 
 use crate::cancellation::{cancellable, Cancellation};
 use crate::error::{coded, OrThrow};
@@ -28,53 +26,23 @@ pub(crate) enum OnTimeout {
     Reject,
 }
 
-/// A core handle that can be held: a `Lock` or a `LockGroup`.
-pub(crate) trait Holdable: Clone + Send + Sync + 'static {
-    fn defaults(&self) -> CoreAcquireOptions;
-
-    /// Acquires; `true` when acquired, `false` when the wait ran out (with
-    /// `OnTimeout::ResolveFalse`).
-    fn acquire_with(
-        self,
-        options: CoreAcquireOptions,
-        on_timeout: OnTimeout,
-    ) -> impl Future<Output = polylock::Result<bool>> + Send + 'static;
-}
-
-macro_rules! holdable {
-    ($($core:ty),+) => {
-        $(impl Holdable for $core {
-            fn defaults(&self) -> CoreAcquireOptions {
-                <$core>::defaults(self)
-            }
-
-            async fn acquire_with(
-                self,
-                options: CoreAcquireOptions,
-                on_timeout: OnTimeout,
-            ) -> polylock::Result<bool> {
-                match on_timeout {
-                    OnTimeout::ResolveFalse => self.acquire(options).await,
-                    OnTimeout::Reject => self.acquire_or_fail(options).await.map(|()| true),
-                }
-            }
-        })+
-    };
-}
-
-holdable!(polylock::Lock, polylock::LockGroup);
-
 /// The promise of an acquire of `handle`: its options (the handle's defaults filling what is
 /// left out), then the acquire, which resolves `false` as soon as `cancellation` fires.
 pub(crate) fn acquiring<'env>(
     env: &'env Env,
-    handle: &impl Holdable,
+    handle: &impl Hold,
     options: Option<Unknown>,
     cancellation: Option<&Cancellation>,
     on_timeout: OnTimeout,
 ) -> napi::Result<Object<'env>> {
     let options = acquire_options(handle.defaults(), options).or_throw(env)?;
-    let acquired = handle.clone().acquire_with(options, on_timeout);
+    let handle = handle.clone();
+    let acquired = async move {
+        match on_timeout {
+            OnTimeout::ResolveFalse => handle.acquire(options).await,
+            OnTimeout::Reject => handle.acquire_or_fail(options).await.map(|()| true),
+        }
+    };
     promise(env, cancellable(cancellation, false, acquired))
 }
 
@@ -93,8 +61,7 @@ pub(crate) fn lost_callback(
     })
 }
 
-/// The napi methods of a holdable handle `$class` whose `inner` is a core `Lock` or
-/// `LockGroup`, each preceded by its doc comment. The acquires are listed with what a wait
+/// The napi methods of a handle `$class` whose `inner` is a core `polylock::Hold`, each preceded by its doc comment. The acquires are listed with what a wait
 /// that runs out does.
 macro_rules! hold_methods {
     (
@@ -133,30 +100,30 @@ macro_rules! hold_methods {
                 env: &'env napi::Env,
             ) -> napi::Result<napi::bindgen_prelude::Object<'env>> {
                 let handle = self.inner.clone();
-                $crate::promise::promise(env, async move { handle.release().await })
+                $crate::promise::promise(env, async move { polylock::Hold::release(&handle).await })
             }
 
             $(#[$is_held])*
             #[napi]
             pub fn is_held(&self) -> bool {
-                self.inner.is_held()
+                polylock::Hold::is_held(&self.inner)
             }
 
             $(#[$hold_count])*
             #[napi]
             pub fn hold_count(&self) -> u32 {
-                self.inner.hold_count()
+                polylock::Hold::hold_count(&self.inner)
             }
 
             $(#[$is_lost])*
             #[napi]
             pub fn is_lost(&self) -> bool {
-                self.inner.is_lost()
+                polylock::Hold::is_lost(&self.inner)
             }
 
             #[napi(getter)]
             pub fn name(&self) -> String {
-                self.inner.name().to_owned()
+                polylock::Hold::name(&self.inner).to_owned()
             }
 
             $(#[$on_lost])*
@@ -165,7 +132,7 @@ macro_rules! hold_methods {
                 &self,
                 callback: napi::bindgen_prelude::Function<(), ()>,
             ) -> napi::Result<()> {
-                self.inner.on_lost($crate::hold::lost_callback(callback)?);
+                polylock::Hold::on_lost(&self.inner, $crate::hold::lost_callback(callback)?);
                 Ok(())
             }
         }

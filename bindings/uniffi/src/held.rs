@@ -1,5 +1,5 @@
 //! The hold API that a lock (`Lock`) and the groups of locks (`MultiLock`, `RedLock`) share:
-//! each call is written once, over the core's `Lock` or `LockGroup` (they offer the same calls).
+//! each call is written once, over the core's `polylock::Hold` (`Lock`, `MultiLock`, `RedLock`).
 //! Only the doc comments differ: they say "lock" or "group".
 
 /// `hold_api!(Object, lock)` (or `group`) exports the hold API on `Object`, with the doc comments
@@ -83,6 +83,8 @@ macro_rules! hold_api {
     (@export $object:ident, [$(#[$doc:meta])*] $($call:tt)*) => {
         const _: () = {
             // What the calls use; each uses some.
+            #[allow(unused_imports)]
+            use polylock::Hold;
             #[allow(unused_imports)]
             use $crate::{
                 arguments::{bounded_options, count, wait_for, Bound},

@@ -1,5 +1,5 @@
-//! `MultiLock` and `RedLock`: groups of locks over the core's `LockGroup`, with the same hold
-//! API as `Lock`.
+//! `MultiLock` and `RedLock`: groups of locks over the core's `MultiLock` and `RedLock`, with
+//! the same hold API as `Lock`.
 
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ macro_rules! lock_group {
         #[doc = $doc]
         #[derive(uniffi::Object)]
         pub struct $name {
-            inner: polylock::LockGroup,
+            inner: polylock::$core,
         }
 
         #[uniffi::export]
@@ -25,7 +25,7 @@ macro_rules! lock_group {
             #[uniffi::constructor]
             pub fn new(locks: Vec<Arc<Lock>>) -> Result<Arc<Self>, LockError> {
                 let locks = locks.iter().map(|lock| lock.inner.clone()).collect();
-                let inner = polylock::$core::new(locks)?.into_group();
+                let inner = polylock::$core::new(locks)?;
                 Ok(Arc::new($name { inner }))
             }
 

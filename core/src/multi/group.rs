@@ -1,7 +1,6 @@
 //! [`LockGroup`]: the handle API shared by [`crate::MultiLock`] and [`crate::RedLock`], and the
 //! one routine that acquires a set of locks with a limit on how many may fail.
 
-use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -143,7 +142,7 @@ impl LockGroup {
         })
     }
 
-    /// This group with defaults for [`LockGroup::lock`] and [`LockGroup::try_lock`] (and the
+    /// This group with defaults for [`crate::Hold::lock`] and [`crate::Hold::try_lock`] (and the
     /// bindings' calls that leave them out), as [`Lock::with_defaults`]. Only on a group not
     /// cloned yet; [`Error::InvalidArgument`] otherwise or for a value out of bounds.
     pub fn with_defaults(self, defaults: AcquireOptions) -> Result<LockGroup> {
@@ -232,44 +231,6 @@ impl LockGroup {
                 self.name()
             ))
         })?
-    }
-
-    /// [`LockGroup::acquire`], but a wait that runs out is [`Error::Timeout`] (the scoped
-    /// forms of every language), with the message of [`Error::not_acquired`].
-    pub async fn acquire_or_fail(&self, options: AcquireOptions) -> Result<()> {
-        if self.acquire(options).await? {
-            return Ok(());
-        }
-        Err(Error::not_acquired(
-            self.name(),
-            options.wait.unwrap_or(Duration::MAX),
-        ))
-    }
-
-    /// Acquires with the defaults (by default without bound, watchdog leases) and returns a
-    /// guard that releases it when dropped.
-    pub async fn lock(&self) -> Result<LockGroupGuard> {
-        self.acquire_or_fail(self.defaults()).await?;
-        Ok(LockGroupGuard {
-            group: Some(self.clone()),
-        })
-    }
-
-    /// Acquires with the defaults, but one round of single attempts when they set no wait.
-    pub async fn try_lock(&self) -> Result<Option<LockGroupGuard>> {
-        let defaults = self.defaults();
-        self.try_lock_with(AcquireOptions {
-            wait: Some(defaults.wait.unwrap_or(Duration::ZERO)),
-            ..defaults
-        })
-        .await
-    }
-
-    /// Acquires with `options`; a guard, or `None` when the wait ran out.
-    pub async fn try_lock_with(&self, options: AcquireOptions) -> Result<Option<LockGroupGuard>> {
-        Ok(self.acquire(options).await?.then(|| LockGroupGuard {
-            group: Some(self.clone()),
-        }))
     }
 
     /// Releases one level: every lock that acquisition took, on every server, in parallel.
@@ -553,43 +514,79 @@ impl Drop for GroupInner {
     }
 }
 
-/// One level of a [`LockGroup`]'s hold, released when dropped (in the background) or by
-/// [`LockGroupGuard::release`], which reports the outcome. Derefs to the group.
-#[must_use = "dropping the guard releases the locks at once"]
-#[derive(Debug)]
-pub struct LockGroupGuard {
-    group: Option<LockGroup>,
-}
+crate::hold::hold_by_inherent_methods!(LockGroup);
 
-impl LockGroupGuard {
-    /// Releases this level, as [`LockGroup::release`].
-    pub async fn release(mut self) -> Result<()> {
-        match self.group.take() {
-            Some(group) => group.release().await,
-            None => Ok(()),
-        }
-    }
-}
-
-impl Deref for LockGroupGuard {
-    type Target = LockGroup;
-
-    fn deref(&self) -> &LockGroup {
-        self.group
-            .as_ref()
-            .expect("a guard holds its group until released")
-    }
-}
-
-impl Drop for LockGroupGuard {
-    fn drop(&mut self) {
-        let Some(group) = self.group.take() else {
-            return;
-        };
-        runtime().spawn(async move {
-            if let Err(err) = group.release().await {
-                tracing::warn!(lock = %group.name(), %err, "releasing a dropped lock group guard failed");
+/// The face of a group kind (`MultiLock`, `RedLock`) over its [`LockGroup`]: the group's own
+/// calls (`locks`, `quorum`, `into_group`) and [`crate::Hold`], each delegated, written once.
+macro_rules! group_handle {
+    ($handle:ident) => {
+        impl $handle {
+            /// The group handle, for code that takes either kind.
+            pub fn into_group(self) -> $crate::multi::group::LockGroup {
+                self.0
             }
-        });
-    }
+
+            /// Its locks, in the order given.
+            pub fn locks(&self) -> &[$crate::lock::Lock] {
+                self.0.locks()
+            }
+
+            /// How many of its locks must be held.
+            pub fn quorum(&self) -> usize {
+                self.0.quorum()
+            }
+        }
+
+        impl $crate::hold::Hold for $handle {
+            fn name(&self) -> &str {
+                self.0.name()
+            }
+
+            fn defaults(&self) -> $crate::options::AcquireOptions {
+                self.0.defaults()
+            }
+
+            fn with_defaults(
+                self,
+                defaults: $crate::options::AcquireOptions,
+            ) -> $crate::error::Result<Self> {
+                self.0.with_defaults(defaults).map($handle)
+            }
+
+            fn acquire(
+                &self,
+                options: $crate::options::AcquireOptions,
+            ) -> impl std::future::Future<Output = $crate::error::Result<bool>> + Send {
+                self.0.acquire(options)
+            }
+
+            fn release(
+                &self,
+            ) -> impl std::future::Future<Output = $crate::error::Result<()>> + Send {
+                self.0.release()
+            }
+
+            fn is_held(&self) -> bool {
+                self.0.is_held()
+            }
+
+            fn hold_count(&self) -> u32 {
+                self.0.hold_count()
+            }
+
+            fn is_lost(&self) -> bool {
+                self.0.is_lost()
+            }
+
+            fn lost_receiver(&self) -> tokio::sync::watch::Receiver<bool> {
+                self.0.lost_receiver()
+            }
+
+            fn on_lost(&self, callback: impl Fn(&$crate::Error) + Send + Sync + 'static) {
+                self.0.on_lost(callback)
+            }
+        }
+    };
 }
+
+pub(crate) use group_handle;

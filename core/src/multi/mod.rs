@@ -12,6 +12,6 @@ mod group;
 mod multi_lock;
 mod red_lock;
 
-pub use group::{LockGroup, LockGroupGuard};
+pub use group::LockGroup;
 pub use multi_lock::MultiLock;
 pub use red_lock::RedLock;

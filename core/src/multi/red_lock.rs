@@ -1,11 +1,9 @@
 //! [`RedLock`]: a quorum of independent masters (the Redlock algorithm of the Redis docs,
 //! Redisson `RedissonRedLock`).
 
-use std::ops::Deref;
-
 use crate::error::Result;
 use crate::lock::Lock;
-use crate::multi::group::{GroupKind, LockGroup};
+use crate::multi::group::{group_handle, GroupKind, LockGroup};
 
 /// One lock on each of N independent Redis masters, held when a majority (`N / 2 + 1`) of
 /// them is: it stays available while a minority of the servers is down, and a hold survives
@@ -16,7 +14,7 @@ use crate::multi::group::{GroupKind, LockGroup};
 /// is reported lost when the lease runs out. Without a lease each lock's watchdog renews it.
 /// The safety of Redlock rests on timing assumptions (bounded pauses, network delays and clock
 /// drift): see docs/deployments.md (Locks over several servers), and use a fenced lock where correctness matters.
-/// Derefs to [`LockGroup`] for the lock API.
+/// The lock API is [`crate::Hold`]'s.
 #[derive(Clone, Debug)]
 pub struct RedLock(LockGroup);
 
@@ -27,17 +25,6 @@ impl RedLock {
     pub fn new(locks: Vec<Lock>) -> Result<RedLock> {
         LockGroup::new(GroupKind::Red, locks).map(RedLock)
     }
-
-    /// The group handle, for code that takes either kind.
-    pub fn into_group(self) -> LockGroup {
-        self.0
-    }
 }
 
-impl Deref for RedLock {
-    type Target = LockGroup;
-
-    fn deref(&self) -> &LockGroup {
-        &self.0
-    }
-}
+group_handle!(RedLock);
