@@ -9,7 +9,8 @@ Where each language's API is read from (each must be built first: `make test-par
   python_async  the same, for the asyncio classes
   node          the classes' prototypes and statics in node/index.js
   kotlin        the generated interfaces (uniffi) plus the package's hand-written extensions
-  swift         tests/swift/api.golden (checked against the generated and hand-written Swift)
+  swift         tests/swift/api.golden (checked against the generated and hand-written Swift),
+                plus the protocols the hand-written idioms make a type conform to
 
 The [errors] table lists each error kind (the core's ErrorKind) with its name in every language:
 the Python exception class, the Node error code, the Kotlin LockException subclass, the Swift
@@ -31,15 +32,34 @@ LANGUAGES = ("rust", "python", "python_async", "node", "kotlin", "swift")
 
 
 def rust_api(classes: dict[str, str]) -> dict[str, set[str]]:
-    """Public methods of each type's inherent impl blocks in core/src."""
+    """Public methods of each type's inherent impl blocks in core/src, those a macro writes
+    into it (`name!(Type)` of a `macro_rules! name` with an `impl $type {` block), and the
+    methods of the trait `Hold` for each type that implements it (directly or by such a macro)."""
     api: dict[str, set[str]] = {name: set() for name in classes.values()}
-    for path in sorted((ROOT / "core/src").rglob("*.rs")):
-        text = path.read_text()
+    texts = [path.read_text() for path in sorted((ROOT / "core/src").rglob("*.rs"))]
+    hold: set[str] = set()
+    macros: dict[str, tuple[set[str], bool]] = {}
+    for text in texts:
+        trait = re.search(r"^pub trait Hold\b[^{]*\{\n(.*?)^\}", text, re.S | re.M)
+        if trait:
+            hold = set(re.findall(r"^    fn (\w+)", trait.group(1), re.M))
+        for macro in re.finditer(r"^macro_rules! (\w+) \{\n(.*?)^\}", text, re.S | re.M):
+            inherent = re.search(r"^(\s+)impl \$\w+ \{\n(.*?)^\1\}", macro.group(2), re.S | re.M)
+            fns = set(re.findall(r"^\s+pub (?:async )?fn (\w+)", inherent.group(2), re.M)) if inherent else set()
+            macros[macro.group(1)] = (fns, "::Hold for $" in macro.group(2))
+    for text in texts:
         for match in re.finditer(r"^impl (\w+) \{\n(.*?)^\}", text, re.S | re.M):
             if match.group(1) in api:
                 api[match.group(1)] |= set(
                     re.findall(r"^    pub (?:const )?(?:async )?fn (\w+)", match.group(2), re.M)
                 )
+        for name, (fns, implements_hold) in macros.items():
+            for match in re.finditer(rf"^(?:[\w:]*::)?{name}!\((\w+)\);", text, re.M):
+                if match.group(1) in api:
+                    api[match.group(1)] |= fns | (hold if implements_hold else set())
+        for match in re.finditer(r"^impl (?:[\w:]*::)?Hold for (\w+) \{", text, re.M):
+            if match.group(1) in api:
+                api[match.group(1)] |= hold
     return api
 
 
@@ -110,18 +130,24 @@ def kotlin_api(generated: Path, idioms: list[Path], classes: dict[str, str]) -> 
     return api
 
 
-def swift_api(golden: Path, classes: dict[str, str]) -> dict[str, set[str]]:
-    api: dict[str, set[str]] = {name: set() for name in classes.values()}
+def swift_api(golden: Path, idioms: Path, classes: dict[str, str]) -> dict[str, set[str]]:
+    """Members of each type in the golden file, plus those of the protocols the hand-written
+    idioms make it conform to (`extension Lock: Held {}` gets the members of `extension Held`)."""
+    members: dict[str, set[str]] = {}
     owner: str | None = None
     for line in golden.read_text().splitlines():
         if not line.startswith(" "):
             header = re.match(r"(?:public |open )*(?:protocol|class|struct|enum|extension) (\w+?)(?:Protocol)?\b", line)
-            owner = header.group(1) if header and header.group(1) in api else None
+            owner = header.group(1) if header else None
             continue
         if owner:
             member = re.match(r"\s+(?:public |open |static |nonisolated )*func (\w+)", line)
             if member:
-                api[owner].add(member.group(1))
+                members.setdefault(owner, set()).add(member.group(1))
+    api: dict[str, set[str]] = {name: set(members.get(name, ())) for name in classes.values()}
+    for name, protocol in re.findall(r"^extension (\w+): (\w+) \{\}", idioms.read_text(), re.M):
+        if name in api:
+            api[name] |= members.get(protocol, set())
     return api
 
 
@@ -233,7 +259,7 @@ def main() -> int:
         "python_async": lambda c: python_api(args.python, c),
         "node": lambda c: node_api(c),
         "kotlin": lambda c: kotlin_api(Path(args.kotlin_generated), [ROOT / p for p in table["kotlin_idioms"]], c),
-        "swift": lambda c: swift_api(ROOT / "tests/swift/api.golden", c),
+        "swift": lambda c: swift_api(ROOT / "tests/swift/api.golden", ROOT / "bindings/swift/Sources/Polylock/Polylock+Idioms.swift", c),
     }
     if args.dump:
         print(json.dumps({lang: {t: sorted(n) for t, n in extractors[lang](classes[lang]).items()} for lang in languages}, indent=1))

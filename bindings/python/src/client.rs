@@ -5,10 +5,12 @@ use std::time::Duration;
 use polylock::options::option_from_millis;
 use pyo3::prelude::*;
 
+use crate::args::with_defaults;
 use crate::asyncio::awaitable;
 use crate::errors::{invalid_argument, to_py_err};
-use crate::lock::{with_defaults, LockHandle};
-use crate::semaphore::{ExpirableSemaphoreHandle, SemaphoreHandle};
+use crate::expirable_semaphore::ExpirableSemaphoreHandle;
+use crate::lock::LockHandle;
+use crate::semaphore::SemaphoreHandle;
 use crate::wait::wait_interruptibly;
 
 #[pyclass(frozen, module = "polylock._native")]
@@ -67,83 +69,49 @@ fn options(
     })
 }
 
-#[pymethods]
-impl Client {
-    /// Connects, waiting at most `connect_timeout` seconds (GIL released, Ctrl-C honoured).
-    #[new]
-    // Python keyword arguments, one per client option.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None, sync_replicas = false, replica_sync_timeout = None, tls_ca = None, tls_cert = None, tls_key = None, tls_insecure = false))]
-    fn new(
-        py: Python<'_>,
-        url: &str,
-        watchdog_timeout: Option<f64>,
-        connect_timeout: Option<f64>,
-        response_timeout: Option<f64>,
-        fair_queue_timeout: Option<f64>,
-        sync_replicas: bool,
-        replica_sync_timeout: Option<f64>,
-        tls_ca: Option<String>,
-        tls_cert: Option<String>,
-        tls_key: Option<String>,
-        tls_insecure: bool,
-    ) -> PyResult<Self> {
-        let options = options(
-            watchdog_timeout,
-            connect_timeout,
-            response_timeout,
-            fair_queue_timeout,
-            sync_replicas,
-            replica_sync_timeout,
-            tls_ca,
-            tls_cert,
-            tls_key,
-            tls_insecure,
-        )
-        .map_err(|err| to_py_err(py, err))?;
-        let inner = wait_interruptibly(py, polylock::Client::connect_with(url, options))?;
-        Ok(Client { inner })
-    }
+/// `client_class!({ methods } option: [type] = default, ...)`: the one `#[pymethods]` block of
+/// `Client`: its `methods`, then the two ways to connect (`Client(url, ...)`, blocking, and
+/// `Client.connect_async(url, ...)`), which take the keyword options listed once.
+macro_rules! client_class {
+    ({ $($methods:tt)* } $($option:ident: [$($type:tt)+] = $default:tt),+ $(,)?) => {
+        #[pymethods]
+        impl Client {
+            $($methods)*
 
-    /// Connects without blocking the event loop; the awaitable gives a `Client`.
-    #[staticmethod]
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (url, *, watchdog_timeout = None, connect_timeout = None, response_timeout = None, fair_queue_timeout = None, sync_replicas = false, replica_sync_timeout = None, tls_ca = None, tls_cert = None, tls_key = None, tls_insecure = false))]
-    fn connect_async<'py>(
-        py: Python<'py>,
-        url: &str,
-        watchdog_timeout: Option<f64>,
-        connect_timeout: Option<f64>,
-        response_timeout: Option<f64>,
-        fair_queue_timeout: Option<f64>,
-        sync_replicas: bool,
-        replica_sync_timeout: Option<f64>,
-        tls_ca: Option<String>,
-        tls_cert: Option<String>,
-        tls_key: Option<String>,
-        tls_insecure: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let options = options(
-            watchdog_timeout,
-            connect_timeout,
-            response_timeout,
-            fair_queue_timeout,
-            sync_replicas,
-            replica_sync_timeout,
-            tls_ca,
-            tls_cert,
-            tls_key,
-            tls_insecure,
-        )
-        .map_err(|err| to_py_err(py, err))?;
-        let url = url.to_owned();
-        awaitable(py, async move {
-            polylock::Client::connect_with(&url, options)
-                .await
-                .map(|inner| Client { inner })
-        })
-    }
+            /// Connects, waiting at most `connect_timeout` seconds (GIL released, Ctrl-C
+            /// honoured).
+            #[new]
+            // Python keyword arguments, one per client option.
+            #[allow(clippy::too_many_arguments)]
+            #[pyo3(signature = (url, *, $($option = $default),+))]
+            fn new(py: Python<'_>, url: &str, $($option: $($type)+),+) -> PyResult<Self> {
+                let options = options($($option),+).map_err(|err| to_py_err(py, err))?;
+                let inner = wait_interruptibly(py, polylock::Client::connect_with(url, options))?;
+                Ok(Client { inner })
+            }
 
+            /// Connects without blocking the event loop; the awaitable gives a `Client`.
+            #[staticmethod]
+            #[allow(clippy::too_many_arguments)]
+            #[pyo3(signature = (url, *, $($option = $default),+))]
+            fn connect_async<'py>(
+                py: Python<'py>,
+                url: &str,
+                $($option: $($type)+),+
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let options = options($($option),+).map_err(|err| to_py_err(py, err))?;
+                let url = url.to_owned();
+                awaitable(py, async move {
+                    polylock::Client::connect_with(&url, options)
+                        .await
+                        .map(|inner| Client { inner })
+                })
+            }
+        }
+    };
+}
+
+client_class!({
     /// A handle of `kind` (`lock`, `fair`, `fenced`, `read`, `write`: the read or write lock of
     /// a read-write lock) on `name` for the holder `holder_id` (a thread or task id), with
     /// per-lock defaults `timeout` and `lease` (seconds; `None`: no bound / the watchdog
@@ -171,7 +139,7 @@ impl Client {
                 .map(|rw| rw.write_lock()),
             other => return Err(invalid_argument(py, format!("unknown lock kind '{other}'"))),
         };
-        with_defaults(py, lock, timeout, lease)
+        with_defaults(py, lock, timeout, lease).map(|lock| LockHandle { lock })
     }
 
     /// A handle on the semaphore `name`. No I/O.
@@ -251,3 +219,14 @@ impl Client {
         format!("<polylock._native.Client id={}>", self.inner.id())
     }
 }
+    watchdog_timeout: [Option<f64>] = None,
+    connect_timeout: [Option<f64>] = None,
+    response_timeout: [Option<f64>] = None,
+    fair_queue_timeout: [Option<f64>] = None,
+    sync_replicas: [bool] = false,
+    replica_sync_timeout: [Option<f64>] = None,
+    tls_ca: [Option<String>] = None,
+    tls_cert: [Option<String>] = None,
+    tls_key: [Option<String>] = None,
+    tls_insecure: [bool] = false,
+);

@@ -2,13 +2,18 @@
 //! `Lock`, `ReadWriteLock`, `Semaphore`, `ExpirableSemaphore` and their async twins) is thin Python in `python/polylock`, which maps threads
 //! and asyncio tasks to lock holders; everything else happens in the core.
 
+mod acquisition;
+mod args;
 mod asyncio;
 mod client;
 mod errors;
+mod expirable_semaphore;
 mod group;
+mod hold;
 mod interpreter;
 mod lock;
 mod logging;
+mod permits;
 mod semaphore;
 mod wait;
 
@@ -18,13 +23,13 @@ use pyo3::prelude::*;
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<client::Client>()?;
     module.add_class::<lock::LockHandle>()?;
-    module.add_class::<lock::Acquisition>()?;
+    module.add_class::<acquisition::Acquisition>()?;
     module.add_class::<group::GroupHandle>()?;
-    module.add_class::<lock::UseDefault>()?;
-    module.add("DEFAULT", lock::UseDefault)?;
+    module.add_class::<args::UseDefault>()?;
+    module.add("DEFAULT", args::UseDefault)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<semaphore::SemaphoreHandle>()?;
-    module.add_class::<semaphore::ExpirableSemaphoreHandle>()?;
+    module.add_class::<expirable_semaphore::ExpirableSemaphoreHandle>()?;
     errors::register(module)?;
     module.add_function(wrap_pyfunction!(errors::not_acquired_error, module)?)?;
     interpreter::register(module)?;
