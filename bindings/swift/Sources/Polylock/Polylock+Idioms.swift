@@ -90,17 +90,27 @@ private final class LostCallback: LostListener {
     }
 }
 
-extension Lock {
-    /// Acquires the lock, or re-enters it; `false` when `wait` ran out (`.zero`: one attempt).
+/// What every hold of the generated binding offers (`Lock`, `MultiLock`, `RedLock`): the calls
+/// the idioms below are written over, once for all of them.
+public protocol Held: AnyObject {
+    func acquireWith(wait: Bound, lease: Bound) async throws -> Bool
+    func acquireWithBlocking(wait: Bound, lease: Bound) throws -> Bool
+    func acquireOrFail(wait: Bound, lease: Bound) async throws
+    func release() async throws
+    func onLost(listener: LostListener)
+}
+
+extension Lock: Held {}
+extension MultiLock: Held {}
+extension RedLock: Held {}
+
+extension Held {
+    /// Acquires the lock (or re-enters it), or the group (all of a multi-lock's locks, a
+    /// majority of a red-lock's); `false` when `wait` ran out (`.zero`: one attempt).
     /// `lease`: a fixed lease, never renewed. nil: the lock's default; `.infinite`: no bound
     /// (for the lease: the watchdog's, renewed while held).
     public func acquire(wait: Duration?, lease: Duration? = nil) async throws -> Bool {
         try await acquireWith(wait: bound(wait), lease: bound(lease))
-    }
-
-    /// `acquire(wait:lease:)` with the lock's default wait.
-    public func acquire(lease: Duration?) async throws -> Bool {
-        try await acquireWith(wait: .lockDefault, lease: bound(lease))
     }
 
     /// `acquire(wait:lease:)` for plain threads: blocks the calling thread.
@@ -108,28 +118,14 @@ extension Lock {
         try acquireWithBlocking(wait: bound(wait), lease: bound(lease))
     }
 
-    /// The holder's remaining lease (asks Redis): nil when nobody holds the lock, `.infinite`
-    /// when its key has no expiry.
-    public func remainingLease() async throws -> Duration? {
-        try await remainingLeaseMs().map { duration(milliseconds: $0) }
-    }
-
-    /// The wait an acquire takes when it leaves it out; nil: no bound.
-    public var defaultWait: Duration? {
-        defaults().waitMs.map { duration(milliseconds: $0) }
-    }
-
-    /// The lease an acquire takes when it leaves it out; nil: the watchdog lease.
-    public var defaultLease: Duration? {
-        defaults().leaseMs.map { duration(milliseconds: $0) }
-    }
-
-    /// Runs `body` holding the lock and releases it however `body` ends (a value or an error).
+    /// Runs `body` holding the lock (or the group) and releases it however `body` ends (a value
+    /// or an error).
     ///
     /// `wait` and `lease` as for `acquire(wait:lease:)`. When the wait runs out, `body` does not
-    /// run and `LockError.Timeout` is thrown with the core's message (as Python's `with`, Node's `using`). When `body` throws, its error is rethrown
-    /// (a failing release is then dropped); when only the release fails (`LockError.LockLost`:
-    /// the lease was lost meanwhile), its error is thrown.
+    /// run and `LockError.Timeout` is thrown with the core's message (as Python's `with`, Node's
+    /// `using`). When `body` throws, its error is rethrown (a failing release is then dropped);
+    /// when only the release fails (`LockError.LockLost`: the lease was lost meanwhile), its
+    /// error is thrown.
     public func withLock<T>(
         wait: Duration? = nil,
         lease: Duration? = nil,
@@ -147,10 +143,33 @@ extension Lock {
         return value
     }
 
-    /// Calls `callback` each time a hold of this handle is lost (`LockError.LockLost`), on a
-    /// background thread of polylock.
+    /// Calls `callback` each time a hold is lost (`LockError.LockLost`), on a background thread
+    /// of polylock.
     public func onLost(_ callback: @escaping @Sendable (LockError) -> Void) {
         onLost(listener: LostCallback(callback))
+    }
+}
+
+extension Lock {
+    /// `acquire(wait:lease:)` with the lock's default wait.
+    public func acquire(lease: Duration?) async throws -> Bool {
+        try await acquireWith(wait: .lockDefault, lease: bound(lease))
+    }
+
+    /// The holder's remaining lease (asks Redis): nil when nobody holds the lock, `.infinite`
+    /// when its key has no expiry.
+    public func remainingLease() async throws -> Duration? {
+        try await remainingLeaseMs().map { duration(milliseconds: $0) }
+    }
+
+    /// The wait an acquire takes when it leaves it out; nil: no bound.
+    public var defaultWait: Duration? {
+        defaults().waitMs.map { duration(milliseconds: $0) }
+    }
+
+    /// The lease an acquire takes when it leaves it out; nil: the watchdog lease.
+    public var defaultLease: Duration? {
+        defaults().leaseMs.map { duration(milliseconds: $0) }
     }
 }
 
@@ -183,77 +202,5 @@ extension ExpirableSemaphore {
     /// `acquire(wait:lease:)` for plain threads: blocks the calling thread.
     public func acquireBlocking(wait: Duration?, lease: Duration? = nil) throws -> String? {
         try acquireBlocking(waitMs: millisOrNil(wait), leaseMs: millisOrNil(lease))
-    }
-}
-
-extension MultiLock {
-    /// Acquires the group (all of its locks; lost when any is lost); `false` when `wait` ran out. As `Lock.acquire(wait:lease:)`.
-    public func acquire(wait: Duration?, lease: Duration? = nil) async throws -> Bool {
-        try await acquireWith(wait: bound(wait), lease: bound(lease))
-    }
-
-    /// `acquire(wait:lease:)` for plain threads: blocks the calling thread.
-    public func acquireBlocking(wait: Duration?, lease: Duration? = nil) throws -> Bool {
-        try acquireWithBlocking(wait: bound(wait), lease: bound(lease))
-    }
-
-    /// Runs `body` holding the group and releases it however `body` ends, as `Lock.withLock`
-    /// (`LockError.Timeout` when `wait` runs out).
-    public func withLock<T>(
-        wait: Duration? = nil,
-        lease: Duration? = nil,
-        _ body: () async throws -> T
-    ) async throws -> T {
-        try await acquireOrFail(wait: bound(wait), lease: bound(lease))
-        let value: T
-        do {
-            value = try await body()
-        } catch {
-            _ = try? await release()
-            throw error
-        }
-        try await release()
-        return value
-    }
-
-    /// Calls `callback` each time a hold of the group is lost (`LockError.LockLost`).
-    public func onLost(_ callback: @escaping @Sendable (LockError) -> Void) {
-        onLost(listener: LostCallback(callback))
-    }
-}
-
-extension RedLock {
-    /// Acquires the group (a majority of its locks; lost when fewer than the quorum remain); `false` when `wait` ran out. As `Lock.acquire(wait:lease:)`.
-    public func acquire(wait: Duration?, lease: Duration? = nil) async throws -> Bool {
-        try await acquireWith(wait: bound(wait), lease: bound(lease))
-    }
-
-    /// `acquire(wait:lease:)` for plain threads: blocks the calling thread.
-    public func acquireBlocking(wait: Duration?, lease: Duration? = nil) throws -> Bool {
-        try acquireWithBlocking(wait: bound(wait), lease: bound(lease))
-    }
-
-    /// Runs `body` holding the group and releases it however `body` ends, as `Lock.withLock`
-    /// (`LockError.Timeout` when `wait` runs out).
-    public func withLock<T>(
-        wait: Duration? = nil,
-        lease: Duration? = nil,
-        _ body: () async throws -> T
-    ) async throws -> T {
-        try await acquireOrFail(wait: bound(wait), lease: bound(lease))
-        let value: T
-        do {
-            value = try await body()
-        } catch {
-            _ = try? await release()
-            throw error
-        }
-        try await release()
-        return value
-    }
-
-    /// Calls `callback` each time a hold of the group is lost (`LockError.LockLost`).
-    public func onLost(_ callback: @escaping @Sendable (LockError) -> Void) {
-        onLost(listener: LostCallback(callback))
     }
 }

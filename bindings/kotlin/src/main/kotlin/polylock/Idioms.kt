@@ -26,6 +26,35 @@ internal fun Duration?.toBound(): Bound = when {
 internal fun Duration?.toMillisOrNull(): Long? =
     if (this == null || this == Duration.INFINITE) null else inWholeMilliseconds
 
+/**
+ * The scoped hold of every hold (a lock, a multi-lock, a red-lock): [acquire], run [block],
+ * [release] however it ends (see [Lock.withLock]).
+ */
+private suspend fun <T> holding(
+    acquire: suspend () -> Unit,
+    release: suspend () -> Unit,
+    block: suspend () -> T,
+): T {
+    acquire()
+    val result = try {
+        block()
+    } catch (failure: Throwable) {
+        try {
+            withContext(NonCancellable) { release() }
+        } catch (releaseFailure: Throwable) {
+            failure.addSuppressed(releaseFailure)
+        }
+        throw failure
+    }
+    withContext(NonCancellable) { release() }
+    return result
+}
+
+/** A lambda as the generated binding's lost listener. */
+private fun lostListener(callback: (LockException) -> Unit): LostListener = object : LostListener {
+    override fun onLost(error: LockException) = callback(error)
+}
+
 // ---- Client: per-lock defaults ----
 
 /**
@@ -85,35 +114,14 @@ val Lock.defaultLease: Duration? get() = defaults().leaseMs?.milliseconds
  * thrown with the release's attached as suppressed; when only the release fails, its exception
  * is thrown.
  */
-suspend fun <T> Lock.withLock(
-    wait: Duration? = null,
-    lease: Duration? = null,
-    block: suspend () -> T,
-): T {
-    acquireOrFail(wait.toBound(), lease.toBound())
-    val result = try {
-        block()
-    } catch (failure: Throwable) {
-        try {
-            withContext(NonCancellable) { release() }
-        } catch (releaseFailure: Throwable) {
-            failure.addSuppressed(releaseFailure)
-        }
-        throw failure
-    }
-    withContext(NonCancellable) { release() }
-    return result
-}
+suspend fun <T> Lock.withLock(wait: Duration? = null, lease: Duration? = null, block: suspend () -> T): T =
+    holding({ acquireOrFail(wait.toBound(), lease.toBound()) }, { release() }, block)
 
 /**
  * Calls [callback] each time a hold of this handle is lost (`LockException.LockLost`), on a
  * background thread of polylock; what it throws is ignored.
  */
-fun Lock.onLost(callback: (LockException) -> Unit) = onLost(
-    object : LostListener {
-        override fun onLost(error: LockException) = callback(error)
-    },
-)
+fun Lock.onLost(callback: (LockException) -> Unit) = onLost(lostListener(callback))
 
 // ---- Semaphores ----
 
@@ -145,27 +153,6 @@ val Client.watchdogTimeout: Duration get() = watchdogTimeoutMs().milliseconds
 
 // ---- MultiLock and RedLock ----
 
-/** The scoped hold of a group: acquire, run [block], release however it ends (as [Lock.withLock]). */
-private suspend fun <T> holding(
-    acquire: suspend () -> Unit,
-    release: suspend () -> Unit,
-    block: suspend () -> T,
-): T {
-    acquire()
-    val result = try {
-        block()
-    } catch (failure: Throwable) {
-        try {
-            withContext(NonCancellable) { release() }
-        } catch (releaseFailure: Throwable) {
-            failure.addSuppressed(releaseFailure)
-        }
-        throw failure
-    }
-    withContext(NonCancellable) { release() }
-    return result
-}
-
 /** Acquires the multi-lock (all of its locks); `false` when [wait] ran out. As [Lock.acquire]. */
 suspend fun MultiLock.acquire(wait: Duration? = null, lease: Duration? = null): Boolean =
     acquireWith(wait.toBound(), lease.toBound())
@@ -179,11 +166,7 @@ suspend fun <T> MultiLock.withLock(wait: Duration? = null, lease: Duration? = nu
     holding({ acquireOrFail(wait.toBound(), lease.toBound()) }, { release() }, block)
 
 /** Calls [callback] each time a hold of the multi-lock is lost (any of its locks lost). */
-fun MultiLock.onLost(callback: (LockException) -> Unit) = onLost(
-    object : LostListener {
-        override fun onLost(error: LockException) = callback(error)
-    },
-)
+fun MultiLock.onLost(callback: (LockException) -> Unit) = onLost(lostListener(callback))
 
 /** Acquires the red-lock (a majority of its locks); `false` when [wait] ran out. As [Lock.acquire]. */
 suspend fun RedLock.acquire(wait: Duration? = null, lease: Duration? = null): Boolean =
@@ -198,8 +181,4 @@ suspend fun <T> RedLock.withLock(wait: Duration? = null, lease: Duration? = null
     holding({ acquireOrFail(wait.toBound(), lease.toBound()) }, { release() }, block)
 
 /** Calls [callback] each time a hold of the red-lock is lost (fewer than its quorum held). */
-fun RedLock.onLost(callback: (LockException) -> Unit) = onLost(
-    object : LostListener {
-        override fun onLost(error: LockException) = callback(error)
-    },
-)
+fun RedLock.onLost(callback: (LockException) -> Unit) = onLost(lostListener(callback))
