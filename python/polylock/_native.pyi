@@ -3,7 +3,9 @@
 import asyncio
 import builtins
 from collections.abc import Callable
-from typing import Final, final
+from typing import Final, TypedDict, final
+
+from typing_extensions import Unpack
 
 __all__ = [
     "__version__",
@@ -75,38 +77,25 @@ class NotSyncedError(LockError):
 class PermissionError(LockError, builtins.PermissionError):
     """The Redis user may not run a command polylock needs, or use a key or channel of the lock (ACL)."""
 
+class _ClientOptions(TypedDict, total=False):
+    """The keyword options of ``Client`` and ``Client.connect_async``: not a runtime class."""
+
+    watchdog_timeout: float | None
+    connect_timeout: float | None
+    response_timeout: float | None
+    fair_queue_timeout: float | None
+    sync_replicas: bool
+    replica_sync_timeout: float | None
+    tls_ca: str | None
+    tls_cert: str | None
+    tls_key: str | None
+    tls_insecure: bool
+
 @final
 class Client:
-    def __new__(
-        cls,
-        url: str,
-        *,
-        watchdog_timeout: float | None = None,
-        connect_timeout: float | None = None,
-        response_timeout: float | None = None,
-        fair_queue_timeout: float | None = None,
-        sync_replicas: bool = False,
-        replica_sync_timeout: float | None = None,
-        tls_ca: str | None = None,
-        tls_cert: str | None = None,
-        tls_key: str | None = None,
-        tls_insecure: bool = False,
-    ) -> Client: ...
+    def __new__(cls, url: str, **options: Unpack[_ClientOptions]) -> Client: ...
     @staticmethod
-    def connect_async(
-        url: str,
-        *,
-        watchdog_timeout: float | None = None,
-        connect_timeout: float | None = None,
-        response_timeout: float | None = None,
-        fair_queue_timeout: float | None = None,
-        sync_replicas: bool = False,
-        replica_sync_timeout: float | None = None,
-        tls_ca: str | None = None,
-        tls_cert: str | None = None,
-        tls_key: str | None = None,
-        tls_insecure: bool = False,
-    ) -> asyncio.Future[Client]: ...
+    def connect_async(url: str, **options: Unpack[_ClientOptions]) -> asyncio.Future[Client]: ...
     def lock_handle(
         self,
         kind: str,
