@@ -207,6 +207,35 @@ impl RedisServer {
         self.child.is_some()
     }
 
+    /// The process id of the running server (`None` once killed or stopped).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The directory it runs in (its `nodes.conf`, a sentinel's configuration file).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// Stops the server cleanly (`SHUTDOWN NOSAVE`, as an operator would), killing it if it
+    /// has not exited after 5 s. `restart` starts it again.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        // The reply never comes: the connection closes as the server exits.
+        let _ = self.command(&["SHUTDOWN", "NOSAVE"]);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
     /// Spawns redis-server with this server's port, directory and arguments and waits until
     /// it answers PING; false if it exited (port taken) or never answered.
     fn launch(&mut self) -> bool {
