@@ -36,9 +36,17 @@ impl Cluster {
     /// `primaries` primaries with `replicas` replicas each, every slot covered, every node
     /// agreeing on the slot map.
     pub fn start(primaries: usize, replicas: usize) -> Cluster {
+        Cluster::start_with(primaries, replicas, &[])
+    }
+
+    /// As [`Cluster::start`], every node with the extra `--option value` arguments after the
+    /// kit's own (a later value of an option wins).
+    pub fn start_with(primaries: usize, replicas: usize, extra: &[&str]) -> Cluster {
         let count = primaries * (replicas + 1);
+        let mut arguments = NODE_ARGUMENTS.to_vec();
+        arguments.extend_from_slice(extra);
         let nodes: Vec<RedisServer> = (0..count)
-            .map(|_| RedisServer::start_with(&NODE_ARGUMENTS))
+            .map(|_| RedisServer::start_with(&arguments))
             .collect();
         Cluster::create(nodes, primaries, replicas)
     }
@@ -53,9 +61,21 @@ impl Cluster {
         files: &TlsFiles,
         auth_clients: bool,
     ) -> Cluster {
+        Cluster::start_tls_with(primaries, replicas, files, auth_clients, &[])
+    }
+
+    /// As [`Cluster::start_tls`], with extra arguments as [`Cluster::start_with`] takes them.
+    pub fn start_tls_with(
+        primaries: usize,
+        replicas: usize,
+        files: &TlsFiles,
+        auth_clients: bool,
+        extra: &[&str],
+    ) -> Cluster {
         let count = primaries * (replicas + 1);
         let mut arguments = NODE_ARGUMENTS.to_vec();
         arguments.extend(["--tls-cluster", "yes", "--tls-replication", "yes"]);
+        arguments.extend_from_slice(extra);
         let nodes: Vec<RedisServer> = (0..count)
             .map(|_| RedisServer::start_tls_with(files, "server", auth_clients, &arguments))
             .collect();

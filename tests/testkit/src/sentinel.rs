@@ -17,7 +17,18 @@ pub struct SentinelSet {
 impl SentinelSet {
     /// One primary, `replicas` replicas and `sentinels` sentinels (quorum: a majority).
     pub fn start(replicas: usize, sentinels: usize) -> SentinelSet {
-        SentinelSet::start_set(replicas, sentinels, false, None)
+        SentinelSet::start_set(replicas, sentinels, false, None, &[])
+    }
+
+    /// As [`SentinelSet::start`] (or [`SentinelSet::start_tls`] with `tls`), every data node
+    /// with the extra `--option value` arguments.
+    pub fn start_with(
+        replicas: usize,
+        sentinels: usize,
+        tls: Option<(&TlsFiles, bool)>,
+        extra: &[&str],
+    ) -> SentinelSet {
+        SentinelSet::start_set(replicas, sentinels, false, tls, extra)
     }
 
     /// As [`SentinelSet::start`], every data node and sentinel also serving TLS (`tls_url`)
@@ -31,7 +42,7 @@ impl SentinelSet {
         files: &TlsFiles,
         auth_clients: bool,
     ) -> SentinelSet {
-        SentinelSet::start_set(replicas, sentinels, false, Some((files, auth_clients)))
+        SentinelSet::start_set(replicas, sentinels, false, Some((files, auth_clients)), &[])
     }
 
     /// As [`SentinelSet::start`], but the replicas replicate through a fault proxy, so a test
@@ -39,7 +50,7 @@ impl SentinelSet {
     /// reach every server. The sentinels' failover timeout is two minutes here, so they leave
     /// the replicas' upstream (the proxy, not the primary's own address) alone that long.
     pub fn start_with_replication_proxy(replicas: usize, sentinels: usize) -> SentinelSet {
-        SentinelSet::start_set(replicas, sentinels, true, None)
+        SentinelSet::start_set(replicas, sentinels, true, None, &[])
     }
 
     fn start_set(
@@ -47,14 +58,18 @@ impl SentinelSet {
         sentinels: usize,
         proxied: bool,
         tls: Option<(&TlsFiles, bool)>,
+        common: &[&str],
     ) -> SentinelSet {
-        let data_node = |extra: &[&str]| match tls {
-            Some((files, auth_clients)) => {
-                let mut arguments = vec!["--tls-replication", "yes"];
-                arguments.extend(extra);
-                RedisServer::start_tls_with(files, "server", auth_clients, &arguments)
+        let data_node = |extra: &[&str]| {
+            let mut arguments = common.to_vec();
+            arguments.extend(extra);
+            match tls {
+                Some((files, auth_clients)) => {
+                    arguments.extend(["--tls-replication", "yes"]);
+                    RedisServer::start_tls_with(files, "server", auth_clients, &arguments)
+                }
+                None => RedisServer::start_with(&arguments),
             }
-            None => RedisServer::start_with(extra),
         };
         let primary = data_node(&[]);
         // What replicas and sentinels reach the primary on: its TLS port over TLS.

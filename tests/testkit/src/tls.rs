@@ -8,6 +8,8 @@ use std::process::Command;
 /// dropped.
 pub struct TlsFiles {
     dir: PathBuf,
+    /// Made by `make` (removed when dropped), not given to `existing`.
+    owned: bool,
 }
 
 impl TlsFiles {
@@ -26,7 +28,15 @@ impl TlsFiles {
             status.success(),
             "make-certs.sh failed; is openssl installed?"
         );
-        TlsFiles { dir }
+        TlsFiles { dir, owned: true }
+    }
+
+    /// A set made earlier into `dir` (by make-certs.sh), left in place when dropped.
+    pub fn existing(dir: impl Into<PathBuf>) -> TlsFiles {
+        TlsFiles {
+            dir: dir.into(),
+            owned: false,
+        }
     }
 
     /// The path of one file, e.g. `ca.crt`.
@@ -42,6 +52,8 @@ impl TlsFiles {
 
 impl Drop for TlsFiles {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if self.owned {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }

@@ -342,3 +342,50 @@ fn sentinel_names_the_primary_and_sigterm_stops_everything() {
     );
     assert_all_gone(&pids, &dirs);
 }
+
+#[test]
+fn server_arguments_and_a_given_certificate_set_which_stays_after_stop() {
+    let files = polylock_testkit::TlsFiles::make();
+    let dir = files.path("");
+    let mut launcher = Launcher::up(&[
+        "single",
+        "--arg=--maxclients",
+        "--arg=123",
+        "--tls",
+        &format!("--tls-dir={dir}"),
+        "--cert=expired",
+    ]);
+    let deployment = launcher.deployment.clone();
+    assert_eq!(string(&deployment["tls"]["ca"]), files.path("ca.crt"));
+    assert_eq!(string(&deployment["tls"]["cert"]), files.path("server.crt"));
+    let node = &launcher.nodes()[0];
+    let client = redis::Client::open(string(&node["url"])).unwrap();
+    let mut connection = client
+        .get_connection_with_timeout(Duration::from_secs(5))
+        .unwrap();
+    let maxclients: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxclients")
+        .query(&mut connection)
+        .unwrap();
+    assert_eq!(maxclients, ["maxclients", "123"]);
+    let served: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("tls-cert-file")
+        .query(&mut connection)
+        .unwrap();
+    assert_eq!(
+        served[1],
+        files.path("expired.crt"),
+        "--cert picks the certificate"
+    );
+
+    let pids = launcher.pids();
+    drop(launcher.stdin.take());
+    assert!(launcher.wait_exit());
+    assert_all_gone(&pids, &[]);
+    assert!(
+        Path::new(&files.path("ca.crt")).exists(),
+        "a given set is left in place"
+    );
+}

@@ -52,6 +52,10 @@ enum Deployment {
         /// Replicas per primary.
         #[arg(long, default_value_t = 1)]
         replicas: usize,
+        /// Make the cluster with CLUSTER ADDSLOTSRANGE and MEET instead of `redis-cli --cluster
+        /// create`, which needs INFO (for servers with INFO renamed away); no replicas, no TLS.
+        #[arg(long)]
+        meet: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -75,9 +79,15 @@ struct Common {
     /// With --tls: require a client certificate.
     #[arg(long, requires = "tls")]
     auth_clients: bool,
-    /// One more argument for each data server, repeated: `--arg=--rename-command --arg=INFO
-    /// --arg=`. A cluster with extra arguments is made without `redis-cli --cluster create`
-    /// (which needs INFO), so it has no replicas.
+    /// With --tls: use the certificates make-certs.sh made into this directory (left in place)
+    /// instead of a new set.
+    #[arg(long, requires = "tls", value_name = "DIR")]
+    tls_dir: Option<String>,
+    /// With --tls: the data servers' certificate of that set (`server`, or `expired`).
+    #[arg(long, requires = "tls", default_value = "server", value_name = "NAME")]
+    cert: String,
+    /// One more argument for each data server after the kit's own (a later value of an option
+    /// wins), repeated: `--arg=--rename-command --arg=INFO --arg=`.
     #[arg(long = "arg", allow_hyphen_values = true, value_name = "ARG")]
     server_args: Vec<String>,
     /// An ACL user made on every data server (again after a restart): the words of
@@ -179,8 +189,12 @@ fn start(deployment: Deployment) -> Result<Running, String> {
         | Deployment::Cluster { common, .. }
         | Deployment::Sentinel { common, .. } => common,
     };
-    let tls = common.tls.then(TlsFiles::make);
-    let auth = common.auth_clients;
+    let tls = common.tls.then(|| match &common.tls_dir {
+        Some(dir) => TlsFiles::existing(dir),
+        None => TlsFiles::make(),
+    });
+    let tls_with_auth = tls.as_ref().map(|files| (files, common.auth_clients));
+    let cert = common.cert.as_str();
     let args: Vec<&str> = common.server_args.iter().map(String::as_str).collect();
     let (kind, topology) = match &deployment {
         Deployment::Single { count, .. } => {
@@ -188,8 +202,8 @@ fn start(deployment: Deployment) -> Result<Running, String> {
                 return Err("--count must be at least 1".into());
             }
             let servers = (0..*count)
-                .map(|_| match &tls {
-                    Some(files) => RedisServer::start_tls_with(files, "server", auth, &args),
+                .map(|_| match tls_with_auth {
+                    Some((files, auth)) => RedisServer::start_tls_with(files, cert, auth, &args),
                     None => RedisServer::start_with(&args),
                 })
                 .collect();
@@ -198,19 +212,22 @@ fn start(deployment: Deployment) -> Result<Running, String> {
         Deployment::Cluster {
             primaries,
             replicas,
+            meet,
             ..
         } => {
             if *primaries == 0 {
                 return Err("--primaries must be at least 1".into());
             }
-            let cluster = match (&tls, args.is_empty()) {
-                (Some(files), true) => Cluster::start_tls(*primaries, *replicas, files, auth),
-                (None, true) => Cluster::start(*primaries, *replicas),
-                (None, false) if *replicas == 0 => Cluster::start_primaries_with(*primaries, &args),
-                (None, false) => {
-                    return Err("a cluster with --arg has no replicas: add --replicas 0".into())
+            if cert != "server" {
+                return Err("a cluster's nodes use the certificate `server`".into());
+            }
+            let cluster = match (tls_with_auth, *meet) {
+                (None, true) if *replicas == 0 => Cluster::start_primaries_with(*primaries, &args),
+                (_, true) => return Err("--meet makes a cluster without replicas or TLS".into()),
+                (Some((files, auth)), false) => {
+                    Cluster::start_tls_with(*primaries, *replicas, files, auth, &args)
                 }
-                (Some(_), false) => return Err("a cluster takes --tls or --arg, not both".into()),
+                (None, false) => Cluster::start_with(*primaries, *replicas, &args),
             };
             ("cluster", Topology::Cluster(cluster))
         }
@@ -219,16 +236,13 @@ fn start(deployment: Deployment) -> Result<Running, String> {
             sentinels,
             ..
         } => {
-            if !args.is_empty() {
-                return Err("a sentinel set takes no --arg".into());
-            }
             if *sentinels == 0 {
                 return Err("--sentinels must be at least 1".into());
             }
-            let set = match &tls {
-                Some(files) => SentinelSet::start_tls(*replicas, *sentinels, files, auth),
-                None => SentinelSet::start(*replicas, *sentinels),
-            };
+            if cert != "server" {
+                return Err("a sentinel set's servers use the certificate `server`".into());
+            }
+            let set = SentinelSet::start_with(*replicas, *sentinels, tls_with_auth, &args);
             ("sentinel", Topology::Sentinel(set))
         }
     };
