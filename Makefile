@@ -65,7 +65,7 @@ test-build: redis-server
 	cargo test -p polylock --no-default-features --lib --no-run
 	cargo test -p polylock-cli --no-run
 	cargo build -p polylock --example peer --example history_worker
-	cargo build -p polylock-testkit --bin polylock-fault-proxy
+	cargo build -p polylock-testkit --bins
 	cargo build -p polylock-cli
 	@# bench-smoke builds its own peers and worker in its lane (downloads, mostly); only its
 	@# Maven build is here, so that no two lanes fill ~/.m2 at once.

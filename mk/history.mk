@@ -16,7 +16,7 @@ HISTORY_ARGS ?=
 ## history-build: the Rust worker, the fault proxy, the Python and Node packages
 history-build: redis-server
 	cargo build -p polylock --example history_worker
-	cargo build -p polylock-testkit --bin polylock-fault-proxy
+	cargo build -p polylock-testkit --bins
 	$(MAKE) build-python build-node
 
 test-history: history-build

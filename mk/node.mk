@@ -30,7 +30,7 @@ test-node:
 	cd node && cp $(NODE_GENERATED) ../$(NODE_DRIFT_DIR)/
 	$(MAKE) build-node
 	cargo build --example peer -p polylock
-	cargo build -p polylock-testkit --bin polylock-fault-proxy
+	cargo build -p polylock-testkit --bins
 	@for file in $(NODE_GENERATED); do \
 	  diff -u $(NODE_DRIFT_DIR)/$$file node/$$file || { \
 	    echo "node/$$file changed when regenerated: run 'make build-node' and commit it"; exit 1; }; \

@@ -30,7 +30,7 @@ python-peer:
 	cargo build --quiet -p polylock --example peer
 
 test-python: redis-server build-python python-peer
-	cargo build -p polylock-testkit --bin polylock-fault-proxy
+	cargo build -p polylock-testkit --bins
 	cd python && $(PY_RUN) -m pytest -q tests
 	cd python && $(PY_RUN) -m mypy.stubtest polylock._native
 	cd python && $(PY_RUN) -m mypy --strict polylock
@@ -51,6 +51,8 @@ dist-python: $(PY_DIST_VENV)/bin/maturin
 	@ls -l dist/polylock-*
 
 test-dist-python: dist-python redis-server
+	@# The test kit's launcher, which install_check.py starts its redis-server with.
+	cargo build -p polylock-testkit --bins
 	rm -rf $(PY_TEST_VENV)
 	$(PYTHON) -m venv $(PY_TEST_VENV)
 	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-index dist/polylock-*-cp39-abi3-*.whl

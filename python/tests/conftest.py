@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,18 +18,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
-    directory = tempfile.mkdtemp(prefix="polylock-py-redis-")
-    server = start_redis(directory)
+    server = start_redis()
     try:
         yield server
     finally:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait()
-        shutil.rmtree(directory, ignore_errors=True)
+        server.close()
 
 
 @pytest.fixture

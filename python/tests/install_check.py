@@ -3,7 +3,7 @@ only the wheel from dist/ was installed, with no cargo or rustc on PATH.
 
 Starts a redis-server with the test kit's launcher (tests/redis_server.py, which needs only
 redis-py beside the wheel), takes and releases a lock, checks `polylock.__version__`, and stops
-the server by its pid. Not a pytest module (the venv has no pytest)."""
+the server (closing the launcher's stdin). Not a pytest module (the venv has no pytest)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import importlib.metadata
 import shutil
 import sys
 import sysconfig
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,8 +30,7 @@ def main() -> None:
     version = importlib.metadata.version("polylock")
     assert polylock.__version__ == version, (polylock.__version__, version)
 
-    directory = tempfile.mkdtemp(prefix="polylock-install-check-")
-    server = start_redis(directory)
+    server = start_redis()
     port = server.port
     try:
         with polylock.Client(f"redis://127.0.0.1:{port}/0") as client:
@@ -47,9 +45,7 @@ def main() -> None:
                 assert lock.owned()
             assert lock.remaining_lease() is None
     finally:
-        server.process.terminate()
-        server.process.wait(timeout=10)
-        shutil.rmtree(directory, ignore_errors=True)
+        server.close()
     print(f"polylock {polylock.__version__} from {Path(polylock.__file__).parent}: "
           f"lock taken and released on redis-server :{port} (Python {sys.version.split()[0]})")
 

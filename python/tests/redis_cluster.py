@@ -1,5 +1,6 @@
-"""A Redis Cluster of real servers (redis_server.py's launcher): N primaries with R replicas
-each, created with `redis-cli --cluster create`, and the faults a test needs: killing a node
+"""A Redis Cluster of real servers (`polylock-testkit up cluster` through redis_server.py): N
+primaries with R replicas each, created with `redis-cli --cluster create`, and the faults a
+test needs: killing a node
 (its replica takes over), a manual failover, a live slot migration. Nodes are named by port;
 every change waits until all running nodes agree."""
 
@@ -7,17 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import subprocess
 from dataclasses import dataclass
 
-from redis_server import CLI_PROGRAM, NotYet, RedisServer, ServerGroup, wait_for
+from redis_server import Deployment, NotYet, RedisServer, server_arguments, tls_arguments, wait_for
 
-# A 2 s node timeout replaces a killed primary within a few seconds yet does not fail a live
-# node on a busy machine; validity factor 0 lets any replica take over however long it was cut
-# off; no replica migration keeps the layout a test set up; a full sync starts at once.
+# Beside the launcher's own cluster arguments (validity factor 0: any replica may take over
+# however long it was cut off): a 2 s node timeout replaces a killed primary within a few
+# seconds yet does not fail a live node on a busy machine; no replica migration keeps the
+# layout a test set up; a full sync starts at once.
 NODE_ARGS = (
-    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-    "--cluster-node-timeout", "2000", "--cluster-replica-validity-factor", "0",
+    "--cluster-node-timeout", "2000",
     "--cluster-allow-replica-migration", "no", "--repl-diskless-sync-delay", "0",
 )
 
@@ -58,25 +58,13 @@ class RedisCluster:
         node (without TLS)."""
         if primaries < 3:
             raise ValueError("redis-cli --cluster create needs 3 primaries or more")
-        self.group = ServerGroup("polylock-py-cluster-")
         self.killed: set[int] = set()
+        tls = [] if tls_files is None else tls_arguments(tls_files, tls_auth_clients)
+        self.group = Deployment(
+            "cluster", f"--primaries={primaries}", f"--replicas={replicas_per_primary}", *tls,
+            *server_arguments((*NODE_ARGS, *extra)),
+        )
         try:
-            for _ in range(primaries * (1 + replicas_per_primary)):
-                if tls_files is None:
-                    self.group.start((*NODE_ARGS, *extra))
-                else:
-                    self.group.start_tls(
-                        tls_files, tls_auth_clients,
-                        (*NODE_ARGS, "--tls-cluster", "yes", "--tls-replication", "yes"),
-                    )
-            addresses = [f"127.0.0.1:{server.port}" for server in self.group.servers]
-            created = subprocess.run(
-                [CLI_PROGRAM, "--cluster", "create", *addresses,
-                 "--cluster-replicas", str(replicas_per_primary), "--cluster-yes"],
-                capture_output=True, text=True, timeout=60,
-            )
-            if created.returncode != 0:
-                raise RuntimeError(f"redis-cli --cluster create failed:\n{created.stdout}{created.stderr}")
 
             def complete() -> None:
                 nodes = self._settled()

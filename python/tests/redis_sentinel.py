@@ -1,12 +1,12 @@
-"""A Sentinel deployment of real servers (redis_server.py's launcher): one primary, its
-replicas (`--replicaof`) and the sentinels monitoring them, each sentinel with its own config
-file (sentinels rewrite it). Failovers go through the sentinels; servers are named by port."""
+"""A Sentinel deployment of real servers (`polylock-testkit up sentinel` through
+redis_server.py): one primary, its replicas and the sentinels monitoring them (down after 1 s).
+Failovers go through the sentinels; servers are named by port."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from redis_server import NotYet, RedisServer, ServerGroup, wait_for
+from redis_server import Deployment, NotYet, RedisServer, server_arguments, wait_for
 
 MASTER_NAME = "polylock-primary"
 
@@ -28,26 +28,13 @@ class RedisSentinel:
     """`with RedisSentinel() as deployment:` 1 primary, 2 replicas, 3 sentinels (quorum 2)."""
 
     def __init__(self, replicas: int = 2, sentinels: int = 3) -> None:
-        self.group = ServerGroup("polylock-py-sentinel-")
         self.killed: set[int] = set()
-        self.data: list[RedisServer] = []
-        self.sentinels: list[RedisServer] = []
+        self.group = Deployment(
+            "sentinel", f"--replicas={replicas}", f"--sentinels={sentinels}", *server_arguments(DATA_ARGS),
+        )
+        self.data: list[RedisServer] = self.group.servers
+        self.sentinels: list[RedisServer] = self.group.sentinels
         try:
-            primary = self.group.start(DATA_ARGS)
-            self.data.append(primary)
-            for _ in range(replicas):
-                self.data.append(self.group.start((*DATA_ARGS, "--replicaof", "127.0.0.1", str(primary.port))))
-            # 1 s until a silent primary counts as down; failover-timeout also spaces out
-            # retried elections, so it is short too.
-            config = (
-                "sentinel resolve-hostnames no\n"
-                f"sentinel monitor {MASTER_NAME} 127.0.0.1 {primary.port} {sentinels // 2 + 1}\n"
-                f"sentinel down-after-milliseconds {MASTER_NAME} 1000\n"
-                f"sentinel failover-timeout {MASTER_NAME} 4000\n"
-                f"sentinel parallel-syncs {MASTER_NAME} 1\n"
-            )
-            for _ in range(sentinels):
-                self.sentinels.append(self.group.start(("--sentinel",), config=config))
             self.wait_until_settled()
         except BaseException:
             self.stop()

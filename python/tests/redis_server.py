@@ -1,22 +1,22 @@
-"""The Python test kit's one redis-server launcher: a real server on a free loopback port, in
-a directory of its own, without persistence. Used by conftest.py, by install_check.py (which
-runs in a venv holding only the installed wheel and redis-py), and by the multi-server
-topologies built of such servers (redis_cluster.py, redis_sentinel.py). The binary is
+"""The Python test kit's redis-server launcher: a thin wrapper over the test kit's one launcher
+for every language, the Rust binary `polylock-testkit` (`up single|cluster|sentinel --json`,
+see docs/testing.md). It starts the servers on free loopback ports and prints them as one JSON
+line; `kill`, `stop`, `start`, `restart` lines go to its stdin, and closing its stdin (also when
+this process dies) stops every server and removes their files. Used by conftest.py, by
+install_check.py (which runs in a venv holding only the installed wheel and redis-py), and by
+the multi-server topologies (redis_cluster.py, redis_sentinel.py). The launcher runs
 POLYLOCK_REDIS_SERVER (the server matrix points it at Redis 6.2, 8.2 or Valkey 8.1), else
-redis-server from PATH; a sentinel is that binary with --sentinel."""
+redis-server from PATH."""
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
-import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import IO, Any, Callable, Optional, TypeVar
 
 import redis.exceptions as redis_errors
 
@@ -24,10 +24,13 @@ from helpers import RedisConnection
 
 T = TypeVar("T")
 
-# The server binary every launcher runs, and the redis-cli that creates clusters.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Built by the test build (`cargo build -p polylock-testkit --bins`), as the fault proxy is.
+LAUNCHER = REPO_ROOT / "target" / "debug" / "polylock-testkit"
+
+# The server binary the launcher runs, and the redis-cli that creates clusters.
 SERVER_PROGRAM = os.environ.get("POLYLOCK_REDIS_SERVER", "redis-server")
 CLI_PROGRAM = os.environ.get("POLYLOCK_REDIS_CLI", "redis-cli")
-
 
 
 def server_build() -> tuple[str, tuple[int, ...]]:
@@ -68,21 +71,85 @@ def wait_for(what: str, check: Callable[[], T]) -> T:
         time.sleep(0.05)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+class Deployment:
+    """One `polylock-testkit up ...` process and the servers it started: `servers` (data nodes,
+    in the launcher's order) and `sentinels`. `stop()` (or leaving the `with` block) closes its
+    stdin, on which it stops every server and removes their files."""
+
+    def __init__(self, *arguments: str) -> None:
+        if not LAUNCHER.exists():
+            raise RuntimeError(
+                f"{LAUNCHER} is missing: run `cargo build -p polylock-testkit --bins` (make test-python does)"
+            )
+        self._process = subprocess.Popen(
+            [str(LAUNCHER), "up", *arguments, "--json"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        first = self._stdout.readline()
+        if not first:
+            self._process.wait()
+            raise RuntimeError(f"polylock-testkit up {' '.join(arguments)} failed (exit {self._process.returncode})")
+        self.description: dict[str, Any] = json.loads(first)
+        self.servers: list[RedisServer] = []
+        self.sentinels: list[RedisServer] = []
+        for node in self.description["nodes"]:
+            server = RedisServer(self, node)
+            (self.sentinels if node["role"] == "sentinel" else self.servers).append(server)
+
+    @property
+    def _stdin(self) -> IO[str]:
+        assert self._process.stdin is not None
+        return self._process.stdin
+
+    @property
+    def _stdout(self) -> IO[str]:
+        assert self._process.stdout is not None
+        return self._process.stdout
+
+    @property
+    def url(self) -> str:
+        return str(self.description["url"])
+
+    def control(self, line: str) -> dict[str, Any]:
+        """Sends one control line (`kill node0`, `restart 6379`, `status`); its JSON reply."""
+        if self._process.poll() is not None:
+            raise RuntimeError(f"polylock-testkit exited ({self._process.returncode})")
+        self._stdin.write(line + "\n")
+        self._stdin.flush()
+        reply: dict[str, Any] = json.loads(self._stdout.readline() or "null") or {}
+        if not reply.get("ok"):
+            raise RuntimeError(f"polylock-testkit: {line}: {reply.get('error', 'no reply')}")
+        return reply
+
+    def stop(self) -> None:
+        if self._process.stdin is not None and not self._process.stdin.closed:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+    def __enter__(self) -> Deployment:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
 
-@dataclass
 class RedisServer:
-    port: int
-    process: subprocess.Popen[bytes]
-    directory: str = ""
-    # Everything after `redis-server` but the port, for `restart`.
-    arguments: list[str] = field(default_factory=list)
-    # The port it also serves TLS on (`start_redis_tls`).
-    tls_port: Optional[int] = None
+    """One server of a deployment: its ports, commands over redis-py, and `kill`/`restart`
+    through the launcher."""
+
+    def __init__(self, deployment: Deployment, node: dict[str, Any]) -> None:
+        self.deployment = deployment
+        self.name: str = node["name"]
+        self.port: int = node["port"]
+        # The port it also serves TLS on (`start_redis_tls`, a cluster with TLS).
+        self.tls_port: Optional[int] = node["tls_port"]
+        self.pid: Optional[int] = node["pid"]
 
     @property
     def url(self) -> str:
@@ -110,55 +177,35 @@ class RedisServer:
         return {name: value for name, value in lines}
 
     def is_running(self) -> bool:
-        return self.process.poll() is None
+        return self.pid is not None
 
     def kill(self) -> None:
         """Kills the server at once, as a crash would."""
-        if self.is_running():
-            self.process.kill()
-        self.process.wait()
+        self.pid = self.deployment.control(f"kill {self.name}")["node"]["pid"]
 
     def restart(self) -> None:
         """Kills the server and starts it again on its port with its arguments (its data is
         gone unless its config keeps some, as a cluster node's nodes.conf)."""
-        self.kill()
-        deadline = time.monotonic() + 10
-        while True:  # the port may stay busy for a moment after the kill
-            process = _launch(self.directory, self.port, self.arguments)
-            if process is not None:
-                self.process = process
-                return
-            if time.monotonic() >= deadline:
-                raise RuntimeError(f"redis-server did not restart on port {self.port}")
-            time.sleep(0.05)
+        self.pid = self.deployment.control(f"restart {self.name}")["node"]["pid"]
+
+    def close(self) -> None:
+        """Stops every server of its deployment (for a server of its own: this one)."""
+        self.deployment.stop()
 
 
-def start_redis(
-    directory: str,
-    port: Optional[int] = None,
-    extra: Sequence[str] = (),
-    config: Optional[str] = None,
-) -> RedisServer:
-    """A redis-server in `directory`, on a free port, or on `port` (to restart one in place),
-    with extra `--option value` arguments; `config` is the text of a config file written into
-    `directory` and read first (a sentinel needs one it can rewrite)."""
-    arguments = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--daemonize", "no", "--loglevel", "warning", *extra]
-    if config is not None:
-        config_file = os.path.join(os.path.abspath(directory), "redis.conf")
-        with open(config_file, "w") as file:
-            file.write(config)
-        arguments.insert(0, config_file)
-    for _ in range(5):
-        chosen = port or free_port()
-        process = _launch(directory, chosen, arguments)
-        if process is not None:
-            return RedisServer(chosen, process, directory, arguments)
-    raise RuntimeError("redis-server did not start; is it installed?")
+def server_arguments(extra: Sequence[str]) -> list[str]:
+    """`extra` server arguments as the launcher takes them (`--arg=--maxmemory`, `--arg=1mb`)."""
+    return [f"--arg={argument}" for argument in extra]
+
+
+def start_redis(extra: Sequence[str] = ()) -> RedisServer:
+    """A redis-server of its own on a free port, with extra `--option value` arguments; stop it
+    with `close()`."""
+    return Deployment("single", *server_arguments(extra)).servers[0]
 
 
 # The one generator of test certificates, shared with the Rust and Node test kits.
-MAKE_CERTS = Path(__file__).resolve().parents[2] / "tests" / "tls" / "make-certs.sh"
+MAKE_CERTS = REPO_ROOT / "tests" / "tls" / "make-certs.sh"
 
 
 def make_tls_files(directory: str) -> str:
@@ -169,101 +216,23 @@ def make_tls_files(directory: str) -> str:
     return directory
 
 
+def tls_arguments(tls_files: str, auth_clients: bool) -> list[str]:
+    """The launcher's options for TLS with the certificates of `tls_files`."""
+    return ["--tls", f"--tls-dir={tls_files}", *(["--auth-clients"] if auth_clients else [])]
+
+
 def start_redis_tls(
-    directory: str, tls_files: str, cert: str = "server", auth_clients: bool = False,
-    extra: Sequence[str] = (),
+    tls_files: str, cert: str = "server", auth_clients: bool = False, extra: Sequence[str] = (),
 ) -> RedisServer:
     """A redis-server (as `start_redis`) that also serves TLS on a free port (`tls_url`) with
     the certificate `cert` of `tls_files`, trusting its CA for client certificates, which it
     requires when `auth_clients`, with `extra` arguments. Its own outgoing TLS connections
     (cluster bus, replication) present the client certificate. The plain port stays open for
     the kit's own checks."""
-    files = Path(tls_files)
-    for _ in range(5):
-        tls_port = free_port()
-        arguments = [
-            "--tls-port", str(tls_port),
-            "--tls-cert-file", str(files / f"{cert}.crt"),
-            "--tls-key-file", str(files / f"{cert}.key"),
-            "--tls-ca-cert-file", str(files / "ca.crt"),
-            "--tls-auth-clients", "yes" if auth_clients else "no",
-            "--tls-client-cert-file", str(files / "client.crt"),
-            "--tls-client-key-file", str(files / "client.key"),
-            *extra,
-        ]
-        try:
-            server = start_redis(directory, extra=arguments)
-        except RuntimeError:
-            continue
-        server.tls_port = tls_port
-        return server
-    raise RuntimeError("redis-server with TLS did not start; was it built with TLS?")
+    arguments = [*tls_arguments(tls_files, auth_clients), f"--cert={cert}", *server_arguments(extra)]
+    return Deployment("single", *arguments).servers[0]
 
 
-def _launch(directory: str, port: int, arguments: list[str]) -> Optional[subprocess.Popen[bytes]]:
-    """Spawns redis-server on `port` and waits until it answers PING; None if it exited (port
-    taken) or never answered."""
-    # A config file, if any, must be the first argument.
-    if arguments and not arguments[0].startswith("--"):
-        command = [SERVER_PROGRAM, arguments[0], "--port", str(port), *arguments[1:]]
-    else:
-        command = [SERVER_PROGRAM, "--port", str(port), *arguments]
-    process = subprocess.Popen(
-        command, cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            with RedisConnection(port, timeout=1) as redis:
-                if redis.ping():
-                    return process
-        except (redis_errors.ConnectionError, redis_errors.TimeoutError):  # not up yet
-            time.sleep(0.02)
-    process.kill()
-    process.wait()
-    return None
-
-
-class ServerGroup:
-    """Servers started together, each in its own directory under one temporary directory;
-    `stop()` (or leaving the `with` block) kills them all and removes the directories."""
-
-    def __init__(self, prefix: str) -> None:
-        self.directory = tempfile.mkdtemp(prefix=prefix)
-        self.servers: list[RedisServer] = []
-
-    def start(self, extra: Sequence[str] = (), config: Optional[str] = None) -> RedisServer:
-        directory = tempfile.mkdtemp(prefix="server-", dir=self.directory)
-        server = start_redis(directory, extra=extra, config=config)
-        self.servers.append(server)
-        return server
-
-    def start_tls(self, tls_files: str, auth_clients: bool, extra: Sequence[str] = ()) -> RedisServer:
-        """A server as `start_redis_tls` makes it, in this group."""
-        directory = tempfile.mkdtemp(prefix="server-", dir=self.directory)
-        server = start_redis_tls(directory, tls_files, auth_clients=auth_clients, extra=extra)
-        self.servers.append(server)
-        return server
-
-    def stop(self) -> None:
-        for server in self.servers:
-            server.kill()
-        shutil.rmtree(self.directory, ignore_errors=True)
-
-    def __enter__(self) -> ServerGroup:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-
-def start_many(count: int) -> ServerGroup:
+def start_many(count: int) -> Deployment:
     """`count` independent servers (e.g. for a RedLock over 3 or 5 masters), in `.servers`."""
-    group = ServerGroup("polylock-py-many-")
-    try:
-        for _ in range(count):
-            group.start()
-    except BaseException:
-        group.stop()
-        raise
-    return group
+    return Deployment("single", f"--count={count}")

@@ -62,8 +62,7 @@ def test_a_server_killed_mid_hold_loses_the_multi_lock_but_not_the_red_lock(
     lost: list[polylock.LockLostError] = []
     multi.on_lost(lost.append)
     assert red.acquire(timeout=2) and multi.acquire(timeout=2)
-    three_servers[2].process.kill()
-    three_servers[2].process.wait()
+    three_servers[2].kill()
     assert wait_until(lambda: multi.lost, timeout=10)
     assert wait_until(lambda: len(lost) == 1, timeout=5)
     assert str(lost[0]).startswith(f"multi-lock '{name}:multi' was lost")
@@ -81,8 +80,7 @@ def test_a_red_lock_acquires_with_one_server_down_and_waits_in_a_with_block(
     three_servers: list[RedisServer], name: str
 ) -> None:
     cs = clients(three_servers)
-    three_servers[0].process.kill()
-    three_servers[0].process.wait()
+    three_servers[0].kill()
     red = polylock.RedLock([c.lock(name) for c in cs], timeout=0.5)
     with red:
         assert holders(three_servers[1:], name) == [1, 1]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -22,20 +21,18 @@ PRIMARY = ("--repl-diskless-sync-delay", "0")
 
 
 @pytest.fixture
-def start(tmp_path: Path) -> Iterator[StartRedis]:
+def start() -> Iterator[StartRedis]:
     """Starts redis-servers with extra arguments; stops them after the test."""
     started: list[RedisServer] = []
 
     def start(*extra_args: str) -> RedisServer:
-        directory = tmp_path / f"redis-{len(started)}"
-        directory.mkdir()
-        server = start_redis(str(directory), extra=extra_args)
+        server = start_redis(extra=extra_args)
         started.append(server)
         return server
 
     yield start
     for server in started:
-        server.kill()
+        server.close()
 
 
 def replica_of(start: StartRedis, primary: RedisServer) -> RedisServer:

@@ -26,13 +26,11 @@ def tls_files() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def tls_server(tls_files: Path) -> Iterator[RedisServer]:
-    directory = tempfile.mkdtemp(prefix="polylock-py-tls-server-")
-    server = start_redis_tls(directory, str(tls_files))
+    server = start_redis_tls(str(tls_files))
     try:
         yield server
     finally:
-        server.kill()
-        shutil.rmtree(directory, ignore_errors=True)
+        server.close()
 
 
 def test_a_lock_over_rediss_with_a_private_ca(tls_server: RedisServer, tls_files: Path) -> None:
@@ -77,14 +75,12 @@ def test_an_expired_certificate_and_a_missing_client_certificate_are_typed(
     tls_files: Path, cert: str, auth_clients: bool, says: str,
 ) -> None:
     """The same kind and words as in Rust, Node and Kotlin: the core's."""
-    directory = tempfile.mkdtemp(prefix="polylock-py-tls-server-")
-    server = start_redis_tls(directory, str(tls_files), cert=cert, auth_clients=auth_clients)
+    server = start_redis_tls(str(tls_files), cert=cert, auth_clients=auth_clients)
     try:
         with pytest.raises(polylock.ConnectionError, match=says):
             polylock.Client(server.tls_url, tls_ca=tls_files / "ca.crt")
     finally:
-        server.kill()
-        shutil.rmtree(directory, ignore_errors=True)
+        server.close()
 
 
 def test_a_lock_over_a_tls_cluster_with_client_certificates(tls_files: Path) -> None:

@@ -23,7 +23,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Optional
@@ -122,7 +121,6 @@ class Run:
         self.rng = random.Random(args.seed)
         self.out = out
         self.journal = Journal(out / "journal")
-        self.redis_dir = tempfile.mkdtemp(prefix="polylock-history-redis-")
         self.server: Optional[conftest.RedisServer] = None
         self.proxy: Optional[FaultProxy] = None
         self.cluster: Optional[RedisCluster] = None
@@ -323,11 +321,9 @@ class Run:
         self.say(f"fault refuse (proxy) for {seconds}s")
 
     def fault_restart(self) -> None:
-        port = self.server.port
         start = now_ns()
-        self.server.process.kill()  # SIGKILL: no shutdown, no save; the key is gone with it
-        self.server.process.wait()
-        self.server = conftest.start_redis(self.redis_dir, port)
+        # SIGKILL (no shutdown, no save: the key is gone with it), then a start on the same port.
+        self.server.restart()
         end = now_ns()
         self.journal.write("fault", "restart", "server", start, end)
         self.say(f"fault restart (server down {(end - start) / 1e6:.0f} ms)")
@@ -395,7 +391,7 @@ class Run:
             self.start_cluster()
             where = f"cluster on {','.join(map(str, self.cluster.ports()))} (user {CLUSTER_USER})"
         else:
-            self.server = conftest.start_redis(self.redis_dir)
+            self.server = conftest.start_redis()
             self.proxy = FaultProxy(self.server.port)
             self.url = self.proxy.url
             self.probe_port = self.server.port
@@ -465,9 +461,7 @@ class Run:
         if self.cluster is not None:
             self.cluster.stop()
         if self.server is not None:
-            self.server.process.kill()
-            self.server.process.wait()
-        shutil.rmtree(self.redis_dir, ignore_errors=True)
+            self.server.close()
 
 
 def main() -> int:
