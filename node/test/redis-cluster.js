@@ -1,21 +1,18 @@
 'use strict'
 
-// A Redis Cluster of real servers (redis.js's launcher): N primaries with R replicas each,
-// created with `redis-cli --cluster create`, and the faults a test needs: killing a node (its
+// A Redis Cluster of real servers (`polylock-testkit up cluster` through redis.js): N primaries
+// with R replicas each, created with `redis-cli --cluster create`, and the faults a test needs: killing a node (its
 // replica takes over), a manual failover, a live slot migration. Nodes are named by port; every
 // change waits until all running nodes agree.
 
-const { execFile } = require('node:child_process')
-const { promisify } = require('node:util')
+const { Deployment, NotYet, serverArguments, tlsArguments, waitFor } = require('./redis')
 
-const { CLI_PROGRAM, NotYet, startRedis, startRedisTls, waitFor } = require('./redis')
-
-// A 2 s node timeout replaces a killed primary within a few seconds yet does not fail a live
-// node on a busy machine; validity factor 0 lets any replica take over however long it was cut
-// off; no replica migration keeps the layout a test set up; a full sync starts at once.
-const NODE_ARGS = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-  '--cluster-node-timeout', '2000', '--cluster-replica-validity-factor', '0',
-  '--cluster-allow-replica-migration', 'no', '--repl-diskless-sync-delay', '0']
+// Beside the launcher's own cluster arguments (validity factor 0: any replica may take over
+// however long it was cut off): a 2 s node timeout replaces a killed primary within a few
+// seconds yet does not fail a live node on a busy machine; no replica migration keeps the
+// layout a test set up; a full sync starts at once.
+const NODE_ARGS = ['--cluster-node-timeout', '2000', '--cluster-allow-replica-migration', 'no',
+  '--repl-diskless-sync-delay', '0']
 
 /**
  * One node as the cluster sees it (a line of CLUSTER NODES).
@@ -37,9 +34,10 @@ function servesSlot(node, slot) {
 }
 
 class RedisCluster {
-  /** @param {import('./redis').RedisServer[]} servers */
-  constructor(servers) {
-    this.servers = servers
+  /** @param {import('./redis').Deployment} deployment */
+  constructor(deployment) {
+    this.deployment = deployment
+    this.servers = deployment.servers
     /** Ports of the nodes killed by `kill` (and not restarted). @type {Set<number>} */
     this.killed = new Set()
   }
@@ -53,19 +51,10 @@ class RedisCluster {
    */
   static async start({ primaries = 3, replicasPerPrimary = 1, tlsDir = undefined, tlsAuthClients = false } = {}) {
     if (primaries < 3) throw new Error('redis-cli --cluster create needs 3 primaries or more')
-    const cluster = new RedisCluster([])
+    const tls = tlsDir === undefined ? [] : tlsArguments(tlsDir, tlsAuthClients)
+    const cluster = new RedisCluster(await Deployment.up(['cluster', `--primaries=${primaries}`,
+      `--replicas=${replicasPerPrimary}`, ...tls, ...serverArguments(NODE_ARGS)]))
     try {
-      for (let index = 0; index < primaries * (1 + replicasPerPrimary); index += 1) {
-        cluster.servers.push(tlsDir === undefined
-          ? await startRedis({ extra: NODE_ARGS })
-          : await startRedisTls(tlsDir, {
-            authClients: tlsAuthClients,
-            extra: [...NODE_ARGS, '--tls-cluster', 'yes', '--tls-replication', 'yes'],
-          }))
-      }
-      const addresses = cluster.servers.map((server) => `127.0.0.1:${server.port}`)
-      await promisify(execFile)(CLI_PROGRAM, ['--cluster', 'create', ...addresses,
-        '--cluster-replicas', String(replicasPerPrimary), '--cluster-yes'], { timeout: 60_000 })
       await waitFor(`a new cluster of ${primaries} primaries with ${replicasPerPrimary} replicas each`, async () => {
         const nodes = await cluster.settled()
         const primaryPorts = nodes.filter((node) => node.role === 'primary').map((node) => node.port)
@@ -82,7 +71,7 @@ class RedisCluster {
 
   /** Kills every node and removes their directories. */
   async stop() {
-    await Promise.all(this.servers.map((server) => server.stop()))
+    await this.deployment.stop()
   }
 
   /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,...`: every running node as a seed. */

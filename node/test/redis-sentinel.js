@@ -1,10 +1,10 @@
 'use strict'
 
-// A Sentinel deployment of real servers (redis.js's launcher): one primary, its replicas
-// (`--replicaof`) and the sentinels monitoring them, each sentinel with its own config file
-// (sentinels rewrite it). Failovers go through the sentinels; servers are named by port.
+// A Sentinel deployment of real servers (`polylock-testkit up sentinel` through redis.js): one
+// primary, its replicas and the sentinels monitoring them (down after 1 s). Failovers go through
+// the sentinels; servers are named by port.
 
-const { NotYet, startRedis, waitFor } = require('./redis')
+const { Deployment, NotYet, serverArguments, waitFor } = require('./redis')
 
 const MASTER_NAME = 'polylock-primary'
 
@@ -25,11 +25,13 @@ function asObject(reply) {
 }
 
 class RedisSentinel {
-  constructor() {
+  /** @param {import('./redis').Deployment} deployment */
+  constructor(deployment) {
+    this.deployment = deployment
     /** The primary and its replicas. @type {import('./redis').RedisServer[]} */
-    this.data = []
+    this.data = deployment.servers
     /** @type {import('./redis').RedisServer[]} */
-    this.sentinels = []
+    this.sentinels = deployment.sentinels
     /** Ports of the servers killed by `killPrimary`. @type {Set<number>} */
     this.killed = new Set()
     this.masterName = MASTER_NAME
@@ -41,26 +43,9 @@ class RedisSentinel {
    * sentinels.
    */
   static async start({ replicas = 2, sentinels = 3 } = {}) {
-    const deployment = new RedisSentinel()
+    const deployment = new RedisSentinel(await Deployment.up(['sentinel', `--replicas=${replicas}`,
+      `--sentinels=${sentinels}`, ...serverArguments(DATA_ARGS)]))
     try {
-      const primary = await startRedis({ extra: DATA_ARGS })
-      deployment.data.push(primary)
-      for (let index = 0; index < replicas; index += 1) {
-        deployment.data.push(await startRedis({ extra: [...DATA_ARGS, '--replicaof', '127.0.0.1', String(primary.port)] }))
-      }
-      // 1 s until a silent primary counts as down; failover-timeout also spaces out retried
-      // elections, so it is short too.
-      const config = [
-        'sentinel resolve-hostnames no',
-        `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${primary.port} ${Math.floor(sentinels / 2) + 1}`,
-        `sentinel down-after-milliseconds ${MASTER_NAME} 1000`,
-        `sentinel failover-timeout ${MASTER_NAME} 4000`,
-        `sentinel parallel-syncs ${MASTER_NAME} 1`,
-        '',
-      ].join('\n')
-      for (let index = 0; index < sentinels; index += 1) {
-        deployment.sentinels.push(await startRedis({ extra: ['--sentinel'], config }))
-      }
       await deployment.waitUntilSettled()
     } catch (error) {
       await deployment.stop()
@@ -71,7 +56,7 @@ class RedisSentinel {
 
   /** Kills every process and removes their directories. */
   async stop() {
-    await Promise.all([...this.data, ...this.sentinels].map((server) => server.stop()))
+    await this.deployment.stop()
   }
 
   /** `redis+sentinel://127.0.0.1:s1,127.0.0.1:s2,127.0.0.1:s3/<master name>`. */

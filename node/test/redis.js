@@ -1,20 +1,26 @@
 'use strict'
 
-// Real redis-server processes for the tests: each on a free loopback port, in a temporary
-// directory, without persistence, killed by stop(). Commands go over ioredis. The multi-server
-// topologies (redis-cluster.js, redis-sentinel.js) are built of these servers. The binary is
-// POLYLOCK_REDIS_SERVER (the server matrix points it at Redis 6.2, 8.2 or Valkey 8.1), else
-// redis-server from PATH; a sentinel is that binary with --sentinel.
+// Real redis-server processes for the tests, started by the test kit's one launcher for every
+// language, the Rust binary `polylock-testkit` (`up single|cluster|sentinel --json`, see
+// docs/testing.md): on free loopback ports, without persistence; `kill`/`restart` lines go to
+// its stdin, and closing its stdin (stop(), or this process dying) stops every server and
+// removes their files. Commands go over ioredis. The multi-server topologies (redis-cluster.js,
+// redis-sentinel.js) wrap `up cluster` and `up sentinel`. The launcher runs POLYLOCK_REDIS_SERVER
+// (the server matrix points it at Redis 6.2, 8.2 or Valkey 8.1), else redis-server from PATH.
 
 const { spawn } = require('node:child_process')
 const fs = require('node:fs')
 const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
+const readline = require('node:readline')
 
 const Redis = require('ioredis')
 
-/** The server binary every launcher runs, and the redis-cli that creates clusters. */
+/** Built by the test build (`cargo build -p polylock-testkit --bins`), as the fault proxy is. */
+const LAUNCHER = path.join(__dirname, '..', '..', 'target', 'debug', 'polylock-testkit')
+
+/** The server binary the launcher runs, and the redis-cli that creates clusters. */
 const SERVER_PROGRAM = process.env.POLYLOCK_REDIS_SERVER || 'redis-server'
 const CLI_PROGRAM = process.env.POLYLOCK_REDIS_CLI || 'redis-cli'
 
@@ -104,22 +110,110 @@ async function waitFor(what, check) {
   }
 }
 
+/**
+ * One `polylock-testkit up ...` process and the servers it started: `servers` (data nodes, in
+ * the launcher's order) and `sentinels`. `stop()` closes its stdin, on which it stops every
+ * server and removes their files; it does the same if this process dies.
+ */
+class Deployment {
+  /**
+   * @param {string[]} args what follows `up`: `single`, `cluster --replicas=0`, ...
+   * @returns {Promise<Deployment>}
+   */
+  static async up(args) {
+    try {
+      fs.accessSync(LAUNCHER, fs.constants.X_OK)
+    } catch {
+      throw new Error(`${LAUNCHER} is missing: run \`cargo build -p polylock-testkit --bins\` (make test-node does)`)
+    }
+    const deployment = new Deployment(spawn(LAUNCHER, ['up', ...args, '--json'], { stdio: ['pipe', 'pipe', 'inherit'] }))
+    let first
+    try {
+      first = await deployment.nextLine()
+    } catch {
+      throw new Error(`polylock-testkit up ${args.join(' ')} failed`)
+    }
+    deployment.description = JSON.parse(first)
+    for (const node of deployment.description.nodes) {
+      const server = new RedisServer(deployment, node)
+      if (node.role === 'sentinel') deployment.sentinels.push(server)
+      else deployment.servers.push(server)
+    }
+    return deployment
+  }
+
+  /** @param {import('node:child_process').ChildProcessWithoutNullStreams} child */
+  constructor(child) {
+    this.child = child
+    /** @type {any} the JSON line the launcher printed */
+    this.description = undefined
+    /** @type {RedisServer[]} */
+    this.servers = []
+    /** @type {RedisServer[]} */
+    this.sentinels = []
+    /** Replies come back in the order control lines were sent: one waiting callback per line. */
+    this.waiting = []
+    this.exited = new Promise((resolve) => child.once('exit', resolve))
+    child.stdin.on('error', () => {})
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+      this.waiting.shift()?.resolve(line)
+    })
+    child.once('exit', (code, signal) => {
+      for (const waiter of this.waiting.splice(0)) {
+        waiter.reject(new Error(`polylock-testkit exited (${code ?? signal})`))
+      }
+    })
+  }
+
+  get url() {
+    return this.description.url
+  }
+
+  /**
+   * Sends one control line (`kill node0`, `restart 6379`, `status`); resolves to its JSON reply.
+   * @param {string} line
+   */
+  async control(line) {
+    const answer = this.nextLine()
+    this.child.stdin.write(`${line}\n`)
+    const reply = JSON.parse(await answer)
+    if (!reply.ok) throw new Error(`polylock-testkit: ${line}: ${reply.error}`)
+    return reply
+  }
+
+  /** Closes the launcher's stdin (its cue to stop every server) and waits for it to exit. */
+  async stop() {
+    for (const server of [...this.servers, ...this.sentinels]) server.disconnect()
+    this.child.stdin.end()
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 30_000)
+    await this.exited
+    clearTimeout(timer)
+  }
+
+  nextLine() {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) {
+      return Promise.reject(new Error('polylock-testkit is not running'))
+    }
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
+  }
+}
+
+/** One server of a deployment: its ports, commands over ioredis, `kill`/`restart` through the launcher. */
 class RedisServer {
   /**
-   * @param {number} port
-   * @param {string} dir
-   * @param {import('node:child_process').ChildProcess} child
-   * @param {string[]} args everything after `redis-server` but the port, for `restart`
+   * @param {Deployment} deployment
+   * @param {any} node its entry in the launcher's JSON
    */
-  constructor(port, dir, child, args = []) {
-    this.port = port
-    this.dir = dir
-    this.child = child
-    this.args = args
+  constructor(deployment, node) {
+    this.deployment = deployment
+    this.name = node.name
+    this.port = node.port
+    /** The port it also serves TLS on (`startRedisTls`). @type {number | undefined} */
+    this.tlsPort = node.tls_port ?? undefined
+    /** @type {number | null} */
+    this.pid = node.pid
     /** The connection `command` uses, opened on first use. @type {Redis | undefined} */
     this.client = undefined
-    /** The port it also serves TLS on (`startRedisTls`). @type {number | undefined} */
-    this.tlsPort = undefined
   }
 
   get url() {
@@ -155,18 +249,18 @@ class RedisServer {
   }
 
   get running() {
-    return this.child.exitCode === null && this.child.signalCode === null
+    return this.pid !== null
   }
 
-  /** Kills the server at once, as a crash would (its directory stays, for `restart`). */
-  async kill() {
+  disconnect() {
     this.client?.disconnect()
     this.client = undefined
-    if (this.running) {
-      const exited = new Promise((resolve) => this.child.once('exit', resolve))
-      this.child.kill('SIGKILL')
-      await exited
-    }
+  }
+
+  /** Kills the server at once, as a crash would. */
+  async kill() {
+    this.disconnect()
+    this.pid = (await this.deployment.control(`kill ${this.name}`)).node.pid
   }
 
   /**
@@ -174,81 +268,27 @@ class RedisServer {
    * unless its config keeps some, as a cluster node's nodes.conf).
    */
   async restart() {
-    await this.kill()
-    const deadline = Date.now() + 10_000
-    for (;;) { // the port may stay busy for a moment after the kill
-      const child = await launch(this.port, this.dir, this.args)
-      if (child !== undefined) {
-        this.child = child
-        return
-      }
-      if (Date.now() >= deadline) throw new Error(`redis-server did not restart on port ${this.port}`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
+    this.disconnect()
+    this.pid = (await this.deployment.control(`restart ${this.name}`)).node.pid
   }
 
+  /** Stops every server of its deployment (for a server of its own: this one); again is a no-op. */
   async stop() {
-    await this.kill()
-    fs.rmSync(this.dir, { recursive: true, force: true })
+    await this.deployment.stop()
   }
 }
 
-/**
- * Spawns redis-server on `port` in `dir` and waits until it answers PING; undefined if it
- * exited (port taken) or never answered.
- * @param {number} port
- * @param {string} dir
- * @param {string[]} args a config file, if any, first
- */
-async function launch(port, dir, args) {
-  const [first, ...rest] = args
-  const fullArgs = first !== undefined && !first.startsWith('--')
-    ? [first, '--port', String(port), ...rest]
-    : ['--port', String(port), ...args]
-  const child = spawn(SERVER_PROGRAM, fullArgs, { cwd: dir, stdio: 'ignore' })
-  const deadline = Date.now() + 10_000
-  while (Date.now() < deadline && child.exitCode === null) {
-    // A new connection per try: a refused one has ended for good (it does not reconnect).
-    const probe = connectRedis(port)
-    try {
-      if ((await probe.call('PING')) === 'PONG') return child
-    } catch {
-      // not listening yet
-    } finally {
-      probe.disconnect()
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  if (child.exitCode === null) {
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    child.kill('SIGKILL')
-    await exited
-  }
-  return undefined
+/** `extra` server arguments as the launcher takes them (`--arg=--maxmemory`, `--arg=1mb`). */
+function serverArguments(extra) {
+  return extra.map((argument) => `--arg=${argument}`)
 }
 
 /**
- * Starts one redis-server on a free port and waits until it answers PING.
- * @param {{extra?: string[], config?: string}} [options] extra `--option value` arguments;
- *   `config`: the text of a config file written into the server's directory and read first
- *   (a sentinel needs one it can rewrite)
+ * Starts one redis-server of its own on a free port; stop it with stop().
+ * @param {{extra?: string[]}} [options] extra `--option value` arguments
  */
-async function startRedis({ extra = [], config } = {}) {
-  for (let attempt = 0; attempt < 5; attempt += 1) {
-    const port = await freePort()
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `polylock-node-redis-${port}-`))
-    const args = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no',
-      '--loglevel', 'warning', ...extra]
-    if (config !== undefined) {
-      const file = path.join(dir, 'redis.conf')
-      fs.writeFileSync(file, config)
-      args.unshift(file)
-    }
-    const child = await launch(port, dir, args)
-    if (child !== undefined) return new RedisServer(port, dir, child, args)
-    fs.rmSync(dir, { recursive: true, force: true })
-  }
-  throw new Error('redis-server did not start; is it installed (apt-get install redis-server)?')
+async function startRedis({ extra = [] } = {}) {
+  return (await Deployment.up(['single', ...serverArguments(extra)])).servers[0]
 }
 
 /**
@@ -264,6 +304,11 @@ function makeTlsFiles() {
   return dir
 }
 
+/** The launcher's options for TLS with the certificates of `tlsDir`. */
+function tlsArguments(tlsDir, authClients) {
+  return ['--tls', `--tls-dir=${tlsDir}`, ...(authClients ? ['--auth-clients'] : [])]
+}
+
 /**
  * A redis-server (as `startRedis`) that also serves TLS on a free port (`tlsUrl`) with the
  * certificate `cert` of `tlsDir`, trusting its CA for client certificates, which it requires
@@ -274,22 +319,8 @@ function makeTlsFiles() {
  * @param {{cert?: string, authClients?: boolean, extra?: string[]}} [options]
  */
 async function startRedisTls(tlsDir, { cert = 'server', authClients = false, extra = [] } = {}) {
-  for (let attempt = 0; attempt < 5; attempt += 1) {
-    const tlsPort = await freePort()
-    const args = ['--tls-port', String(tlsPort),
-      '--tls-cert-file', path.join(tlsDir, `${cert}.crt`), '--tls-key-file', path.join(tlsDir, `${cert}.key`),
-      '--tls-ca-cert-file', path.join(tlsDir, 'ca.crt'), '--tls-auth-clients', authClients ? 'yes' : 'no',
-      '--tls-client-cert-file', path.join(tlsDir, 'client.crt'),
-      '--tls-client-key-file', path.join(tlsDir, 'client.key'), ...extra]
-    try {
-      const server = await startRedis({ extra: args })
-      server.tlsPort = tlsPort
-      return server
-    } catch {
-      // the TLS port was taken: another one
-    }
-  }
-  throw new Error('redis-server with TLS did not start; was it built with TLS?')
+  const args = ['single', ...tlsArguments(tlsDir, authClients), `--cert=${cert}`, ...serverArguments(extra)]
+  return (await Deployment.up(args)).servers[0]
 }
 
 /**
@@ -297,15 +328,7 @@ async function startRedisTls(tlsDir, { cert = 'server', authClients = false, ext
  * @param {number} count
  */
 async function startMany(count) {
-  /** @type {RedisServer[]} */
-  const servers = []
-  try {
-    for (let index = 0; index < count; index += 1) servers.push(await startRedis())
-  } catch (error) {
-    await Promise.all(servers.map((server) => server.stop()))
-    throw error
-  }
-  return servers
+  return (await Deployment.up(['single', `--count=${count}`])).servers
 }
 
 /**
@@ -337,5 +360,5 @@ function freshNames(prefix = 'node') {
 
 module.exports = {
   startRedis, startRedisTls, makeTlsFiles, startMany, freePort, connectRedis, serverAndClientPerFile, freshNames, waitFor, NotYet,
-  RedisServer, SERVER_PROGRAM, CLI_PROGRAM, serverBuild, hasShardedPubsub,
+  RedisServer, Deployment, serverArguments, tlsArguments, SERVER_PROGRAM, CLI_PROGRAM, serverBuild, hasShardedPubsub,
 }
