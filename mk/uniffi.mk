@@ -38,6 +38,7 @@ $(UNIFFI_OUT)/.generated: $(UNIFFI_LIBRARY) $(UNIFFI_BINDGEN)
 ## test-kotlin: JUnit tests of the generated Kotlin against the built library and real redis-servers
 test-kotlin: build-uniffi
 	cargo build -p polylock --example peer
+	cargo build -p polylock-testkit --bins
 	$(UNIFFI_MVN) -B -ntp -f tests/kotlin/pom.xml test -Dcargo.target.dir=$(UNIFFI_TARGET_DIR)
 
 ## kotlin-build: test-kotlin's Maven downloads and compilation, without running the tests
@@ -73,5 +74,7 @@ dist-kotlin:
 
 ## test-dist-kotlin: a separate Maven project that depends on dev.polylock:polylock:0.1.0 only
 test-dist-kotlin: dist-kotlin redis-server
+	@# The test kit's launcher, which the shared Kotlin test kit starts its redis-server with.
+	cargo build -p polylock-testkit --bins
 	$(UNIFFI_MVN) -B -ntp -q -f tests/kotlin-consumer/pom.xml clean test
 	@echo "test-dist-kotlin: the installed package took and released a lock"

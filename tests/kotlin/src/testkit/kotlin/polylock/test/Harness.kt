@@ -9,7 +9,7 @@ import java.nio.file.Files
 import java.util.concurrent.CompletableFuture
 import java.util.concurrent.TimeUnit
 
-/** A port the OS says is free now (a race with other processes is retried by [RedisServer.start]). */
+/** A port the OS says is free now (for a URL nothing listens on). */
 fun freePort(): Int = ServerSocket(0).use { it.localPort }
 
 /**
@@ -19,17 +19,32 @@ fun freePort(): Int = ServerSocket(0).use { it.localPort }
 fun serverProgram(): String =
     System.getProperty("redis.server") ?: System.getenv("POLYLOCK_REDIS_SERVER") ?: "redis-server"
 
-/** One real redis-server on a free loopback port, without persistence; killed by [close]. */
-class RedisServer private constructor(
-    val port: Int,
-    private val process: Process,
-    private val dir: File,
-) : AutoCloseable {
-    val url: String get() = "redis://127.0.0.1:$port/0"
+/**
+ * The test kit's launcher for every language (`polylock-testkit`, see docs/testing.md): system
+ * property `polylock.testkit`, else `target/debug/polylock-testkit` above the working directory
+ * (built by `cargo build -p polylock-testkit --bins`, as make test-kotlin does).
+ */
+fun launcherProgram(): String =
+    System.getProperty("polylock.testkit")
+        ?: generateSequence(File("").absoluteFile) { it.parentFile }
+            .map { File(it, "target/debug/polylock-testkit") }
+            .firstOrNull { it.canExecute() }?.path
+        ?: error("target/debug/polylock-testkit not found: run `cargo build -p polylock-testkit --bins`")
+
+/**
+ * One real redis-server on a free loopback port, without persistence, started by
+ * `polylock-testkit up single`; [close] closes the launcher's stdin, on which it stops the
+ * server and removes its files (as it does when this JVM dies).
+ */
+class RedisServer private constructor(private val launcher: Process, description: String) : AutoCloseable {
+    // The description is one JSON line; the first node's fields are the only ones read, so a
+    // pattern does (the consumer project that shares this kit has no JSON library).
+    val port: Int = field(description, "port")?.toInt() ?: error("no port in $description")
 
     /** The port it also serves TLS on ([startTls]). */
-    var tlsPort: Int? = null
-        private set
+    val tlsPort: Int? = field(description, "tls_port")?.toInt()
+
+    val url: String get() = "redis://127.0.0.1:$port/0"
 
     /** The `rediss://` URL of a server started by [startTls]. */
     val tlsUrl: String get() = "rediss://127.0.0.1:${tlsPort ?: error("not started with startTls")}/0"
@@ -38,66 +53,37 @@ class RedisServer private constructor(
     fun command(vararg args: String): Any? = RedisConnection(port).use { it.command(*args) }
 
     override fun close() {
-        process.destroy()
-        if (!process.waitFor(5, TimeUnit.SECONDS)) {
-            process.destroyForcibly().waitFor(5, TimeUnit.SECONDS)
+        runCatching { launcher.outputStream.close() }
+        if (!launcher.waitFor(30, TimeUnit.SECONDS)) {
+            launcher.destroyForcibly().waitFor(5, TimeUnit.SECONDS)
         }
-        dir.deleteRecursively()
     }
 
     companion object {
         /** Starts a server with [extraArgs] (`--option value ...`) after the test kit's own. */
-        fun start(vararg extraArgs: String): RedisServer {
-            repeat(5) {
-                tryStart(freePort(), extraArgs)?.let { return it }
-            }
-            throw IllegalStateException("redis-server did not start; is it installed?")
-        }
+        fun start(vararg extraArgs: String): RedisServer = up(extraArgs.map { "--arg=$it" })
 
         /**
          * Starts a server that also serves TLS on a free port ([tlsUrl]) with the certificate
          * `cert` of [tlsDir] ([makeTlsFiles]), trusting its CA for client certificates, which it
          * requires when [authClients]. The plain port stays open for the kit's own checks.
          */
-        fun startTls(tlsDir: File, cert: String = "server", authClients: Boolean = false): RedisServer {
-            repeat(5) {
-                val tlsPort = freePort()
-                val args = arrayOf(
-                    "--tls-port", "$tlsPort",
-                    "--tls-cert-file", File(tlsDir, "$cert.crt").path,
-                    "--tls-key-file", File(tlsDir, "$cert.key").path,
-                    "--tls-ca-cert-file", File(tlsDir, "ca.crt").path,
-                    "--tls-auth-clients", if (authClients) "yes" else "no",
-                )
-                tryStart(freePort(), args)?.let { server ->
-                    server.tlsPort = tlsPort
-                    return server
-                }
-            }
-            throw IllegalStateException("redis-server with TLS did not start; was it built with TLS?")
+        fun startTls(tlsDir: File, cert: String = "server", authClients: Boolean = false): RedisServer =
+            up(listOfNotNull("--tls", "--tls-dir=${tlsDir.path}", "--cert=$cert", "--auth-clients".takeIf { authClients }))
+
+        private fun up(options: List<String>): RedisServer {
+            val builder = ProcessBuilder(listOf(launcherProgram(), "up", "single") + options + "--json")
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+            builder.environment()["POLYLOCK_REDIS_SERVER"] = serverProgram()
+            val launcher = builder.start()
+            val first = CompletableFuture.supplyAsync { launcher.inputStream.bufferedReader().readLine() }
+                .get(120, TimeUnit.SECONDS)
+                ?: error("polylock-testkit up single ${options.joinToString(" ")} failed (exit ${launcher.waitFor()})")
+            return RedisServer(launcher, first)
         }
 
-        private fun tryStart(port: Int, extraArgs: Array<out String>): RedisServer? {
-            val dir = Files.createTempDirectory("polylock-kotlin-redis-").toFile()
-            val process = ProcessBuilder(
-                serverProgram(),
-                "--port", "$port", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--daemonize", "no", "--loglevel", "warning", *extraArgs,
-            ).directory(dir)
-                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                .redirectError(ProcessBuilder.Redirect.DISCARD)
-                .start()
-            val server = RedisServer(port, process, dir)
-            val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10)
-            while (System.nanoTime() < deadline) {
-                if (!process.isAlive) break // exited: the port was taken meanwhile
-                val pong = runCatching { server.command("PING") }.getOrNull()
-                if (pong == "PONG") return server
-                Thread.sleep(20)
-            }
-            server.close()
-            return null
-        }
+        private fun field(json: String, name: String): String? =
+            Regex("\"$name\":(\\d+)").find(json)?.groupValues?.get(1)
     }
 }
 
