@@ -5,11 +5,13 @@
 INTEROP_MVN ?= mvn
 INTEROP_POM := tests/interop-redisson/pom.xml
 INTEROP_PEER := $(CURDIR)/target/debug/examples/peer
+INTEROP_LAUNCHER := $(CURDIR)/target/debug/polylock-testkit
 
 .PHONY: test-interop interop-build
 test-interop:
 	cargo build --example peer -p polylock
-	$(INTEROP_MVN) -B -ntp -f $(INTEROP_POM) test -Dpolylock.peer=$(INTEROP_PEER)
+	cargo build -p polylock-testkit --bins
+	$(INTEROP_MVN) -B -ntp -f $(INTEROP_POM) test -Dpolylock.peer=$(INTEROP_PEER) -Dpolylock.testkit=$(INTEROP_LAUNCHER)
 
 ## interop-build: the suite's Maven downloads and compilation, without running it
 interop-build:

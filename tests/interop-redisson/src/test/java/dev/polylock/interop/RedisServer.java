@@ -8,33 +8,58 @@ import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintWriter;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
- * A real redis-server on a free loopback port, without persistence, in its own temporary
- * directory; stopped by {@link #close()}.
+ * A real redis-server on a free loopback port, without persistence, started by the test kit's
+ * launcher for every language ({@code polylock-testkit up single}, see docs/testing.md);
+ * {@link #close()} closes the launcher's stdin, on which it stops the server and removes its
+ * files (as it does when this JVM dies).
  */
 final class RedisServer implements AutoCloseable {
-    private static final long START_TIMEOUT_MS = 10_000;
+    private static final long START_TIMEOUT_MS = 60_000;
 
     private final int port;
-    private final Process process;
-    private final Path dir;
+    private final Process launcher;
+    private final BufferedReader replies;
     private Socket monitor;
 
-    private RedisServer(int port, Process process, Path dir) {
+    private RedisServer(int port, Process launcher, BufferedReader replies) {
         this.port = port;
-        this.process = process;
-        this.dir = dir;
+        this.launcher = launcher;
+        this.replies = replies;
+    }
+
+    /**
+     * The launcher: system property {@code polylock.testkit}, else
+     * {@code target/debug/polylock-testkit} above the working directory (built by
+     * {@code cargo build -p polylock-testkit --bins}, as make test-interop does).
+     */
+    static String launcherProgram() {
+        String configured = System.getProperty("polylock.testkit");
+        if (configured != null && !configured.isEmpty()) {
+            return configured;
+        }
+        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+            Path candidate = dir.resolve("target/debug/polylock-testkit");
+            if (Files.isExecutable(candidate)) {
+                return candidate.toString();
+            }
+        }
+        throw new IllegalStateException(
+                "target/debug/polylock-testkit not found: run `cargo build -p polylock-testkit --bins`");
     }
 
     /**
@@ -81,54 +106,42 @@ final class RedisServer implements AutoCloseable {
 
     /** Starts a server with extra {@code --option value} arguments (e.g. a cluster node's). */
     static RedisServer start(List<String> extra) throws IOException, InterruptedException {
-        String binary = serverProgram();
-        for (int attempt = 0; attempt < 5; attempt++) {
-            int port = freePort();
-            Path dir = Files.createTempDirectory("polylock-interop-redis-");
-            List<String> command = new ArrayList<>(List.of(binary,
-                    "--port", Integer.toString(port), "--bind", "127.0.0.1",
-                    "--save", "", "--appendonly", "no", "--daemonize", "no",
-                    "--loglevel", "warning"));
-            command.addAll(extra);
-            Process process = new ProcessBuilder(command)
-                    .directory(dir.toFile())
-                    .redirectErrorStream(true)
-                    .redirectOutput(dir.resolve("redis.log").toFile())
-                    .start();
-            RedisServer server = new RedisServer(port, process, dir);
-            if (server.awaitPong()) {
-                return server;
-            }
-            server.close();
+        List<String> command = new ArrayList<>(List.of(launcherProgram(), "up", "single"));
+        for (String argument : extra) {
+            command.add("--arg=" + argument);
         }
-        throw new IllegalStateException("redis-server did not start; is it installed and on PATH?");
+        command.add("--json");
+        ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+        builder.environment().put("POLYLOCK_REDIS_SERVER", serverProgram());
+        Process launcher = builder.start();
+        BufferedReader replies = new BufferedReader(
+                new InputStreamReader(launcher.getInputStream(), StandardCharsets.UTF_8));
+        String description = readLine(replies, launcher);
+        if (description == null) {
+            throw new IllegalStateException("polylock-testkit up single failed (exit " + launcher.waitFor() + ")");
+        }
+        // One JSON line; the first node's port is all this needs (the suite has no JSON library).
+        Matcher port = Pattern.compile("\"port\":(\\d+)").matcher(description);
+        if (!port.find()) {
+            throw new IllegalStateException("no port in " + description);
+        }
+        return new RedisServer(Integer.parseInt(port.group(1)), launcher, replies);
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
-
-    private boolean awaitPong() throws InterruptedException {
-        long deadline = System.currentTimeMillis() + START_TIMEOUT_MS;
-        while (System.currentTimeMillis() < deadline) {
-            if (!process.isAlive()) {
-                return false; // most likely the port was taken
-            }
-            try (Socket socket = connect()) {
-                socket.getOutputStream().write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
-                String reply = new BufferedReader(new InputStreamReader(
-                        socket.getInputStream(), StandardCharsets.US_ASCII)).readLine();
-                if ("+PONG".equals(reply)) {
-                    return true;
+    /** The launcher's next line, or null if it exited; gives up after START_TIMEOUT_MS. */
+    private static String readLine(BufferedReader replies, Process launcher) throws InterruptedException {
+        try {
+            return CompletableFuture.supplyAsync(() -> {
+                try {
+                    return replies.readLine();
+                } catch (IOException closed) {
+                    return null;
                 }
-            } catch (IOException notYet) {
-                // not listening yet
-            }
-            Thread.sleep(20);
+            }).get(START_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            launcher.destroyForcibly();
+            throw new IllegalStateException("polylock-testkit did not answer", e);
         }
-        return false;
     }
 
     private Socket connect() throws IOException {
@@ -247,8 +260,14 @@ final class RedisServer implements AutoCloseable {
     }
 
     /** Kills the server at once, as a crash would (its directory stays until close). */
-    void kill() throws InterruptedException {
-        process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+    void kill() throws IOException, InterruptedException {
+        OutputStream control = launcher.getOutputStream();
+        control.write("kill node0\n".getBytes(StandardCharsets.UTF_8));
+        control.flush();
+        String reply = readLine(replies, launcher);
+        if (reply == null || !reply.contains("\"ok\":true")) {
+            throw new IllegalStateException("polylock-testkit: kill node0: " + reply);
+        }
     }
 
     @Override
@@ -260,14 +279,13 @@ final class RedisServer implements AutoCloseable {
                 // closing anyway
             }
         }
-        process.destroy();
-        if (!process.waitFor(5, TimeUnit.SECONDS)) {
-            process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
-        }
-        try (var files = Files.walk(dir)) {
-            files.sorted(java.util.Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        try {
+            launcher.getOutputStream().close();
         } catch (IOException ignored) {
-            // a leftover temporary directory is harmless
+            // it exited already
+        }
+        if (!launcher.waitFor(30, TimeUnit.SECONDS)) {
+            launcher.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
         }
     }
 }
