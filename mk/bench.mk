@@ -24,6 +24,7 @@ $(BENCH_VENV)/bin/python:
 
 ## bench-deps: the peers (PyPI, npm, Maven Central) and the Rust and Java workers
 bench-deps: $(BENCH_VENV)/bin/python bench-rust bench-java
+	cargo build -p polylock-testkit --bins
 	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check $(BENCH_PYPI)
 	cd bench && npm ci --no-audit --no-fund
 
@@ -58,4 +59,6 @@ bench-smoke-build: $(BENCH_VENV)/bin/python build-node bench-java
 	cd bench && npm ci --no-audit --no-fund
 	@# target/ (not target/bench-rust): the debug dependencies the test suites compiled are reused.
 	cd bench/rust && CARGO_TARGET_DIR=$(CURDIR)/target cargo build --locked
+	@# The test kit's launcher, which starts the redis-server the drivers measure on.
+	cargo build -p polylock-testkit --bins
 	cd python && VIRTUAL_ENV=$(CURDIR)/$(BENCH_VENV) $(CURDIR)/$(BENCH_VENV)/bin/maturin develop --quiet

@@ -2,45 +2,36 @@
 
 from __future__ import annotations
 
-import os
+import json
 import socket
 import subprocess
 import threading
-import time
+from pathlib import Path
 from typing import Optional
 
-# The server binary, as for every test-kit launcher (e.g. another Redis or Valkey build).
-SERVER_PROGRAM = os.environ.get("POLYLOCK_REDIS_SERVER", "redis-server")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+# The test kit's one launcher (docs/testing.md), built by `cargo build -p polylock-testkit
+# --bins`; it runs POLYLOCK_REDIS_SERVER (e.g. another Redis or Valkey build), else redis-server.
+LAUNCHER = Path(__file__).resolve().parents[2] / "target" / "debug" / "polylock-testkit"
 
 
 class RedisServer:
-    """A throwaway redis-server on a free loopback port."""
+    """A throwaway redis-server on a free loopback port (`polylock-testkit up single`); `stop()`
+    closes the launcher's stdin, on which it stops the server and removes its files."""
 
     def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        if not LAUNCHER.exists():
+            raise RuntimeError(f"{LAUNCHER} is missing: run `cargo build -p polylock-testkit --bins`")
         self.process = subprocess.Popen(
-            [SERVER_PROGRAM, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--maxclients", "10000"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [str(LAUNCHER), "up", "single", "--arg=--maxclients", "--arg=10000", "--json"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                if self.command("PING") == "PONG":
-                    return
-            except OSError:
-                pass
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                self.stop()
-                raise RuntimeError("redis-server did not start")
-            time.sleep(0.05)
+        assert self.process.stdout is not None
+        first = self.process.stdout.readline()
+        if not first:
+            self.stop()
+            raise RuntimeError("redis-server did not start (polylock-testkit up single failed)")
+        self.port = int(json.loads(first)["nodes"][0]["port"])
+        self.url = f"redis://127.0.0.1:{self.port}/0"
 
     def command(self, *words: str) -> str:
         """One command over a fresh socket (RESP), reply as text; enough for the driver's needs."""
@@ -84,11 +75,13 @@ class RedisServer:
         return "?"
 
     def stop(self) -> None:
-        self.process.terminate()
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
         try:
-            self.process.wait(10)
+            self.process.wait(30)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait()
 
 
 class Monitor:
