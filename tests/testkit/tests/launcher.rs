@@ -389,3 +389,34 @@ fn server_arguments_and_a_given_certificate_set_which_stays_after_stop() {
         "a given set is left in place"
     );
 }
+
+#[test]
+fn a_cluster_without_info_by_meet_and_down_stops_everything() {
+    let mut launcher = Launcher::up(&[
+        "cluster",
+        "--meet",
+        "--replicas=0",
+        "--arg=--rename-command",
+        "--arg=INFO",
+        "--arg=",
+    ]);
+    assert_eq!(launcher.nodes().len(), 3);
+    for node in launcher.nodes() {
+        let client = redis::Client::open(string(&node["url"])).unwrap();
+        let mut connection = client
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .unwrap();
+        let info: redis::RedisResult<String> = redis::cmd("INFO").query(&mut connection);
+        assert!(info.is_err(), "INFO is renamed away");
+        let state: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut connection)
+            .unwrap();
+        assert!(state.contains("cluster_state:ok"), "{state}");
+    }
+    let (pids, dirs) = (launcher.pids(), launcher.dirs());
+    let reply = launcher.send("down");
+    assert_eq!(reply["ok"], true, "{reply}");
+    assert!(launcher.wait_exit(), "the launcher exits after down");
+    assert_all_gone(&pids, &dirs);
+}
