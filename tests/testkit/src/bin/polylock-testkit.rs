@@ -151,6 +151,8 @@ fn main() -> ExitCode {
         .and_then(|()| stdout.flush())
         .is_err()
     {
+        // Nobody reads us: stop what we started (the signal thread holds the other reference).
+        drop(running.lock().unwrap_or_else(|e| e.into_inner()).take());
         return ExitCode::FAILURE;
     }
     for line in io::stdin().lock().lines() {
