@@ -1,33 +1,31 @@
 //! The client: one id, one multiplexed command connection, one pub/sub connection, one upkeep
 //! task, all on the core's runtime; and the registry of the holds made through it.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::Arc;
 use std::time::Duration;
-
-use tokio::sync::watch;
 
 use crate::connection::sentinel::Sentinel;
 use crate::connection::target::{redact, Target};
-use crate::connection::{connect_manager, Connection, Publish, ReplicaSync};
+use crate::connection::{connect_manager, Connection, Publish, ReplicaSync, Timeouts};
 
-use crate::engine::renew::{Scheduler, Upkeep};
+use crate::engine::context::ClientInner;
+use crate::engine::renew::Scheduler;
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
 use crate::expirable_semaphore::ExpirableSemaphore;
+use crate::inspect::LockInfo;
 use crate::kinds::fair::Fair;
 use crate::kinds::fenced::{fence, Fenced};
+use crate::kinds::messages::LockHub;
 use crate::kinds::read_write::{ReadLock, WriteLock};
 use crate::kinds::reentrant::Reentrant;
 use crate::kinds::LockKind;
 use crate::lock::Lock;
 use crate::options::{validate_fenced_write, validate_name, ClientOptions};
-use crate::pubsub::{Hub, Source, Timeouts};
+use crate::pubsub::Source;
 use crate::read_write_lock::ReadWriteLock;
-use crate::runtime::{current_pid, runtime};
+use crate::runtime::runtime;
 use crate::semaphore::Semaphore;
-use crate::shrinking::remove_shrinking;
 use crate::tls::Tls;
 
 /// Builds a [`Client`] option by option; see [`ClientOptions`] for each option.
@@ -282,7 +280,7 @@ async fn start_client(
         connect: options.connect_timeout,
         response: options.response_timeout,
     };
-    let hub = match Hub::start(source, timeouts, on_reconnect).await {
+    let hub = match LockHub::start(source, timeouts, on_reconnect).await {
         Ok(hub) => Arc::new(hub),
         Err(err) => {
             upkeep.stop();
@@ -304,9 +302,7 @@ async fn start_client(
             }
         }));
     }
-    let inner = ClientInner {
-        id: crate::ids::client_id(),
-        pid: current_pid(),
+    let inner = ClientInner::new(
         connection,
         publish,
         replica_sync,
@@ -314,10 +310,7 @@ async fn start_client(
         hub,
         upkeep,
         options,
-        registry: Mutex::new(Registry::default()),
-        closed: watch::Sender::new(false),
-        next_handle: AtomicU64::new(1),
-    };
+    );
     Ok(Client {
         inner: Arc::new(inner),
     })
@@ -327,126 +320,6 @@ async fn start_client(
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<ClientInner>,
-}
-
-/// The holds made through a client, and whether it was closed (under one lock, so that
-/// nothing registers after `close`).
-#[derive(Default)]
-struct Registry {
-    closed: bool,
-    holds: HashMap<u64, Weak<LockCore>>,
-}
-
-pub(crate) struct ClientInner {
-    pub(crate) id: String,
-    pid: u32,
-    pub(crate) connection: Connection,
-    /// How this deployment's lock scripts publish (PUBLISH, or SPUBLISH on a cluster).
-    pub(crate) publish: Publish,
-    /// `WAIT` for the replicas after writes (`sync_replicas`), when on.
-    pub(crate) replica_sync: Option<Arc<ReplicaSync>>,
-    sentinel: Option<Arc<Sentinel>>,
-    pub(crate) hub: Arc<Hub>,
-    pub(crate) upkeep: Arc<Scheduler>,
-    pub(crate) options: ClientOptions,
-    registry: Mutex<Registry>,
-    closed: watch::Sender<bool>,
-    next_handle: AtomicU64,
-}
-
-impl ClientInner {
-    fn registry(&self) -> MutexGuard<'_, Registry> {
-        self.registry.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn closed_error(&self, name: &str) -> Error {
-        Error::Connection(format!("lock '{name}': the client is closed"))
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        *self.closed.borrow()
-    }
-
-    /// Turns `true` when the client is closed.
-    pub(crate) fn closed_receiver(&self) -> watch::Receiver<bool> {
-        self.closed.subscribe()
-    }
-
-    /// Fails when the client was closed, or was made by the parent of this forked process.
-    pub(crate) fn check_usable(&self, name: &str) -> Result<()> {
-        self.check_usable_for(&format!("lock '{name}'"))
-    }
-
-    /// [`ClientInner::check_usable`] for `what` (e.g. `lock 'orders:42'`, `key 'stock:7'`).
-    pub(crate) fn check_usable_for(&self, what: &str) -> Result<()> {
-        if self.forked() {
-            return Err(Error::Connection(format!(
-                "{what}: this client was created in process {} before a fork; \
-                 create a new client in the child process",
-                self.pid
-            )));
-        }
-        if self.is_closed() {
-            return Err(Error::Connection(format!("{what}: the client is closed")));
-        }
-        Ok(())
-    }
-
-    /// Whether this is a forked child of the process that made the client: its connections,
-    /// upkeep task and pub/sub hub are the parent's, and run only there.
-    pub(crate) fn forked(&self) -> bool {
-        self.pid != current_pid()
-    }
-
-    pub(crate) fn next_handle_id(&self) -> u64 {
-        self.next_handle.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Registers a hold (or updates its upkeep). Refused once the client is closed.
-    pub(crate) fn track_hold(&self, lock: &Arc<LockCore>, upkeep: Upkeep) -> Result<()> {
-        let mut registry = self.registry();
-        if registry.closed {
-            return Err(self.closed_error(lock.name()));
-        }
-        registry.holds.insert(lock.id, Arc::downgrade(lock));
-        self.upkeep.track(
-            lock.id,
-            lock.kind.renewal(&lock.owner),
-            upkeep,
-            Arc::downgrade(lock),
-        );
-        Ok(())
-    }
-
-    /// Holds in the registry now.
-    #[cfg(test)]
-    pub(crate) fn tracked_holds(&self) -> usize {
-        self.registry().holds.len()
-    }
-
-    pub(crate) fn untrack_hold(&self, id: u64) {
-        remove_shrinking(&mut self.registry().holds, &id);
-        self.upkeep.untrack(id);
-    }
-
-    fn shutdown(&self) {
-        self.closed.send_replace(true);
-        self.upkeep.stop();
-        self.hub.shutdown();
-        if let Some(sentinel) = &self.sentinel {
-            sentinel.shutdown();
-        }
-    }
-}
-
-impl Drop for ClientInner {
-    fn drop(&mut self) {
-        // In a forked child there is nothing of ours to stop (the tasks run in the parent), and
-        // stopping would take locks that a thread of the parent may have held at the fork.
-        if !self.forked() {
-            self.shutdown();
-        }
-    }
 }
 
 impl std::fmt::Debug for Client {
@@ -650,26 +523,28 @@ impl Client {
     /// (they are not released, and expire with their lease), so releasing one of them fails
     /// with [`Error::LockLost`]. Every other later call fails with [`Error::Connection`].
     pub fn close(&self) -> Vec<String> {
-        let holds: Vec<Arc<LockCore>> = {
-            let mut registry = self.inner.registry();
-            registry.closed = true;
-            registry
-                .holds
-                .drain()
-                .filter_map(|(_, lock)| lock.upgrade())
-                .collect()
-        };
-        self.inner.shutdown();
-        let mut names = Vec::with_capacity(holds.len());
-        for lock in holds {
-            names.push(lock.name().to_owned());
-            lock.mark_lost(Error::LockLost(format!(
-                "lock '{}' was lost: the client was closed while it was held; nothing renews \
-                 or releases it any more, and it expires with its lease",
-                lock.name()
-            )));
-        }
-        names
+        self.inner.close()
+    }
+
+    /// Describes what polylock (or Redisson) keeps under `name`: the kind, the holders with
+    /// their hold counts, the TTL, a fair lock's queue, a read-write lock's mode and waiting
+    /// writers, a semaphore's permits, a fenced lock's token counter. One Lua script reads
+    /// every key of every kind at once, so the answer is one consistent snapshot; it writes
+    /// nothing (expired permits or stale waiters are shown, not cleaned). Works whichever kind
+    /// of handle made the keys, and without any handle.
+    ///
+    /// [`Error::InvalidArgument`] for an empty or too long name; a name holding something else
+    /// is not an error but [`InspectedKind::Unknown`](crate::InspectedKind::Unknown).
+    pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
+        crate::inspect::inspect(&self.inner, name).await
+    }
+
+    /// The names of everything matching the glob `pattern` (`SCAN`; on a cluster, on every
+    /// primary), sorted, without the keys the kinds keep beside a name (latches, queues,
+    /// counters, timeouts). For tools that list locks, as the CLI's `watch`: pass each name to
+    /// [`Client::inspect`]. Not atomic: names come and go while it pages.
+    pub async fn scan_names(&self, pattern: &str) -> Result<Vec<String>> {
+        crate::inspect::scan_names(&self.inner, pattern).await
     }
 
     /// Number of channels this client's waiters are subscribed to now.

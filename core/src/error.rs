@@ -94,7 +94,7 @@ impl Error {
         if err.is_timeout() {
             return Error::Timeout(format!("{what}: Redis did not answer in time ({err})"));
         }
-        if let Some(refused) = crate::acl::refusal(&err) {
+        if let Some(refused) = crate::redis_errors::refusal(&err) {
             return Error::Permission(format!("{what}: {refused}"));
         }
         if err.code() == Some("WRONGTYPE") || err.to_string().contains("WRONGTYPE") {
@@ -111,7 +111,7 @@ impl Error {
         ) {
             return Error::Connection(format!("{what}: Redis is not available for now ({err})"));
         }
-        if let Some(why) = crate::tls::explain(&err) {
+        if let Some(why) = crate::redis_errors::tls_failure(&err) {
             return Error::Connection(format!("{what}: TLS: {why} ({err})"));
         }
         if err.is_io_error()

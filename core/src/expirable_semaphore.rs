@@ -5,13 +5,14 @@ use crate::options::AcquireOptions;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use crate::client::ClientInner;
+use crate::engine::context::query;
+use crate::engine::context::ClientInner;
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
 use crate::kinds::expirable_semaphore::Permit;
 use crate::options::validate_permit_id;
 use crate::runtime::on_runtime;
-use crate::semaphore::{query, Semaphore};
+use crate::semaphore::Semaphore;
 use crate::shrinking::remove_shrinking;
 
 /// How many lost permits a handle remembers, so that their release reports them lost: its

@@ -1,12 +1,13 @@
-//! [`Client::inspect`]: what polylock and Redisson keep under a name, read in one snapshot
-//! without side effects (Redisson's `getLockInfo` idea), for tools such as the `polylock` CLI.
+//! [`Client::inspect`](crate::Client::inspect): what polylock and Redisson keep under a name,
+//! read in one snapshot without side effects (Redisson's `getLockInfo` idea), for tools such as
+//! the `polylock` CLI.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use redis::{Script, Value};
 
-use crate::client::Client;
+use crate::engine::context::ClientInner;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::options::validate_name;
@@ -154,7 +155,7 @@ pub struct HeldPermit {
     pub expires_at_ms: Option<i64>,
 }
 
-/// What [`Client::inspect`] found under a name, in one snapshot.
+/// What [`Client::inspect`](crate::Client::inspect) found under a name, in one snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockInfo {
     /// The name inspected.
@@ -201,65 +202,52 @@ impl LockInfo {
     }
 }
 
-impl Client {
-    /// Describes what polylock (or Redisson) keeps under `name`: the kind, the holders with
-    /// their hold counts, the TTL, a fair lock's queue, a read-write lock's mode and waiting
-    /// writers, a semaphore's permits, a fenced lock's token counter. One Lua script reads
-    /// every key of every kind at once, so the answer is one consistent snapshot; it writes
-    /// nothing (expired permits or stale waiters are shown, not cleaned). Works whichever kind
-    /// of handle made the keys, and without any handle.
-    ///
-    /// [`Error::InvalidArgument`] for an empty or too long name; a name holding something else
-    /// is not an error but [`InspectedKind::Unknown`].
-    pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
-        validate_name(name)?;
-        let what = format!("inspect '{name}'");
-        self.inner.check_usable_for(&what)?;
-        let mut call = INSPECT.prepare_invoke();
-        call.key(name)
-            .key(keys::fair_queue(name))
-            .key(keys::fair_timeouts(name))
-            .key(keys::fair_seen(name))
-            .key(keys::fenced_token(name))
-            .key(keys::rwlock_writers(name))
-            .key(keys::permit_timeouts(name));
-        let inner = self.inner.clone();
-        let name = name.to_owned();
-        on_runtime(&what.clone(), async move {
-            inner.check_usable_for(&what)?;
-            let mut connection = inner.connection.clone();
-            let reply: Value = call
-                .invoke_async(&mut connection)
-                .await
-                .map_err(|err| Error::from_redis(&what, err))?;
-            parse(name, reply)
-                .ok_or_else(|| Error::Redis(format!("{what}: unexpected reply from the script")))
-        })
-        .await
-    }
+/// [`Client::inspect`](crate::Client::inspect).
+pub(crate) async fn inspect(client: &Arc<ClientInner>, name: &str) -> Result<LockInfo> {
+    validate_name(name)?;
+    let what = format!("inspect '{name}'");
+    client.check_usable_for(&what)?;
+    let mut call = INSPECT.prepare_invoke();
+    call.key(name)
+        .key(keys::fair_queue(name))
+        .key(keys::fair_timeouts(name))
+        .key(keys::fair_seen(name))
+        .key(keys::fenced_token(name))
+        .key(keys::rwlock_writers(name))
+        .key(keys::permit_timeouts(name));
+    let inner = client.clone();
+    let name = name.to_owned();
+    on_runtime(&what.clone(), async move {
+        inner.check_usable_for(&what)?;
+        let mut connection = inner.connection.clone();
+        let reply: Value = call
+            .invoke_async(&mut connection)
+            .await
+            .map_err(|err| Error::from_redis(&what, err))?;
+        parse(name, reply)
+            .ok_or_else(|| Error::Redis(format!("{what}: unexpected reply from the script")))
+    })
+    .await
+}
 
-    /// The names of everything matching the glob `pattern` (`SCAN`; on a cluster, on every
-    /// primary), sorted, without the keys the kinds keep beside a name (latches, queues,
-    /// counters, timeouts). For tools that list locks, as the CLI's `watch`: pass each name to
-    /// [`Client::inspect`]. Not atomic: names come and go while it pages.
-    pub async fn scan_names(&self, pattern: &str) -> Result<Vec<String>> {
-        let what = format!("scan '{pattern}'");
-        self.inner.check_usable_for(&what)?;
-        let inner = self.inner.clone();
-        let pattern = pattern.to_owned();
-        on_runtime(&what.clone(), async move {
-            let mut names = inner
-                .connection
-                .scan(&pattern)
-                .await
-                .map_err(|err| Error::from_redis(&what, err))?;
-            names.retain(|name| !keys::is_auxiliary(name));
-            names.sort();
-            names.dedup();
-            Ok(names)
-        })
-        .await
-    }
+/// [`Client::scan_names`](crate::Client::scan_names).
+pub(crate) async fn scan_names(client: &Arc<ClientInner>, pattern: &str) -> Result<Vec<String>> {
+    let what = format!("scan '{pattern}'");
+    client.check_usable_for(&what)?;
+    let inner = client.clone();
+    let pattern = pattern.to_owned();
+    on_runtime(&what.clone(), async move {
+        let mut names = inner
+            .connection
+            .scan(&pattern)
+            .await
+            .map_err(|err| Error::from_redis(&what, err))?;
+        names.retain(|name| !keys::is_auxiliary(name));
+        names.sort();
+        names.dedup();
+        Ok(names)
+    })
+    .await
 }
 
 /// The reply of `inspect.lua`, decoded: `None` when its shape is not the script's.

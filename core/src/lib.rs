@@ -45,6 +45,7 @@ mod multi;
 pub mod options;
 mod pubsub;
 mod read_write_lock;
+mod redis_errors;
 mod runtime;
 mod semaphore;
 mod semaphore_permits;

@@ -8,6 +8,11 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
+pub(crate) const CERT_WITHOUT_KEY: &str =
+    "tls_cert is set without tls_key: a client certificate needs its private key";
+pub(crate) const KEY_WITHOUT_CERT: &str =
+    "tls_key is set without tls_cert: a private key needs its client certificate";
+
 /// Longest lock name accepted: a longer one is almost surely a bug (a payload used as a name).
 pub const MAX_NAME_BYTES: usize = 4096;
 /// Longest lease, wait or option accepted (10 years); for "forever" pass no wait or no lease.
@@ -137,8 +142,8 @@ impl ClientOptions {
             }
         }
         match (&self.tls_cert, &self.tls_key) {
-            (Some(_), None) => Err(invalid(crate::tls::CERT_WITHOUT_KEY.into())),
-            (None, Some(_)) => Err(invalid(crate::tls::KEY_WITHOUT_CERT.into())),
+            (Some(_), None) => Err(invalid(CERT_WITHOUT_KEY.into())),
+            (None, Some(_)) => Err(invalid(KEY_WITHOUT_CERT.into())),
             _ => Ok(()),
         }
     }

@@ -18,7 +18,6 @@
 //! them again, where the slot lives now, and wakes their waiters to look.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -26,67 +25,40 @@ use futures_util::StreamExt;
 use redis::aio::PubSubSink;
 use redis::cluster_async::ClusterConnection;
 use redis::{ConnectionInfo, PushInfo, PushKind, Value};
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::connection::sentinel::Sentinel;
+use crate::connection::Timeouts;
 use crate::error::{Error, Result};
 use crate::shrinking::remove_shrinking;
 
-/// Payload of an unlock message that frees the lock for one waiter.
-const UNLOCKED: &[u8] = b"0";
-/// Payload of a read-unlock message that frees it for every waiter.
-const READ_UNLOCKED: &[u8] = b"1";
-/// Payload of a polylock release that told its next polylock waiter directly: Redisson reads it
-/// as 0 (wake one waiter); polylock's waiters leave it to the one told.
-const TOLD_ELSEWHERE: &[u8] = b"00";
-/// Prefix of a message granting the lock to a waiter, on its own channel:
-/// `g:<request>:<look>` (the waiter's look whose grant entry the release read).
-const GRANTED: &[u8] = b"g:";
 /// Delay before the next attempt to re-establish a broken pub/sub connection.
 const RECONNECT_DELAY: Duration = Duration::from_millis(200);
 
 /// Called after the pub/sub connection came back.
 pub(crate) type ReconnectHook = Box<dyn Fn() + Send + Sync>;
 
-/// The wake-ups of one channel, and how many messages it has had (a waiter that looked
-/// before a message and sleeps after it does not sleep: see [`Subscription::wait`]).
-#[derive(Default)]
-struct Wakeups {
-    notify: Notify,
-    messages: AtomicU64,
-    /// Releases that told a waiter elsewhere (`00`): the line is moving.
-    told_elsewhere: AtomicU64,
-    /// The latest grant received: the request the lock was granted to, and the look it names.
-    grant: Mutex<Option<(String, u64)>>,
+/// What the hub keeps per channel, shared by the channel's local subscribers, and how it reads
+/// the channel's messages: the hub itself gives no meaning to any message (the lock messages
+/// are read in `crate::kinds::messages`).
+pub(crate) trait ChannelState: Default + Send + Sync + 'static {
+    /// A message arrived on the channel.
+    fn on_message(&self, payload: &[u8]);
+    /// Messages may have been missed (the connection came back, the channel's slot moved) or
+    /// the hub shuts down: every subscriber should look again.
+    fn on_gap(&self);
 }
 
-impl Wakeups {
-    fn message(&self) {
-        self.messages.fetch_add(1, Ordering::SeqCst);
-    }
-
-    fn wake_one(&self) {
-        self.message();
-        self.notify.notify_one();
-    }
-
-    fn wake_all(&self) {
-        self.message();
-        self.notify.notify_waiters();
-        self.notify.notify_one();
-    }
-}
-
-struct Entry {
+struct Entry<S> {
     refs: usize,
-    notify: Arc<Wakeups>,
+    notify: Arc<S>,
     /// Subscribed right after the channel and left right before it, in the same command where
     /// one can (`LockKind::listening_channel`): never without the channel on this connection.
     companion: Option<String>,
 }
 
-impl Entry {
+impl<S> Entry<S> {
     /// The entry's `channel` and its companion, in the order they are subscribed.
     fn channels(&self, channel: &str) -> impl Iterator<Item = String> {
         std::iter::once(channel.to_owned()).chain(self.companion.clone())
@@ -94,18 +66,20 @@ impl Entry {
 }
 
 #[derive(Default)]
-struct Channels(Mutex<HashMap<String, Entry>>);
+struct Channels<S>(Mutex<HashMap<String, Entry<S>>>);
 
-impl Channels {
-    fn map(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+impl<S> Channels<S> {
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Entry<S>>> {
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
 
+impl<S: ChannelState> Channels<S> {
     fn wake_all(&self) {
         for entry in self.map().values() {
-            entry.notify.wake_all();
+            entry.notify.on_gap();
         }
     }
 
@@ -187,74 +161,27 @@ enum Command {
     Shutdown,
 }
 
-pub(crate) struct Hub {
-    channels: Arc<Channels>,
+pub(crate) struct Hub<S> {
+    channels: Arc<Channels<S>>,
     commands: mpsc::UnboundedSender<Command>,
 }
 
 /// One waiter's hold on a channel subscription; dropping it releases the hold.
-pub(crate) struct Subscription {
+pub(crate) struct Subscription<S> {
     channel: String,
-    notify: Arc<Wakeups>,
-    channels: Arc<Channels>,
+    notify: Arc<S>,
+    channels: Arc<Channels<S>>,
     commands: mpsc::UnboundedSender<Command>,
 }
 
-impl Subscription {
-    /// How many messages the channel has had: take it before looking at the lock, and pass
-    /// it to [`Subscription::wait`].
-    pub(crate) fn messages(&self) -> u64 {
-        self.notify.messages.load(Ordering::SeqCst)
-    }
-
-    /// Waits for a wake-up message, at most `max`; returns at once when a message came since
-    /// `messages` was taken (so no wake-up meant for a waiter busy looking is lost). True when
-    /// woken by a message.
-    pub(crate) async fn wait(&self, max: Duration, messages: u64) -> bool {
-        let notified = self.notify.notify.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if self.messages() != messages {
-            return true;
-        }
-        tokio::select! {
-            _ = notified => true,
-            _ = tokio::time::sleep(max) => false,
-        }
-    }
-
-    /// Returns once `period` has passed without a release that told a waiter elsewhere (`00`):
-    /// while such releases keep coming the line is moving, and a waiter need not look.
-    pub(crate) async fn silence(&self, period: Duration) {
-        loop {
-            let seen = self.notify.told_elsewhere.load(Ordering::SeqCst);
-            tokio::time::sleep(period).await;
-            if self.notify.told_elsewhere.load(Ordering::SeqCst) == seen {
-                return;
-            }
-        }
-    }
-
-    /// The look of `request` that the lock was granted to, if this channel received that grant
-    /// (taken: it is read once).
-    pub(crate) fn take_grant(&self, request: &str) -> Option<u64> {
-        let mut grant = self.notify.grant.lock().unwrap_or_else(|p| p.into_inner());
-        match grant.take() {
-            Some((granted, look)) if granted == request => Some(look),
-            other => {
-                *grant = other;
-                None
-            }
-        }
-    }
-
-    /// Passes a wake-up on to another local waiter (used by a woken waiter that leaves).
-    pub(crate) fn pass_on(&self) {
-        self.notify.notify.notify_one();
+impl<S> Subscription<S> {
+    /// The channel's state, shared with its other local subscribers.
+    pub(crate) fn state(&self) -> &S {
+        &self.notify
     }
 }
 
-impl Drop for Subscription {
+impl<S> Drop for Subscription<S> {
     fn drop(&mut self) {
         let mut map = self.channels.map();
         if let Some(entry) = map.get_mut(&self.channel) {
@@ -268,19 +195,13 @@ impl Drop for Subscription {
     }
 }
 
-#[derive(Clone, Copy)]
-pub(crate) struct Timeouts {
-    pub connect: Duration,
-    pub response: Duration,
-}
-
-impl Hub {
+impl<S: ChannelState> Hub<S> {
     /// Opens the pub/sub connection and starts the control task on the current runtime.
     pub(crate) async fn start(
         source: Source,
         timeouts: Timeouts,
         on_reconnect: ReconnectHook,
-    ) -> Result<Hub> {
+    ) -> Result<Hub<S>> {
         let channels = Arc::new(Channels::default());
         let (commands, receiver) = mpsc::unbounded_channel();
         let mut control = Control {
@@ -305,12 +226,12 @@ impl Hub {
         &self,
         channel: &str,
         companion: Option<&str>,
-    ) -> Result<Subscription> {
+    ) -> Result<Subscription<S>> {
         let notify = {
             let mut map = self.channels.map();
             let entry = map.entry(channel.to_owned()).or_insert_with(|| Entry {
                 refs: 0,
-                notify: Arc::new(Wakeups::default()),
+                notify: Arc::new(S::default()),
                 companion: companion.map(str::to_owned),
             });
             entry.refs += 1;
@@ -359,10 +280,10 @@ fn closed() -> Error {
     Error::Connection("the client is closed: its pub/sub connection was shut down".into())
 }
 
-struct Control {
+struct Control<S> {
     source: Source,
     timeouts: Timeouts,
-    channels: Arc<Channels>,
+    channels: Arc<Channels<S>>,
     commands: mpsc::UnboundedSender<Command>,
     sink: Option<Sink>,
     /// The task reading the current connection's messages.
@@ -371,7 +292,7 @@ struct Control {
     on_reconnect: ReconnectHook,
 }
 
-impl Control {
+impl<S: ChannelState> Control<S> {
     async fn run(mut self, mut receiver: mpsc::UnboundedReceiver<Command>) {
         loop {
             let command = if self.sink.is_some() {
@@ -491,7 +412,7 @@ impl Control {
                 tracing::debug!(error = %err, %channel, "resubscribe failed; reconnecting");
             }
         }
-        notify.wake_all();
+        notify.on_gap();
     }
 
     /// Opens a pub/sub connection and subscribes to every channel that has waiters.
@@ -641,39 +562,10 @@ impl Control {
     }
 }
 
-fn dispatch(channels: &Channels, channel: &str, payload: &[u8]) {
+fn dispatch<S: ChannelState>(channels: &Channels<S>, channel: &str, payload: &[u8]) {
     // The handoff timeline (`examples/handoff.rs`): when the message reached this process.
     tracing::trace!(target: "polylock::handoff", "message");
-    let map = channels.map();
-    let Some(entry) = map.get(channel) else {
-        return;
-    };
-    match payload {
-        UNLOCKED => entry.notify.wake_one(),
-        TOLD_ELSEWHERE => {
-            entry.notify.told_elsewhere.fetch_add(1, Ordering::SeqCst);
-        }
-        // Every call of the owner waiting now looks whether the grant is its own. No permit is
-        // stored for a later one (which would wake at once for a grant it cannot use, and look
-        // again for nothing); one between its look and its sleep sees the message count move.
-        granted if granted.starts_with(GRANTED) => {
-            if let Some(grant) = parse_grant(&granted[GRANTED.len()..]) {
-                *entry.notify.grant.lock().unwrap_or_else(|p| p.into_inner()) = Some(grant);
-            }
-            entry.notify.message();
-            entry.notify.notify.notify_waiters();
-        }
-        READ_UNLOCKED => entry.notify.wake_all(),
-        // A semaphore's release publishes the permits now available (any number): every local
-        // waiter looks, since which of them the permits suit (one needing 1 or 3) only the
-        // server can tell. Unknown payloads also mean the lock changed.
-        _ => entry.notify.wake_all(),
+    if let Some(entry) = channels.map().get(channel) {
+        entry.notify.on_message(payload);
     }
-}
-
-/// `<request>:<look>`, the rest of a grant message.
-fn parse_grant(rest: &[u8]) -> Option<(String, u64)> {
-    let rest = std::str::from_utf8(rest).ok()?;
-    let (request, look) = rest.rsplit_once(':')?;
-    Some((request.to_owned(), look.parse().ok()?))
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::ClientInner;
+use crate::engine::context::{query, ClientInner};
 use crate::engine::{latch_ms, request_id, run_idempotent, LockCore};
 use crate::error::Result;
 use crate::keys;
@@ -153,21 +153,4 @@ impl Semaphore {
         call.key(&self.inner.name);
         query(&self.inner.client, self.what("count the permits of"), call).await
     }
-}
-
-/// Runs `call` once on the core's runtime.
-pub(crate) async fn query<T: redis::FromRedisValue + Send + 'static>(
-    client: &Arc<ClientInner>,
-    what: String,
-    call: redis::ScriptInvocation<'static>,
-) -> Result<T> {
-    let client = client.clone();
-    on_runtime(&what.clone(), async move {
-        client.check_usable_for(&what)?;
-        let mut connection = client.connection.clone();
-        call.invoke_async::<T>(&mut connection)
-            .await
-            .map_err(|err| crate::Error::from_redis(&what, err))
-    })
-    .await
 }

@@ -6,7 +6,8 @@
 use redis::{ConnectionAddr, ConnectionInfo};
 
 use crate::error::{Error, Result};
-use crate::options::ClientOptions;
+use crate::options::{ClientOptions, CERT_WITHOUT_KEY, KEY_WITHOUT_CERT};
+use crate::redis_errors::tls_failure;
 
 /// Installs rustls's `ring` provider as the process default, once, before any TLS connection:
 /// the `redis` crate enables no crypto backend of rustls, so without a default rustls panics on
@@ -201,41 +202,7 @@ impl Tls {
     }
 }
 
-pub(crate) const CERT_WITHOUT_KEY: &str =
-    "tls_cert is set without tls_key: a client certificate needs its private key";
-pub(crate) const KEY_WITHOUT_CERT: &str =
-    "tls_key is set without tls_cert: a private key needs its client certificate";
-
-/// The rustls error inside `err`'s chain of sources, if any (a handshake failure reaches
-/// the `redis` crate as an I/O error wrapping it).
-#[cfg(feature = "tls")]
-fn rustls_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    let mut current = Some(err);
-    while let Some(err) = current {
-        if let Some(found) = err.downcast_ref::<rustls::Error>() {
-            return Some(found);
-        }
-        // The `redis` crate keeps its cause as an `Arc`, whose `source` skips the I/O error.
-        let err = match err.downcast_ref::<std::sync::Arc<dyn std::error::Error + Send + Sync>>() {
-            Some(shared) => &**shared as &(dyn std::error::Error + 'static),
-            None => err,
-        };
-        if let Some(found) = err.downcast_ref::<rustls::Error>() {
-            return Some(found);
-        }
-        if let Some(inner) = err
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        {
-            return Some(inner);
-        }
-        current = err.source();
-    }
-    None
-}
-
-/// Why a TLS handshake with the first of `nodes` fails, in words (see [`explain`]), if it does:
+/// Why a TLS handshake with the first of `nodes` fails, in words (see [`tls_failure`]), if it does:
 /// for a client (the cluster's) that reports a failed handshake only as text.
 pub(crate) async fn diagnose(
     nodes: &[ConnectionInfo],
@@ -247,53 +214,7 @@ pub(crate) async fn diagnose(
     }
     let client = redis::Client::open(node.clone()).ok()?;
     match tokio::time::timeout(timeout, client.get_multiplexed_async_connection()).await {
-        Ok(Err(err)) => explain(&err),
+        Ok(Err(err)) => tls_failure(&err),
         _ => None,
-    }
-}
-
-/// What a failed TLS handshake means, in words, when `err` is one: the server's certificate is
-/// not trusted, has expired, or names another host; the server refused the connection without
-/// a client certificate; or it does not speak TLS.
-pub(crate) fn explain(err: &redis::RedisError) -> Option<&'static str> {
-    #[cfg(feature = "tls")]
-    {
-        use rustls::{AlertDescription as Alert, CertificateError as Cert, Error as Tls};
-        let why = match rustls_error(err)? {
-            Tls::InvalidCertificate(Cert::Expired | Cert::ExpiredContext { .. }) => {
-                "the server's certificate has expired"
-            }
-            Tls::InvalidCertificate(Cert::NotValidYet | Cert::NotValidYetContext { .. }) => {
-                "the server's certificate is not valid yet"
-            }
-            Tls::InvalidCertificate(Cert::UnknownIssuer | Cert::BadSignature) => {
-                "the server's certificate is not trusted (it is not signed by a CA in tls_ca, \
-                 or by a public root when tls_ca is not given)"
-            }
-            Tls::InvalidCertificate(
-                Cert::NotValidForName | Cert::NotValidForNameContext { .. },
-            ) => "the server's certificate is not valid for this host name",
-            Tls::InvalidCertificate(_) => "the server's certificate was refused",
-            Tls::AlertReceived(
-                Alert::CertificateRequired
-                | Alert::HandshakeFailure
-                | Alert::BadCertificate
-                | Alert::UnknownCA
-                | Alert::CertificateUnknown
-                | Alert::CertificateExpired
-                | Alert::AccessDenied,
-            ) => {
-                "the server refused the client certificate or its absence (give tls_cert and \
-                 tls_key, signed by a CA the server trusts)"
-            }
-            Tls::InvalidMessage(_) => "the server does not speak TLS on this port (redis://?)",
-            _ => "the TLS handshake failed",
-        };
-        Some(why)
-    }
-    #[cfg(not(feature = "tls"))]
-    {
-        let _ = err;
-        None
     }
 }

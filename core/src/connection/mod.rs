@@ -25,7 +25,14 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use sentinel::Sentinel;
 
 use crate::error::{Error, Result};
-use crate::pubsub::Timeouts;
+
+/// How long to wait for a connection, and then for each reply, on every connection a client
+/// opens (commands, pub/sub, sentinels).
+#[derive(Clone, Copy)]
+pub(crate) struct Timeouts {
+    pub connect: Duration,
+    pub response: Duration,
+}
 
 /// Opens a command connection to one server (which reconnects by itself), within the connect
 /// timeout; its failures are connection errors naming `what`.
@@ -46,7 +53,7 @@ pub(crate) async fn connect_manager(
     .await
     {
         Ok(Ok(manager)) => Ok(manager),
-        Ok(Err(err)) => Err(match crate::tls::explain(&err) {
+        Ok(Err(err)) => Err(match crate::redis_errors::tls_failure(&err) {
             Some(why) => Error::Connection(format!("{what}: TLS: {why} ({err})")),
             None => Error::Connection(format!("{what}: {err}")),
         }),
@@ -103,8 +110,8 @@ impl Connection {
     /// error naming `SPUBLISH`, never a silent fall back to broadcast.
     pub(crate) async fn cluster_publish_mode(&self, what: &str) -> Result<Publish> {
         let mut probe = redis::cmd("SPUBLISH");
-        probe.arg(crate::acl::PROBE_CHANNEL).arg("probe");
-        match self.query_at(crate::acl::PROBE_CHANNEL, probe).await {
+        probe.arg(crate::acl::rules::PROBE_CHANNEL).arg("probe");
+        match self.query_at(crate::acl::rules::PROBE_CHANNEL, probe).await {
             Ok(_) => {
                 tracing::info!(
                     mode = "sharded",

@@ -137,7 +137,7 @@ impl ReplicaSync {
         let wait = redis::cmd("WAIT").arg(0).arg(0).clone();
         for command in [info, wait] {
             match connection
-                .query_at(crate::acl::PROBE_CHANNEL, command)
+                .query_at(crate::acl::rules::PROBE_CHANNEL, command)
                 .await
             {
                 Ok(_) => {}

@@ -17,8 +17,8 @@ use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServer
 use redis::{ConnectionAddr, ConnectionInfo, RedisError};
 
 use crate::connection::connect_manager;
+use crate::connection::Timeouts;
 use crate::error::{Error, Result};
-use crate::pubsub::Timeouts;
 
 /// How often the sentinels are asked which primary they name while no subscription is up.
 const WATCH_PERIOD: Duration = Duration::from_millis(500);
@@ -329,10 +329,12 @@ async fn discover(
     let client = match tokio::time::timeout(timeouts.connect, client.async_get_client()).await {
         Ok(Ok(client)) => client,
         Ok(Err(err)) => {
-            return Err(Error::Connection(match crate::tls::explain(&err) {
-                Some(why) => format!("{what}: TLS: {why} ({err})"),
-                None => format!("{what}: {err}"),
-            }))
+            return Err(Error::Connection(
+                match crate::redis_errors::tls_failure(&err) {
+                    Some(why) => format!("{what}: TLS: {why} ({err})"),
+                    None => format!("{what}: {err}"),
+                },
+            ))
         }
         Err(_) => {
             return Err(Error::Connection(format!(

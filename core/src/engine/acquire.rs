@@ -17,9 +17,9 @@ use tracing::Instrument;
 use crate::connection::{Publish, Synced};
 use crate::engine::{latch_ms, request_id, Backoff, Lease, LockCore, LATCH_GRACE};
 use crate::error::{Error, Result};
+use crate::kinds::messages::LockSubscription;
 use crate::kinds::{AcquireArgs, Attempt, UndoArgs};
 use crate::options::validate_acquire;
-use crate::pubsub::Subscription;
 use crate::runtime::{runtime, Inline};
 
 /// Longest single sleep of a waiter between two looks at the lock (it normally wakes by message).
@@ -88,23 +88,23 @@ impl Drop for CallerGuard {
 /// its own on which a release tells it that it is next.
 #[derive(Default)]
 pub(crate) struct WaitSubscriptions {
-    wait: Option<Subscription>,
-    told: Option<Subscription>,
+    wait: Option<LockSubscription>,
+    told: Option<LockSubscription>,
 }
 
 impl WaitSubscriptions {
     /// How many messages each channel has had so far (0 for one not subscribed): a sleep
     /// given these ends at once for any message that came after.
     fn messages(&self) -> (u64, u64) {
-        let count = |subscription: &Option<Subscription>| {
-            subscription.as_ref().map_or(0, Subscription::messages)
+        let count = |subscription: &Option<LockSubscription>| {
+            subscription.as_ref().map_or(0, LockSubscription::messages)
         };
         (count(&self.wait), count(&self.told))
     }
 
     /// The channel a grant comes on: the waiter's own, its told channel or else its wait
     /// channel (a fair waiter's is its own).
-    fn grants(&self) -> Option<&Subscription> {
+    fn grants(&self) -> Option<&LockSubscription> {
         self.told.as_ref().or(self.wait.as_ref())
     }
 }
@@ -163,7 +163,7 @@ impl Waiting {
 }
 
 /// Waits for a message on `subscription`, at most `max`; never ends when there is none.
-async fn told_or_pending(subscription: Option<&Subscription>, max: Duration, messages: u64) {
+async fn told_or_pending(subscription: Option<&LockSubscription>, max: Duration, messages: u64) {
     match subscription {
         Some(subscription) => {
             subscription.wait(max, messages).await;
@@ -173,7 +173,7 @@ async fn told_or_pending(subscription: Option<&Subscription>, max: Duration, mes
 }
 
 /// Ends after `period` without a release that told a waiter elsewhere; never without a period.
-async fn silence_or_pending(subscription: &Subscription, period: Option<Duration>) {
+async fn silence_or_pending(subscription: &LockSubscription, period: Option<Duration>) {
     match period {
         Some(period) => subscription.silence(period).await,
         None => std::future::pending().await,

@@ -9,6 +9,7 @@
 //! A kind (`crate::kinds`) brings its scripts, keys and replies.
 
 mod acquire;
+pub(crate) mod context;
 mod hold;
 mod release;
 pub(crate) mod renew;
@@ -18,20 +19,17 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::client::ClientInner;
 use crate::engine::acquire::WaitSubscriptions;
+use crate::engine::context::ClientInner;
+use crate::engine::renew::TrackedHold;
 use crate::error::{Error, Result};
-use crate::kinds::script::LockScript;
-use crate::kinds::LockKind;
+use crate::kinds::{LockKind, Renewal};
 
 pub(crate) use hold::{Hold, Lease, LostCallback};
 
 /// Told on the spot when a hold is found lost (see [`LockCore::set_lost_hook`]).
 pub(crate) type LostHook = Box<dyn Fn(&Error) + Send + Sync>;
 
-/// Renews hash-based locks (reentrant, fair): see `scripts/renew.lua`.
-pub(crate) static HASH_RENEWAL: LazyLock<LockScript> =
-    LazyLock::new(|| LockScript::new(include_str!("scripts/renew.lua")));
 /// The PTTL of a hash-based lock: see `scripts/inspect.lua`.
 pub(crate) static INSPECT: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/inspect.lua")));
@@ -197,6 +195,24 @@ impl LockCore {
             ms if ms < 0 => Some(Duration::MAX),
             ms => Some(Duration::from_millis(ms as u64)),
         })
+    }
+}
+
+impl TrackedHold for LockCore {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn name(&self) -> &str {
+        LockCore::name(self)
+    }
+
+    fn renewal(&self) -> Renewal {
+        self.kind.renewal(&self.owner)
+    }
+
+    fn mark_lost(&self, error: Error) {
+        LockCore::mark_lost(self, error);
     }
 }
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::client::ClientInner;
+use crate::engine::context::ClientInner;
 use crate::engine::hold::Reserved;
 use crate::engine::{latch_ms, request_id, Backoff, LockCore};
 use crate::error::{Error, Result};

@@ -20,7 +20,6 @@ use tokio::sync::Notify;
 use redis::cluster_routing::Slot;
 
 use crate::connection::{Connection, Publish, ReplicaSync};
-use crate::engine::LockCore;
 use crate::error::Error;
 use crate::kinds::script::LockScript;
 use crate::kinds::Renewal;
@@ -39,6 +38,19 @@ pub(crate) enum Upkeep {
     Expire { at: Instant, lease: Duration },
 }
 
+/// A hold the client tracks (a handle's engine): what the upkeep task renews for it, and whom
+/// it tells when the hold is found lost. A trait, so that the task and the client's state sit
+/// below the engine that implements it.
+pub(crate) trait TrackedHold: Send + Sync {
+    /// Identifies the handle in the client's registries.
+    fn id(&self) -> u64;
+    fn name(&self) -> &str;
+    /// What the watchdog sends to keep this hold alive.
+    fn renewal(&self) -> Renewal;
+    /// Reports the hold lost (at most once; nothing when it is not held).
+    fn mark_lost(&self, error: Error);
+}
+
 struct Entry {
     /// Tells this registration from a later one of the same handle: a reply about an older
     /// one (sent before a release and a new acquisition) must not touch the newer.
@@ -47,7 +59,7 @@ struct Entry {
     upkeep: Upkeep,
     /// A release is under way: a "gone" reply may be that release, and nothing is renewed.
     paused: bool,
-    lock: Weak<LockCore>,
+    lock: Weak<dyn TrackedHold>,
 }
 
 /// A hold to renew or check: its id, the generation of its registration, what to send.
@@ -101,7 +113,13 @@ impl Scheduler {
     }
 
     /// Starts (or replaces) the upkeep of hold `id`.
-    pub(crate) fn track(&self, id: u64, renewal: Renewal, upkeep: Upkeep, lock: Weak<LockCore>) {
+    pub(crate) fn track(
+        &self,
+        id: u64,
+        renewal: Renewal,
+        upkeep: Upkeep,
+        lock: Weak<dyn TrackedHold>,
+    ) {
         let end = self.end_of(upkeep);
         let entry = Entry {
             generation: self.generations.fetch_add(1, Ordering::Relaxed),

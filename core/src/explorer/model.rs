@@ -417,8 +417,8 @@ impl SimClient {
         }
     }
 
-    /// A message on one of its channels (`pubsub.rs`): `00` only notes that the line moves; a
-    /// grant fills the grant slot; any other wakes the sleep.
+    /// A message on one of its channels (`kinds/messages.rs`): `00` only notes that the line
+    /// moves; a grant fills the grant slot; any other wakes the sleep.
     pub(crate) fn deliver(&mut self, payload: &str) {
         if payload == "00" {
             return;

@@ -17,6 +17,7 @@ macro_rules! lock_script {
 pub(crate) mod expirable_semaphore;
 pub(crate) mod fair;
 pub(crate) mod fenced;
+pub(crate) mod messages;
 pub(crate) mod read_write;
 pub(crate) mod reentrant;
 pub(crate) mod script;
@@ -28,6 +29,10 @@ use redis::{ScriptInvocation, Value};
 
 use crate::options::ClientOptions;
 use script::LockScript;
+
+/// Renews the hash-based kinds (reentrant, fair, read-write): see `renew.lua`.
+pub(crate) static HASH_RENEWAL: std::sync::LazyLock<LockScript> =
+    std::sync::LazyLock::new(|| LockScript::new(include_str!("renew.lua")));
 
 /// One acquire attempt. The request id makes it idempotent: a retry with the same id replays
 /// the first outcome (through the acquire latch), and [`LockKind::undo_acquire`] with the same

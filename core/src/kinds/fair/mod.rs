@@ -23,11 +23,11 @@ use std::time::Duration;
 use redis::{ScriptInvocation, Value};
 
 use crate::connection::Publish;
-use crate::engine::HASH_RENEWAL;
 use crate::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
     read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
+    HASH_RENEWAL,
 };
 use crate::options::ClientOptions;
 

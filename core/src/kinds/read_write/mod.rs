@@ -17,10 +17,9 @@ use std::time::Duration;
 use redis::ScriptInvocation;
 
 use crate::connection::Publish;
-use crate::engine::HASH_RENEWAL;
 use crate::keys;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs, HASH_RENEWAL};
 use crate::options::ClientOptions;
 
 static READ_ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_acquire.lua");

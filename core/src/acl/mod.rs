@@ -5,197 +5,15 @@
 //! locks start with it, and so do the keys and channels Redisson and polylock derive from a
 //! name, after their own prefix (`redisson_lock_queue:{app:42}`, `{app:42}:timeout`, ...; see
 //! [`crate::keys`]). Written for Redis 7+.
+//!
+//! The rule is data (`acl/rules.rs`, which every layer may read); [`check`] tries it with a
+//! client's connections, so it sits above the client.
 
-/// Commands the client sends itself on every deployment: `PING` (connection checks), the lock
-/// scripts (`EVALSHA`, and `SCRIPT LOAD` when the server does not know a script yet), `DEL`
-/// (a semaphore's spent request latches), and waiting for wake-ups (`SUBSCRIBE`).
-pub const CLIENT_COMMANDS: &[&str] = &[
-    "ping",
-    "evalsha",
-    "script|load",
-    "del",
-    "subscribe",
-    "unsubscribe",
-];
+pub(crate) mod rules;
 
-/// Commands the client sends on a Redis Cluster: the slot map (`CLUSTER SLOTS`).
-pub const CLUSTER_COMMANDS: &[&str] = &["cluster|slots"];
+pub use rules::*;
 
-/// Sharded pub/sub (Redis 7+): on a cluster the client waits with `SSUBSCRIBE` and the scripts
-/// publish with `SPUBLISH`, as Redisson does there; at connect the client sends one `SPUBLISH`
-/// to [`PROBE_CHANNEL`] to learn whether the cluster has it.
-pub const SHARDED_PUBSUB_COMMANDS: &[&str] = &[
-    "ssubscribe",
-    "sunsubscribe",
-    "spublish",
-    "pubsub|shardnumsub",
-];
-
-/// Commands the lock scripts run on the server (Redis checks a script's calls against the
-/// user's rule too).
-pub const SCRIPT_COMMANDS: &[&str] = &[
-    "decrby",
-    "del",
-    "exists",
-    "get",
-    "hdel",
-    "hexists",
-    "hget",
-    "hgetall",
-    "hincrby",
-    "hkeys",
-    "hlen",
-    "hset",
-    "incr",
-    "incrby",
-    "lindex",
-    "lpop",
-    "lpos",
-    "lpush",
-    "lrange",
-    "lrem",
-    "mget",
-    "pexpire",
-    "pttl",
-    "publish",
-    "pubsub|numsub",
-    "rpush",
-    "set",
-    "time",
-    "type",
-    "zadd",
-    "zcard",
-    "zcount",
-    "zincrby",
-    "zpopmin",
-    "zrange",
-    "zrangebyscore",
-    "zrem",
-    "zremrangebyscore",
-    "zscore",
-];
-
-/// The optional addition for `sync_replicas`: `WAIT` after each write, and `INFO replication`
-/// (at most once a second per primary) to learn how many replicas to wait for.
-pub const SYNC_REPLICAS_COMMANDS: &[&str] = &["wait", "info"];
-
-/// The channel of the connect-time `SPUBLISH` on a cluster (nobody listens on it): its answer
-/// tells whether the cluster has sharded pub/sub and the user may use it.
-pub const PROBE_CHANNEL: &str = "polylock_pubsub_probe";
-
-/// The key patterns of the locks named `<prefix>...`: the names (and fenced data keys), the
-/// keys suffixed to a name (`{name}:timeout`, read levels), and the keys Redisson and polylock
-/// keep beside a name, for names without and with their own hash tag.
-pub fn key_patterns(prefix: &str) -> Vec<String> {
-    vec![
-        format!("{prefix}*"),
-        format!("{{{prefix}*"),
-        format!("redisson_*:{{{prefix}*"),
-        format!("redisson_*:{prefix}*"),
-        format!("polylock_*:{{{prefix}*"),
-        format!("polylock_*:{prefix}*"),
-    ]
-}
-
-/// The channel patterns of the locks named `<prefix>...`: Redisson's channels
-/// (`redisson_lock__channel:{name}`, `redisson_rwlock:{name}`, `redisson_sc:{name}`, a fair
-/// waiter's own) and polylock's (`polylock_lock_told:{name}:...`, `polylock_lock_listening:...`),
-/// and the probe channel.
-pub fn channel_patterns(prefix: &str) -> Vec<String> {
-    vec![
-        format!("redisson_*:{{{prefix}*"),
-        format!("redisson_*:{prefix}*"),
-        format!("polylock_*:{{{prefix}*"),
-        format!("polylock_*:{prefix}*"),
-        PROBE_CHANNEL.to_owned(),
-    ]
-}
-
-/// The `ACL SETUSER <user>` arguments (after the user name, before `on` and the password) that
-/// allow exactly what polylock needs for the locks named `<prefix>...`, on one server or a
-/// cluster, Redis 7+: `resetkeys resetchannels -@all +ping ... ~app:* ... &redisson_*:{app:* ...`.
-pub fn rule(prefix: &str) -> Vec<String> {
-    let mut args = vec![
-        "resetkeys".to_owned(),
-        "resetchannels".to_owned(),
-        "-@all".to_owned(),
-    ];
-    let mut commands: Vec<&str> = CLIENT_COMMANDS
-        .iter()
-        .chain(CLUSTER_COMMANDS)
-        .chain(SHARDED_PUBSUB_COMMANDS)
-        .chain(SCRIPT_COMMANDS)
-        .copied()
-        .collect();
-    commands.sort_unstable();
-    commands.dedup();
-    args.extend(commands.iter().map(|command| format!("+{command}")));
-    args.extend(key_patterns(prefix).iter().map(|key| format!("~{key}")));
-    args.extend(channel_patterns(prefix).iter().map(|c| format!("&{c}")));
-    args
-}
-
-/// The arguments to add to [`rule`] for `sync_replicas`.
-pub fn sync_replicas_rule() -> Vec<String> {
-    SYNC_REPLICAS_COMMANDS
-        .iter()
-        .map(|command| format!("+{command}"))
-        .collect()
-}
-
-/// The rule as one `ACL SETUSER` line for `user` with password `password` (for the docs).
-pub fn setuser_line(user: &str, password: &str, prefix: &str) -> String {
-    let mut line = format!("ACL SETUSER {user} on >{password}");
-    for arg in rule(prefix) {
-        line.push(' ');
-        if arg.contains(['{', '*', '&', '~', '|']) {
-            line.push_str(&format!("'{arg}'"));
-        } else {
-            line.push_str(&arg);
-        }
-    }
-    line
-}
-
-/// What a refused command was refused, when `err` is Redis refusing it to this user: a
-/// `NOPERM` reply, or a lock script's call refused (`ERR The user executing the script can't
-/// ...`, or `ACL failure in script` on newer servers). The one place where these replies are
-/// read: [`crate::Error::Permission`] carries this text.
-pub(crate) fn refusal(err: &redis::RedisError) -> Option<String> {
-    let text = err.detail().unwrap_or_default().to_owned();
-    let in_script = err.code() == Some("ERR")
-        && (text.contains("The user executing the script can't")
-            || text.contains("ACL failure in script"));
-    if err.code() != Some("NOPERM") && !in_script {
-        return None;
-    }
-    // The server's own words, without the script's sha and line that follow them.
-    let said = text.split(" script: ").next().unwrap_or_default().trim();
-    // The command first: its name may hold "key" (`hkeys`).
-    let command = quoted(&text).filter(|_| text.contains(" run "));
-    let what = if let Some(command) = command {
-        format!("run {}", command.to_uppercase().replace('|', " "))
-    } else if text.contains("channel") {
-        "use a channel of this call (the lock's channel or one derived from its name)".to_owned()
-    } else if text.contains("key") {
-        "access a key of this call (the lock's name or a key derived from it)".to_owned()
-    } else {
-        "run a command the lock script calls".to_owned()
-    };
-    let place = if in_script { " from a lock script" } else { "" };
-    Some(format!(
-        "permission denied: the Redis user may not {what}{place} (Redis: {said}); grant it as \
-         in docs/deployments.md, \"ACL and managed services\", or list what is missing with \
-         `polylock check --permissions`"
-    ))
-}
-
-/// The first `'quoted'` word of a server message (the command it names).
-fn quoted(text: &str) -> Option<&str> {
-    let (_, rest) = text.split_once('\'')?;
-    let (word, _) = rest.split_once('\'')?;
-    Some(word)
-}
+use crate::redis_errors::{quoted, refusal};
 
 /// One part of the rule that the connecting user lacks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,7 +40,7 @@ pub fn probe_name(prefix: &str) -> String {
 }
 
 static PROBE: std::sync::LazyLock<redis::Script> =
-    std::sync::LazyLock::new(|| redis::Script::new(include_str!("acl_probe.lua")));
+    std::sync::LazyLock::new(|| redis::Script::new(include_str!("probe.lua")));
 
 /// Tries, as the user of `url`, everything [`rule`] grants for the locks under `prefix`, and
 /// [`sync_replicas_rule`] (reported as optional), harmlessly: each command the client sends,
@@ -356,9 +174,9 @@ async fn check_on_runtime(
         Err(err) => note(&err, &mut missing, "running the lock scripts", false),
     }
     // Waiting: subscribing to each channel of a lock.
-    let hub = crate::pubsub::Hub::start(
+    let hub = crate::kinds::messages::LockHub::start(
         opened.source,
-        crate::pubsub::Timeouts {
+        crate::connection::Timeouts {
             connect: options.connect_timeout,
             response: options.response_timeout,
         },

@@ -1,0 +1,206 @@
+//! The state a client shares with every handle made through it and with the engine: its id,
+//! its connections (commands, pub/sub hub, sentinel), the upkeep task, the options, and the
+//! registry of the holds made through it. Below the engine and the handles, which all hold an
+//! `Arc<ClientInner>`; `Client` (the public type) wraps it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use tokio::sync::watch;
+
+use crate::connection::sentinel::Sentinel;
+use crate::connection::{Connection, Publish, ReplicaSync};
+use crate::engine::renew::{Scheduler, TrackedHold, Upkeep};
+use crate::error::{Error, Result};
+use crate::kinds::messages::LockHub;
+use crate::options::ClientOptions;
+use crate::runtime::{current_pid, on_runtime};
+use crate::shrinking::remove_shrinking;
+
+/// The holds made through a client, and whether it was closed (under one lock, so that
+/// nothing registers after `close`).
+#[derive(Default)]
+pub(crate) struct Registry {
+    closed: bool,
+    pub(crate) holds: HashMap<u64, Weak<dyn TrackedHold>>,
+}
+
+pub(crate) struct ClientInner {
+    pub(crate) id: String,
+    pid: u32,
+    pub(crate) connection: Connection,
+    /// How this deployment's lock scripts publish (PUBLISH, or SPUBLISH on a cluster).
+    pub(crate) publish: Publish,
+    /// `WAIT` for the replicas after writes (`sync_replicas`), when on.
+    pub(crate) replica_sync: Option<Arc<ReplicaSync>>,
+    sentinel: Option<Arc<Sentinel>>,
+    pub(crate) hub: Arc<LockHub>,
+    pub(crate) upkeep: Arc<Scheduler>,
+    pub(crate) options: ClientOptions,
+    registry: Mutex<Registry>,
+    closed: watch::Sender<bool>,
+    next_handle: AtomicU64,
+}
+
+impl ClientInner {
+    pub(crate) fn new(
+        connection: Connection,
+        publish: Publish,
+        replica_sync: Option<Arc<ReplicaSync>>,
+        sentinel: Option<Arc<Sentinel>>,
+        hub: Arc<LockHub>,
+        upkeep: Arc<Scheduler>,
+        options: ClientOptions,
+    ) -> ClientInner {
+        ClientInner {
+            id: crate::ids::client_id(),
+            pid: current_pid(),
+            connection,
+            publish,
+            replica_sync,
+            sentinel,
+            hub,
+            upkeep,
+            options,
+            registry: Mutex::new(Registry::default()),
+            closed: watch::Sender::new(false),
+            next_handle: AtomicU64::new(1),
+        }
+    }
+
+    pub(crate) fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn closed_error(&self, name: &str) -> Error {
+        Error::Connection(format!("lock '{name}': the client is closed"))
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    /// Turns `true` when the client is closed.
+    pub(crate) fn closed_receiver(&self) -> watch::Receiver<bool> {
+        self.closed.subscribe()
+    }
+
+    /// Fails when the client was closed, or was made by the parent of this forked process.
+    pub(crate) fn check_usable(&self, name: &str) -> Result<()> {
+        self.check_usable_for(&format!("lock '{name}'"))
+    }
+
+    /// [`ClientInner::check_usable`] for `what` (e.g. `lock 'orders:42'`, `key 'stock:7'`).
+    pub(crate) fn check_usable_for(&self, what: &str) -> Result<()> {
+        if self.forked() {
+            return Err(Error::Connection(format!(
+                "{what}: this client was created in process {} before a fork; \
+                 create a new client in the child process",
+                self.pid
+            )));
+        }
+        if self.is_closed() {
+            return Err(Error::Connection(format!("{what}: the client is closed")));
+        }
+        Ok(())
+    }
+
+    /// Whether this is a forked child of the process that made the client: its connections,
+    /// upkeep task and pub/sub hub are the parent's, and run only there.
+    pub(crate) fn forked(&self) -> bool {
+        self.pid != current_pid()
+    }
+
+    pub(crate) fn next_handle_id(&self) -> u64 {
+        self.next_handle.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Registers a hold (or updates its upkeep). Refused once the client is closed.
+    pub(crate) fn track_hold<H: TrackedHold + 'static>(
+        &self,
+        lock: &Arc<H>,
+        upkeep: Upkeep,
+    ) -> Result<()> {
+        let mut registry = self.registry();
+        if registry.closed {
+            return Err(self.closed_error(lock.name()));
+        }
+        let weak: Weak<dyn TrackedHold> = Arc::downgrade(lock) as Weak<dyn TrackedHold>;
+        registry.holds.insert(lock.id(), weak.clone());
+        self.upkeep.track(lock.id(), lock.renewal(), upkeep, weak);
+        Ok(())
+    }
+
+    /// Holds in the registry now.
+    #[cfg(test)]
+    pub(crate) fn tracked_holds(&self) -> usize {
+        self.registry().holds.len()
+    }
+
+    pub(crate) fn untrack_hold(&self, id: u64) {
+        remove_shrinking(&mut self.registry().holds, &id);
+        self.upkeep.untrack(id);
+    }
+
+    /// Closes the client (see `Client::close`): returns the names of the holds it had, each
+    /// marked lost.
+    pub(crate) fn close(&self) -> Vec<String> {
+        let holds: Vec<Arc<dyn TrackedHold>> = {
+            let mut registry = self.registry();
+            registry.closed = true;
+            registry
+                .holds
+                .drain()
+                .filter_map(|(_, lock)| lock.upgrade())
+                .collect()
+        };
+        self.shutdown();
+        let mut names = Vec::with_capacity(holds.len());
+        for lock in holds {
+            names.push(lock.name().to_owned());
+            lock.mark_lost(Error::LockLost(format!(
+                "lock '{}' was lost: the client was closed while it was held; nothing renews \
+                 or releases it any more, and it expires with its lease",
+                lock.name()
+            )));
+        }
+        names
+    }
+
+    fn shutdown(&self) {
+        self.closed.send_replace(true);
+        self.upkeep.stop();
+        self.hub.shutdown();
+        if let Some(sentinel) = &self.sentinel {
+            sentinel.shutdown();
+        }
+    }
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        // In a forked child there is nothing of ours to stop (the tasks run in the parent), and
+        // stopping would take locks that a thread of the parent may have held at the fork.
+        if !self.forked() {
+            self.shutdown();
+        }
+    }
+}
+
+/// Runs `call` once on the core's runtime.
+pub(crate) async fn query<T: redis::FromRedisValue + Send + 'static>(
+    client: &Arc<ClientInner>,
+    what: String,
+    call: redis::ScriptInvocation<'static>,
+) -> Result<T> {
+    let client = client.clone();
+    on_runtime(&what.clone(), async move {
+        client.check_usable_for(&what)?;
+        let mut connection = client.connection.clone();
+        call.invoke_async::<T>(&mut connection)
+            .await
+            .map_err(|err| Error::from_redis(&what, err))
+    })
+    .await
+}
