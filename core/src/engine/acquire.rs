@@ -299,7 +299,7 @@ impl LockCore {
         let channel = self.kind.wait_channel(&self.owner);
         let told_channel = self.kind.told_channel(&self.owner);
         let listening = self.kind.listening_channel();
-        let silence = self.kind.longest_silence(&self.client.options);
+        let silence = self.wait_policy().longest_silence;
         let mut closed = self.client.closed_receiver();
         let mut backoff = Backoff::default();
         let mut unknown = false;
@@ -362,7 +362,7 @@ impl LockCore {
                 Ok(Attempt::Busy(wait)) => {
                     unknown = false;
                     backoff = Backoff::default();
-                    waiting.found_busy(self.kind.busy_attempt_takes_a_place(will_wait));
+                    waiting.found_busy(self.wait_policy().busy_attempt_takes_a_place(will_wait));
                     wait
                 }
                 Ok(Attempt::Queued { wait }) => {
@@ -443,7 +443,7 @@ impl LockCore {
             let mut slice = left
                 .min(holder_lease.unwrap_or(MAX_WAIT_SLICE))
                 .min(MAX_WAIT_SLICE);
-            if let Some(longest) = self.kind.longest_wait(&self.client.options) {
+            if let Some(longest) = self.wait_policy().longest_wait {
                 slice = slice.min(longest);
             }
             tokio::select! {
@@ -512,7 +512,7 @@ impl LockCore {
             && lease == Lease::Watchdog
             && self.client.replica_sync.is_none()
             && self.client.publish != Publish::Broadcast
-            && self.kind.grants_directly()
+            && self.wait_policy().grants_directly
     }
 
     /// One acquire attempt.
@@ -684,7 +684,7 @@ impl LockCore {
     }
 
     fn keep_subscriptions(&self, subscriptions: WaitSubscriptions) {
-        if self.kind.keeps_subscription() {
+        if self.wait_policy().keeps_subscription {
             *self
                 .kept_subscriptions
                 .lock()

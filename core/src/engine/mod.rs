@@ -23,7 +23,7 @@ use crate::engine::acquire::WaitSubscriptions;
 use crate::engine::context::ClientInner;
 use crate::engine::renew::TrackedHold;
 use crate::error::{Error, Result};
-use crate::kinds::{LockKind, Renewal};
+use crate::kinds::{LockKind, Renewal, WaitPolicy};
 
 pub(crate) use hold::{Hold, Lease, LostCallback};
 
@@ -136,6 +136,11 @@ impl LockCore {
 
     pub(crate) fn name(&self) -> &str {
         self.kind.name()
+    }
+
+    /// How this handle's kind waits, with the client's options.
+    pub(crate) fn wait_policy(&self) -> WaitPolicy {
+        self.kind.wait_policy(&self.client.options)
     }
 
     fn what(&self, action: &str) -> String {

@@ -220,7 +220,7 @@ impl SimClient {
         will_wait
             && self.call_lease().is_none()
             && self.publish != (Publish::Explored { exact: false })
-            && self.kind.grants_directly()
+            && self.kind.wait_policy(&options()).grants_directly
     }
 
     /// `LockCore::try_acquire`'s arguments, for a look sent at local `sent_local` (numbered
@@ -336,7 +336,10 @@ impl SimClient {
             Attempt::Acquired { .. } => self.record_acquired(sent_local),
             Attempt::Undone => self.end_call(),
             Attempt::Busy(wait) => {
-                self.has_place |= self.kind.busy_attempt_takes_a_place(true);
+                self.has_place |= self
+                    .kind
+                    .wait_policy(&options())
+                    .busy_attempt_takes_a_place(true);
                 self.sleep_after_busy(wait, sent_local, explorer_ms);
             }
             Attempt::Queued { wait } => {
@@ -351,16 +354,12 @@ impl SimClient {
     /// (the wait replied, the kind's longest wait, and the longest silence).
     fn sleep_after_busy(&mut self, wait: Option<Duration>, sent_local: i64, explorer_ms: u64) {
         self.waiting_since.get_or_insert(explorer_ms);
-        let options = options();
-        let slice = [
-            wait,
-            self.kind.longest_wait(&options),
-            self.kind.longest_silence(&options),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(Duration::from_secs(3600));
+        let policy = self.kind.wait_policy(&options());
+        let slice = [wait, policy.longest_wait, policy.longest_silence]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(Duration::from_secs(3600));
         self.wakes_at_local = sent_local + slice.as_millis() as i64;
         self.phase = if self.listening {
             Phase::Sleeping

@@ -45,7 +45,7 @@ pub(crate) struct AcquireArgs<'a> {
     /// it there; an attempt that will not wait leaves no trace).
     pub will_wait: bool,
     /// When a release may grant the lock to this waiter directly (see
-    /// [`LockKind::grants_directly`]): the number of this look among the call's looks, which the
+    /// [`WaitPolicy::grants_directly`]): the number of this look among the call's looks, which the
     /// grant message names, so the waiter counts the lease from when it sent that look.
     pub grant_look: Option<u64>,
 }
@@ -149,6 +149,55 @@ pub(crate) struct Renewal {
     pub owner: String,
 }
 
+/// How a waiter of a kind waits, read by the engine: one value per kind (see
+/// [`LockKind::wait_policy`]), the plain lock's by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WaitPolicy {
+    /// Whether a release may hand the lock to the next waiter in the same script, for that
+    /// waiter's whole lease: the waiter learns it from a message on its told channel (`g:<its
+    /// request>:<the look that asked for it>`), sparing it a round trip.
+    pub grants_directly: bool,
+    /// Whether a handle keeps its channels subscribed between waits once it has acquired (its
+    /// own channel: the next wait then needs no subscribe and no second look).
+    pub keeps_subscription: bool,
+    /// Whether a busy attempt of a caller that waits takes a place that a waiter giving up
+    /// must leave ([`LockKind::leave_queue`]) ...
+    pub busy_waiter_takes_a_place: bool,
+    /// ... and whether a busy single try does.
+    pub busy_try_takes_a_place: bool,
+    /// The longest a waiter may sleep before looking again, whatever it was told.
+    pub longest_wait: Option<Duration>,
+    /// For kinds that tell one waiter at a time: the longest a waiter sleeps while no release
+    /// tells anyone (the waiter told may never come: its process paused or died just then).
+    pub longest_silence: Option<Duration>,
+}
+
+impl Default for WaitPolicy {
+    /// The plain lock's: woken on its channel, nothing granted or kept, no longest sleep.
+    fn default() -> Self {
+        WaitPolicy {
+            grants_directly: false,
+            keeps_subscription: false,
+            busy_waiter_takes_a_place: true,
+            busy_try_takes_a_place: true,
+            longest_wait: None,
+            longest_silence: None,
+        }
+    }
+}
+
+impl WaitPolicy {
+    /// Whether a busy attempt that `will_wait` (or not) takes a place that a waiter giving up
+    /// must leave.
+    pub(crate) fn busy_attempt_takes_a_place(&self, will_wait: bool) -> bool {
+        if will_wait {
+            self.busy_waiter_takes_a_place
+        } else {
+            self.busy_try_takes_a_place
+        }
+    }
+}
+
 /// A kind of lock: its keys, scripts and replies. Replies of `release`: nil (not held by the
 /// owner), 0 (still held), 1 (released).
 pub(crate) trait LockKind: Send + Sync + 'static {
@@ -178,34 +227,9 @@ pub(crate) trait LockKind: Send + Sync + 'static {
         None
     }
 
-    /// Whether a release may hand the lock to the next waiter in the same script, for that
-    /// waiter's whole lease: the waiter learns it from a message on its told channel (`g:<its
-    /// request>:<the look that asked for it>`), sparing it a round trip.
-    fn grants_directly(&self) -> bool {
-        false
-    }
-
-    /// Whether a handle keeps its channels subscribed between waits once it has acquired (its
-    /// own channel: the next wait then needs no subscribe and no second look).
-    fn keeps_subscription(&self) -> bool {
-        false
-    }
-
-    /// Whether a busy attempt that `will_wait` (or not) takes a place that a waiter giving up
-    /// must leave ([`LockKind::leave_queue`]).
-    fn busy_attempt_takes_a_place(&self, _will_wait: bool) -> bool {
-        true
-    }
-
-    /// The longest a waiter may sleep before looking again, whatever it was told.
-    fn longest_wait(&self, _options: &ClientOptions) -> Option<Duration> {
-        None
-    }
-
-    /// For kinds that tell one waiter at a time: the longest a waiter sleeps while no release
-    /// tells anyone (the waiter told may never come: its process paused or died just then).
-    fn longest_silence(&self, _options: &ClientOptions) -> Option<Duration> {
-        None
+    /// How a waiter of this kind subscribes, sleeps and is told (the plain lock's by default).
+    fn wait_policy(&self, _options: &ClientOptions) -> WaitPolicy {
+        WaitPolicy::default()
     }
 
     fn acquire(&self, args: &AcquireArgs<'_>, options: &ClientOptions)

@@ -27,7 +27,7 @@ use crate::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
     read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
-    HASH_RENEWAL,
+    WaitPolicy, HASH_RENEWAL,
 };
 use crate::options::ClientOptions;
 
@@ -97,12 +97,15 @@ impl LockKind for Fair {
         keys::fair_waiter_channel(&self.name, owner)
     }
 
-    fn keeps_subscription(&self) -> bool {
-        true
-    }
-
-    fn grants_directly(&self) -> bool {
-        true
+    /// Told directly and kept subscribed; a waiter looks again before the queue timeout
+    /// passes, or it would lose its place.
+    fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
+        WaitPolicy {
+            grants_directly: true,
+            keeps_subscription: true,
+            longest_wait: Some(options.fair_queue_timeout / 2),
+            ..WaitPolicy::default()
+        }
     }
 
     /// Still held (a release in between found this waiter not yet listening, and left the lock
@@ -111,11 +114,6 @@ impl LockKind for Fair {
         let mut pipe = redis::pipe();
         pipe.exists(&self.name).zscore(&self.timeouts, owner);
         Some(pipe)
-    }
-
-    /// Look again before the queue timeout passes, or the waiter would lose its place.
-    fn longest_wait(&self, options: &ClientOptions) -> Option<Duration> {
-        Some(options.fair_queue_timeout / 2)
     }
 
     fn acquire(

@@ -11,7 +11,6 @@
 pub(crate) mod fence;
 
 use std::sync::LazyLock;
-use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
@@ -19,7 +18,7 @@ use crate::connection::Publish;
 use crate::keys;
 use crate::kinds::reentrant::{self, Reentrant};
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
 use crate::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!(
@@ -59,20 +58,17 @@ impl LockKind for Fenced {
         self.lock.listening_channel()
     }
 
-    fn keeps_subscription(&self) -> bool {
-        self.lock.keeps_subscription()
-    }
-
-    fn busy_attempt_takes_a_place(&self, will_wait: bool) -> bool {
-        self.lock.busy_attempt_takes_a_place(will_wait)
+    /// The reentrant lock's, except that no release grants it directly (as before
+    /// `WaitPolicy`, when this kind left `grants_directly` at its default).
+    fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
+        WaitPolicy {
+            grants_directly: false,
+            ..self.lock.wait_policy(options)
+        }
     }
 
     fn nothing_missed(&self, owner: &str) -> Option<redis::Pipeline> {
         self.lock.nothing_missed(owner)
-    }
-
-    fn longest_silence(&self, options: &ClientOptions) -> Option<Duration> {
-        self.lock.longest_silence(options)
     }
 
     fn acquire(

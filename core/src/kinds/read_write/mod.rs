@@ -19,7 +19,9 @@ use redis::ScriptInvocation;
 use crate::connection::Publish;
 use crate::keys;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs, HASH_RENEWAL};
+use crate::kinds::{
+    AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy, HASH_RENEWAL,
+};
 use crate::options::ClientOptions;
 
 static READ_ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_acquire.lua");
@@ -94,8 +96,11 @@ impl LockKind for ReadLock {
     }
 
     /// A waiting reader looks again before its registration runs out.
-    fn longest_wait(&self, options: &ClientOptions) -> Option<Duration> {
-        Some(registration(options) / 2)
+    fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
+        WaitPolicy {
+            longest_wait: Some(registration(options) / 2),
+            ..WaitPolicy::default()
+        }
     }
 
     fn acquire(
@@ -193,8 +198,11 @@ impl LockKind for WriteLock {
     }
 
     /// A waiting writer looks again before its registration runs out.
-    fn longest_wait(&self, options: &ClientOptions) -> Option<Duration> {
-        Some(registration(options) / 2)
+    fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
+        WaitPolicy {
+            longest_wait: Some(registration(options) / 2),
+            ..WaitPolicy::default()
+        }
     }
 
     fn acquire(

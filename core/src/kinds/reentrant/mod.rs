@@ -22,7 +22,7 @@ use crate::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
     read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
-    HASH_RENEWAL,
+    WaitPolicy, HASH_RENEWAL,
 };
 use crate::options::ClientOptions;
 
@@ -117,12 +117,18 @@ impl LockKind for Reentrant {
         Some(self.listening.clone())
     }
 
-    fn keeps_subscription(&self) -> bool {
-        true
-    }
-
-    fn grants_directly(&self) -> bool {
-        true
+    /// Told directly and kept subscribed. The waiter told may never come (its process paused or
+    /// died just then), and then nobody else is told: after half the fair queue timeout without
+    /// a release that told someone (a `00` heard, which only comes while Redisson listens too),
+    /// waiters look. A single try registers nothing, so it has nothing to leave.
+    fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
+        WaitPolicy {
+            grants_directly: true,
+            keeps_subscription: true,
+            busy_try_takes_a_place: false,
+            longest_silence: Some(options.fair_queue_timeout / 2),
+            ..WaitPolicy::default()
+        }
     }
 
     /// Still held (a release in between deleted it, which Redisson's `0` told the lock channel
@@ -132,18 +138,6 @@ impl LockKind for Reentrant {
         let mut pipe = redis::pipe();
         pipe.exists(&self.name).zscore(&self.waiters, owner);
         Some(pipe)
-    }
-
-    /// The waiter told may never come (its process paused or died just then), and then nobody
-    /// else is told: after this long without a release that told someone (a `00` heard, which
-    /// only comes while Redisson listens too), waiters look.
-    fn longest_silence(&self, options: &ClientOptions) -> Option<Duration> {
-        Some(options.fair_queue_timeout / 2)
-    }
-
-    /// A single try registers nothing, so it has nothing to leave.
-    fn busy_attempt_takes_a_place(&self, will_wait: bool) -> bool {
-        will_wait
     }
 
     fn acquire(
