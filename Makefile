@@ -30,6 +30,9 @@ lint:
 	@# One pass: the explorer feature only adds test code, so the core is linted with it on.
 	CARGO_TARGET_DIR=$(LINT_TARGET_DIR) cargo clippy --workspace --all-targets --features polylock/explorer -- -D warnings
 	python3 tests/unified_features.py
+	@# The core's layer order (docs/architecture.md): no import points upward.
+	python3 -m unittest -q tests/test_layers.py
+	python3 tests/layers.py
 
 include $(sort $(wildcard mk/*.mk))
 

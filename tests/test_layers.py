@@ -1,0 +1,116 @@
+"""Unit tests of tests/layers.py: its table parser, its reading of Rust imports, and that it
+finds an upward import and a cycle in a small tree (`python3 -m unittest tests/test_layers.py`)."""
+import pathlib
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import layers  # noqa: E402
+
+TABLE = """
+text before
+<!-- layers:begin -->
+| layer | files (under `core/src`) |
+|---|---|
+| bottom | `error.rs` `keys.rs` |
+| middle | `engine/*` `{lock,guard}.rs` |
+| top | `lib.rs` |
+<!-- layers:end -->
+text after, `ignored.rs`
+"""
+
+
+class ParseLayers(unittest.TestCase):
+    def test_rows_bottom_first_header_skipped(self):
+        self.assertEqual(
+            layers.parse_layers(TABLE),
+            [("bottom", ["error.rs", "keys.rs"]),
+             ("middle", ["engine/*", "{lock,guard}.rs"]),
+             ("top", ["lib.rs"])],
+        )
+
+    def test_missing_markers_or_files_are_errors(self):
+        with self.assertRaises(ValueError):
+            layers.parse_layers("| a | `b.rs` |")
+        with self.assertRaises(ValueError):
+            layers.parse_layers(TABLE.replace("`lib.rs`", "lib.rs"))
+
+    def test_units(self):
+        table = layers.parse_layers(TABLE)
+        self.assertEqual(layers.place_of(table, "engine/acquire.rs"), (1, "engine/*"))
+        self.assertEqual(layers.place_of(table, "guard.rs"), (1, "{lock,guard}.rs"))
+        self.assertEqual(layers.place_of(table, "other.rs"), (None, None))
+
+
+class ReadImports(unittest.TestCase):
+    def test_use_trees_expand(self):
+        self.assertEqual(
+            layers.expand_use("crate::kinds::{self, script::LockScript, fair::{A, B}}"),
+            ["crate::kinds::self", "crate::kinds::script::LockScript",
+             "crate::kinds::fair::A", "crate::kinds::fair::B"],
+        )
+
+    def test_comments_strings_and_unit_tests_are_not_imports(self):
+        source = "\n".join([
+            "mod child;",
+            "use crate::error::Error; // crate::client in a comment",
+            'const S: &str = "crate::client::Client";',
+            "const R: &str = r#\"crate::client \"quoted\"\"#;",
+            "fn f<'a>(c: char) -> bool { c == '{' || super::sibling::g() }",
+            "use child::Thing;",
+            "#[cfg(test)]",
+            "mod tests {",
+            "    use super::*;",
+            "    use crate::client::Client;",
+            "}",
+            "use crate::keys::name;",
+        ])
+        found = layers.imports("engine/mod.rs", source)
+        self.assertEqual(found, [
+            (2, ["error", "Error"]),
+            (6, ["engine", "child", "Thing"]),
+            (12, ["keys", "name"]),
+            (5, ["sibling", "g"]),
+        ])
+
+
+class Check(unittest.TestCase):
+    def tree(self, files):
+        root = pathlib.Path(self.enterContext(tempfile.TemporaryDirectory()))
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        return root
+
+    def test_upward_import_and_cycle_named_with_file_and_line(self):
+        root = self.tree({
+            "lib.rs": "pub use keys::Key;\n",
+            "error.rs": "\nuse crate::engine::Core;\n",
+            "keys.rs": "",
+            "engine/mod.rs": "mod acquire;\nuse acquire::Wait;\n",
+            "engine/acquire.rs": "use crate::engine::Core;\n",
+            "lock.rs": "use crate::guard::Guard;\n",
+            "guard.rs": "use crate::lock::Lock;\nuse crate::Key;\n",
+        })
+        problems, _ = layers.check(root, layers.parse_layers(TABLE))
+        self.assertEqual(problems, [
+            "core/src/error.rs:2: imports engine/mod.rs of layer 'middle', above its own "
+            "layer 'bottom'",
+        ])
+        # Two units of one layer that import each other: a cycle.
+        table = TABLE.replace("`{lock,guard}.rs`", "`lock.rs` `guard.rs`")
+        problems, _ = layers.check(root, layers.parse_layers(table))
+        self.assertEqual(problems[1:], [
+            "a cycle in layer 'middle' between guard.rs, lock.rs: "
+            "core/src/guard.rs:1 -> lock.rs, core/src/lock.rs:1 -> guard.rs",
+        ])
+
+    def test_a_file_in_no_layer_is_a_problem(self):
+        root = self.tree({"lib.rs": "", "stray.rs": ""})
+        problems, _ = layers.check(root, layers.parse_layers(TABLE))
+        self.assertEqual(problems, ["core/src/stray.rs: in no layer of docs/architecture.md"])
+
+
+if __name__ == "__main__":
+    unittest.main()
