@@ -45,18 +45,19 @@ impl std::error::Error for CliError {}
 /// The one mapping of core errors to CLI errors.
 impl From<polylock::Error> for CliError {
     fn from(err: polylock::Error) -> CliError {
-        use polylock::Error;
-        match err {
-            Error::InvalidArgument(message) => CliError::Usage(message),
-            Error::WrongType(message) => CliError::NotALock(message),
-            Error::Connection(message)
-            | Error::Timeout(message)
-            | Error::Redis(message)
-            | Error::Permission(message) => CliError::Connection(message),
-            Error::NotHeld(message)
-            | Error::LockLost(message)
-            | Error::StaleToken(message)
-            | Error::NotSynced(message) => CliError::Failed(message),
+        use polylock::ErrorKind;
+        let message = err.message().to_owned();
+        match err.kind() {
+            ErrorKind::InvalidArgument => CliError::Usage(message),
+            ErrorKind::WrongType => CliError::NotALock(message),
+            ErrorKind::Connection
+            | ErrorKind::Timeout
+            | ErrorKind::Redis
+            | ErrorKind::Permission => CliError::Connection(message),
+            ErrorKind::NotHeld
+            | ErrorKind::LockLost
+            | ErrorKind::StaleToken
+            | ErrorKind::NotSynced => CliError::Failed(message),
         }
     }
 }

@@ -80,12 +80,12 @@ pub async fn client(url: &str) -> CliResult<polylock::Client> {
         .response_timeout(RESPONSE_TIMEOUT)
         .connect()
         .await
-        .map_err(|err| match err {
-            polylock::Error::Connection(why) | polylock::Error::Timeout(why) => {
-                unreachable_error(url, &why)
+        .map_err(|err| match err.kind() {
+            polylock::ErrorKind::Connection | polylock::ErrorKind::Timeout => {
+                unreachable_error(url, err.message())
             }
-            polylock::Error::InvalidArgument(why) => CliError::Usage(why),
-            other => other.into(),
+            polylock::ErrorKind::InvalidArgument => CliError::Usage(err.message().to_owned()),
+            _ => err.into(),
         })
 }
 

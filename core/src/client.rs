@@ -11,7 +11,7 @@ use crate::connection::{connect_manager, Connection, Publish, ReplicaSync, Timeo
 use crate::engine::context::ClientInner;
 use crate::engine::renew::Scheduler;
 use crate::engine::LockCore;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::expirable_semaphore::ExpirableSemaphore;
 use crate::inspect::LockInfo;
 use crate::kinds::fair::Fair;
@@ -109,15 +109,15 @@ fn connect_task_failed(shown_url: &str, err: tokio::task::JoinError) -> Error {
         },
         Err(err) => err.to_string(),
     };
-    Error::Connection(format!(
+    Error::connection(format!(
         "connect to {shown_url}: the connection setup failed unexpectedly ({why})"
     ))
 }
 
 fn as_connection_error(err: Error) -> Error {
-    match err {
-        Error::Timeout(message) | Error::Redis(message) => Error::Connection(message),
-        other => other,
+    match err.kind() {
+        ErrorKind::Timeout | ErrorKind::Redis => Error::connection(err.message()),
+        _ => err,
     }
 }
 
@@ -130,7 +130,7 @@ async fn within_connect_timeout<T>(
     match tokio::time::timeout(timeout, connecting).await {
         Ok(Ok(connected)) => Ok(connected),
         Ok(Err(err)) => Err(as_connection_error(Error::from_redis(what, err))),
-        Err(_) => Err(Error::Connection(format!(
+        Err(_) => Err(Error::connection(format!(
             "{what}: no answer within {timeout:?}"
         ))),
     }
@@ -193,7 +193,7 @@ pub(crate) async fn open(
                 .response_timeout(options.response_timeout)
                 .build()
                 .map_err(|err| {
-                    Error::InvalidArgument(format!("bad cluster URL '{shown_url}': {err}"))
+                    Error::invalid_argument(format!("bad cluster URL '{shown_url}': {err}"))
                 })?;
             let cluster = match within_connect_timeout(
                 what,
@@ -208,7 +208,7 @@ pub(crate) async fn open(
                     // node, asked alone, tells why.
                     let why = crate::tls::diagnose(&nodes, options.connect_timeout).await;
                     return Err(match why {
-                        Some(why) => Error::Connection(format!("{what}: TLS: {why} ({err})")),
+                        Some(why) => Error::connection(format!("{what}: TLS: {why} ({err})")),
                         None => err,
                     });
                 }
@@ -336,8 +336,8 @@ impl Client {
         Client::connect_with(url, ClientOptions::default()).await
     }
 
-    /// Connects with `options`. Fails with [`Error::InvalidArgument`] for a bad URL or option,
-    /// and with [`Error::Connection`] within the connect timeout when the server cannot be
+    /// Connects with `options`. Fails with [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a bad URL or option,
+    /// and with [`ErrorKind::Connection`](crate::ErrorKind::Connection) within the connect timeout when the server cannot be
     /// reached.
     pub async fn connect_with(url: &str, options: ClientOptions) -> Result<Client> {
         options.validate()?;
@@ -361,7 +361,7 @@ impl Client {
         let tls = Tls::from_options(&options)?;
         let redis_client = if tls.is_set() {
             redis::Client::open(tls.apply(info.clone())?)
-                .map_err(|err| Error::InvalidArgument(format!("TLS options for {url}: {err}")))?
+                .map_err(|err| Error::invalid_argument(format!("TLS options for {url}: {err}")))?
         } else {
             redis_client
         };
@@ -480,14 +480,14 @@ impl Client {
     }
 
     /// Sets `key` to `value` (as `SET`: a string, no expiry) only if `token` is at least the
-    /// highest token already applied to `key`, else fails with [`Error::StaleToken`] and writes
+    /// highest token already applied to `key`, else fails with [`ErrorKind::StaleToken`](crate::ErrorKind::StaleToken) and writes
     /// nothing. `token` is a [`Lock::token`] of one fenced lock that guards `key` (tokens of
     /// different locks are not comparable). An equal token is accepted: one hold may write
     /// many times. The highest token is kept in polylock's fence key `polylock_fence:{key}`,
     /// which never expires (see `docs/PROTOCOL.md`).
     ///
-    /// [`Error::InvalidArgument`] for an empty or too long key or a token out of 1..=`i64::MAX`,
-    /// [`Error::WrongType`] when `key` (or its fence) holds another type than a string. A
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an empty or too long key or a token out of 1..=`i64::MAX`,
+    /// [`ErrorKind::WrongType`](crate::ErrorKind::WrongType) when `key` (or its fence) holds another type than a string. A
     /// Connection or Timeout error leaves the outcome unknown; writing again with the same
     /// token is safe.
     pub async fn fenced_set(&self, key: &str, value: impl AsRef<[u8]>, token: i64) -> Result<()> {
@@ -514,14 +514,14 @@ impl Client {
         runtime()
             .spawn(async move { fence::apply(connection, &key, token, write).await })
             .await
-            .map_err(|err| Error::Redis(format!("fenced write task failed: {err}")))?
+            .map_err(|err| Error::redis(format!("fenced write task failed: {err}")))?
     }
 
-    /// Closes the client: pending waits end at once with [`Error::Connection`], nothing is
+    /// Closes the client: pending waits end at once with [`ErrorKind::Connection`](crate::ErrorKind::Connection), nothing is
     /// renewed or released any more, and the pub/sub connection and background tasks stop.
     /// Returns the names of the locks still held: each handle reports its hold lost at once
     /// (they are not released, and expire with their lease), so releasing one of them fails
-    /// with [`Error::LockLost`]. Every other later call fails with [`Error::Connection`].
+    /// with [`ErrorKind::LockLost`](crate::ErrorKind::LockLost). Every other later call fails with [`ErrorKind::Connection`](crate::ErrorKind::Connection).
     pub fn close(&self) -> Vec<String> {
         self.inner.close()
     }
@@ -533,7 +533,7 @@ impl Client {
     /// nothing (expired permits or stale waiters are shown, not cleaned). Works whichever kind
     /// of handle made the keys, and without any handle.
     ///
-    /// [`Error::InvalidArgument`] for an empty or too long name; a name holding something else
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an empty or too long name; a name holding something else
     /// is not an error but [`InspectedKind::Unknown`](crate::InspectedKind::Unknown).
     pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
         crate::inspect::inspect(&self.inner, name).await

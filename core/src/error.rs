@@ -58,6 +58,73 @@ pub enum ErrorKind {
 }
 
 impl Error {
+    /// [`ErrorKind::InvalidArgument`]: A bad argument, rejected before any I/O.
+    pub fn invalid_argument(message: impl Into<String>) -> Error {
+        Error::InvalidArgument(message.into())
+    }
+
+    /// [`ErrorKind::NotHeld`]: The caller does not hold what it tried to release.
+    pub fn not_held(message: impl Into<String>) -> Error {
+        Error::NotHeld(message.into())
+    }
+
+    /// [`ErrorKind::LockLost`]: The lease was lost while held.
+    pub fn lock_lost(message: impl Into<String>) -> Error {
+        Error::LockLost(message.into())
+    }
+
+    /// [`ErrorKind::Connection`]: Redis could not be reached, or the connection broke.
+    pub fn connection(message: impl Into<String>) -> Error {
+        Error::Connection(message.into())
+    }
+
+    /// [`ErrorKind::Timeout`]: An operation with a deadline ran out of time.
+    pub fn timeout(message: impl Into<String>) -> Error {
+        Error::Timeout(message.into())
+    }
+
+    /// [`ErrorKind::WrongType`]: The name holds a Redis key that is not a lock.
+    pub fn wrong_type(message: impl Into<String>) -> Error {
+        Error::WrongType(message.into())
+    }
+
+    /// [`ErrorKind::Redis`]: Redis answered with an error polylock did not expect.
+    pub fn redis(message: impl Into<String>) -> Error {
+        Error::Redis(message.into())
+    }
+
+    /// [`ErrorKind::StaleToken`]: A fenced write was refused.
+    pub fn stale_token(message: impl Into<String>) -> Error {
+        Error::StaleToken(message.into())
+    }
+
+    /// [`ErrorKind::NotSynced`]: Not every replica acknowledged an acquisition within the wait.
+    pub fn not_synced(message: impl Into<String>) -> Error {
+        Error::NotSynced(message.into())
+    }
+
+    /// [`ErrorKind::Permission`]: The Redis user may not do what polylock needs (ACL).
+    pub fn permission(message: impl Into<String>) -> Error {
+        Error::Permission(message.into())
+    }
+
+    /// The message without the kind's prefix (`Display` prints `invalid argument: ` before an
+    /// [`ErrorKind::InvalidArgument`]'s message).
+    pub fn message(&self) -> &str {
+        match self {
+            Error::InvalidArgument(message) => message,
+            Error::NotHeld(message) => message,
+            Error::LockLost(message) => message,
+            Error::Connection(message) => message,
+            Error::Timeout(message) => message,
+            Error::WrongType(message) => message,
+            Error::Redis(message) => message,
+            Error::StaleToken(message) => message,
+            Error::NotSynced(message) => message,
+            Error::Permission(message) => message,
+        }
+    }
+
     /// The error of a scoped hold (Rust `Lock::lock`, Python `with`, Node `using`, Kotlin and
     /// Swift `withLock`) whose wait of `wait` ran out: the same kind and message in every
     /// language.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use crate::engine::context::query;
 use crate::engine::context::ClientInner;
 use crate::engine::LockCore;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::kinds::expirable_semaphore::Permit;
 use crate::options::validate_permit_id;
 use crate::runtime::on_runtime;
@@ -90,7 +90,7 @@ impl Inner {
             held.insert(id, core);
             return;
         }
-        let error = Error::LockLost(format!(
+        let error = Error::lock_lost(format!(
             "permit '{id}' of semaphore '{}' was lost as soon as it was acquired: its lease \
              ran out, another client released it, or the client was closed",
             self.name
@@ -188,9 +188,9 @@ impl ExpirableSemaphore {
         Ok(Some(id))
     }
 
-    /// Releases permit `permit_id`. [`Error::LockLost`] when it was this handle's and was lost
+    /// Releases permit `permit_id`. [`ErrorKind::LockLost`](crate::ErrorKind::LockLost) when it was this handle's and was lost
     /// (its lease ran out: it is back in the semaphore all the same; or another client released
-    /// it), once; [`Error::NotHeld`] when nobody holds it (released already, expired, or never
+    /// it), once; [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when nobody holds it (released already, expired, or never
     /// acquired). The lost permits remembered are this handle's latest 1024.
     pub async fn release(&self, permit_id: &str) -> Result<()> {
         validate_permit_id(permit_id)?;
@@ -211,7 +211,10 @@ impl ExpirableSemaphore {
         match held {
             Ok(core) => {
                 let released = core.release().await;
-                if let Err(Error::WrongType(_) | Error::Redis(_)) = released {
+                if released
+                    .as_ref()
+                    .is_err_and(|err| matches!(err.kind(), ErrorKind::WrongType | ErrorKind::Redis))
+                {
                     // Not released and not lost: the permit is still this handle's.
                     self.inner.keep(id, core);
                 }
@@ -228,7 +231,7 @@ impl ExpirableSemaphore {
         ));
         match core.release_unheld().await? {
             Some(1) => Ok(()),
-            _ => Err(Error::NotHeld(format!(
+            _ => Err(Error::not_held(format!(
                 "permit '{id}' of semaphore '{}' is not held: it was released already, its \
                  lease ran out, or it was never acquired",
                 self.inner.name

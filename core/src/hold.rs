@@ -32,7 +32,7 @@ pub trait Hold: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// leaves nothing held.
     fn acquire(&self, options: AcquireOptions) -> impl Future<Output = Result<bool>> + Send;
 
-    /// Releases one level: [`Error::NotHeld`] when nothing is held, [`Error::LockLost`] when
+    /// Releases one level: [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when nothing is held, [`ErrorKind::LockLost`](crate::ErrorKind::LockLost) when
     /// the hold was lost while held.
     fn release(&self) -> impl Future<Output = Result<()>> + Send;
 
@@ -55,7 +55,7 @@ pub trait Hold: Clone + std::fmt::Debug + Send + Sync + 'static {
 
     /// The acquire of every language's scoped hold (Rust [`Hold::lock`], Python `with`, Node
     /// `using`, Kotlin and Swift `withLock`): [`Hold::acquire`], but a wait that runs out is
-    /// [`Error::Timeout`] with the same message in every language, since the scoped code must
+    /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) with the same message in every language, since the scoped code must
     /// not run.
     fn acquire_or_fail(&self, options: AcquireOptions) -> impl Future<Output = Result<()>> + Send {
         async move {
@@ -71,7 +71,7 @@ pub trait Hold: Clone + std::fmt::Debug + Send + Sync + 'static {
 
     /// Acquires with the defaults (by default: waiting without bound, the watchdog lease) and
     /// returns a guard that releases one level when dropped (or by [`Guard::release`], which
-    /// reports errors). A default wait that runs out is [`Error::Timeout`], as
+    /// reports errors). A default wait that runs out is [`ErrorKind::Timeout`](crate::ErrorKind::Timeout), as
     /// [`Hold::acquire_or_fail`].
     fn lock(&self) -> impl Future<Output = Result<Guard<Self>>> + Send {
         async move {
@@ -117,7 +117,7 @@ impl<H: Hold> Guard<H> {
         Guard { hold: Some(hold) }
     }
 
-    /// Releases this level, as [`Hold::release`]: [`Error::LockLost`] when the hold was lost
+    /// Releases this level, as [`Hold::release`]: [`ErrorKind::LockLost`](crate::ErrorKind::LockLost) when the hold was lost
     /// while held.
     pub async fn release(mut self) -> Result<()> {
         match self.hold.take() {

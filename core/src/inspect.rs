@@ -225,7 +225,7 @@ pub(crate) async fn inspect(client: &Arc<ClientInner>, name: &str) -> Result<Loc
             .await
             .map_err(|err| Error::from_redis(&what, err))?;
         parse(name, reply)
-            .ok_or_else(|| Error::Redis(format!("{what}: unexpected reply from the script")))
+            .ok_or_else(|| Error::redis(format!("{what}: unexpected reply from the script")))
     })
     .await
 }

@@ -43,7 +43,7 @@ impl Lock {
 
     /// This handle with per-lock defaults: the wait and lease that [`crate::Hold::lock`] and
     /// [`crate::Hold::try_lock`] use (bindings use them when a call leaves them out). Fails with
-    /// [`Error::InvalidArgument`] for a wait or lease out of bounds. No I/O.
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a wait or lease out of bounds. No I/O.
     pub fn with_defaults(mut self, defaults: AcquireOptions) -> Result<Lock> {
         defaults.validate()?;
         self.defaults = defaults;
@@ -91,8 +91,8 @@ impl Lock {
         self.core.acquire(options.wait, options.lease).await
     }
 
-    /// Releases one level of the hold. [`Error::NotHeld`] when this handle does not hold the
-    /// lock, [`Error::LockLost`] when its lease was lost while held. Retries on a dropped
+    /// Releases one level of the hold. [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when this handle does not hold the
+    /// lock, [`ErrorKind::LockLost`](crate::ErrorKind::LockLost) when its lease was lost while held. Retries on a dropped
     /// connection are idempotent; when they run out the error is returned, the lock is never
     /// renewed again, and the release goes on in the background until the lease would end.
     /// Dropping the future does not abort a release under way.

@@ -29,9 +29,9 @@ pub const MIN_FAIR_QUEUE_TIMEOUT: Duration = Duration::from_millis(10);
 pub struct ClientOptions {
     /// The lease of locks acquired without one, renewed every third of it. Default 30 s.
     pub watchdog_timeout: Duration,
-    /// How long connecting may take before [`Error::Connection`]. Default 5 s.
+    /// How long connecting may take before [`ErrorKind::Connection`](crate::ErrorKind::Connection). Default 5 s.
     pub connect_timeout: Duration,
-    /// How long one command may wait for its answer before [`Error::Timeout`]. Default 5 s.
+    /// How long one command may wait for its answer before [`ErrorKind::Timeout`](crate::ErrorKind::Timeout). Default 5 s.
     pub response_timeout: Duration,
     /// How long a fair-lock waiter that stopped looking (its process died) keeps its place.
     /// Live waiters look every half of it. Default 10 s.
@@ -39,7 +39,7 @@ pub struct ClientOptions {
     /// Follow every acquire, renewal and release with `WAIT` for the primary's connected
     /// replicas (Redisson's `checkLockSyncedSlaves`), so a lock survives a failover to a
     /// replica. An acquisition not every connected replica acknowledged is undone and tried again within the
-    /// wait, then fails with [`Error::NotSynced`]. A server that refuses `WAIT` turns it off
+    /// wait, then fails with [`ErrorKind::NotSynced`](crate::ErrorKind::NotSynced). A server that refuses `WAIT` turns it off
     /// for the client, with a warning. Default off.
     pub sync_replicas: bool,
     /// How long `WAIT` waits for the replicas (with `sync_replicas`). Default 1 s.
@@ -155,7 +155,7 @@ fn ms(duration: Duration) -> String {
 }
 
 pub(crate) fn invalid(message: String) -> Error {
-    Error::InvalidArgument(message)
+    Error::invalid_argument(message)
 }
 
 /// The one message of each limit, whichever way (a duration, or milliseconds from a binding)

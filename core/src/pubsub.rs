@@ -277,7 +277,7 @@ impl<S: ChannelState> Hub<S> {
 }
 
 fn closed() -> Error {
-    Error::Connection("the client is closed: its pub/sub connection was shut down".into())
+    Error::connection("the client is closed: its pub/sub connection was shut down")
 }
 
 struct Control<S> {

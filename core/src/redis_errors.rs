@@ -6,7 +6,7 @@
 /// What a refused command was refused, when `err` is Redis refusing it to this user: a
 /// `NOPERM` reply, or a lock script's call refused (`ERR The user executing the script can't
 /// ...`, or `ACL failure in script` on newer servers). The one place where these replies are
-/// read: [`crate::Error::Permission`] carries this text.
+/// read: [`ErrorKind::Permission`](crate::ErrorKind::Permission) carries this text.
 pub(crate) fn refusal(err: &redis::RedisError) -> Option<String> {
     let text = err.detail().unwrap_or_default().to_owned();
     let in_script = err.code() == Some("ERR")

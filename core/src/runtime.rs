@@ -55,7 +55,7 @@ where
     F: Future<Output = crate::Result<T>> + Send + 'static,
 {
     Inline::new(work, || {
-        crate::Error::Redis(format!("{what}: task failed: it panicked"))
+        crate::Error::redis(format!("{what}: task failed: it panicked"))
     })
     .await
 }

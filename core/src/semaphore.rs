@@ -141,7 +141,7 @@ impl Semaphore {
     }
 
     /// `permits` of this semaphore's permits as a [`crate::Hold`]: each acquire takes them,
-    /// each release gives them back. [`crate::Error::InvalidArgument`] for a count below 1 or
+    /// each release gives them back. [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a count below 1 or
     /// above [`crate::MAX_PERMITS`]. No I/O.
     pub fn permits(&self, permits: i64) -> Result<SemaphorePermits> {
         SemaphorePermits::new(self.clone(), permits)

@@ -110,7 +110,7 @@ impl Hold for SemaphorePermits {
         {
             let mut held = self.levels.held();
             if *held == 0 {
-                return Err(Error::NotHeld(format!(
+                return Err(Error::not_held(format!(
                     "{} permits of semaphore '{}' are not held by this handle: release \
                      without acquire, or released twice",
                     self.permits,

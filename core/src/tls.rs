@@ -32,7 +32,7 @@ pub(crate) struct Tls {
 }
 
 fn invalid(message: String) -> Error {
-    Error::InvalidArgument(message)
+    Error::invalid_argument(message)
 }
 
 /// PEM text given inline (it starts with `-----BEGIN`) or read from the file it names.
@@ -72,7 +72,7 @@ fn certificates(
 impl Tls {
     /// Reads and checks the TLS options (before any I/O on the network): a missing file, a
     /// file without PEM certificates or key, a certificate without key are
-    /// [`Error::InvalidArgument`]s saying which.
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)s saying which.
     pub(crate) fn from_options(options: &ClientOptions) -> Result<Tls> {
         if options.tls_insecure {
             tracing::warn!(

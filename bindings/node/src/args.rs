@@ -7,7 +7,7 @@ use napi::bindgen_prelude::{BufferSlice, FromNapiValue, Object, Unknown};
 use napi::{JsValue, ValueType};
 
 fn invalid(message: String) -> polylock::Error {
-    polylock::Error::InvalidArgument(message)
+    polylock::Error::invalid_argument(message)
 }
 
 /// The type of `value` as JavaScript's `typeof` names it (`null` for null).

@@ -34,7 +34,7 @@ impl LockGroup {
         let group = match kind.as_str() {
             "multi" => polylock::MultiLock::new(locks).map(polylock::MultiLock::into_group),
             "red" => polylock::RedLock::new(locks).map(polylock::RedLock::into_group),
-            other => Err(polylock::Error::InvalidArgument(format!(
+            other => Err(polylock::Error::invalid_argument(format!(
                 "a lock group is 'multi' or 'red', got '{other}'"
             ))),
         };

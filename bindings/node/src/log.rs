@@ -86,7 +86,7 @@ pub fn set_logger(
     let level = optional(level, |level| string(level, "log level")).or_throw(env)?;
     let level = level.unwrap_or_else(|| "info".into());
     let Some(rank) = threshold(&level) else {
-        let err = polylock::Error::InvalidArgument(format!(
+        let err = polylock::Error::invalid_argument(format!(
             "log level must be one of 'error', 'warn', 'info', 'debug', 'trace', got '{level}'"
         ));
         return Err(js_error(env, &err));

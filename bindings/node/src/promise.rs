@@ -21,11 +21,7 @@ where
         let outcome = AssertUnwindSafe(work)
             .catch_unwind()
             .await
-            .unwrap_or_else(|_| {
-                Err(polylock::Error::Redis(
-                    "polylock: internal error (panic)".into(),
-                ))
-            });
+            .unwrap_or_else(|_| Err(polylock::Error::redis("polylock: internal error (panic)")));
         deferred.resolve(move |env| outcome.map_err(|err| js_error(&env, &err)));
     });
     Ok(promise)

@@ -165,5 +165,5 @@ pub(crate) fn not_acquired_error(py: Python<'_>, name: &str, timeout: f64) -> Py
 
 /// A bad argument caught by the binding itself, reported like the core's.
 pub(crate) fn invalid_argument(py: Python<'_>, message: String) -> PyErr {
-    to_py_err(py, polylock::Error::InvalidArgument(message))
+    to_py_err(py, polylock::Error::invalid_argument(message))
 }

@@ -21,8 +21,8 @@ macro_rules! lock_error {
         impl From<polylock::Error> for LockError {
             fn from(err: polylock::Error) -> Self {
                 let message = err.to_string();
-                match err {
-                    $(polylock::Error::$kind(_) => LockError::$kind(message),)*
+                match err.kind() {
+                    $(polylock::ErrorKind::$kind => LockError::$kind(message),)*
                 }
             }
         }

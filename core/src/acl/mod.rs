@@ -59,7 +59,7 @@ pub async fn check(
     crate::runtime()
         .spawn(async move { check_on_runtime(&url, options, &prefix).await })
         .await
-        .map_err(|err| crate::Error::Connection(format!("check permissions: {err}")))?
+        .map_err(|err| crate::Error::connection(format!("check permissions: {err}")))?
 }
 
 async fn check_on_runtime(

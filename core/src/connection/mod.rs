@@ -54,10 +54,10 @@ pub(crate) async fn connect_manager(
     {
         Ok(Ok(manager)) => Ok(manager),
         Ok(Err(err)) => Err(match crate::redis_errors::tls_failure(&err) {
-            Some(why) => Error::Connection(format!("{what}: TLS: {why} ({err})")),
-            None => Error::Connection(format!("{what}: {err}")),
+            Some(why) => Error::connection(format!("{what}: TLS: {why} ({err})")),
+            None => Error::connection(format!("{what}: {err}")),
         }),
-        Err(_) => Err(Error::Connection(format!(
+        Err(_) => Err(Error::connection(format!(
             "{what}: no answer within {:?}",
             timeouts.connect
         ))),

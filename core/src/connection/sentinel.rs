@@ -80,7 +80,7 @@ impl Sentinel {
         timeouts: Timeouts,
     ) -> Result<Arc<Sentinel>> {
         let mut client = sentinel_client(&sentinels, &master, &node, tls)
-            .map_err(|err| Error::InvalidArgument(format!("bad sentinel URL: {err}")))?;
+            .map_err(|err| Error::invalid_argument(format!("bad sentinel URL: {err}")))?;
         let (addr, redis_client) = discover(&mut client, &master, timeouts).await?;
         let manager = connect_manager(
             &redis_client,
@@ -216,7 +216,7 @@ impl Sentinel {
         };
         let what = format!("check the primary named at {host}:{port}");
         let client = redis::Client::open(self.node.clone().set_addr(addr))
-            .map_err(|err| Error::Connection(format!("{what}: {err}")))?;
+            .map_err(|err| Error::connection(format!("{what}: {err}")))?;
         let role = async {
             let mut connection = client.get_multiplexed_async_connection().await?;
             redis::cmd("ROLE")
@@ -227,11 +227,11 @@ impl Sentinel {
             Ok(Ok(redis::Value::Array(parts))) if matches!(parts.first(), Some(redis::Value::BulkString(role)) if role == b"master") => {
                 Ok((format!("{host}:{port}"), client))
             }
-            Ok(Ok(other)) => Err(Error::Connection(format!(
+            Ok(Ok(other)) => Err(Error::connection(format!(
                 "{what}: it is not a primary ({other:?})"
             ))),
-            Ok(Err(err)) => Err(Error::Connection(format!("{what}: {err}"))),
-            Err(_) => Err(Error::Connection(format!("{what}: no answer"))),
+            Ok(Err(err)) => Err(Error::connection(format!("{what}: {err}"))),
+            Err(_) => Err(Error::connection(format!("{what}: no answer"))),
         }
     }
 
@@ -329,7 +329,7 @@ async fn discover(
     let client = match tokio::time::timeout(timeouts.connect, client.async_get_client()).await {
         Ok(Ok(client)) => client,
         Ok(Err(err)) => {
-            return Err(Error::Connection(
+            return Err(Error::connection(
                 match crate::redis_errors::tls_failure(&err) {
                     Some(why) => format!("{what}: TLS: {why} ({err})"),
                     None => format!("{what}: {err}"),
@@ -337,7 +337,7 @@ async fn discover(
             ))
         }
         Err(_) => {
-            return Err(Error::Connection(format!(
+            return Err(Error::connection(format!(
                 "{what}: no answer within {:?}",
                 timeouts.connect
             )))

@@ -41,7 +41,7 @@ pub(crate) fn redact(url: &str) -> String {
 }
 
 fn bad_url(url: &str, why: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!("bad Redis URL '{}': {why}", redact(url)))
+    Error::invalid_argument(format!("bad Redis URL '{}': {why}", redact(url)))
 }
 
 impl Target {
@@ -58,7 +58,7 @@ impl Target {
             ));
         }
         if tls_options.is_set() && !tls {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid_argument(format!(
                 "TLS options (tls_ca, tls_cert, tls_key, tls_insecure) are set but the URL '{}' \
                  does not use TLS: use rediss:// (rediss+cluster://, rediss+sentinel://)",
                 redact(url)

@@ -541,7 +541,7 @@ impl LockCore {
             .map_err(|err| Error::from_redis(&self.what("acquire"), err))?;
         tracing::trace!(target: "polylock::handoff", "attempt reply");
         let attempt = self.kind.read_acquire(reply).map_err(|other| {
-            Error::Redis(format!(
+            Error::redis(format!(
                 "{}: unexpected reply {other:?}",
                 self.what("acquire")
             ))
@@ -581,7 +581,7 @@ impl LockCore {
             .replica_sync
             .as_ref()
             .map_or(Duration::ZERO, |sync| sync.timeout());
-        Error::NotSynced(format!(
+        Error::not_synced(format!(
             "lock '{}' was acquired on the primary, but not all of its {replicas} replicas \
              acknowledged it within {} ms, so a failover could hand it to a second holder; it was \
              undone (sync_replicas)",

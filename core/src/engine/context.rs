@@ -74,7 +74,7 @@ impl ClientInner {
     }
 
     pub(crate) fn closed_error(&self, name: &str) -> Error {
-        Error::Connection(format!("lock '{name}': the client is closed"))
+        Error::connection(format!("lock '{name}': the client is closed"))
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -94,14 +94,14 @@ impl ClientInner {
     /// [`ClientInner::check_usable`] for `what` (e.g. `lock 'orders:42'`, `key 'stock:7'`).
     pub(crate) fn check_usable_for(&self, what: &str) -> Result<()> {
         if self.forked() {
-            return Err(Error::Connection(format!(
+            return Err(Error::connection(format!(
                 "{what}: this client was created in process {} before a fork; \
                  create a new client in the child process",
                 self.pid
             )));
         }
         if self.is_closed() {
-            return Err(Error::Connection(format!("{what}: the client is closed")));
+            return Err(Error::connection(format!("{what}: the client is closed")));
         }
         Ok(())
     }
@@ -159,7 +159,7 @@ impl ClientInner {
         let mut names = Vec::with_capacity(holds.len());
         for lock in holds {
             names.push(lock.name().to_owned());
-            lock.mark_lost(Error::LockLost(format!(
+            lock.mark_lost(Error::lock_lost(format!(
                 "lock '{}' was lost: the client was closed while it was held; nothing renews \
                  or releases it any more, and it expires with its lease",
                 lock.name()

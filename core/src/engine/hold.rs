@@ -110,7 +110,7 @@ impl LockCore {
     fn lost_if_ended(&self, hold: MutexGuard<'_, Hold>, sent_at: Instant, what: &str) {
         let lease = self.lease_of(hold.lease);
         if Instant::now() >= sent_at + lease {
-            let error = Error::LockLost(format!(
+            let error = Error::lock_lost(format!(
                 "lock '{}' was lost: Redis confirmed {what} only after its lease of {lease:?} \
                  had run out",
                 self.name()
@@ -131,7 +131,7 @@ impl LockCore {
             return Err(lost);
         }
         let Some(acquired_by) = hold.levels.pop() else {
-            return Err(Error::NotHeld(format!(
+            return Err(Error::not_held(format!(
                 "lock '{}' is not held by this owner ({}): release without acquire, or released twice",
                 self.name(),
                 self.owner

@@ -149,7 +149,7 @@ impl LockCore {
 
     /// The error of a call whose work panicked (see [`crate::runtime::Inline`]).
     pub(crate) fn task_panicked(&self, action: &str) -> Error {
-        Error::Redis(format!(
+        Error::redis(format!(
             "lock '{}': {action} task failed: it panicked",
             self.name()
         ))

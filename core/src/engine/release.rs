@@ -33,7 +33,7 @@ impl ReleaseRequest {
         let mut backoff = Backoff::default();
         loop {
             if Instant::now() >= until {
-                return Err(Error::Timeout(format!(
+                return Err(Error::timeout(format!(
                     "release lock '{}': the lease it guarded has ended",
                     self.kind.name()
                 )));
@@ -100,7 +100,7 @@ impl LockCore {
             self.restore_level(reserved);
             if closed {
                 // Closed while this release began: the hold is reported lost like any other.
-                self.mark_lost(Error::LockLost(format!(
+                self.mark_lost(Error::lock_lost(format!(
                     "lock '{}' was lost: the client was closed while it was held",
                     self.name()
                 )));
@@ -137,7 +137,7 @@ impl LockCore {
             }
             Ok(None) => {
                 self.forget_hold(&reserved);
-                Err(Error::LockLost(format!(
+                Err(Error::lock_lost(format!(
                     "lock '{}' was lost before release: its lease ran out or another client took or deleted it",
                     self.name()
                 )))
@@ -147,7 +147,7 @@ impl LockCore {
                 if !self.is_current(&reserved) {
                     // A fresh hold began meanwhile: it is not this release's to give up.
                 } else if self.hold_count() > 0 {
-                    self.mark_lost(Error::LockLost(format!(
+                    self.mark_lost(Error::lock_lost(format!(
                         "lock '{}' was given up: a release could not reach Redis, so it is no \
                          longer renewed and expires with its lease",
                         self.name()

@@ -324,7 +324,7 @@ impl Scheduler {
             .filter(|entry| entry.generation == generation)
             .and_then(|entry| entry.lock.upgrade());
         if let Some(lock) = lock {
-            lock.mark_lost(Error::LockLost(message));
+            lock.mark_lost(Error::lock_lost(message));
         }
     }
 
@@ -340,7 +340,7 @@ impl Scheduler {
             }
         };
         if let Some(lock) = lock.and_then(|weak| weak.upgrade()) {
-            lock.mark_lost(Error::LockLost(message));
+            lock.mark_lost(Error::lock_lost(message));
         }
     }
 

@@ -105,7 +105,7 @@ impl LockGroup {
     pub(crate) fn new(kind: GroupKind, locks: Vec<Lock>) -> Result<LockGroup> {
         let label = kind.label();
         if locks.is_empty() {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid_argument(format!(
                 "a {label} needs at least one lock, got none"
             )));
         }
@@ -116,7 +116,7 @@ impl LockGroup {
                         && earlier.name() == lock.name())
             });
             if twice {
-                return Err(Error::InvalidArgument(format!(
+                return Err(Error::invalid_argument(format!(
                     "a {label} takes each lock once, but lock '{}' of one client is given twice \
                      (it would wait for itself)",
                     lock.name()
@@ -144,12 +144,12 @@ impl LockGroup {
 
     /// This group with defaults for [`crate::Hold::lock`] and [`crate::Hold::try_lock`] (and the
     /// bindings' calls that leave them out), as [`Lock::with_defaults`]. Only on a group not
-    /// cloned yet; [`Error::InvalidArgument`] otherwise or for a value out of bounds.
+    /// cloned yet; [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) otherwise or for a value out of bounds.
     pub fn with_defaults(self, defaults: AcquireOptions) -> Result<LockGroup> {
         defaults.validate()?;
         let Ok(mut inner) = Arc::try_unwrap(self.inner) else {
-            return Err(Error::InvalidArgument(
-                "defaults are set on a new multi-lock or red-lock, before it is cloned".into(),
+            return Err(Error::invalid_argument(
+                "defaults are set on a new multi-lock or red-lock, before it is cloned",
             ));
         };
         inner.defaults = defaults;
@@ -225,7 +225,7 @@ impl LockGroup {
             }
         });
         receiver.await.map_err(|_| {
-            Error::Redis(format!(
+            Error::redis(format!(
                 "{} '{}': acquire task failed",
                 self.kind_label(),
                 self.name()
@@ -234,7 +234,7 @@ impl LockGroup {
     }
 
     /// Releases one level: every lock that acquisition took, on every server, in parallel.
-    /// [`Error::NotHeld`] when the group holds nothing; [`Error::LockLost`] when the group was
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when the group holds nothing; [`ErrorKind::LockLost`](crate::ErrorKind::LockLost) when the group was
     /// lost while held (then every level is released). Otherwise the first error of a lock
     /// that could not be released (for a red-lock, only when fewer than the quorum were
     /// released: the rest expire with their lease).
@@ -244,7 +244,7 @@ impl LockGroup {
             .spawn(async move { inner.release_level().await })
             .await
             .map_err(|err| {
-                Error::Redis(format!(
+                Error::redis(format!(
                     "{} '{}': release task failed: {err}",
                     self.kind_label(),
                     self.name()
@@ -423,7 +423,7 @@ impl GroupInner {
                         group.required()
                     ),
                 };
-                group.mark_lost(epoch, Error::LockLost(message));
+                group.mark_lost(epoch, Error::lock_lost(message));
             });
         }
     }
@@ -456,7 +456,7 @@ impl GroupInner {
                 None => match state.levels.pop() {
                     Some(level) => (vec![level], None),
                     None => {
-                        return Err(Error::NotHeld(format!(
+                        return Err(Error::not_held(format!(
                             "{} '{}' is not held by this handle: release without acquire, or \
                              released twice",
                             self.label(),

@@ -15,7 +15,7 @@ pub struct MultiLock(LockGroup);
 
 impl MultiLock {
     /// A multi-lock over `locks` (at least one, no handle twice). No I/O.
-    /// [`crate::Error::InvalidArgument`] otherwise.
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) otherwise.
     pub fn new(locks: Vec<Lock>) -> Result<MultiLock> {
         LockGroup::new(GroupKind::Multi, locks).map(MultiLock)
     }

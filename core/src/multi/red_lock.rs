@@ -21,7 +21,7 @@ pub struct RedLock(LockGroup);
 impl RedLock {
     /// A red-lock over `locks`, one per independent server (at least one, no handle twice;
     /// with fewer than 3 the quorum is all of them, so no failure is tolerated). No I/O.
-    /// [`crate::Error::InvalidArgument`] otherwise.
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) otherwise.
     pub fn new(locks: Vec<Lock>) -> Result<RedLock> {
         LockGroup::new(GroupKind::Red, locks).map(RedLock)
     }

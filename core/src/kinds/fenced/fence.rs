@@ -20,7 +20,7 @@ pub(crate) enum Write {
 }
 
 /// Applies `write` to `key` if `token` is at least the highest token applied to it; replies
-/// the number of keys written or deleted, or [`Error::StaleToken`].
+/// the number of keys written or deleted, or [`ErrorKind::StaleToken`](crate::ErrorKind::StaleToken).
 pub(crate) async fn apply(
     mut connection: Connection,
     key: &str,
@@ -44,7 +44,7 @@ pub(crate) async fn apply(
             .await
             .map_err(|err| match err.code() {
                 // The script names what holds another type; the generic message speaks of locks.
-                Some("WRONGTYPE") => Error::WrongType(format!(
+                Some("WRONGTYPE") => Error::wrong_type(format!(
                     "{what}: {}; fenced writes only guard string values",
                     err.detail().unwrap_or("the key holds another type")
                 )),
@@ -53,13 +53,13 @@ pub(crate) async fn apply(
     match reply {
         Value::Array(ref items) => match items.as_slice() {
             [Value::Int(1), Value::Int(written)] => Ok(*written),
-            [Value::Int(0), Value::BulkString(highest)] => Err(Error::StaleToken(format!(
+            [Value::Int(0), Value::BulkString(highest)] => Err(Error::stale_token(format!(
                 "{what} refused: token {token} is lower than token {} already applied to it \
                  (the lock was taken by a newer holder since this token was given)",
                 String::from_utf8_lossy(highest)
             ))),
-            _ => Err(Error::Redis(format!("{what}: unexpected reply {reply:?}"))),
+            _ => Err(Error::redis(format!("{what}: unexpected reply {reply:?}"))),
         },
-        other => Err(Error::Redis(format!("{what}: unexpected reply {other:?}"))),
+        other => Err(Error::redis(format!("{what}: unexpected reply {other:?}"))),
     }
 }
