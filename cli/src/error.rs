@@ -58,6 +58,8 @@ impl From<polylock::Error> for CliError {
             | ErrorKind::LockLost
             | ErrorKind::StaleToken
             | ErrorKind::NotSynced => CliError::Failed(message),
+            // A kind newer than this mapping: exits as an unexpected Redis error does.
+            _ => CliError::Connection(message),
         }
     }
 }

@@ -116,7 +116,7 @@ fn connect_task_failed(shown_url: &str, err: tokio::task::JoinError) -> Error {
 
 fn as_connection_error(err: Error) -> Error {
     match err.kind() {
-        ErrorKind::Timeout | ErrorKind::Redis => Error::connection(err.message()),
+        ErrorKind::Timeout | ErrorKind::Redis => err.into_kind(ErrorKind::Connection),
         _ => err,
     }
 }
@@ -194,6 +194,7 @@ pub(crate) async fn open(
                 .build()
                 .map_err(|err| {
                     Error::invalid_argument(format!("bad cluster URL '{shown_url}': {err}"))
+                        .with_source(err)
                 })?;
             let cluster = match within_connect_timeout(
                 what,
@@ -208,7 +209,8 @@ pub(crate) async fn open(
                     // node, asked alone, tells why.
                     let why = crate::tls::diagnose(&nodes, options.connect_timeout).await;
                     return Err(match why {
-                        Some(why) => Error::connection(format!("{what}: TLS: {why} ({err})")),
+                        Some(why) => Error::connection(format!("{what}: TLS: {why} ({err})"))
+                            .with_source(err),
                         None => err,
                     });
                 }
@@ -360,8 +362,9 @@ impl Client {
         let url = format!("{}/{}", info.addr(), info.redis_settings().db());
         let tls = Tls::from_options(&options)?;
         let redis_client = if tls.is_set() {
-            redis::Client::open(tls.apply(info.clone())?)
-                .map_err(|err| Error::invalid_argument(format!("TLS options for {url}: {err}")))?
+            redis::Client::open(tls.apply(info.clone())?).map_err(|err| {
+                Error::invalid_argument(format!("TLS options for {url}: {err}")).with_source(err)
+            })?
         } else {
             redis_client
         };

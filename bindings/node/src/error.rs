@@ -17,6 +17,8 @@ fn error_code(kind: polylock::ErrorKind) -> &'static str {
         StaleToken => "ERR_STALE_TOKEN",
         NotSynced => "ERR_NOT_SYNCED",
         Permission => "ERR_PERMISSION",
+        // A kind newer than this mapping: coded as an unexpected Redis error is.
+        _ => "ERR_REDIS",
     }
 }
 

@@ -149,6 +149,8 @@ pub(crate) fn to_py_err(py: Python<'_>, err: polylock::Error) -> PyErr {
         polylock::ErrorKind::StaleToken => &exceptions.stale_token,
         polylock::ErrorKind::NotSynced => &exceptions.not_synced,
         polylock::ErrorKind::Permission => &exceptions.permission,
+        // A kind newer than this mapping: raised as an unexpected Redis error is.
+        _ => &exceptions.redis,
     };
     PyErr::from_type(class.bind(py).clone(), err.to_string())
 }

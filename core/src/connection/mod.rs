@@ -56,7 +56,8 @@ pub(crate) async fn connect_manager(
         Ok(Err(err)) => Err(match crate::redis_errors::tls_failure(&err) {
             Some(why) => Error::connection(format!("{what}: TLS: {why} ({err})")),
             None => Error::connection(format!("{what}: {err}")),
-        }),
+        }
+        .with_source(err)),
         Err(_) => Err(Error::connection(format!(
             "{what}: no answer within {:?}",
             timeouts.connect

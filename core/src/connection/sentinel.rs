@@ -79,8 +79,9 @@ impl Sentinel {
         tls: &crate::tls::Tls,
         timeouts: Timeouts,
     ) -> Result<Arc<Sentinel>> {
-        let mut client = sentinel_client(&sentinels, &master, &node, tls)
-            .map_err(|err| Error::invalid_argument(format!("bad sentinel URL: {err}")))?;
+        let mut client = sentinel_client(&sentinels, &master, &node, tls).map_err(|err| {
+            Error::invalid_argument(format!("bad sentinel URL: {err}")).with_source(err)
+        })?;
         let (addr, redis_client) = discover(&mut client, &master, timeouts).await?;
         let manager = connect_manager(
             &redis_client,
@@ -216,7 +217,7 @@ impl Sentinel {
         };
         let what = format!("check the primary named at {host}:{port}");
         let client = redis::Client::open(self.node.clone().set_addr(addr))
-            .map_err(|err| Error::connection(format!("{what}: {err}")))?;
+            .map_err(|err| Error::connection(format!("{what}: {err}")).with_source(err))?;
         let role = async {
             let mut connection = client.get_multiplexed_async_connection().await?;
             redis::cmd("ROLE")
@@ -230,7 +231,7 @@ impl Sentinel {
             Ok(Ok(other)) => Err(Error::connection(format!(
                 "{what}: it is not a primary ({other:?})"
             ))),
-            Ok(Err(err)) => Err(Error::connection(format!("{what}: {err}"))),
+            Ok(Err(err)) => Err(Error::connection(format!("{what}: {err}")).with_source(err)),
             Err(_) => Err(Error::connection(format!("{what}: no answer"))),
         }
     }
@@ -329,12 +330,13 @@ async fn discover(
     let client = match tokio::time::timeout(timeouts.connect, client.async_get_client()).await {
         Ok(Ok(client)) => client,
         Ok(Err(err)) => {
-            return Err(Error::connection(
-                match crate::redis_errors::tls_failure(&err) {
+            return Err(
+                Error::connection(match crate::redis_errors::tls_failure(&err) {
                     Some(why) => format!("{what}: TLS: {why} ({err})"),
                     None => format!("{what}: {err}"),
-                },
-            ))
+                })
+                .with_source(err),
+            )
         }
         Err(_) => {
             return Err(Error::connection(format!(
