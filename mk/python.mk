@@ -45,7 +45,9 @@ $(PY_DIST_VENV)/bin/maturin:
 dist-python: $(PY_DIST_VENV)/bin/maturin
 	mkdir -p dist
 	rm -f dist/polylock-*.whl dist/polylock-*.tar.gz
-	cd python && PATH="$(PY_DIST_VENV)/bin:$$PATH" maturin build --quiet --release --zig --compatibility manylinux2014 --out ../dist
+	@# Its own target dir: zig's compiler settings would otherwise rebuild, in place, the release
+	@# artifacts the Node addon and its tests share (same profile, other fingerprints).
+	cd python && CARGO_TARGET_DIR=$(CURDIR)/target/dist-python PATH="$(PY_DIST_VENV)/bin:$$PATH" maturin build --quiet --release --zig --compatibility manylinux2014 --out ../dist
 	cd python && $(PY_DIST_VENV)/bin/maturin sdist --out ../dist
 	tar tzf dist/polylock-*.tar.gz | grep -q '^polylock-[^/]*/core/src/lib.rs$$'
 	@ls -l dist/polylock-*
