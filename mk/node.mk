@@ -3,10 +3,9 @@
 NODE_GENERATED := native.js native.d.ts
 # Tests and the demo use the release addon, the one the package ships: napi always builds for an
 # explicit --target, so a debug addon shares no build with the other debug crates anyway, and
-# this way dist-node and dist-kotlin (same triple, release) reuse its dependencies.
+# this way dist-node (same triple, release) reuses its build.
 # `make build-node NODE_BUILD=build:debug` makes a debug addon.
 NODE_BUILD ?= build
-NODE_DRIFT_DIR := target/node-drift
 
 .PHONY: node-deps build-node test-node
 
@@ -20,19 +19,28 @@ $(NODE_DEPS_STAMP): node/package.json node/package-lock.json
 	cd node && npm ci --no-audit --no-fund
 	touch $@
 
-## build-node: install node/'s dev tools and build the native addon into node/
+## build-node: install node/'s dev tools and build the native addon into node/ (again only when a
+## source changed, NODE_BUILD changed or the addon is gone: napi always recompiles the binding
+## crate with a thin-LTO link, and five suites ask for the addon)
+NODE_ADDON_STAMP := target/node-addon-$(subst :,-,$(NODE_BUILD)).stamp
+NODE_ADDON_SOURCES := $(wildcard $(shell git ls-files -- core bindings/node workspace-hack Cargo.toml Cargo.lock 2>/dev/null))
 build-node: node-deps
+	@ls node/polylock.*.node >/dev/null 2>&1 || rm -f target/node-addon-*.stamp
+	@$(MAKE) --no-print-directory $(NODE_ADDON_STAMP)
+$(NODE_ADDON_STAMP): $(NODE_DEPS_STAMP) $(NODE_ADDON_SOURCES)
 	cd node && npm run $(NODE_BUILD)
+	@# The addon of the other NODE_BUILD was just overwritten.
+	rm -f target/node-addon-*.stamp
+	mkdir -p target && touch $@
 
-## test-node: build, check the generated native.js/native.d.ts did not drift, run node --test
+## test-node: build, check the generated native.js/native.d.ts did not drift from what git has
+## (the build that made the addon regenerated them), run node --test
 test-node:
-	rm -rf $(NODE_DRIFT_DIR) && mkdir -p $(NODE_DRIFT_DIR)
-	cd node && cp $(NODE_GENERATED) ../$(NODE_DRIFT_DIR)/
 	$(MAKE) build-node
 	cargo build --example peer -p polylock
 	cargo build -p polylock-testkit --bins
 	@for file in $(NODE_GENERATED); do \
-	  diff -u $(NODE_DRIFT_DIR)/$$file node/$$file || { \
+	  git diff --exit-code -- node/$$file || { \
 	    echo "node/$$file changed when regenerated: run 'make build-node' and commit it"; exit 1; }; \
 	done
 	cd node && npm test

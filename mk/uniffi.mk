@@ -18,7 +18,10 @@ UNIFFI_PYDEPS_STAMP := $(UNIFFI_PYDEPS)/.installed-tree-sitter-0.26.1-swift-0.7.
 # The release library is built for the host's triple named explicitly, as napi builds the Node
 # addon (it always passes --target): both then share one release build of the core's tree.
 UNIFFI_HOST_TRIPLE := $(shell rustc -vV | sed -n 's/^host: //p')
-UNIFFI_RELEASE_LIBRARY := $(UNIFFI_TARGET_DIR)/$(UNIFFI_HOST_TRIPLE)/release/libpolylock_ffi.so
+# The package's release build has a target dir of its own: it runs niced beside the suites, and in
+# the shared one it would hold the build lock the Node addon's build waits for.
+UNIFFI_RELEASE_TARGET_DIR := $(UNIFFI_TARGET_DIR)/dist-kotlin
+UNIFFI_RELEASE_LIBRARY := $(UNIFFI_RELEASE_TARGET_DIR)/$(UNIFFI_HOST_TRIPLE)/release/libpolylock_ffi.so
 # A stripped copy of the release library, the one packed into the jar.
 KOTLIN_NATIVE_DIR := $(UNIFFI_TARGET_DIR)/kotlin-native
 KOTLIN_VERSION := 0.1.0
@@ -58,7 +61,7 @@ $(UNIFFI_PYDEPS_STAMP):
 ## dist-kotlin: the Maven package dev.polylock:polylock (release libpolylock_ffi inside the jar),
 ## installed into ~/.m2 and copied with its pom into dist/
 dist-kotlin:
-	cargo build --release -p polylock-ffi --target $(UNIFFI_HOST_TRIPLE)
+	CARGO_TARGET_DIR=$(UNIFFI_RELEASE_TARGET_DIR) cargo build --release -p polylock-ffi --target $(UNIFFI_HOST_TRIPLE)
 	cargo build -p polylock-ffi -p uniffi-bindgen
 	rm -rf $(KOTLIN_NATIVE_DIR) && mkdir -p $(KOTLIN_NATIVE_DIR)
 	strip --strip-unneeded -o $(KOTLIN_NATIVE_DIR)/libpolylock_ffi.so $(UNIFFI_RELEASE_LIBRARY)
