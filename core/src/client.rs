@@ -392,6 +392,28 @@ impl Client {
         &self.inner.id
     }
 
+    /// The client's name: `ClientOptions::name`, default `host:pid`.
+    pub fn name(&self) -> &str {
+        self.inner.metrics.client_name()
+    }
+
+    /// What the locks of this client did so far: counters, gauges and histograms per lock name
+    /// and kind (see [`crate::metrics`]). Needs nothing: no exporter, no feature.
+    pub fn metrics(&self) -> crate::metrics::MetricsSnapshot {
+        self.inner.metrics.snapshot()
+    }
+
+    /// Starts (`true`) or stops buffering [`crate::metrics::MetricEvent`]s for an exporter,
+    /// which takes them with [`Client::drain_metric_events`].
+    pub fn record_metric_events(&self, on: bool) {
+        self.inner.metrics.record_events(on);
+    }
+
+    /// The events buffered since the last call, oldest first.
+    pub fn drain_metric_events(&self) -> Vec<crate::metrics::MetricEvent> {
+        self.inner.metrics.drain_events()
+    }
+
     pub fn options(&self) -> &ClientOptions {
         &self.inner.options
     }

@@ -30,6 +30,30 @@ pub(crate) fn client_id() -> String {
 }
 
 /// 64 random-looking bits, distinct from every other process's (for jitter).
+/// The default client name: `host:pid` (the host as the OS names it, `localhost` if it
+/// cannot).
+pub(crate) fn default_client_name() -> String {
+    format!("{}:{}", host_name(), std::process::id())
+}
+
+#[cfg(unix)]
+fn host_name() -> String {
+    let mut buffer = [0u8; 256];
+    // SAFETY: the buffer outlives the call and its length is passed; gethostname writes at most
+    // that many bytes.
+    let status = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) };
+    let end = buffer.iter().position(|b| *b == 0).unwrap_or(buffer.len());
+    match std::str::from_utf8(&buffer[..end]) {
+        Ok(host) if status == 0 && !host.is_empty() => host.to_owned(),
+        _ => "localhost".to_owned(),
+    }
+}
+
+#[cfg(not(unix))]
+fn host_name() -> String {
+    std::env::var("COMPUTERNAME").unwrap_or_else(|_| "localhost".to_owned())
+}
+
 pub(crate) fn random_u64() -> u64 {
     next() as u64
 }

@@ -41,6 +41,7 @@ mod inspect;
 pub mod keys;
 mod kinds;
 mod lock;
+pub mod metrics;
 mod multi;
 pub mod options;
 mod pubsub;
@@ -64,6 +65,7 @@ pub use inspect::{
     FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo, LockMode, WaitingWriter,
 };
 pub use lock::Lock;
+pub use metrics::MetricsSnapshot;
 pub use multi::{LockGroup, MultiLock, RedLock};
 pub use options::{AcquireOptions, ClientOptions, MAX_DURATION, MAX_NAME_BYTES, MAX_PERMITS};
 pub use read_write_lock::ReadWriteLock;

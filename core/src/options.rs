@@ -58,7 +58,21 @@ pub struct ClientOptions {
     /// the network path can then impersonate the server; a warning is logged at connect.
     /// Default off.
     pub tls_insecure: bool,
+    /// The client's name, recorded on the server beside its locks so that tools and timed-out
+    /// acquires can say who holds a lock. Default `None`: `host:pid`.
+    pub name: Option<String>,
+    /// Count what the locks do (`Client::metrics()`). Default on; off, every record returns at
+    /// once.
+    pub metrics: bool,
+    /// How many lock names (per kind) metrics keep apart; the others are counted together as
+    /// `_other`. Default 1000.
+    pub metrics_max_lock_names: usize,
 }
+
+/// Longest client name accepted.
+pub const MAX_CLIENT_NAME_BYTES: usize = 256;
+/// Most lock names metrics keep apart.
+pub const MAX_METRICS_LOCK_NAMES: usize = 100_000;
 
 impl std::fmt::Debug for ClientOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -81,6 +95,9 @@ impl std::fmt::Debug for ClientOptions {
             .field("tls_cert", &self.tls_cert.as_ref().map(|_| "<set>"))
             .field("tls_key", &key.map(|_| "<set>"))
             .field("tls_insecure", &self.tls_insecure)
+            .field("name", &self.name)
+            .field("metrics", &self.metrics)
+            .field("metrics_max_lock_names", &self.metrics_max_lock_names)
             .finish()
     }
 }
@@ -98,6 +115,9 @@ impl Default for ClientOptions {
             tls_cert: None,
             tls_key: None,
             tls_insecure: false,
+            name: None,
+            metrics: true,
+            metrics_max_lock_names: 1000,
         }
     }
 }
@@ -105,6 +125,20 @@ impl Default for ClientOptions {
 impl ClientOptions {
     /// Checks every option against its limits.
     pub fn validate(&self) -> Result<()> {
+        if let Some(name) = &self.name {
+            if name.trim().is_empty() || name.len() > MAX_CLIENT_NAME_BYTES {
+                return Err(invalid(format!(
+                    "name must be 1 to {MAX_CLIENT_NAME_BYTES} bytes and not blank, got {} bytes",
+                    name.len()
+                )));
+            }
+        }
+        if !(1..=MAX_METRICS_LOCK_NAMES).contains(&self.metrics_max_lock_names) {
+            return Err(invalid(format!(
+                "metrics_max_lock_names must be from 1 to {MAX_METRICS_LOCK_NAMES}, got {}",
+                self.metrics_max_lock_names
+            )));
+        }
         within(
             "watchdog_timeout",
             self.watchdog_timeout,
@@ -256,6 +290,10 @@ pub struct ClientOptionsInMillis {
     pub tls_cert: Option<String>,
     pub tls_key: Option<String>,
     pub tls_insecure: Option<bool>,
+    pub name: Option<String>,
+    pub metrics: Option<bool>,
+    /// A count, as a number (every binding's numbers are `f64` or fit one).
+    pub metrics_max_lock_names: Option<f64>,
 }
 
 impl ClientOptionsInMillis {
@@ -284,6 +322,19 @@ impl ClientOptionsInMillis {
             tls_cert: self.tls_cert,
             tls_key: self.tls_key,
             tls_insecure: self.tls_insecure.unwrap_or(defaults.tls_insecure),
+            name: self.name,
+            metrics: self.metrics.unwrap_or(defaults.metrics),
+            metrics_max_lock_names: match self.metrics_max_lock_names {
+                None => defaults.metrics_max_lock_names,
+                Some(count) if count.fract() == 0.0 && (1.0..=MAX_METRICS_LOCK_NAMES as f64).contains(&count) => {
+                    count as usize
+                }
+                Some(count) => {
+                    return Err(invalid(format!(
+                        "metrics_max_lock_names must be a whole number from 1 to {MAX_METRICS_LOCK_NAMES}, got {count}"
+                    )))
+                }
+            },
         })
     }
 }

@@ -66,6 +66,7 @@ fn options(
         tls_cert,
         tls_key,
         tls_insecure,
+        ..defaults
     })
 }
 

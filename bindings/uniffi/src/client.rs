@@ -87,6 +87,7 @@ impl Client {
             tls_cert: options.tls_cert,
             tls_key: options.tls_key,
             tls_insecure: options.tls_insecure,
+            ..ClientOptionsInMillis::default()
         }
         .into_options()?;
         let inner = polylock::Client::connect_with(&url, options).await?;

@@ -14,6 +14,7 @@ use crate::connection::{Connection, Publish, ReplicaSync};
 use crate::engine::renew::{Scheduler, TrackedHold, Upkeep};
 use crate::error::{Error, Result};
 use crate::kinds::messages::LockHub;
+use crate::metrics::Metrics;
 use crate::options::ClientOptions;
 use crate::runtime::{current_pid, on_runtime};
 use crate::shrinking::remove_shrinking;
@@ -41,6 +42,8 @@ pub(crate) struct ClientInner {
     registry: Mutex<Registry>,
     closed: watch::Sender<bool>,
     next_handle: AtomicU64,
+    /// What the locks of this client do (`Client::metrics()`).
+    pub(crate) metrics: Metrics,
 }
 
 impl ClientInner {
@@ -53,7 +56,13 @@ impl ClientInner {
         upkeep: Arc<Scheduler>,
         options: ClientOptions,
     ) -> ClientInner {
+        let name = options
+            .name
+            .clone()
+            .unwrap_or_else(crate::ids::default_client_name);
+        let metrics = Metrics::new(name, options.metrics, options.metrics_max_lock_names);
         ClientInner {
+            metrics,
             id: crate::ids::client_id(),
             pid: current_pid(),
             connection,
