@@ -7,7 +7,7 @@ SHELL := /bin/bash
 .PHONY: help test test-core lint redis-server
 help:
 	@echo "make demo   - the cross-language ticket-sale demo (builds what is missing)"
-	@echo "make test   - every test: core and faults, the protocol explorer, Redisson interop, Python, Node, Kotlin, Swift, API parity, CLI, history under faults, demo, packages, bench smoke, the server matrix smoke"
+	@echo "make test   - every test: core and faults, the protocol explorer, Redisson interop (3.52.0 and 4.3.0), Python, Node, Kotlin, Swift, API parity, CLI, history under faults, demo, packages, bench smoke, the server matrix smoke"
 	@echo "make bench  - the benchmark run, written to bench/results/RESULTS.md"
 	@echo "make dist   - every package (Python wheel and sdist, npm tarballs, Maven jar) into dist/"
 

@@ -32,7 +32,7 @@ BUILD = ["test-build"]
 # ends the JVM lane (which has room), under `nice` as the other release builds.
 LANES = {
     "rust": (0, ["test-core", "test-cli", "test-protocol"]),
-    "jvm": (0, ["test-interop", "test-kotlin", "test-swift", "test-matrix-smoke", "test-dist-kotlin"]),
+    "jvm": (0, ["test-interop", "test-interop-redisson4", "test-kotlin", "test-swift", "test-matrix-smoke", "test-dist-kotlin"]),
     "scripts": (0, ["test-python", "test-node", "test-parity", "test-demo", "test-history", "bench-smoke"]),
     # Both build in target/lint: the clippy check, then the packaged crate.
     "lint": (15, ["lint", "test-rust-package"]),
