@@ -58,6 +58,12 @@ final class Interop {
         return Redisson.create(config);
     }
 
+    /** The major version of the Redisson on the classpath (the suite runs against 3.x and 4.x). */
+    static int redissonMajorVersion() {
+        String version = Redisson.class.getPackage().getImplementationVersion();
+        return Integer.parseInt(version.substring(0, version.indexOf('.')));
+    }
+
     /** Where a test's MONITOR log goes: `<prefix><method>[_<parameters>].log` under monitor.dir. */
     static Path monitorLog(TestInfo test, String prefix) {
         String method = test.getTestMethod().map(m -> m.getName()).orElse("test");

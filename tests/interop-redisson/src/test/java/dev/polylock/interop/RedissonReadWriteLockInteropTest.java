@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.time.Duration;
 import java.util.Arrays;
@@ -18,13 +19,16 @@ import java.util.concurrent.TimeoutException;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.redisson.Redisson;
 import org.redisson.api.RLock;
 import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
+import org.redisson.config.Config;
 
 /**
  * A polylock read-write lock (the {@code peer} example's {@code read_} and {@code write_}
@@ -159,6 +163,43 @@ class RedissonReadWriteLockInteropTest {
         assertFalse(tryWriteInJava(name));
         assertEquals("ok", peer.call("read_release " + name));
         assertTrue(Interop.rawHash(observer, name).isEmpty(), "the polylock read release deleted the hash: " + Interop.rawHash(observer, name));
+    }
+
+    // --- 4. Redisson's watchdog renewal of a read lock that a polylock reader holds twice --------
+
+    /**
+     * A Redisson reader without a lease is kept alive by Redisson's watchdog, whose renewal script
+     * walks every reader's level keys ({@code {name}:<owner>:rwlock_timeout:<level>}). In Redisson
+     * 3.52.0 that script reuses its outer loop variable for the levels, so once any reader holds
+     * two levels the renewal fails ("Can't update locks ... expiration"), the Java reader's level
+     * key lapses, and the last polylock read release deletes the hash under the live Java reader.
+     * Redisson 4 fixed the script; this checks the fix holds with a re-entered polylock reader.
+     */
+    @Test
+    void aJavaWatchdogReaderKeepsItsHoldWhileAPolylockReaderHoldsTwoLevels() throws Exception {
+        assumeTrue(Interop.redissonMajorVersion() >= 4,
+                "Redisson 3.x fails this renewal (docs/redisson.md, \"Read-write lock\")");
+        String name = "rw:watchdog";
+        long watchdogMs = 1_500;
+        Config config = new Config();
+        config.setLockWatchdogTimeout(watchdogMs);
+        config.useSingleServer().setAddress(server.url());
+        RedissonClient watchdogClient = Redisson.create(config);
+        try {
+            assertEquals("ok true", peer.call("read_acquire " + name + " 0 60000"));
+            assertEquals("ok true", peer.call("read_acquire " + name + " 0 60000"), "the polylock reader re-enters");
+            javaThreads.submit(() -> watchdogClient.getReadWriteLock(name).readLock().lock()).get(BOUND.toSeconds(), SECONDS);
+            // Past several watchdog timeouts: only renewals keep the Java reader's level key.
+            Thread.sleep(3 * watchdogMs);
+            assertEquals("ok", peer.call("read_release " + name));
+            assertEquals("ok", peer.call("read_release " + name));
+            Map<String, String> hash = Interop.rawHash(observer, name);
+            assertEquals("read", hash.get("mode"), "the Java reader still holds the lock: " + hash);
+            assertEquals(2, hash.size(), "mode plus the Java reader's field: " + hash);
+            assertFalse(tryWriteInJava(name), "a writer must wait for the watchdog-renewed Java reader");
+        } finally {
+            watchdogClient.shutdown(0, 2, SECONDS);
+        }
     }
 
     // --- helpers ---------------------------------------------------------------------------------
