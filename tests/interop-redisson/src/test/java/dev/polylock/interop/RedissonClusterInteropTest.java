@@ -49,7 +49,7 @@ import org.redisson.client.codec.StringCodec;
  * matrix runs this suite on each server). The lock names spread over every primary.
  *
  * <p>"Promptly" means long before the holder's 60 s lease would have let a waiter in by expiry.
- * Every primary's MONITOR log goes to {@code target/monitor/cluster_<port>.log}.
+ * Every primary's MONITOR log goes to {@code target/redisson-<version>/monitor/cluster_<port>.log}.
  */
 class RedissonClusterInteropTest {
     private static final long LEASE_S = 60;

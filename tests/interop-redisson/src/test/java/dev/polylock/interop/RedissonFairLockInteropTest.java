@@ -214,7 +214,7 @@ class RedissonFairLockInteropTest {
             }
         }
         assertEquals(List.of("A", "B", "C"), order,
-                "a fair lock hands over in queue order; MONITOR log: target/monitor/fair_mixedWaitersGetTheFairLockInQueueOrder.log");
+                "a fair lock hands over in queue order; MONITOR log: target/redisson-<version>/monitor/fair_mixedWaitersGetTheFairLockInQueueOrder.log");
         assertTrue(javaC.done.await(PROMPTLY.toSeconds(), SECONDS), "C unlocked");
         assertFalse(exists(name), "the last unlock deletes the key");
         assertEquals(List.of(), queue(name));
