@@ -44,6 +44,8 @@ mod lock;
 pub mod metrics;
 mod multi;
 pub mod options;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 mod pubsub;
 mod read_write_lock;
 mod redis_errors;
