@@ -21,14 +21,17 @@ redis-server:
 
 test-core: redis-server
 	cargo test -p polylock -p polylock-testkit
+	@# The `opentelemetry` feature: its tests (the real SDK's in-memory exporters).
+	cargo test -p polylock --features opentelemetry --test otel
 
 # Clippy's check builds share nothing with the test builds, so they go to their own directory:
 # `make test` runs the lint beside the suites, whose cargo calls must not wait for its lock.
 LINT_TARGET_DIR := $(CURDIR)/target/lint
 lint:
 	cargo fmt --all --check
-	@# One pass: the explorer feature only adds test code, so the core is linted with it on.
-	CARGO_TARGET_DIR=$(LINT_TARGET_DIR) cargo clippy --workspace --all-targets --features polylock/explorer -- -D warnings
+	@# One pass: the explorer feature only adds test code and `opentelemetry` one module, so
+	@# the core is linted with both on.
+	CARGO_TARGET_DIR=$(LINT_TARGET_DIR) cargo clippy --workspace --all-targets --features polylock/explorer,polylock/opentelemetry -- -D warnings
 	python3 tests/unified_features.py
 	@# The core's layer order (docs/architecture.md): no import points upward.
 	python3 -m unittest -q tests/test_layers.py
@@ -65,6 +68,7 @@ test-serial:
 test-build: redis-server
 	cargo test -p polylock -p polylock-testkit --no-run
 	cargo test -p polylock --features explorer --lib --no-run
+	cargo test -p polylock --features opentelemetry --test otel --no-run
 	cargo test -p polylock --no-default-features --lib --no-run
 	cargo test -p polylock-cli --no-run
 	cargo build -p polylock --example peer --example history_worker
