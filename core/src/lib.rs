@@ -92,3 +92,8 @@ pub struct RedissonGuideDoctests;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct CrateReadmeDoctests;
+
+// Its examples use the `opentelemetry` feature (`make test-core` runs them with it on).
+#[doc = include_str!("../../docs/observability.md")]
+#[cfg(all(doctest, feature = "opentelemetry"))]
+pub struct ObservabilityDoctests;
