@@ -44,6 +44,8 @@ def main() -> int:
     parser.add_argument("--only", default="UCMRWS", help="scenarios to run, e.g. UC (W: read-write, S: semaphore)")
     parser.add_argument("--langs", default="rust,python,node,java",
                         help="languages to run (java: Redisson)")
+    parser.add_argument("--contenders",
+                        help="contenders to run, e.g. polylock,polylock-metrics-off (default: all)")
     parser.add_argument("--workers", help="C's worker counts, e.g. 8,32")
     parser.add_argument("--duration", type=float, help="override every scenario's duration")
     parser.add_argument("--rounds", type=int, help="rounds of U and C (default 3; smoke 1)")
@@ -83,6 +85,11 @@ def main() -> int:
     u_list, c_list, m_list, rw_list, s_list = (
         [x for x in chosen if x[0] in langs]
         for chosen in (u_list, c_list, m_list, RW_CONTENDERS, S_CONTENDERS))
+    if args.contenders:
+        names = args.contenders.split(",")
+        u_list, c_list, m_list, rw_list, s_list = (
+            [x for x in chosen if x[1] in names]
+            for chosen in (u_list, c_list, m_list, rw_list, s_list))
     if args.workers:
         workers = [int(w) for w in args.workers.split(",")]
     if args.duration:

@@ -37,8 +37,11 @@ LANGS = {
 }
 
 # (language, contender) in table order; "raw" is the two-EVALSHA limit of that language.
+# "polylock-metrics-off": the plain lock with `ClientOptions.metrics` false, beside "polylock"
+# (metrics on, the default), so the tables show what counting costs.
 U_CONTENDERS = [
-    ("rust", "polylock"), ("rust", "polylock-fair"), ("rust", "rslock"), ("rust", "raw"),
+    ("rust", "polylock"), ("rust", "polylock-metrics-off"), ("rust", "polylock-fair"),
+    ("rust", "rslock"), ("rust", "raw"),
     ("python", "polylock"), ("python", "polylock-fair"), ("python", "redis-py"),
     ("python", "python-redis-lock"), ("python", "pottery"), ("python", "raw"),
     ("node", "polylock"), ("node", "polylock-fair"), ("node", "redlock"),

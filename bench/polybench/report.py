@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .machine import machine, versions
 from .measure import HOLD_US
+from .overhead import overhead_lines
 from .paths import BENCH
 from .peers import JAVA_FLAGS, label
 from .targets import targets
@@ -187,6 +188,7 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
                   "subscriptionTimeout on a starved machine) is counted and retried."]
     lines += ["", "![wait distribution](wait_distribution.png)", "",
               "![utilisation against W](utilisation.png)", ""]
+    lines += overhead_lines(u, c, workers)
 
     lines += ["## M: many locks, 64 concurrent holders in one process", "",
               f"64 concurrent holders (tasks; threads in Python) on 64 distinct names, "

@@ -2,7 +2,9 @@
 //!
 //! Usage: `polylock-bench <scenario> <contender> <redis-url> <lock-name> [options as JSON]`
 //!   scenario:  uncontended | contended | many | renewal | rwmix | permits
-//!   contender: polylock | polylock-fair | rslock | raw (rwmix and permits: polylock only)
+//!   contender: polylock | polylock-fair | polylock-metrics-off | rslock | raw (rwmix and
+//!              permits: polylock only; polylock-metrics-off: polylock's plain lock from a
+//!              client made with `ClientOptions::metrics` false, to measure what counting costs)
 //!
 //! Protocol (the same for the Python and Node workers): connect and warm up, print `ready`;
 //! read `go <start-epoch-us> <duration-s>` from stdin, wait for the start, run for the duration,
@@ -66,13 +68,16 @@ enum Held {
 impl Contender {
     async fn connect(kind: &str, url: &str, watchdog: Option<Duration>) -> Result<Self, BoxError> {
         Ok(match kind {
-            "polylock" | "polylock-fair" => {
-                let mut builder = polylock::Client::builder(url);
+            "polylock" | "polylock-fair" | "polylock-metrics-off" => {
+                let mut options = polylock::ClientOptions {
+                    metrics: kind != "polylock-metrics-off",
+                    ..polylock::ClientOptions::default()
+                };
                 if let Some(timeout) = watchdog {
-                    builder = builder.watchdog_timeout(timeout);
+                    options.watchdog_timeout = timeout;
                 }
                 Contender::Polylock {
-                    client: builder.connect().await?,
+                    client: polylock::Client::connect_with(url, options).await?,
                     fair: kind == "polylock-fair",
                 }
             }
