@@ -408,30 +408,31 @@ async fn waits_are_exported_as_queued_timed_out_and_handed_off() {
 
     let waiter = tokio::spawn({
         let lock = lock.clone();
-        async move { lock.lock().await.map(|guard| guard.held().is_held()) }
+        async move { lock.lock().await }
     });
-    let points = telemetry
-        .collect_until("a queued acquire", |points| {
-            sum(
-                points,
-                "polylock.lock.queued_acquires",
-                &[("polylock.lock.name", "otel-wait")],
-            ) == Some(1)
-        })
+    // Queued from its call on; subscribed to the lock's channel a moment later.
+    telemetry
+        .collect_until(
+            "a queued acquire listening on the lock's channel",
+            |points| {
+                sum(
+                    points,
+                    "polylock.lock.queued_acquires",
+                    &[("polylock.lock.name", "otel-wait")],
+                ) == Some(1)
+                    && sum(
+                        points,
+                        "polylock.client.subscriptions",
+                        &[("polylock.client.name", CLIENT_NAME)],
+                    )
+                    .is_some_and(|subscriptions| subscriptions >= 1)
+            },
+        )
         .await;
-    let subscriptions = sum(
-        &points,
-        "polylock.client.subscriptions",
-        &[("polylock.client.name", CLIENT_NAME)],
-    )
-    .unwrap();
-    assert!(
-        subscriptions >= 1,
-        "a waiter listens on the lock's channel: {subscriptions}"
-    );
 
     held.release().await.unwrap();
-    assert!(waiter.await.unwrap().unwrap());
+    // Kept until the end: a dropped guard would release it in the background.
+    let _guard = waiter.await.unwrap().unwrap();
     let points = telemetry.collect();
     assert_eq!(
         lock_sum(&points, "polylock.lock.queued_acquires", "otel-wait", &[]),
@@ -593,7 +594,7 @@ async fn a_wakeup_that_finds_the_lock_taken_is_exported() {
     let lock = client.lock("otel-wake").unwrap();
     let waiter = tokio::spawn({
         let lock = lock.clone();
-        async move { lock.lock().await.map(|guard| guard.held().is_held()) }
+        async move { lock.lock().await }
     });
     telemetry
         .collect_until("a queued acquire", |points| {
@@ -627,7 +628,7 @@ async fn a_wakeup_that_finds_the_lock_taken_is_exported() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     held.release().await.unwrap();
-    assert!(waiter.await.unwrap().unwrap());
+    waiter.await.unwrap().unwrap().release().await.unwrap();
 }
 
 // ---- renewals ok, then a lease lost because another owner took it ----
