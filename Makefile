@@ -22,9 +22,9 @@ redis-server:
 test-core: redis-server
 	cargo test -p polylock -p polylock-testkit
 	@# The `opentelemetry` feature: its tests (the real SDK's in-memory exporters) and the
-	@# examples of docs/observability.md.
+	@# examples of docs/observability.md and of polylock::otel.
 	cargo test -p polylock --features opentelemetry --test otel
-	cargo test -p polylock --features opentelemetry --doc ObservabilityDoctests
+	cargo test -p polylock --features opentelemetry --doc -- ObservabilityDoctests otel::
 
 # Clippy's check builds share nothing with the test builds, so they go to their own directory:
 # `make test` runs the lint beside the suites, whose cargo calls must not wait for its lock.
