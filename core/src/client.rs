@@ -304,7 +304,7 @@ async fn start_client(
             }
         }));
     }
-    let inner = ClientInner::new(
+    let inner = Arc::new(ClientInner::new(
         connection,
         publish,
         replica_sync,
@@ -312,10 +312,9 @@ async fn start_client(
         hub,
         upkeep,
         options,
-    );
-    Ok(Client {
-        inner: Arc::new(inner),
-    })
+    ));
+    crate::client_record::start(&inner).await;
+    Ok(Client { inner })
 }
 
 /// A connection to one Redis server, shared by every lock made from it. Cheap to clone.

@@ -62,11 +62,20 @@ pub trait Hold: Clone + std::fmt::Debug + Send + Sync + 'static {
             if self.acquire(options).await? {
                 return Ok(());
             }
-            Err(Error::not_acquired(
+            let held_by = self.describe_holders().await;
+            Err(Error::not_acquired_held_by(
                 self.name(),
                 options.wait.unwrap_or(Duration::MAX),
+                held_by.as_deref(),
             ))
         }
+    }
+
+    /// Who holds it now, as a timed-out acquire says (`held by 'worker-7', pid 1234 on
+    /// host-a, for 1.2 s`), read from the server; `None` when unknown.
+    #[doc(hidden)]
+    fn describe_holders(&self) -> impl Future<Output = Option<String>> + Send {
+        async { None }
     }
 
     /// Acquires with the defaults (by default: waiting without bound, the watchdog lease) and
@@ -205,6 +214,10 @@ macro_rules! hold_by_inherent_methods {
 
             fn on_lost(&self, callback: impl Fn(&$crate::Error) + Send + Sync + 'static) {
                 <$handle>::on_lost(self, callback)
+            }
+
+            fn describe_holders(&self) -> impl std::future::Future<Output = Option<String>> + Send {
+                <$handle>::describe_holders(self)
             }
         }
     };

@@ -219,6 +219,14 @@ impl TrackedHold for LockCore {
     fn mark_lost(&self, error: Error) {
         LockCore::mark_lost(self, error);
     }
+
+    fn kind_name(&self) -> &'static str {
+        self.kind.kind_name()
+    }
+
+    fn held_since(&self) -> Option<std::time::SystemTime> {
+        LockCore::held_since(self)
+    }
 }
 
 impl Drop for LockCore {

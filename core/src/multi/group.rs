@@ -168,6 +168,18 @@ impl LockGroup {
         &self.inner.name
     }
 
+    /// Who holds its locks now, lock by lock (`'a' held by ...; 'b' held by ...`), as a
+    /// timed-out acquire names them.
+    pub(crate) async fn describe_holders(&self) -> Option<String> {
+        let described = futures_util::future::join_all(self.inner.locks.iter().map(|lock| async {
+            let held_by = lock.describe_holders().await?;
+            Some(format!("'{}' {held_by}", lock.name()))
+        }))
+        .await;
+        let described: Vec<String> = described.into_iter().flatten().collect();
+        (!described.is_empty()).then(|| described.join("; "))
+    }
+
     /// "multi-lock" or "red-lock", as messages say.
     pub fn kind_label(&self) -> &'static str {
         self.inner.kind.label()
@@ -584,6 +596,10 @@ macro_rules! group_handle {
 
             fn on_lost(&self, callback: impl Fn(&$crate::Error) + Send + Sync + 'static) {
                 self.0.on_lost(callback)
+            }
+
+            fn describe_holders(&self) -> impl std::future::Future<Output = Option<String>> + Send {
+                self.0.describe_holders()
             }
         }
     };

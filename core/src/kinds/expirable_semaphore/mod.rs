@@ -53,6 +53,10 @@ impl Permit {
 }
 
 impl LockKind for Permit {
+    fn kind_name(&self) -> &'static str {
+        "expirable_semaphore"
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

@@ -42,6 +42,10 @@ impl Fenced {
 }
 
 impl LockKind for Fenced {
+    fn kind_name(&self) -> &'static str {
+        "fenced_lock"
+    }
+
     fn name(&self) -> &str {
         self.lock.name()
     }
