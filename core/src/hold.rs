@@ -62,12 +62,20 @@ pub trait Hold: Clone + std::fmt::Debug + Send + Sync + 'static {
             if self.acquire(options).await? {
                 return Ok(());
             }
+            Err(self
+                .not_acquired_error(options.wait.unwrap_or(Duration::MAX))
+                .await)
+        }
+    }
+
+    /// The error of a scoped acquire whose wait of `wait` ran out ([`Error::not_acquired`]),
+    /// naming who holds it now when the server tells (their client records: `held by
+    /// 'worker-7', pid 1234 on host-a, for 1.2 s`). For bindings that decide on the timeout
+    /// themselves (Python's `with`).
+    fn not_acquired_error(&self, wait: Duration) -> impl Future<Output = Error> + Send {
+        async move {
             let held_by = self.describe_holders().await;
-            Err(Error::not_acquired_held_by(
-                self.name(),
-                options.wait.unwrap_or(Duration::MAX),
-                held_by.as_deref(),
-            ))
+            Error::not_acquired_held_by(self.name(), wait, held_by.as_deref())
         }
     }
 

@@ -176,8 +176,14 @@ impl LockGroup {
             Some(format!("'{}' {held_by}", lock.name()))
         }))
         .await;
-        let described: Vec<String> = described.into_iter().flatten().collect();
-        (!described.is_empty()).then(|| described.join("; "))
+        // A RedLock's locks share one name: the same holder on every server is told once.
+        let mut distinct: Vec<String> = Vec::new();
+        for text in described.into_iter().flatten() {
+            if !distinct.contains(&text) {
+                distinct.push(text);
+            }
+        }
+        (!distinct.is_empty()).then(|| distinct.join("; "))
     }
 
     /// "multi-lock" or "red-lock", as messages say.
