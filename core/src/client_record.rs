@@ -80,21 +80,23 @@ pub(crate) async fn start(client: &Arc<ClientInner>) {
 
 impl Writer {
     async fn run(mut self, mut closed: tokio::sync::watch::Receiver<bool>) {
+        use tokio::time::{sleep_until, Instant};
         let refresh_every = self.lease / 3;
-        let mut next_refresh = tokio::time::Instant::now() + refresh_every;
+        let mut next_refresh = Instant::now() + refresh_every;
+        // When the holds changed: the debounced write's time (the refresh goes on meanwhile,
+        // or a short lease would let the record expire).
+        let mut holds_write_at: Option<Instant> = None;
         loop {
             // Without the client's Arc while waiting: dropping the client ends the wait.
-            let holds_changed = tokio::select! {
+            let refresh = tokio::select! {
                 _ = closed.wait_for(|closed| *closed) => break,
-                _ = tokio::time::sleep_until(next_refresh) => false,
-                _ = self.holds_wake.notified() => true,
-            };
-            if holds_changed {
-                tokio::select! {
-                    _ = closed.wait_for(|closed| *closed) => break,
-                    _ = tokio::time::sleep(HOLDS_DEBOUNCE) => {}
+                _ = sleep_until(next_refresh) => true,
+                _ = self.holds_wake.notified(), if holds_write_at.is_none() => {
+                    holds_write_at = Some(Instant::now() + HOLDS_DEBOUNCE);
+                    continue;
                 }
-            }
+                _ = sleep_until(holds_write_at.unwrap_or(next_refresh)), if holds_write_at.is_some() => false,
+            };
             if self.refused {
                 // Nothing to keep; wait for the end only.
                 let _ = closed.wait_for(|closed| *closed).await;
@@ -103,14 +105,13 @@ impl Writer {
             let Some(client) = self.client.upgrade() else {
                 break;
             };
-            if holds_changed {
-                let holds = client.hold_summaries();
-                if self.written_holds.as_ref() == Some(&holds) {
-                    continue;
-                }
+            // A refresh writes the holds of now too.
+            holds_write_at = None;
+            if !refresh && self.written_holds.as_ref() == Some(&client.hold_summaries()) {
+                continue;
             }
             self.write(&client).await;
-            next_refresh = tokio::time::Instant::now() + refresh_every;
+            next_refresh = Instant::now() + refresh_every;
         }
         if !self.refused {
             let mut delete = redis::cmd("DEL");

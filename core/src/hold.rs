@@ -69,21 +69,11 @@ pub trait Hold: Clone + std::fmt::Debug + Send + Sync + 'static {
     }
 
     /// The error of a scoped acquire whose wait of `wait` ran out ([`Error::not_acquired`]),
-    /// naming who holds it now when the server tells (their client records: `held by
+    /// naming who holds it now when the server tells (from their client records: `held by
     /// 'worker-7', pid 1234 on host-a, for 1.2 s`). For bindings that decide on the timeout
     /// themselves (Python's `with`).
     fn not_acquired_error(&self, wait: Duration) -> impl Future<Output = Error> + Send {
-        async move {
-            let held_by = self.describe_holders().await;
-            Error::not_acquired_held_by(self.name(), wait, held_by.as_deref())
-        }
-    }
-
-    /// Who holds it now, as a timed-out acquire says (`held by 'worker-7', pid 1234 on
-    /// host-a, for 1.2 s`), read from the server; `None` when unknown.
-    #[doc(hidden)]
-    fn describe_holders(&self) -> impl Future<Output = Option<String>> + Send {
-        async { None }
+        async move { Error::not_acquired(self.name(), wait) }
     }
 
     /// Acquires with the defaults (by default: waiting without bound, the watchdog lease) and
@@ -224,8 +214,18 @@ macro_rules! hold_by_inherent_methods {
                 <$handle>::on_lost(self, callback)
             }
 
-            fn describe_holders(&self) -> impl std::future::Future<Output = Option<String>> + Send {
-                <$handle>::describe_holders(self)
+            fn not_acquired_error(
+                &self,
+                wait: std::time::Duration,
+            ) -> impl std::future::Future<Output = $crate::Error> + Send {
+                async move {
+                    let held_by = <$handle>::describe_holders(self).await;
+                    $crate::Error::not_acquired_held_by(
+                        <$handle>::name(self),
+                        wait,
+                        held_by.as_deref(),
+                    )
+                }
             }
         }
     };

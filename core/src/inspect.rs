@@ -264,12 +264,20 @@ async fn inspect_with_records(
 /// inspect and the holders' records, bounded by the response timeout.
 pub(crate) async fn describe_holders(client: &Arc<ClientInner>, name: &str) -> Option<String> {
     let bound = client.options.response_timeout;
-    let (info, records) = tokio::time::timeout(bound, inspect_with_records(client, name))
-        .await
-        .ok()?
-        .ok()?;
-    let owners: Vec<String> = info.holders.iter().map(|h| h.owner.clone()).collect();
-    client_record::describe_holders(name, &owners, &records)
+    let (client, name) = (client.clone(), name.to_owned());
+    // On the core's runtime: its timer, whatever thread (a binding's) awaits this.
+    on_runtime("describe holders", async move {
+        let Ok(Ok((info, records))) =
+            tokio::time::timeout(bound, inspect_with_records(&client, &name)).await
+        else {
+            return Ok(None);
+        };
+        let owners: Vec<String> = info.holders.iter().map(|h| h.owner.clone()).collect();
+        Ok(client_record::describe_holders(&name, &owners, &records))
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// The distinct client ids of `holders`, in order.

@@ -366,3 +366,73 @@ async fn many_readers_are_named_up_to_three() {
     assert_eq!(message.matches("'reader', pid ").count(), 3, "{message}");
     assert!(message.ends_with(" and 2 more)"), "{message}");
 }
+
+/// On a cluster the record lives on the node serving its own slot, written and read through
+/// the cluster connection: a timed-out acquire names the holder there too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_the_record_is_on_its_own_slot_and_names_the_holder() {
+    let cluster = polylock_testkit::Cluster::start_primaries_with(3, &[]);
+    let holder = named_client(
+        &cluster.url(),
+        Some("cluster-holder"),
+        Duration::from_secs(30),
+    )
+    .await;
+    let waiter = named_client(&cluster.url(), None, Duration::from_secs(30)).await;
+    let key = record_key(holder.id());
+    let node = cluster.node(cluster.primary_for_key(&key));
+    assert_eq!(
+        node.command(&["HGET", &key, "name"]).as_deref(),
+        Some("cluster-holder")
+    );
+    // A lock on (very likely) another node than the record.
+    let held = holder.lock("cluster:named").unwrap();
+    assert!(held.acquire(AcquireOptions::new()).await.unwrap());
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            node.command(&["HGET", &key, "holds"])
+                .is_some_and(|holds| holds.contains("cluster:named"))
+        })
+        .await
+    );
+    let err = waiter
+        .lock("cluster:named")
+        .unwrap()
+        .acquire_or_fail(AcquireOptions::new().wait(Duration::from_millis(100)))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("(held by 'cluster-holder', pid "),
+        "{err}"
+    );
+    held.release().await.unwrap();
+    holder.close();
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            node.command(&["EXISTS", &key]).as_deref() == Some(":0")
+        })
+        .await
+    );
+}
+
+/// A change of holds waits a second before it is written, but the refreshes go on meanwhile:
+/// with a lease shorter than that second the record never lapses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_lease_record_never_lapses_while_holds_change() {
+    let server = RedisServer::start();
+    let client = named_client(&server.url(), Some("short"), Duration::from_millis(600)).await;
+    let key = record_key(client.id());
+    let mut con = raw(&server).await;
+    let lock = client.lock("short:1").unwrap();
+    for round in 0..3 {
+        assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+        for _ in 0..30 {
+            assert!(
+                common::exists(&mut con, &key).await,
+                "round {round}: the record lapsed"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        lock.release().await.unwrap();
+    }
+}

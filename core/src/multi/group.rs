@@ -604,8 +604,11 @@ macro_rules! group_handle {
                 self.0.on_lost(callback)
             }
 
-            fn describe_holders(&self) -> impl std::future::Future<Output = Option<String>> + Send {
-                self.0.describe_holders()
+            fn not_acquired_error(
+                &self,
+                wait: std::time::Duration,
+            ) -> impl std::future::Future<Output = $crate::Error> + Send {
+                $crate::hold::Hold::not_acquired_error(&self.0, wait)
             }
         }
     };
