@@ -42,8 +42,8 @@ pub(crate) struct ClientInner {
     registry: Mutex<Registry>,
     closed: watch::Sender<bool>,
     next_handle: AtomicU64,
-    /// What the locks of this client do (`Client::metrics()`).
-    pub(crate) metrics: Metrics,
+    /// What the locks of this client do (`Client::metrics()`); its connections count into it too.
+    pub(crate) metrics: Arc<Metrics>,
     /// Set when a hold begins or ends, until the client record has looked (`client_record`).
     holds_changed: AtomicBool,
     /// Wakes the client record's task for a change of holds (once per look, not per change).
@@ -60,6 +60,7 @@ pub(crate) struct HoldSummary {
 }
 
 impl ClientInner {
+    #[allow(clippy::too_many_arguments)] // Each is one part of the client, made by `Client`.
     pub(crate) fn new(
         connection: Connection,
         publish: Publish,
@@ -68,12 +69,8 @@ impl ClientInner {
         hub: Arc<LockHub>,
         upkeep: Arc<Scheduler>,
         options: ClientOptions,
+        metrics: Arc<Metrics>,
     ) -> ClientInner {
-        let name = options
-            .name
-            .clone()
-            .unwrap_or_else(crate::ids::default_client_name);
-        let metrics = Metrics::new(name, options.metrics, options.metrics_max_lock_names);
         ClientInner {
             metrics,
             id: crate::ids::client_id(),
@@ -193,7 +190,8 @@ impl ClientInner {
         }
         let weak: Weak<dyn TrackedHold> = Arc::downgrade(lock) as Weak<dyn TrackedHold>;
         let fresh = registry.holds.insert(lock.id(), weak.clone()).is_none();
-        self.upkeep.track(lock.id(), lock.renewal(), upkeep, weak);
+        self.upkeep
+            .track(lock.id(), lock.renewal(), upkeep, weak, lock.stats());
         drop(registry);
         if fresh {
             self.note_holds_changed();
@@ -231,11 +229,14 @@ impl ClientInner {
         let mut names = Vec::with_capacity(holds.len());
         for lock in holds {
             names.push(lock.name().to_owned());
-            lock.mark_lost(Error::lock_lost(format!(
-                "lock '{}' was lost: the client was closed while it was held; nothing renews \
-                 or releases it any more, and it expires with its lease",
-                lock.name()
-            )));
+            lock.mark_lost(
+                Error::lock_lost(format!(
+                    "lock '{}' was lost: the client was closed while it was held; nothing renews \
+                     or releases it any more, and it expires with its lease",
+                    lock.name()
+                )),
+                None,
+            );
         }
         names
     }
