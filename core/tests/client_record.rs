@@ -436,3 +436,39 @@ async fn a_short_lease_record_never_lapses_while_holds_change() {
         lock.release().await.unwrap();
     }
 }
+
+/// The record's `metrics` are the client's cumulative counters of its active locks
+/// (`Client::metrics()`), as of its latest write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_record_carries_the_clients_lock_metrics() {
+    let server = RedisServer::start();
+    let client = named_client(&server.url(), Some("counted"), Duration::from_secs(30)).await;
+    let key = record_key(client.id());
+    let lock = client.fair_lock("counted:1").unwrap();
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    // Written about a second after the hold began, with the metrics of then.
+    let metrics = || async {
+        let text = field(&mut raw(&server).await, &key, "metrics").await;
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            metrics().await["locks"]
+                .as_array()
+                .is_some_and(|locks| !locks.is_empty())
+        })
+        .await,
+        "the hold's metrics were never written"
+    );
+    let written = metrics().await;
+    let locks = written["locks"].as_array().unwrap();
+    assert_eq!(locks.len(), 1, "{written}");
+    let counted = &locks[0];
+    assert_eq!(counted["name"], "counted:1");
+    assert_eq!(counted["kind"], "fair_lock");
+    assert_eq!(counted["acquired"], 1);
+    assert_eq!(counted["holds"], 1);
+    assert_eq!(counted["wait_count"], 1);
+    assert_eq!(counted["lost"], 0);
+    lock.release().await.unwrap();
+}

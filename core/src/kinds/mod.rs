@@ -207,7 +207,7 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     /// The kind's name in metrics and the client record: `lock`, `fair_lock`, `fenced_lock`,
     /// `read_write_lock`, `semaphore`, `expirable_semaphore`.
     fn kind_name(&self) -> &'static str {
-        "lock"
+        crate::metrics::kind::LOCK
     }
 
     /// The channel on which `owner` waits to be woken.

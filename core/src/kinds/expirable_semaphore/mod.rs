@@ -54,7 +54,7 @@ impl Permit {
 
 impl LockKind for Permit {
     fn kind_name(&self) -> &'static str {
-        "expirable_semaphore"
+        crate::metrics::kind::EXPIRABLE_SEMAPHORE
     }
 
     fn name(&self) -> &str {

@@ -90,7 +90,7 @@ fn allowance_ms() -> u64 {
 
 impl LockKind for Fair {
     fn kind_name(&self) -> &'static str {
-        "fair_lock"
+        crate::metrics::kind::FAIR_LOCK
     }
 
     fn name(&self) -> &str {

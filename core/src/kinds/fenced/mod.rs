@@ -43,7 +43,7 @@ impl Fenced {
 
 impl LockKind for Fenced {
     fn kind_name(&self) -> &'static str {
-        "fenced_lock"
+        crate::metrics::kind::FENCED_LOCK
     }
 
     fn name(&self) -> &str {

@@ -88,7 +88,7 @@ impl ReadLock {
 
 impl LockKind for ReadLock {
     fn kind_name(&self) -> &'static str {
-        "read_write_lock"
+        crate::metrics::kind::READ_WRITE_LOCK
     }
 
     fn name(&self) -> &str {
@@ -194,7 +194,7 @@ impl WriteLock {
 
 impl LockKind for WriteLock {
     fn kind_name(&self) -> &'static str {
-        "read_write_lock"
+        crate::metrics::kind::READ_WRITE_LOCK
     }
 
     fn name(&self) -> &str {

@@ -46,7 +46,7 @@ impl SemaphoreAcquisition {
 
 impl LockKind for SemaphoreAcquisition {
     fn kind_name(&self) -> &'static str {
-        "semaphore"
+        crate::metrics::kind::SEMAPHORE
     }
 
     fn name(&self) -> &str {
