@@ -74,6 +74,8 @@ export declare class Client {
   static connect(url: string, options?: ConnectOptions): Promise<Client>
   /** This client's id, the first half of every owner string it writes. */
   readonly id: string
+  /** The client's name (the `name` option, default `host:pid`): tools and a timed-out `using` of another client name the holder of a lock by it. */
+  readonly name: string
   /** The lease of watchdog-renewed locks, in milliseconds (the `watchdogTimeoutMs` option). */
   readonly watchdogTimeoutMs: number
   /**

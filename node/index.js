@@ -72,6 +72,11 @@ class Client {
     return this.#native.id
   }
 
+  /** The client's name (the `name` option, default `host:pid`): tools and a timed-out `using` of another client name the holder of a lock by it. */
+  get name() {
+    return this.#native.name
+  }
+
   /** The lease of watchdog-renewed locks, in milliseconds (the `watchdogTimeoutMs` option). */
   get watchdogTimeoutMs() {
     return this.#native.watchdogTimeoutMs

@@ -21,6 +21,8 @@ export declare class Client {
   static connect(url: string, options?: ConnectOptions | null): Promise<Client>
   /** This client's id, the first half of every owner string it writes. */
   get id(): string
+  /** The client's name (the `name` option, default `host:pid`), recorded beside its locks. */
+  get name(): string
   /** The lease of watchdog-renewed locks, in milliseconds. */
   get watchdogTimeoutMs(): number
   /**
@@ -249,6 +251,11 @@ export interface ConnectOptions {
    * Default false.
    */
   tlsInsecure?: boolean
+  /**
+   * The client's name, recorded on the server beside its locks, so that tools and a
+   * timed-out `using` of another client name the holder. Default `host:pid`.
+   */
+  name?: string
 }
 
 /** The options of a `Semaphore` acquire. Times in milliseconds. */

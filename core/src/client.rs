@@ -320,7 +320,7 @@ async fn start_client(
             }
         }));
     }
-    let inner = ClientInner::new(
+    let inner = Arc::new(ClientInner::new(
         connection,
         publish,
         replica_sync,
@@ -329,10 +329,9 @@ async fn start_client(
         upkeep,
         options,
         metrics,
-    );
-    Ok(Client {
-        inner: Arc::new(inner),
-    })
+    ));
+    crate::client_record::start(&inner).await;
+    Ok(Client { inner })
 }
 
 /// A connection to one Redis server, shared by every lock made from it. Cheap to clone.

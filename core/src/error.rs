@@ -131,8 +131,18 @@ impl Error {
     /// Swift `withLock`) whose wait of `wait` ran out: the same kind and message in every
     /// language.
     pub fn not_acquired(name: &str, wait: Duration) -> Error {
+        Error::not_acquired_held_by(name, wait, None)
+    }
+
+    /// [`Error::not_acquired`] naming who held it (`held by 'worker-7', pid 1234 on host-a, for
+    /// 1.2 s`, as the core describes holders from their client records), when known.
+    pub fn not_acquired_held_by(name: &str, wait: Duration, held_by: Option<&str>) -> Error {
+        let held_by = held_by
+            .map(|held_by| format!(" ({held_by})"))
+            .unwrap_or_default();
         Error::timeout(format!(
-            "lock '{name}' was not acquired within {} ms: another owner held it all that time",
+            "lock '{name}' was not acquired within {} ms: another owner held it all that \
+             time{held_by}",
             wait.as_secs_f64() * 1000.0
         ))
     }

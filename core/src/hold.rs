@@ -62,11 +62,18 @@ pub trait Hold: Clone + std::fmt::Debug + Send + Sync + 'static {
             if self.acquire(options).await? {
                 return Ok(());
             }
-            Err(Error::not_acquired(
-                self.name(),
-                options.wait.unwrap_or(Duration::MAX),
-            ))
+            Err(self
+                .not_acquired_error(options.wait.unwrap_or(Duration::MAX))
+                .await)
         }
+    }
+
+    /// The error of a scoped acquire whose wait of `wait` ran out ([`Error::not_acquired`]),
+    /// naming who holds it now when the server tells (from their client records: `held by
+    /// 'worker-7', pid 1234 on host-a, for 1.2 s`). For bindings that decide on the timeout
+    /// themselves (Python's `with`).
+    fn not_acquired_error(&self, wait: Duration) -> impl Future<Output = Error> + Send {
+        async move { Error::not_acquired(self.name(), wait) }
     }
 
     /// Acquires with the defaults (by default: waiting without bound, the watchdog lease) and
@@ -205,6 +212,20 @@ macro_rules! hold_by_inherent_methods {
 
             fn on_lost(&self, callback: impl Fn(&$crate::Error) + Send + Sync + 'static) {
                 <$handle>::on_lost(self, callback)
+            }
+
+            fn not_acquired_error(
+                &self,
+                wait: std::time::Duration,
+            ) -> impl std::future::Future<Output = $crate::Error> + Send {
+                async move {
+                    let held_by = <$handle>::describe_holders(self).await;
+                    $crate::Error::not_acquired_held_by(
+                        <$handle>::name(self),
+                        wait,
+                        held_by.as_deref(),
+                    )
+                }
             }
         }
     };

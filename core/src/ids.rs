@@ -37,7 +37,7 @@ pub(crate) fn default_client_name() -> String {
 }
 
 #[cfg(unix)]
-fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     let mut buffer = [0u8; 256];
     // SAFETY: the buffer outlives the call and its length is passed; gethostname writes at most
     // that many bytes.
@@ -50,7 +50,7 @@ fn host_name() -> String {
 }
 
 #[cfg(not(unix))]
-fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     std::env::var("COMPUTERNAME").unwrap_or_else(|_| "localhost".to_owned())
 }
 

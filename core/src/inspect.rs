@@ -2,11 +2,13 @@
 //! read in one snapshot without side effects (Redisson's `getLockInfo` idea), for tools such as
 //! the `polylock` CLI.
 
+use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use redis::{Script, Value};
 
+use crate::client_record::{self, RecordView};
 use crate::engine::context::ClientInner;
 use crate::error::{Error, Result};
 use crate::keys;
@@ -102,6 +104,14 @@ pub struct LockHolder {
     /// For a read-write lock, the side held (an owner holding both sides is listed twice,
     /// writer first); `None` for other kinds.
     pub mode: Option<LockMode>,
+    /// The name of the polylock client that holds it (`ClientOptions::name`), from its client
+    /// record; `None` when the owner has no record (a Redisson client, an older polylock, or
+    /// a user whose ACL forbids the record).
+    pub client_name: Option<String>,
+    /// How long its client has held the lock (from the record's acquire time, by this
+    /// process's clock); `None` without a record, or in the first second of a hold, before
+    /// the record lists it.
+    pub held_for: Option<Duration>,
 }
 
 /// The TTL of the key at the name.
@@ -204,6 +214,16 @@ impl LockInfo {
 
 /// [`Client::inspect`](crate::Client::inspect).
 pub(crate) async fn inspect(client: &Arc<ClientInner>, name: &str) -> Result<LockInfo> {
+    inspect_with_records(client, name)
+        .await
+        .map(|(info, _)| info)
+}
+
+/// [`inspect`], and the records of the holders' clients.
+async fn inspect_with_records(
+    client: &Arc<ClientInner>,
+    name: &str,
+) -> Result<(LockInfo, HashMap<String, RecordView>)> {
     validate_name(name)?;
     let what = format!("inspect '{name}'");
     client.check_usable_for(&what)?;
@@ -224,10 +244,52 @@ pub(crate) async fn inspect(client: &Arc<ClientInner>, name: &str) -> Result<Loc
             .invoke_async(&mut connection)
             .await
             .map_err(|err| Error::from_redis(&what, err))?;
-        parse(name, reply)
-            .ok_or_else(|| Error::redis(format!("{what}: unexpected reply from the script")))
+        let mut info = parse(name, reply)
+            .ok_or_else(|| Error::redis(format!("{what}: unexpected reply from the script")))?;
+        let records =
+            client_record::read_records(&connection, &holder_client_ids(&info.holders)).await;
+        for holder in &mut info.holders {
+            if let Some(record) = records.get(keys::owner_client_id(&holder.owner)) {
+                holder.client_name = Some(record.name.clone());
+                holder.held_for = record.held_for(&info.name);
+            }
+        }
+        Ok((info, records))
     })
     .await
+}
+
+/// The text a timed-out acquire of `name` adds to name who held it (`held by 'worker-7', pid
+/// 1234 on host-a, for 1.2 s`), or `None` when the lock looks free now or anything fails: one
+/// inspect and the holders' records, bounded by the response timeout.
+pub(crate) async fn describe_holders(client: &Arc<ClientInner>, name: &str) -> Option<String> {
+    let bound = client.options.response_timeout;
+    let (client, name) = (client.clone(), name.to_owned());
+    // On the core's runtime: its timer, whatever thread (a binding's) awaits this.
+    on_runtime("describe holders", async move {
+        let Ok(Ok((info, records))) =
+            tokio::time::timeout(bound, inspect_with_records(&client, &name)).await
+        else {
+            return Ok(None);
+        };
+        let owners: Vec<String> = info.holders.iter().map(|h| h.owner.clone()).collect();
+        Ok(client_record::describe_holders(&name, &owners, &records))
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// The distinct client ids of `holders`, in order.
+fn holder_client_ids(holders: &[LockHolder]) -> Vec<&str> {
+    let mut ids: Vec<&str> = Vec::with_capacity(holders.len());
+    for holder in holders {
+        let id = keys::owner_client_id(&holder.owner);
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
 }
 
 /// [`Client::scan_names`](crate::Client::scan_names).
@@ -449,6 +511,8 @@ fn lock_holders(fields: &[(&str, &str)]) -> Option<Vec<LockHolder>> {
             owner: (*field).to_owned(),
             count: count(value)?,
             mode: None,
+            client_name: None,
+            held_for: None,
         });
     }
     (!holders.is_empty()).then_some(holders)
@@ -479,6 +543,8 @@ fn read_write_holders(mode: &str, fields: &[(&str, &str)]) -> Option<(LockMode, 
             owner: owner.to_owned(),
             count: count(value)?,
             mode: Some(side),
+            client_name: None,
+            held_for: None,
         };
         match side {
             LockMode::Write => writers.push(holder),

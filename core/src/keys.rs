@@ -155,11 +155,29 @@ pub fn fair_waiter_channel(name: &str, owner: &str) -> String {
     format!("{}:{owner}", lock_channel(name))
 }
 
+/// The prefix of the client records, `polylock:client:<client-id>`.
+pub const CLIENT_RECORD_PREFIX: &str = "polylock:client:";
+
+/// The record of the client `client_id` (the first half of its owner strings): a hash saying
+/// which program that client is and what it holds (`docs/PROTOCOL.md`).
+pub fn client_record(client_id: &str) -> String {
+    format!("{CLIENT_RECORD_PREFIX}{client_id}")
+}
+
+/// The client id of an owner string `<client-id>:<holder-id>` (a read-write lock's writer
+/// field, `<client-id>:<holder-id>:write`, too).
+pub fn owner_client_id(owner: &str) -> &str {
+    let owner = owner.strip_suffix(":write").unwrap_or(owner);
+    owner.rsplit_once(':').map_or(owner, |(client, _)| client)
+}
+
 /// Whether `key` is one the kinds keep beside a name (Redisson's and polylock's latches,
-/// counters, queues, fences, read levels, permit sets) and so never a name itself.
+/// counters, queues, fences, read levels, permit sets) or a client record, and so never a
+/// name itself.
 pub fn is_auxiliary(key: &str) -> bool {
     key.starts_with("redisson_")
         || key.starts_with("polylock_")
+        || key.starts_with(CLIENT_RECORD_PREFIX)
         || key.contains(":rwlock_timeout:")
         || (key.ends_with("}:timeout") && key.starts_with('{'))
 }
@@ -208,5 +226,16 @@ mod tests {
             fair_waiter_channel("q", "u:1"),
             "redisson_lock__channel:{q}:u:1"
         );
+        assert_eq!(client_record("u"), "polylock:client:u");
+        let owner = "6e3814a1-e847-452b-a982-45baf93a1df2:7";
+        assert_eq!(
+            owner_client_id(owner),
+            "6e3814a1-e847-452b-a982-45baf93a1df2"
+        );
+        assert_eq!(
+            owner_client_id(&format!("{owner}:write")),
+            "6e3814a1-e847-452b-a982-45baf93a1df2"
+        );
+        assert!(is_auxiliary("polylock:client:u"));
     }
 }

@@ -28,6 +28,7 @@
 
 pub mod acl;
 mod client;
+mod client_record;
 mod connection;
 mod engine;
 mod error;

@@ -60,6 +60,11 @@ impl Lock {
         self.core.name()
     }
 
+    /// Who holds this lock now, as a timed-out acquire names them (see [`crate::Hold`]).
+    pub(crate) async fn describe_holders(&self) -> Option<String> {
+        crate::inspect::describe_holders(&self.core.client, self.name()).await
+    }
+
     /// `<client-uuid>:<holder-id>`, the hash field this handle writes.
     pub fn owner(&self) -> &str {
         &self.core.owner

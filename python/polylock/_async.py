@@ -10,7 +10,7 @@ from . import _native
 from ._native import DEFAULT
 from ._shared import ClientBase, ClientOptions, ExpirableSemaphoreBase, Holders, LockBase
 from ._shared import ReadWriteLockBase, Seconds, SemaphoreBase, TaskHolders, as_bytes
-from ._shared import native_options, timed_out
+from ._shared import native_options, raise_timed_out_async
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -85,7 +85,7 @@ class AsyncLock(LockBase):
         """Acquires with the lock's defaults; :class:`polylock.TimeoutError` (and the block does
         not run) when its default timeout runs out."""
         if not await self.acquire():
-            raise timed_out(self._name, self.default_timeout)
+            await raise_timed_out_async(self._handle(), self.default_timeout)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -10,7 +10,16 @@ from typing import Any, Generic, Literal, Optional, TypeVar
 from . import _native
 from ._async import AsyncLock, claim
 from ._native import DEFAULT
-from ._shared import Holders, LockBase, LostCallback, Seconds, TaskHolders, ThreadHolders, timed_out
+from ._shared import (
+    Holders,
+    LockBase,
+    LostCallback,
+    Seconds,
+    TaskHolders,
+    ThreadHolders,
+    raise_timed_out,
+    raise_timed_out_async,
+)
 from ._sync import Lock
 
 GroupKind = Literal["multi", "red"]
@@ -120,7 +129,7 @@ class _Group(_GroupBase[Lock]):
 
     def __enter__(self) -> _Group:
         if not self.acquire():
-            raise timed_out(self.name, self._probe.default_timeout)
+            raise_timed_out(self._group(), self._probe.default_timeout)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -164,7 +173,7 @@ class _AsyncGroup(_GroupBase[AsyncLock]):
 
     async def __aenter__(self) -> _AsyncGroup:
         if not await self.acquire():
-            raise timed_out(self.name, self._probe.default_timeout)
+            await raise_timed_out_async(self._group(), self._probe.default_timeout)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -3,7 +3,7 @@
 import asyncio
 import builtins
 from collections.abc import Callable
-from typing import Final, TypedDict, final
+from typing import Final, NoReturn, TypedDict, final
 
 from typing_extensions import Unpack
 
@@ -28,7 +28,6 @@ __all__ = [
     "StaleTokenError",
     "NotSyncedError",
     "PermissionError",
-    "not_acquired_error",
 ]
 
 __version__: Final[str]
@@ -39,9 +38,6 @@ class UseDefault:
 
 DEFAULT: Final[UseDefault]
 """An ``acquire`` argument left out: the lock's own default applies."""
-
-def not_acquired_error(name: str, timeout: float) -> TimeoutError:
-    """The error of a ``with`` block whose lock's default timeout (seconds) ran out."""
 
 class LockError(Exception):
     """Base class of every polylock error."""
@@ -90,6 +86,7 @@ class _ClientOptions(TypedDict, total=False):
     tls_cert: str | None
     tls_key: str | None
     tls_insecure: bool
+    name: str | None
 
 @final
 class Client:
@@ -113,6 +110,8 @@ class Client:
     def close(self) -> list[str]: ...
     @property
     def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
     @property
     def watchdog_timeout(self) -> float: ...
 
@@ -142,6 +141,8 @@ class _Hold:
     @property
     def lost(self) -> bool: ...
     def on_lost(self, callback: Callable[[LockLostError], object]) -> None: ...
+    def raise_not_acquired(self, timeout: float) -> NoReturn: ...
+    def raise_not_acquired_async(self, timeout: float) -> asyncio.Future[NoReturn]: ...
 
 @final
 class LockHandle(_Hold):

@@ -10,7 +10,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import MutableMapping
-from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, NoReturn, Optional, TypeVar, Union
 
 from . import _native
 from ._native import LockLostError, UseDefault
@@ -47,6 +47,7 @@ class ClientOptions(TypedDict, total=False):
     tls_cert: Optional[TlsSource]
     tls_key: Optional[TlsSource]
     tls_insecure: bool
+    name: Optional[str]
 
 
 def native_options(options: ClientOptions) -> dict[str, object]:
@@ -71,10 +72,20 @@ def handle_maker(
     return lambda holder: client.lock_handle(kind, name, holder, timeout, lease)
 
 
-def timed_out(name: str, timeout: Optional[float]) -> _native.TimeoutError:
-    """The error of a ``with`` block whose lock's default timeout ran out: the core's
-    :class:`polylock.TimeoutError`, with the message every polylock language gives there."""
-    return _native.not_acquired_error(name, timeout or 0.0)
+def raise_timed_out(hold: _native.LockHandle | _native.GroupHandle, timeout: Optional[float]) -> NoReturn:
+    """Raises the error of a ``with`` block whose lock's default timeout ran out: the core's
+    :class:`polylock.TimeoutError`, with the message every polylock language gives there (naming
+    who holds the lock, as the holders' client records tell)."""
+    hold.raise_not_acquired(timeout or 0.0)
+    raise AssertionError("raise_not_acquired returned")
+
+
+async def raise_timed_out_async(
+    hold: _native.LockHandle | _native.GroupHandle, timeout: Optional[float]
+) -> NoReturn:
+    """:func:`raise_timed_out` without blocking the event loop."""
+    await hold.raise_not_acquired_async(timeout or 0.0)
+    raise AssertionError("raise_not_acquired_async returned")
 
 
 def as_bytes(value: Union[bytes, str]) -> bytes:
@@ -420,6 +431,12 @@ class ClientBase(Generic[AnyLock, AnyReadWriteLock, AnySemaphore, AnyExpirableSe
     def id(self) -> str:
         """This client's id (a UUID), the first half of every owner string it writes."""
         return self._native.id
+
+    @property
+    def name(self) -> str:
+        """This client's name (the ``name`` option, default ``host:pid``): tools and a timed-out
+        acquire of another client name the holder of a lock by it."""
+        return self._native.name
 
     @property
     def watchdog_timeout(self) -> float:

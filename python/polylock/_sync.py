@@ -8,7 +8,7 @@ from typing import Any, Callable, Optional, Union
 from . import _native
 from ._native import DEFAULT
 from ._shared import ClientBase, ExpirableSemaphoreBase, Holders, LockBase, ReadWriteLockBase
-from ._shared import Seconds, SemaphoreBase, ThreadHolders, as_bytes, timed_out
+from ._shared import Seconds, SemaphoreBase, ThreadHolders, as_bytes, raise_timed_out
 
 
 class Lock(LockBase):
@@ -62,7 +62,7 @@ class Lock(LockBase):
         """Acquires with the lock's defaults; :class:`polylock.TimeoutError` (and the block does
         not run) when its default timeout runs out."""
         if not self.acquire():
-            raise timed_out(self._name, self.default_timeout)
+            raise_timed_out(self._handle(), self.default_timeout)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -173,6 +173,9 @@ class Client(ClientBase[Lock, ReadWriteLock, Semaphore, ExpirableSemaphore]):
     acquire's timeout, then raises :class:`NotSyncedError`. A server that refuses ``WAIT`` turns
     it off for this client (with a warning in the log); locks keep working. Bad values raise
     InvalidArgumentError with the core's message, the same in every polylock language.
+
+    ``name`` (default ``"host:pid"``) is recorded on the server beside this client's locks, so
+    that ``polylock inspect`` and a timed-out ``with`` of another client name the holder.
 
     TLS (with a ``rediss://`` URL): ``tls_ca`` trusts these CA certificates instead of the
     public web roots; ``tls_cert`` and ``tls_key`` give a client certificate and its key

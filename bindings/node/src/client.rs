@@ -79,6 +79,12 @@ impl Client {
         self.inner.id().to_owned()
     }
 
+    /// The client's name (the `name` option, default `host:pid`), recorded beside its locks.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+
     /// The lease of watchdog-renewed locks, in milliseconds.
     #[napi(getter)]
     pub fn watchdog_timeout_ms(&self) -> f64 {

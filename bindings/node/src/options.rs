@@ -49,6 +49,9 @@ pub struct ConnectOptions {
     /// For development only: do not verify the server's certificate (a warning is logged).
     /// Default false.
     pub tls_insecure: Option<bool>,
+    /// The client's name, recorded on the server beside its locks, so that tools and a
+    /// timed-out `using` of another client name the holder. Default `host:pid`.
+    pub name: Option<String>,
 }
 
 /// The wait and lease of an acquire, and a lock's defaults (`client.lock(name, defaults)`).
@@ -192,5 +195,6 @@ pub(crate) fn connect_options(
     ] {
         *pem = fields.get(name, string)?;
     }
+    options.name = fields.get("name", string)?;
     Ok((url, options))
 }

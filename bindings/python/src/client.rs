@@ -33,6 +33,7 @@ fn options(
     tls_cert: Option<String>,
     tls_key: Option<String>,
     tls_insecure: bool,
+    name: Option<String>,
 ) -> polylock::Result<polylock::ClientOptions> {
     let defaults = polylock::ClientOptions::default();
     let option = |name: &str, seconds: Option<f64>, default: Duration| match seconds {
@@ -66,6 +67,7 @@ fn options(
         tls_cert,
         tls_key,
         tls_insecure,
+        name,
         ..defaults
     })
 }
@@ -211,6 +213,12 @@ client_class!({
         self.inner.id()
     }
 
+    /// The client's name (the `name` option, default `host:pid`), recorded beside its locks.
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
     #[getter]
     fn watchdog_timeout(&self) -> f64 {
         self.inner.watchdog_timeout().as_secs_f64()
@@ -230,4 +238,5 @@ client_class!({
     tls_cert: [Option<String>] = None,
     tls_key: [Option<String>] = None,
     tls_insecure: [bool] = false,
+    name: [Option<String>] = None,
 );

@@ -155,16 +155,6 @@ pub(crate) fn to_py_err(py: Python<'_>, err: polylock::Error) -> PyErr {
     PyErr::from_type(class.bind(py).clone(), err.to_string())
 }
 
-/// The exception of a `with` block whose lock's default timeout (seconds) ran out: the core's
-/// `Timeout`, with the message every language gives there.
-#[pyfunction]
-pub(crate) fn not_acquired_error(py: Python<'_>, name: &str, timeout: f64) -> Py<PyAny> {
-    let wait = std::time::Duration::try_from_secs_f64(timeout).unwrap_or_default();
-    to_py_err(py, polylock::Error::not_acquired(name, wait))
-        .into_value(py)
-        .into_any()
-}
-
 /// A bad argument caught by the binding itself, reported like the core's.
 pub(crate) fn invalid_argument(py: Python<'_>, message: String) -> PyErr {
     to_py_err(py, polylock::Error::invalid_argument(message))

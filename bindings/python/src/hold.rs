@@ -129,6 +129,30 @@ macro_rules! hold_class {
                 crate::hold::release_async(py, &self.$field)
             }
 
+            /// Raises the error of a `with` block whose default timeout (`timeout` seconds) ran
+            /// out: the core's, naming who holds it (asks Redis; GIL released).
+            fn raise_not_acquired(&self, py: pyo3::Python<'_>, timeout: f64) -> pyo3::PyResult<()> {
+                let wait = std::time::Duration::try_from_secs_f64(timeout).unwrap_or_default();
+                let hold = self.$field.clone();
+                crate::wait::wait_interruptibly(py, async move {
+                    Err(polylock::Hold::not_acquired_error(&hold, wait).await)
+                })
+            }
+
+            /// An awaitable that raises the error of an `async with` block whose default
+            /// timeout ran out (as `raise_not_acquired`).
+            fn raise_not_acquired_async<'py>(
+                &self,
+                py: pyo3::Python<'py>,
+                timeout: f64,
+            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+                let wait = std::time::Duration::try_from_secs_f64(timeout).unwrap_or_default();
+                let hold = self.$field.clone();
+                crate::asyncio::awaitable(py, async move {
+                    Err::<(), _>(polylock::Hold::not_acquired_error(&hold, wait).await)
+                })
+            }
+
             /// Whether this handle holds it (no I/O).
             fn is_held(&self) -> bool {
                 polylock::Hold::is_held(&self.$field)

@@ -31,7 +31,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<semaphore::SemaphoreHandle>()?;
     module.add_class::<expirable_semaphore::ExpirableSemaphoreHandle>()?;
     errors::register(module)?;
-    module.add_function(wrap_pyfunction!(errors::not_acquired_error, module)?)?;
     interpreter::register(module)?;
     logging::register();
     Ok(())

@@ -54,6 +54,14 @@ client_options! {
     /// For development only: do not verify the server's certificate (a warning is logged).
     /// Default false.
     tls_insecure: bool,
+    /// The client's name, recorded on the server beside its locks, so that tools and a
+    /// timed-out `withLock` of another client name the holder (default `host:pid`).
+    name: String,
+    /// Count what the locks do (`metrics()`); default true.
+    metrics: bool,
+    /// How many lock names (per kind) metrics keep apart; the others are counted together as
+    /// `_other` (default 1 000).
+    metrics_max_lock_names: i64,
 }
 
 /// A connection to one Redis server, shared by every lock made from it.
@@ -87,7 +95,9 @@ impl Client {
             tls_cert: options.tls_cert,
             tls_key: options.tls_key,
             tls_insecure: options.tls_insecure,
-            ..ClientOptionsInMillis::default()
+            name: options.name,
+            metrics: options.metrics,
+            metrics_max_lock_names: options.metrics_max_lock_names.map(|count| count as f64),
         }
         .into_options()?;
         let inner = polylock::Client::connect_with(&url, options).await?;
@@ -145,6 +155,11 @@ impl Client {
     /// This client's id, the first half of the owner of every lock it takes.
     pub fn id(&self) -> String {
         self.inner.id().to_owned()
+    }
+
+    /// The client's name (the `name` option, default `host:pid`), recorded beside its locks.
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
     }
 
     /// Lease of locks acquired without `leaseMs`, in milliseconds.

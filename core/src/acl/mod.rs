@@ -123,6 +123,34 @@ async fn check_on_runtime(
         loaded = false;
         note(&err, &mut missing, "loading the lock scripts", false);
     }
+    // The client record: written (then deleted) and read, on a probe record of its own.
+    let record = crate::keys::client_record(&name);
+    let mut write = redis::pipe();
+    write
+        .cmd("HSET")
+        .arg(&record)
+        .arg("probe")
+        .arg("1")
+        .ignore();
+    write.cmd("PEXPIRE").arg(&record).arg(1000).ignore();
+    write.cmd("HMGET").arg(&record).arg("probe").ignore();
+    write.cmd("DEL").arg(&record).ignore();
+    if let Err(err) = write.query_async::<()>(&mut connection.clone()).await {
+        if refusal(&err).is_some() && err.to_string().contains("key") {
+            missing(
+                format!("~{CLIENT_RECORD_PATTERN}"),
+                "the client record (who holds a lock)",
+                false,
+            );
+        } else {
+            note(
+                &err,
+                &mut missing,
+                "the client record (who holds a lock)",
+                false,
+            );
+        }
+    }
     // Each key of a lock (one call per key: NOPERM does not say which key).
     let key_names = derived_keys(&name);
     for key in &key_names {

@@ -3,7 +3,8 @@
 
 /// Commands the client sends itself on every deployment: `PING` (connection checks), the lock
 /// scripts (`EVALSHA`, and `SCRIPT LOAD` when the server does not know a script yet), `DEL`
-/// (a semaphore's spent request latches), and waiting for wake-ups (`SUBSCRIBE`).
+/// (a semaphore's spent request latches, the client record at close), waiting for wake-ups
+/// (`SUBSCRIBE`), and the client record (`HSET`, `PEXPIRE`; `HMGET` to read holders' records).
 pub const CLIENT_COMMANDS: &[&str] = &[
     "ping",
     "evalsha",
@@ -11,7 +12,15 @@ pub const CLIENT_COMMANDS: &[&str] = &[
     "del",
     "subscribe",
     "unsubscribe",
+    "hset",
+    "pexpire",
+    "hmget",
 ];
+
+/// The key pattern of the client records (`polylock:client:<client-id>`), whatever the lock
+/// prefix: a client writes its own, and reads those of the holders it names. Without it locks
+/// work, but nobody can tell which program holds them.
+pub const CLIENT_RECORD_PATTERN: &str = "polylock:client:*";
 
 /// Commands the client sends on a Redis Cluster: the slot map (`CLUSTER SLOTS`).
 pub const CLUSTER_COMMANDS: &[&str] = &["cluster|slots"];
@@ -126,6 +135,7 @@ pub fn rule(prefix: &str) -> Vec<String> {
     commands.dedup();
     args.extend(commands.iter().map(|command| format!("+{command}")));
     args.extend(key_patterns(prefix).iter().map(|key| format!("~{key}")));
+    args.push(format!("~{CLIENT_RECORD_PATTERN}"));
     args.extend(channel_patterns(prefix).iter().map(|c| format!("&{c}")));
     args
 }

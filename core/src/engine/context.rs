@@ -4,10 +4,10 @@
 //! `Arc<ClientInner>`; `Client` (the public type) wraps it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use crate::connection::sentinel::Sentinel;
 use crate::connection::{Connection, Publish, ReplicaSync};
@@ -44,6 +44,19 @@ pub(crate) struct ClientInner {
     next_handle: AtomicU64,
     /// What the locks of this client do (`Client::metrics()`); its connections count into it too.
     pub(crate) metrics: Arc<Metrics>,
+    /// Set when a hold begins or ends, until the client record has looked (`client_record`).
+    holds_changed: AtomicBool,
+    /// Wakes the client record's task for a change of holds (once per look, not per change).
+    pub(crate) holds_wake: Arc<Notify>,
+}
+
+/// A hold as the client record lists it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct HoldSummary {
+    pub(crate) lock: String,
+    pub(crate) kind: &'static str,
+    /// When it began (unix ms).
+    pub(crate) since_ms: u64,
 }
 
 impl ClientInner {
@@ -72,7 +85,50 @@ impl ClientInner {
             registry: Mutex::new(Registry::default()),
             closed: watch::Sender::new(false),
             next_handle: AtomicU64::new(1),
+            holds_changed: AtomicBool::new(false),
+            holds_wake: Arc::new(Notify::new()),
         }
+    }
+
+    /// The process id of the process that made the client.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Tells the client record that the holds changed: one wake-up until it looks again, so a
+    /// busy client costs it nothing per acquisition.
+    fn note_holds_changed(&self) {
+        if !self.holds_changed.swap(true, Ordering::AcqRel) {
+            self.holds_wake.notify_one();
+        }
+    }
+
+    /// The holds of now, sorted, and clears the change flag (a change after this call wakes
+    /// the record again).
+    pub(crate) fn hold_summaries(&self) -> Vec<HoldSummary> {
+        self.holds_changed.store(false, Ordering::Release);
+        let holds: Vec<Arc<dyn TrackedHold>> = self
+            .registry()
+            .holds
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let mut summaries: Vec<HoldSummary> = holds
+            .iter()
+            .filter_map(|hold| {
+                let since = hold.held_since()?;
+                let since_ms = since
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_millis() as u64);
+                Some(HoldSummary {
+                    lock: hold.name().to_owned(),
+                    kind: hold.kind_name(),
+                    since_ms,
+                })
+            })
+            .collect();
+        summaries.sort();
+        summaries
     }
 
     pub(crate) fn registry(&self) -> MutexGuard<'_, Registry> {
@@ -133,9 +189,13 @@ impl ClientInner {
             return Err(self.closed_error(lock.name()));
         }
         let weak: Weak<dyn TrackedHold> = Arc::downgrade(lock) as Weak<dyn TrackedHold>;
-        registry.holds.insert(lock.id(), weak.clone());
+        let fresh = registry.holds.insert(lock.id(), weak.clone()).is_none();
         self.upkeep
             .track(lock.id(), lock.renewal(), upkeep, weak, lock.stats());
+        drop(registry);
+        if fresh {
+            self.note_holds_changed();
+        }
         Ok(())
     }
 
@@ -146,8 +206,11 @@ impl ClientInner {
     }
 
     pub(crate) fn untrack_hold(&self, id: u64) {
-        remove_shrinking(&mut self.registry().holds, &id);
+        let removed = remove_shrinking(&mut self.registry().holds, &id).is_some();
         self.upkeep.untrack(id);
+        if removed {
+            self.note_holds_changed();
+        }
     }
 
     /// Closes the client (see `Client::close`): returns the names of the holds it had, each

@@ -49,6 +49,8 @@ pub(crate) struct Hold {
     lost: Option<Error>,
     /// Counts fresh holds, so that a release finishing late never touches a newer hold.
     epoch: u64,
+    /// When the hold began (its first level), by the wall clock: the client record shows it.
+    since: Option<SystemTime>,
 }
 
 /// A level taken off the hold for a release under way.
@@ -105,6 +107,7 @@ impl LockCore {
             hold.lost = None;
             hold.epoch += 1;
             hold.token = None;
+            hold.since = Some(SystemTime::now());
             self.lost.send_replace(false);
         }
         // Two acquisitions of one handle may be recorded in another order than they ran.
@@ -280,6 +283,15 @@ impl LockCore {
             return None;
         }
         hold.token
+    }
+
+    /// When the current hold began; `None` when nothing is held (or it was lost).
+    pub(crate) fn held_since(&self) -> Option<SystemTime> {
+        let hold = self.hold();
+        if hold.levels.is_empty() || hold.lost.is_some() {
+            return None;
+        }
+        hold.since
     }
 
     pub(crate) fn hold_count(&self) -> u32 {

@@ -254,6 +254,14 @@ impl TrackedHold for LockCore {
     fn mark_lost(&self, error: Error, reason: Option<LostReason>) {
         LockCore::mark_lost(self, error, reason);
     }
+
+    fn kind_name(&self) -> &'static str {
+        self.kind.kind_name()
+    }
+
+    fn held_since(&self) -> Option<std::time::SystemTime> {
+        LockCore::held_since(self)
+    }
 }
 
 impl Drop for LockCore {

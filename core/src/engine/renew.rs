@@ -53,6 +53,10 @@ pub(crate) trait TrackedHold: Send + Sync {
     /// Reports the hold lost (at most once; nothing when it is not held), for `reason`
     /// (`None`: the client was closed).
     fn mark_lost(&self, error: Error, reason: Option<LostReason>);
+    /// The kind's name (`lock`, `fair_lock`, ...), as the metrics and the client record call it.
+    fn kind_name(&self) -> &'static str;
+    /// When the current hold began (wall clock); `None` when nothing is held.
+    fn held_since(&self) -> Option<std::time::SystemTime>;
 }
 
 struct Entry {

@@ -204,6 +204,12 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     /// The lock's name as the user gave it.
     fn name(&self) -> &str;
 
+    /// The kind's name in metrics and the client record: `lock`, `fair_lock`, `fenced_lock`,
+    /// `read_write_lock`, `semaphore`, `expirable_semaphore`.
+    fn kind_name(&self) -> &'static str {
+        crate::metrics::kind::LOCK
+    }
+
     /// The channel on which `owner` waits to be woken.
     fn wait_channel(&self, owner: &str) -> String;
 

@@ -184,6 +184,24 @@ impl LockGroup {
         &self.inner.name
     }
 
+    /// Who holds its locks now, lock by lock (`'a' held by ...; 'b' held by ...`), as a
+    /// timed-out acquire names them.
+    pub(crate) async fn describe_holders(&self) -> Option<String> {
+        let described = futures_util::future::join_all(self.inner.locks.iter().map(|lock| async {
+            let held_by = lock.describe_holders().await?;
+            Some(format!("'{}' {held_by}", lock.name()))
+        }))
+        .await;
+        // A RedLock's locks share one name: the same holder on every server is told once.
+        let mut distinct: Vec<String> = Vec::new();
+        for text in described.into_iter().flatten() {
+            if !distinct.contains(&text) {
+                distinct.push(text);
+            }
+        }
+        (!distinct.is_empty()).then(|| distinct.join("; "))
+    }
+
     /// "multi-lock" or "red-lock", as messages say.
     pub fn kind_label(&self) -> &'static str {
         self.inner.kind.label()
@@ -652,6 +670,13 @@ macro_rules! group_handle {
 
             fn on_lost(&self, callback: impl Fn(&$crate::Error) + Send + Sync + 'static) {
                 self.0.on_lost(callback)
+            }
+
+            fn not_acquired_error(
+                &self,
+                wait: std::time::Duration,
+            ) -> impl std::future::Future<Output = $crate::Error> + Send {
+                $crate::hold::Hold::not_acquired_error(&self.0, wait)
             }
         }
     };

@@ -170,6 +170,8 @@ pub fn peer_binary() -> std::path::PathBuf {
 /// The `peer` example as a process (a holder in another process), driven line by line.
 pub struct Peer {
     pub child: Child,
+    /// The id of the peer's client (from its `ready <client-id>` line).
+    pub client_id: String,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
 }
@@ -178,6 +180,15 @@ impl Peer {
     /// A peer with the given fair queue timeout.
     pub fn start(server: &RedisServer, queue_timeout_ms: u64) -> Peer {
         Peer::spawn(Command::new(peer_binary()), server, queue_timeout_ms)
+    }
+
+    /// A peer whose client has the given watchdog lease.
+    pub fn with_watchdog(server: &RedisServer, watchdog: Duration) -> Peer {
+        let mut command = Command::new(peer_binary());
+        command
+            .arg(server.url())
+            .arg(watchdog.as_millis().to_string());
+        Peer::spawn_with_url(command, 10_000)
     }
 
     /// A peer whose wall clock runs `skew` (e.g. `+6s`) ahead, under `faketime`.
@@ -193,10 +204,15 @@ impl Peer {
     }
 
     fn spawn(mut command: Command, server: &RedisServer, queue_timeout_ms: u64) -> Peer {
+        command.arg(server.url());
+        Peer::spawn_with_url(command, queue_timeout_ms)
+    }
+
+    /// Starts `command`, which names the server already.
+    fn spawn_with_url(mut command: Command, queue_timeout_ms: u64) -> Peer {
         // A group of its own, so that `kill` also ends what a wrapper (faketime) forked.
         let mut child = command
             .process_group(0)
-            .arg(server.url())
             .env(
                 "POLYLOCK_FAIR_QUEUE_TIMEOUT_MS",
                 queue_timeout_ms.to_string(),
@@ -210,8 +226,10 @@ impl Peer {
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
         assert!(line.starts_with("ready"), "{line}");
+        let client_id = line.trim().trim_start_matches("ready").trim().to_owned();
         Peer {
             child,
+            client_id,
             stdin,
             stdout,
         }

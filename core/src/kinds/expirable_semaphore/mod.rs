@@ -53,6 +53,10 @@ impl Permit {
 }
 
 impl LockKind for Permit {
+    fn kind_name(&self) -> &'static str {
+        crate::metrics::kind::EXPIRABLE_SEMAPHORE
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

@@ -89,6 +89,10 @@ fn allowance_ms() -> u64 {
 }
 
 impl LockKind for Fair {
+    fn kind_name(&self) -> &'static str {
+        crate::metrics::kind::FAIR_LOCK
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

@@ -42,6 +42,10 @@ impl Fenced {
 }
 
 impl LockKind for Fenced {
+    fn kind_name(&self) -> &'static str {
+        crate::metrics::kind::FENCED_LOCK
+    }
+
     fn name(&self) -> &str {
         self.lock.name()
     }

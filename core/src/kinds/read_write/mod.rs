@@ -87,6 +87,10 @@ impl ReadLock {
 }
 
 impl LockKind for ReadLock {
+    fn kind_name(&self) -> &'static str {
+        crate::metrics::kind::READ_WRITE_LOCK
+    }
+
     fn name(&self) -> &str {
         &self.0.name
     }
@@ -189,6 +193,10 @@ impl WriteLock {
 }
 
 impl LockKind for WriteLock {
+    fn kind_name(&self) -> &'static str {
+        crate::metrics::kind::READ_WRITE_LOCK
+    }
+
     fn name(&self) -> &str {
         &self.0.name
     }

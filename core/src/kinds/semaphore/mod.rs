@@ -45,6 +45,10 @@ impl SemaphoreAcquisition {
 }
 
 impl LockKind for SemaphoreAcquisition {
+    fn kind_name(&self) -> &'static str {
+        crate::metrics::kind::SEMAPHORE
+    }
+
     fn name(&self) -> &str {
         &self.name
     }
