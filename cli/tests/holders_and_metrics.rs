@@ -1,0 +1,275 @@
+//! `polylock inspect` and `polylock watch` name holders and waiters from the client records
+//! (`polylock:client:<client-id>`, docs/PROTOCOL.md) and show the live metrics in them, against
+//! real redis-servers. The CLI runs as its own process.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use polylock_testkit::RedisServer;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_polylock");
+/// No CLI run in these tests may take longer (it is killed, and the test fails).
+const RUN_BOUND: Duration = Duration::from_secs(60);
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `polylock ARGS` with stdin closed and no POLYLOCK_* variables.
+fn polylock(args: &[&str]) -> Output {
+    let mut child = Command::new(BINARY)
+        .args(args)
+        .env_remove("POLYLOCK_REDIS_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start polylock");
+    let mut stdout_pipe = child.stdout.take().expect("stdout");
+    let mut stderr_pipe = child.stderr.take().expect("stderr");
+    let stdout_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout_pipe.read_to_string(&mut text);
+        text
+    });
+    let stderr_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + RUN_BOUND;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for polylock") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("polylock {args:?} did not finish within {RUN_BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        code: status.code().unwrap_or(-1),
+        stdout: stdout_reader.join().expect("stdout reader"),
+        stderr: stderr_reader.join().expect("stderr reader"),
+    }
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|err| panic!("not JSON ({err}):\n{text}"))
+}
+
+fn ok(out: &Output) {
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+}
+
+/// The line of a table whose first word is `name`.
+fn row(stdout: &str, name: &str) -> String {
+    stdout
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(name))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no {name} row:\n{stdout}"))
+}
+
+/// The cell under `header` in `row` (the columns are right-aligned under their headers).
+fn cell(stdout: &str, row_text: &str, header: &str) -> String {
+    let headers = stdout
+        .lines()
+        .find(|line| line.starts_with("NAME "))
+        .unwrap_or_else(|| panic!("no header line:\n{stdout}"));
+    let end = headers.find(header).expect("a column") + header.len();
+    let start = row_text[..end].rfind("  ").map_or(0, |at| at + 2);
+    row_text[start..end].trim().to_owned()
+}
+
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as i64
+}
+
+fn hset(server: &RedisServer, key: &str, fields: &[(&str, &str)]) {
+    let mut args = vec!["HSET", key];
+    for (field, value) in fields {
+        args.extend([*field, *value]);
+    }
+    assert_eq!(server.int(&args), fields.len() as i64, "HSET {key}");
+}
+
+const CLIENT_ID: &str = "0c1d6a8e-5f3e-4d2b-9a7c-1e2f3a4b5c6d";
+
+/// A client record exactly as docs/PROTOCOL.md describes it (as a client in any language
+/// writes it): worker-7, pid 1234 on host-a, holding `orders:42` since 12.3 s ago and with
+/// metrics taken 10 s after it connected.
+fn write_record_of_worker_7(server: &RedisServer, now: i64) {
+    let holds = format!(
+        r#"[{{"lock":"orders:42","kind":"lock","since_ms":{}}}]"#,
+        now - 12_300
+    );
+    let metrics = format!(
+        r#"{{"at_ms":{now},"locks":[
+            {{"name":"orders:42","kind":"lock","acquired":100,"timed_out":20,"cancelled":0,
+              "failed":0,"holds":1,"waiters":3,"wait_count":120,"wait_sum_s":6.0,
+              "hold_count":99,"hold_sum_s":9.9,"lost":2,"renewal_failures":1}},
+            {{"name":"idle:1","kind":"fair_lock","acquired":0,"timed_out":0,"cancelled":0,
+              "failed":0,"holds":0,"waiters":0,"wait_count":0,"wait_sum_s":0.0,
+              "hold_count":0,"hold_sum_s":0.0,"lost":0,"renewal_failures":0}}]}}"#
+    );
+    let connected = (now - 10_000).to_string();
+    let now_text = now.to_string();
+    hset(
+        server,
+        &format!("polylock:client:{CLIENT_ID}"),
+        &[
+            ("name", "worker-7"),
+            ("host", "host-a"),
+            ("pid", "1234"),
+            ("connected_ms", &connected),
+            ("refreshed_ms", &now_text),
+            ("holds", &holds),
+            ("metrics", &metrics),
+        ],
+    );
+    let owner = format!("{CLIENT_ID}:1");
+    hset(server, "orders:42", &[(&owner, "1")]);
+    assert_eq!(server.int(&["PEXPIRE", "orders:42", "30000"]), 1);
+}
+
+#[test]
+fn inspect_names_a_holder_from_its_client_record() {
+    let server = RedisServer::start();
+    let url = server.url();
+    write_record_of_worker_7(&server, unix_ms());
+
+    let out = polylock(&["inspect", "orders:42", "--redis", &url]);
+    ok(&out);
+    let holder_line = out
+        .stdout
+        .lines()
+        .find(|line| line.contains("worker-7"))
+        .unwrap_or_else(|| panic!("no holder named:\n{}", out.stdout));
+    assert!(
+        holder_line.contains("worker-7 (pid 1234 on host-a) held 12."),
+        "{holder_line}"
+    );
+    assert!(
+        holder_line.contains(&format!("hold count 1, owner {CLIENT_ID}:1")),
+        "{holder_line}"
+    );
+
+    let out = polylock(&["inspect", "orders:42", "--redis", &url, "--json"]);
+    ok(&out);
+    let holder = &json(&out.stdout)["holders"][0];
+    assert_eq!(holder["client_name"], "worker-7");
+    assert_eq!(holder["client_pid"], 1234);
+    assert_eq!(holder["client_host"], "host-a");
+    let held_for = holder["held_for_ms"].as_u64().expect("a hold age");
+    assert!((12_300..60_000).contains(&held_for), "{held_for}");
+}
+
+#[test]
+fn an_owner_without_a_record_shows_its_owner_string() {
+    let server = RedisServer::start();
+    let url = server.url();
+    // As Redisson writes a lock: `<uuid>:<thread id>`, and Redisson writes no client record.
+    let owner = "7b1e2d3c-0000-4000-8000-000000000001:57";
+    hset(&server, "redisson:lock", &[(owner, "1")]);
+    assert_eq!(server.int(&["PEXPIRE", "redisson:lock", "30000"]), 1);
+    // Another program's key under the record prefix is no record and no error.
+    assert_eq!(
+        server
+            .command(&["SET", "polylock:client:junk", "x"])
+            .as_deref(),
+        Some("+OK")
+    );
+
+    let out = polylock(&["inspect", "redisson:lock", "--redis", &url]);
+    ok(&out);
+    assert!(
+        out.stdout.contains(&format!("  {owner}  (hold count 1)")),
+        "{}",
+        out.stdout
+    );
+    let out = polylock(&["inspect", "redisson:lock", "--redis", &url, "--json"]);
+    ok(&out);
+    let holder = &json(&out.stdout)["holders"][0];
+    assert_eq!(holder["owner"], owner);
+    assert!(holder["client_name"].is_null(), "{holder}");
+    assert!(holder["held_for_ms"].is_null(), "{holder}");
+
+    let out = polylock(&["watch", "--redis", &url, "--once"]);
+    ok(&out);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let lock_row = row(&out.stdout, "redisson:lock");
+    assert!(lock_row.contains(&format!("{owner} x1")), "{lock_row}");
+    // No client has a record: the metric columns say so.
+    for header in ["ACQ/S", "TMO/S", "AVG WAIT", "HOLDS", "WAITERS", "LOST"] {
+        assert_eq!(
+            cell(&out.stdout, &lock_row, header),
+            "-",
+            "{header}: {lock_row}"
+        );
+    }
+    assert!(!out.stdout.contains("polylock:client"), "{}", out.stdout);
+}
+
+/// The terminal table: holder names and ages, and the rates from a record's metrics (on first
+/// sight, over the time since the client connected: 10 s here).
+#[test]
+fn watch_renders_names_and_metrics_from_client_records() {
+    let server = RedisServer::start();
+    let url = server.url();
+    write_record_of_worker_7(&server, unix_ms());
+
+    let out = polylock(&["watch", "--redis", &url, "--once"]);
+    ok(&out);
+    assert!(
+        out.stdout.contains("(metrics from 1 client record(s))"),
+        "{}",
+        out.stdout
+    );
+    let lock_row = row(&out.stdout, "orders:42");
+    assert!(
+        lock_row.contains("worker-7 (pid 1234 on host-a) held 12."),
+        "{lock_row}"
+    );
+    assert_eq!(cell(&out.stdout, &lock_row, "ACQ/S"), "10.0", "{lock_row}");
+    assert_eq!(cell(&out.stdout, &lock_row, "TMO/S"), "2.0", "{lock_row}");
+    assert_eq!(
+        cell(&out.stdout, &lock_row, "AVG WAIT"),
+        "50 ms",
+        "{lock_row}"
+    );
+    assert_eq!(cell(&out.stdout, &lock_row, "HOLDS"), "1", "{lock_row}");
+    assert_eq!(cell(&out.stdout, &lock_row, "WAITERS"), "3", "{lock_row}");
+    assert_eq!(cell(&out.stdout, &lock_row, "LOST"), "2", "{lock_row}");
+    // A lock the record lists without any activity is no row.
+    assert!(!out.stdout.contains("idle:1"), "{}", out.stdout);
+
+    let out = polylock(&["watch", "orders:*", "--redis", &url, "--once", "--json"]);
+    ok(&out);
+    let snapshot = json(out.stdout.trim());
+    let lock = &snapshot["locks"][0];
+    assert_eq!(lock["name"], "orders:42");
+    assert_eq!(lock["holders"][0]["client_name"], "worker-7");
+    assert!(lock["holders"][0]["held_for_ms"].as_u64().unwrap() >= 12_300);
+    let metrics = &lock["metrics"];
+    assert_eq!(metrics["kind"], "lock");
+    assert_eq!(metrics["clients"], 1);
+    assert_eq!(metrics["acquires_per_s"], 10.0);
+    assert_eq!(metrics["timeouts_per_s"], 2.0);
+    assert_eq!(metrics["avg_wait_ms"], 50.0);
+    assert_eq!(metrics["holds"], 1);
+    assert_eq!(metrics["waiters"], 3);
+    assert_eq!(metrics["lost"], 2);
+}
