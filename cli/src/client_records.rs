@@ -4,6 +4,7 @@
 //! not in the expected shape reads as unknown, never as an error.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use polylock::{Client, ClientRecordFields};
 use serde::Deserialize;
@@ -129,8 +130,16 @@ pub async fn read_or_warn<'a>(
     client: &Client,
     owners: Option<impl IntoIterator<Item = &'a str>>,
 ) -> HashMap<String, ClientRecord> {
+    // Said once: `watch` would repeat it every refresh.
+    static WARNED: AtomicBool = AtomicBool::new(false);
     read(client, owners).await.unwrap_or_else(|err| {
-        eprintln!("polylock: cannot read the client records ({err}); showing owner strings");
+        if !WARNED.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "polylock: cannot read the client records ({}*), so owners show as owner \
+                 strings and there are no metrics: {err}",
+                polylock::CLIENT_RECORD_PREFIX
+            );
+        }
         HashMap::new()
     })
 }

@@ -2,7 +2,7 @@
 //! (`polylock:client:<client-id>`, docs/PROTOCOL.md) and show the live metrics in them, against
 //! real redis-servers. The CLI runs as its own process.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -57,6 +57,49 @@ fn polylock(args: &[&str]) -> Output {
         stdout: stdout_reader.join().expect("stdout reader"),
         stderr: stderr_reader.join().expect("stderr reader"),
     }
+}
+
+/// Runs `polylock watch ARGS --json` until it printed `refreshes` lines, then stops it; its
+/// JSON lines and its stderr.
+fn watch_json(args: &[&str], refreshes: usize) -> (Vec<serde_json::Value>, String) {
+    let mut child = Command::new(BINARY)
+        .arg("watch")
+        .args(args)
+        .arg("--json")
+        .env_remove("POLYLOCK_REDIS_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start polylock watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut stderr_pipe = child.stderr.take().expect("stderr");
+    let stderr_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text);
+        text
+    });
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .take(refreshes)
+            .collect::<Vec<String>>()
+    });
+    let deadline = Instant::now() + RUN_BOUND;
+    while !reader.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "watch {args:?} printed too little"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let lines = reader.join().expect("stdout reader");
+    let _ = child.kill();
+    let _ = child.wait();
+    let stderr = stderr_reader.join().expect("stderr reader");
+    assert_eq!(lines.len(), refreshes, "watch ended early: {stderr}");
+    (lines.iter().map(|line| json(line)).collect(), stderr)
 }
 
 fn json(text: &str) -> serde_json::Value {
@@ -272,4 +315,62 @@ fn watch_renders_names_and_metrics_from_client_records() {
     assert_eq!(metrics["holds"], 1);
     assert_eq!(metrics["waiters"], 3);
     assert_eq!(metrics["lost"], 2);
+}
+
+/// A user the ACL keeps from the records (`polylock:client:*`) still sees the locks: owner
+/// strings, no metrics, and one line on stderr saying why.
+#[test]
+fn without_access_to_the_records_owner_strings_are_shown() {
+    let server = RedisServer::start();
+    write_record_of_worker_7(&server, unix_ms());
+    assert_eq!(
+        server
+            .command(&[
+                "ACL",
+                "SETUSER",
+                "viewer",
+                "on",
+                ">pw",
+                "~orders:*",
+                "~{orders:*",
+                "~*:{orders:*",
+                "~redisson_*",
+                "~polylock_*",
+                "&*",
+                "+@all",
+            ])
+            .as_deref(),
+        Some("+OK")
+    );
+    let url = format!("redis://viewer:pw@127.0.0.1:{}", server.port());
+
+    // Said once, not at every refresh.
+    let (refreshes, stderr) = watch_json(&["--redis", &url, "--interval", "0.05"], 3);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cannot read the client records (polylock:client:*)"),
+        "{stderr}"
+    );
+    for refresh in &refreshes {
+        assert_eq!(refresh["client_records"], 0, "{refresh}");
+        assert!(refresh["locks"][0]["metrics"].is_null(), "{refresh}");
+    }
+
+    let out = polylock(&["watch", "--redis", &url, "--once"]);
+    ok(&out);
+    let lock_row = row(&out.stdout, "orders:42");
+    assert!(
+        lock_row.contains(&format!("{CLIENT_ID}:1 x1")),
+        "{lock_row}"
+    );
+    assert_eq!(cell(&out.stdout, &lock_row, "ACQ/S"), "-", "{lock_row}");
+
+    let out = polylock(&["inspect", "orders:42", "--redis", &url]);
+    ok(&out);
+    assert!(
+        out.stdout
+            .contains(&format!("  {CLIENT_ID}:1  (hold count 1)")),
+        "{}",
+        out.stdout
+    );
 }
