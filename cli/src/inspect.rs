@@ -25,7 +25,10 @@ exists), read-write (mode, readers and writer, waiting writers), semaphore (a st
 integer: the permits available), expirable-semaphore (its set of taken permits exists: each
 permit id with its expiry), none (no key), not-a-lock (the name holds another Redis type, a
 hash with other fields, or a string that is not a number: exit code 4).
-One read-only snapshot (Client::inspect): nothing is changed, expired entries are shown.")]
+One read-only snapshot (Client::inspect): nothing is changed, expired entries are shown.
+Holders and waiters are named from their client records (polylock:client:<id>): name, pid,
+host and, for holders, how long they have held (--json: client_name, client_pid, client_host,
+held_for_ms); owners without a record (Redisson) show as their owner string.")]
 pub struct InspectArgs {
     /// The lock name (the Redis key of the lock).
     pub name: String,

@@ -26,7 +26,13 @@ held locks of every kind (plain, fair, fenced with its token, read-write with ea
 side; WAITING: the fair queue, or the writers waiting for a read-write lock) and semaphores
 (permits available, and taken for expirable ones). Any string holding an integer looks like a
 semaphore to Redis, so it shows as one. Keys the kinds keep beside a name (redisson_*,
-polylock_*, read levels, permit sets) are not rows.")]
+polylock_*, read levels, permit sets) are not rows.
+
+Holders show as `worker-7 (pid 1234 on host-a) held 12.3 s` from their client records
+(polylock:client:<id>); Redisson owners as their owner string. Live metrics from the records,
+summed over the clients, per row: ACQ/S and TMO/S (acquires got and timed out per second since
+the last refresh; on the first, since each client connected), AVG WAIT, HOLDS and WAITERS now,
+LOST (leases lost); `-` when no client reports the lock. A free lock in use is a row too.")]
 pub struct WatchArgs {
     /// Redis glob pattern of lock names.
     #[arg(default_value = "*")]
