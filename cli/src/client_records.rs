@@ -56,7 +56,7 @@ pub struct RecordedLock {
 
 /// The client id an owner string starts with (`<client-id>:<holder-id>`).
 pub fn client_id(owner: &str) -> &str {
-    owner.split_once(':').map_or(owner, |(id, _)| id)
+    polylock::keys::owner_client_id(owner)
 }
 
 impl ClientRecord {
@@ -119,6 +119,8 @@ pub async fn read<'a>(
         .client_records(ids)
         .await?
         .into_iter()
+        // This tool's own client has a record too; it is not one of the clients looked at.
+        .filter(|record| record.client_id != client.id())
         .map(ClientRecord::parse)
         .map(|record| (record.client_id.clone(), record))
         .collect())
@@ -137,7 +139,7 @@ pub async fn read_or_warn<'a>(
             eprintln!(
                 "polylock: cannot read the client records ({}*), so owners show as owner \
                  strings and there are no metrics: {err}",
-                polylock::CLIENT_RECORD_PREFIX
+                polylock::keys::CLIENT_RECORD_PREFIX
             );
         }
         HashMap::new()

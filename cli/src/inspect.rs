@@ -220,13 +220,15 @@ impl LockState {
     /// client records.
     pub fn attach_records(&mut self, records: &HashMap<String, ClientRecord>) {
         for holder in &mut self.holders {
-            holder.held_for_ms = client_records::held_for_ms(
-                records,
-                &holder.owner,
-                &self.name,
-                self.server_time_ms,
-            );
-            holder.client = OwnerClient::of(records, &holder.owner, holder.held_for_ms);
+            // The core's own reading (Client::inspect) first; the records for what it lacks.
+            holder.held_for_ms = holder.held_for_ms.or_else(|| {
+                client_records::held_for_ms(records, &holder.owner, &self.name, self.server_time_ms)
+            });
+            let client = OwnerClient::of(records, &holder.owner, holder.held_for_ms);
+            holder.client = OwnerClient {
+                client_name: holder.client.client_name.take().or(client.client_name),
+                ..client
+            };
         }
         for waiter in self.queue.iter_mut().chain(&mut self.waiting_writers) {
             waiter.client = OwnerClient::of(records, &waiter.owner, None);
@@ -263,8 +265,11 @@ impl From<LockInfo> for LockState {
                     owner: holder.owner,
                     count: holder.count,
                     mode: holder.mode.map(LockMode::label),
-                    client: OwnerClient::default(),
-                    held_for_ms: None,
+                    client: OwnerClient {
+                        client_name: holder.client_name,
+                        ..OwnerClient::default()
+                    },
+                    held_for_ms: holder.held_for.map(|held| held.as_millis() as u64),
                 })
                 .collect(),
             remaining_lease_ms: match info.ttl {

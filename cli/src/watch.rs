@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use clap::Args;
-use polylock::{Client, CLIENT_RECORD_PREFIX};
+use polylock::Client;
 
 use crate::block_on;
 use crate::client_records;
@@ -133,12 +133,8 @@ struct Refresh {
 /// for (acquires in the window, holds or waiters now), matching `pattern`, each read by
 /// `Client::inspect`; holders and waiters named from the client records.
 async fn refresh(client: &Client, pattern: &str, tracker: &mut RateTracker) -> CliResult<Refresh> {
-    let mut names: BTreeSet<String> = client
-        .scan_names(pattern)
-        .await?
-        .into_iter()
-        .filter(|name| !name.starts_with(CLIENT_RECORD_PREFIX))
-        .collect();
+    // `scan_names` leaves the client records out, as the other keys beside the names.
+    let mut names: BTreeSet<String> = client.scan_names(pattern).await?.into_iter().collect();
     let scanned = names.clone();
     let records = client_records::read_or_warn(client, None::<Vec<&str>>).await;
     let records_with_metrics = records.values().filter(|r| r.metrics.is_some()).count();

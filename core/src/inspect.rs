@@ -312,9 +312,6 @@ pub(crate) async fn scan_names(client: &Arc<ClientInner>, pattern: &str) -> Resu
     .await
 }
 
-/// The key prefix of the client records, `polylock:client:<client-id>` (docs/PROTOCOL.md).
-pub const CLIENT_RECORD_PREFIX: &str = "polylock:client:";
-
 /// A client record (`polylock:client:<client-id>`) as stored: its hash fields, unparsed (the
 /// record's JSON fields are read by tools such as the CLI).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -334,13 +331,10 @@ pub(crate) async fn client_records(
     let inner = client.clone();
     on_runtime(&what.clone(), async move {
         let mut record_keys = match client_ids {
-            Some(ids) => ids
-                .iter()
-                .map(|id| format!("{CLIENT_RECORD_PREFIX}{id}"))
-                .collect(),
+            Some(ids) => ids.iter().map(|id| keys::client_record(id)).collect(),
             None => inner
                 .connection
-                .scan(&format!("{CLIENT_RECORD_PREFIX}*"))
+                .scan(&format!("{}*", keys::CLIENT_RECORD_PREFIX))
                 .await
                 .map_err(|err| Error::from_redis(&what, err))?,
         };
@@ -368,7 +362,7 @@ pub(crate) async fn client_records(
                 continue; // gone since the scan, or nobody's record
             }
             records.push(ClientRecordFields {
-                client_id: key[CLIENT_RECORD_PREFIX.len()..].to_owned(),
+                client_id: key[keys::CLIENT_RECORD_PREFIX.len()..].to_owned(),
                 fields,
             });
         }

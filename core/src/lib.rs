@@ -64,7 +64,7 @@ pub use hold::{Guard, Hold};
 pub type LockGuard = Guard<Lock>;
 pub use inspect::{
     ClientRecordFields, FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo,
-    LockMode, WaitingWriter, CLIENT_RECORD_PREFIX,
+    LockMode, WaitingWriter,
 };
 pub use lock::Lock;
 pub use metrics::MetricsSnapshot;
