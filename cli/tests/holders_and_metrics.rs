@@ -374,3 +374,236 @@ fn without_access_to_the_records_owner_strings_are_shown() {
         out.stdout
     );
 }
+
+/// Clients named by `ClientOptions::name` drive locks for real; their records (written by the
+/// core) are what `inspect` and `watch` show.
+mod driven_by_clients {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use polylock::{AcquireOptions, Client, ClientOptions};
+
+    use super::*;
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        polylock::runtime().block_on(future)
+    }
+
+    fn named(server: &RedisServer, name: &str, watchdog: Duration) -> Client {
+        let options = ClientOptions {
+            name: Some(name.to_owned()),
+            watchdog_timeout: watchdog,
+            ..ClientOptions::default()
+        };
+        block_on(Client::connect_with(&server.url(), options)).expect("connect")
+    }
+
+    /// Acquires `name` again and again (waiting up to 50 ms, holding 20 ms) until stopped.
+    fn keep_busy(
+        client: &Client,
+        name: &str,
+        stop: &Arc<AtomicBool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let lock = client.lock(name).expect("lock");
+        let stop = stop.clone();
+        polylock::runtime().spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let wait = AcquireOptions::new().wait(Duration::from_millis(50));
+                // Errors only once the test failed and its server is gone.
+                if lock.acquire(wait).await.unwrap_or(false) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    let _ = lock.release().await;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+    }
+
+    /// `polylock demo-worker`: another process buying tickets under the plain lock `name`.
+    fn worker_process(server: &RedisServer, name: &str) -> std::process::Child {
+        assert_eq!(
+            server.command(&["SET", "busy:stock", "1000000"]).as_deref(),
+            Some("+OK")
+        );
+        let mut child = Command::new(BINARY)
+            .args([
+                "demo-worker",
+                &server.url(),
+                name,
+                "busy:stock",
+                "lock",
+                "5",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the worker process");
+        child
+            .stdin
+            .as_mut()
+            .expect("stdin")
+            .write_all(b"go\n")
+            .expect("say go");
+        child
+    }
+
+    fn queued(server: &RedisServer, name: &str, waiters: i64) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let queue = format!("redisson_lock_queue:{{{name}}}");
+        while server.int(&["LLEN", &queue]) < waiters {
+            assert!(Instant::now() < deadline, "the waiters never queued");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(found) = check() {
+                return found;
+            }
+            assert!(Instant::now() < deadline, "never: {what}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn lock_in<'a>(refresh: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
+        refresh["locks"]
+            .as_array()?
+            .iter()
+            .find(|lock| lock["name"] == name)
+    }
+
+    #[test]
+    fn a_busy_lock_shows_holder_names_queue_order_rates_waits_and_a_loss() {
+        let server = RedisServer::start();
+        let url = server.url();
+        let long = Duration::from_secs(30);
+        let a = named(&server, "worker-a", long);
+        // A record is rewritten about a second after its holds change, and every third of the
+        // watchdog lease otherwise: a waiter's shows its wait within a second with a 3 s one.
+        let b = named(&server, "worker-b", Duration::from_secs(3));
+        let c = named(&server, "worker-c", Duration::from_secs(3));
+        // A short watchdog: its renewal finds a force-unlocked lock taken within a second.
+        let lossy = named(&server, "worker-lossy", Duration::from_secs(1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let drivers = [keep_busy(&a, "busy", &stop), keep_busy(&b, "busy", &stop)];
+        let mut process = worker_process(&server, "busy");
+
+        // A fair lock held by worker-a, worker-b queued first, worker-c second.
+        let fair = a.fair_lock("queue:fair").expect("lock");
+        assert!(
+            block_on(fair.acquire(AcquireOptions::new().wait(Duration::ZERO))).expect("acquire")
+        );
+        let wait_long = || AcquireOptions::new().wait(Duration::from_secs(60));
+        let first = b.fair_lock("queue:fair").expect("lock");
+        let first_waiting = {
+            let first = first.clone();
+            polylock::runtime().spawn(async move { first.acquire(wait_long()).await })
+        };
+        queued(&server, "queue:fair", 1);
+        let second = c.fair_lock("queue:fair").expect("lock");
+        let second_waiting = {
+            let second = second.clone();
+            polylock::runtime().spawn(async move { second.acquire(wait_long()).await })
+        };
+        queued(&server, "queue:fair", 2);
+
+        // A lease lost for real: held under the watchdog, deleted by force-unlock.
+        let lost = lossy.lock("lossy").expect("lock");
+        assert!(
+            block_on(lost.acquire(AcquireOptions::new().wait(Duration::ZERO))).expect("acquire")
+        );
+        ok(&polylock(&[
+            "force-unlock",
+            "lossy",
+            "--redis",
+            &url,
+            "--yes",
+        ]));
+
+        let pid = std::process::id() as u64;
+        // The records are refreshed about a second after holds change: look until they tell.
+        let refresh = wait_for(
+            "names, a hold age, rates, waits and the loss in watch",
+            || {
+                let (refreshes, stderr) = watch_json(&["--redis", &url, "--interval", "0.5"], 2);
+                assert!(stderr.is_empty(), "{stderr}");
+                let last = refreshes.last()?.clone();
+                let busy = &lock_in(&last, "busy")?["metrics"];
+                let fair = lock_in(&last, "queue:fair")?;
+                // Free since, the lost lock is a row while its last acquire is in the window:
+                // on the first refresh, whose window is each client's life.
+                let lossy = &lock_in(&refreshes[0], "lossy")?["metrics"];
+                let ready = busy["acquires_per_s"].as_f64()? > 0.0
+                    && busy["avg_wait_ms"].as_f64()? > 0.0
+                    && fair["holders"][0]["held_for_ms"].as_u64().is_some()
+                    && fair["metrics"]["waiters"].as_i64()? >= 2
+                && busy["clients"].as_u64()? >= 3 // a, b and the worker process
+                    && lossy["lost"].as_u64()? >= 1;
+                ready.then_some(last)
+            },
+        );
+        let fair_state = lock_in(&refresh, "queue:fair").expect("the fair lock");
+        assert_eq!(fair_state["holders"][0]["client_name"], "worker-a");
+        assert_eq!(fair_state["holders"][0]["client_pid"], pid);
+        assert_eq!(fair_state["queue"][0]["client_name"], "worker-b");
+        assert_eq!(fair_state["queue"][1]["client_name"], "worker-c");
+
+        // The other process holds the busy lock now and then: named by its record.
+        let worker_pid = process.id() as u64;
+        wait_for("the worker process named as a holder", || {
+            let out = polylock(&["inspect", "busy", "--redis", &url, "--json"]);
+            ok(&out);
+            let state = json(&out.stdout);
+            (state["holders"][0]["client_pid"] == worker_pid).then_some(())
+        });
+
+        // The terminal: names with ages, queue order, numbers in every metric column.
+        let out = polylock(&["watch", "--redis", &url, "--once"]);
+        ok(&out);
+        let fair_row = row(&out.stdout, "queue:fair");
+        assert!(
+            fair_row.contains(&format!("worker-a (pid {pid} on ")) && fair_row.contains(" held "),
+            "{fair_row}"
+        );
+        assert_eq!(cell(&out.stdout, &fair_row, "WAITING"), "2", "{fair_row}");
+        let busy_row = row(&out.stdout, "busy");
+        let rate: f64 = cell(&out.stdout, &busy_row, "ACQ/S")
+            .parse()
+            .expect("a rate");
+        assert!(rate > 0.0, "{busy_row}");
+        assert!(
+            cell(&out.stdout, &busy_row, "AVG WAIT").ends_with('s'),
+            "{busy_row}"
+        );
+        let lossy_row = row(&out.stdout, "lossy");
+        assert!(lossy_row.contains("free"), "{lossy_row}");
+        assert_eq!(cell(&out.stdout, &lossy_row, "LOST"), "1", "{lossy_row}");
+        let out = polylock(&["inspect", "queue:fair", "--redis", &url]);
+        ok(&out);
+        let text = &out.stdout;
+        let first_at = text
+            .find("1. worker-b (pid ")
+            .unwrap_or_else(|| panic!("{text}"));
+        let second_at = text
+            .find("2. worker-c (pid ")
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(first_at < second_at, "{text}");
+        assert!(text.contains("worker-a (pid "), "{text}");
+
+        stop.store(true, Ordering::Relaxed);
+        for driver in drivers {
+            block_on(driver).expect("driver");
+        }
+        let _ = process.kill();
+        let _ = process.wait();
+        block_on(fair.release()).expect("release");
+        assert!(block_on(first_waiting).expect("join").expect("acquire"));
+        block_on(first.release()).expect("release");
+        assert!(block_on(second_waiting).expect("join").expect("acquire"));
+        block_on(second.release()).expect("release");
+    }
+}
