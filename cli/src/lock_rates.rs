@@ -1,7 +1,8 @@
 //! The live metrics `watch` shows per lock: the cumulative counters in the client records'
 //! `metrics` field turned into rates over a window, summed over the clients. A client's window
 //! runs from the previous record this watch read of it to the current one (so a record not
-//! rewritten since keeps its last window); on first sight, from the client's connection.
+//! rewritten since keeps its last window); on first sight, from the client's connection to now
+//! (a record is rewritten only every few seconds when its holds do not change).
 
 use std::collections::HashMap;
 
@@ -79,11 +80,13 @@ pub struct RateTracker {
 }
 
 impl RateTracker {
-    /// The rates per lock name from this refresh's records. Clients without a `metrics` field
-    /// add nothing; a name no client reports has no entry (shown as `-`).
+    /// The rates per lock name from this refresh's records, read at `now_ms` (epoch ms).
+    /// Clients without a `metrics` field add nothing; a name no client reports has no entry
+    /// (shown as `-`).
     pub fn update(
         &mut self,
         records: &HashMap<String, ClientRecord>,
+        now_ms: i64,
     ) -> HashMap<String, LockRates> {
         let mut seen_now = HashMap::new();
         for record in records.values() {
@@ -105,7 +108,8 @@ impl RateTracker {
                 // First sight (or a clock that went back): everything since it connected.
                 _ => {
                     let since = record.connected_ms.unwrap_or(metrics.at_ms);
-                    let seconds = ((metrics.at_ms - since) as f64 / 1000.0).max(0.001);
+                    let until = metrics.at_ms.max(now_ms);
+                    let seconds = ((until - since) as f64 / 1000.0).max(0.001);
                     windows(&locks, |_| None, seconds)
                 }
             };
@@ -203,28 +207,34 @@ mod tests {
     fn rates_are_deltas_over_each_clients_window_summed() {
         let mut tracker = RateTracker::default();
         // First sight: since each client connected (at 0).
-        let first = tracker.update(&HashMap::from([
-            record("x", 10_000, vec![counters(100, 100, 10.0)]),
-            record("y", 10_000, vec![counters(50, 50, 5.0)]),
-        ]));
-        assert_eq!(first["a"].acquires_per_s, 15.0);
+        let first = tracker.update(
+            &HashMap::from([
+                record("x", 10_000, vec![counters(100, 100, 10.0)]),
+                record("y", 8_000, vec![counters(40, 40, 4.0)]),
+            ]),
+            10_000,
+        );
+        // y's record is 2 s old: its 40 acquires are over the 10 s since it connected.
+        assert_eq!(first["a"].acquires_per_s, 10.0 + 4.0);
         assert_eq!(first["a"].avg_wait_ms, Some(100.0));
         assert_eq!(first["a"].clients, 2);
         assert_eq!(first["a"].holds, 2);
         // x rewrote its record 2 s later; y did not: y keeps its window.
-        let second = tracker.update(&HashMap::from([
-            record("x", 12_000, vec![counters(120, 110, 13.0)]),
-            record("y", 10_000, vec![counters(50, 50, 5.0)]),
-        ]));
-        assert_eq!(second["a"].acquires_per_s, 10.0 + 5.0);
-        // (3 s + 5 s) / (10 + 50) waits.
-        assert!((second["a"].avg_wait_ms.unwrap() - 8000.0 / 60.0).abs() < 1e-9);
+        let second = tracker.update(
+            &HashMap::from([
+                record("x", 12_000, vec![counters(120, 110, 13.0)]),
+                record("y", 8_000, vec![counters(40, 40, 4.0)]),
+            ]),
+            12_000,
+        );
+        assert_eq!(second["a"].acquires_per_s, 10.0 + 4.0);
+        // (3 s + 4 s) / (10 + 40) waits.
+        assert!((second["a"].avg_wait_ms.unwrap() - 7000.0 / 50.0).abs() < 1e-9);
         // A client gone: its share gone.
-        let third = tracker.update(&HashMap::from([record(
-            "x",
+        let third = tracker.update(
+            &HashMap::from([record("x", 14_000, vec![counters(120, 110, 13.0)])]),
             14_000,
-            vec![counters(120, 110, 13.0)],
-        )]));
+        );
         assert_eq!(third["a"].acquires_per_s, 0.0);
         assert_eq!(third["a"].avg_wait_ms, None);
         assert!(third["a"].is_active(), "it is held");

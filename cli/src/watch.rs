@@ -32,7 +32,8 @@ Holders show as `worker-7 (pid 1234 on host-a) held 12.3 s` from their client re
 (polylock:client:<id>); Redisson owners as their owner string. Live metrics from the records,
 summed over the clients, per row: ACQ/S and TMO/S (acquires got and timed out per second since
 the last refresh; on the first, since each client connected), AVG WAIT, HOLDS and WAITERS now,
-LOST (leases lost); `-` when no client reports the lock. A free lock in use is a row too.")]
+LOST (leases lost); `-` when no client reports the lock. A free lock in use is a row too.
+Fair and read-write rows end with who waits, in order (queue: / writers waiting:).")]
 pub struct WatchArgs {
     /// Redis glob pattern of lock names.
     #[arg(default_value = "*")]
@@ -95,6 +96,24 @@ fn holders_text(state: &LockState) -> String {
     if let Some(token) = state.fence_token {
         text.push_str(&format!("  token {token}"));
     }
+    // Who waits, in queue order: client names, or owner strings without a record.
+    let (label, waiters) = match state.kind {
+        Kind::ReadWrite => ("writers waiting", &state.waiting_writers),
+        _ => ("queue", &state.queue),
+    };
+    if !waiters.is_empty() {
+        let names: Vec<&str> = waiters
+            .iter()
+            .map(|waiter| {
+                waiter
+                    .client
+                    .client_name
+                    .as_deref()
+                    .unwrap_or(&waiter.owner)
+            })
+            .collect();
+        text.push_str(&format!("  {label}: {}", names.join(", ")));
+    }
     text
 }
 
@@ -123,10 +142,10 @@ fn kind_label_of_metrics(kind: &str) -> String {
     .replace('_', "-")
 }
 
-/// One refresh: the rows, and how many client records carried metrics.
+/// One refresh: the rows, and how many clients report metrics of some lock.
 struct Refresh {
     rows: Vec<Row>,
-    records_with_metrics: usize,
+    clients_reporting: usize,
 }
 
 /// One row per held lock, per semaphore, and per free lock the clients' records show activity
@@ -137,8 +156,11 @@ async fn refresh(client: &Client, pattern: &str, tracker: &mut RateTracker) -> C
     let mut names: BTreeSet<String> = client.scan_names(pattern).await?.into_iter().collect();
     let scanned = names.clone();
     let records = client_records::read_or_warn(client, None::<Vec<&str>>).await;
-    let records_with_metrics = records.values().filter(|r| r.metrics.is_some()).count();
-    let mut rates = tracker.update(&records);
+    let clients_reporting = records
+        .values()
+        .filter(|record| record.metrics.as_ref().is_some_and(|m| !m.locks.is_empty()))
+        .count();
+    let mut rates = tracker.update(&records, unix_ms());
     names.extend(
         rates
             .iter()
@@ -197,8 +219,15 @@ async fn refresh(client: &Client, pattern: &str, tracker: &mut RateTracker) -> C
     }
     Ok(Refresh {
         rows,
-        records_with_metrics,
+        clients_reporting,
     })
+}
+
+/// This machine's clock (epoch ms).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as i64)
 }
 
 /// Redis's glob (`*`, `?`, `[abc]`, `[^a-z]`, `\x`), for the names only the metrics know.
@@ -303,8 +332,8 @@ fn render(url: &str, pattern: &str, refresh: &Refresh) -> String {
         out.push_str(&format!(", {free} free but in use"));
     }
     out.push_str(&format!(
-        "  (metrics from {} client record(s))\n",
-        refresh.records_with_metrics
+        "  (metrics from {} client(s))\n",
+        refresh.clients_reporting
     ));
     out.push_str(&format!(
         "{:<name_width$}  {:<kind_width$}  {:>10}  {:>7}  {:>7}  {:>7}  {:>8}  {:>5}  {:>7}  {:>4}  HOLDERS / PERMITS\n",
@@ -336,9 +365,7 @@ fn render(url: &str, pattern: &str, refresh: &Refresh) -> String {
 /// One refresh as one line of JSON: the pattern, the time, and each row's inspect state with
 /// its `metrics` (`null` when no client record reports the lock).
 fn render_json(pattern: &str, refresh: &Refresh) -> String {
-    let unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as u64);
+    let unix_ms = unix_ms();
     let locks: Vec<serde_json::Value> = refresh
         .rows
         .iter()
@@ -353,7 +380,7 @@ fn render_json(pattern: &str, refresh: &Refresh) -> String {
     let line = serde_json::json!({
         "pattern": pattern,
         "unix_ms": unix_ms,
-        "client_records": refresh.records_with_metrics,
+        "clients_reporting": refresh.clients_reporting,
         "locks": locks,
     });
     format!("{line}\n")
