@@ -611,4 +611,40 @@ mod driven_by_clients {
         assert!(block_on(second_waiting).expect("join").expect("acquire"));
         block_on(second.release()).expect("release");
     }
+
+    #[test]
+    fn a_read_write_row_names_its_waiting_writer() {
+        let server = RedisServer::start();
+        let url = server.url();
+        let reader = named(&server, "reader-1", Duration::from_secs(30));
+        let writer = named(&server, "writer-1", Duration::from_secs(30));
+        let read = reader.read_write_lock("stock").expect("lock").read_lock();
+        assert!(
+            block_on(read.acquire(AcquireOptions::new().wait(Duration::ZERO))).expect("acquire")
+        );
+        let write = writer.read_write_lock("stock").expect("lock").write_lock();
+        let writing = {
+            let write = write.clone();
+            polylock::runtime().spawn(async move {
+                write
+                    .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
+                    .await
+            })
+        };
+        let stock_row = wait_for("the writer waiting", || {
+            let out = polylock(&["watch", "stock", "--redis", &url, "--once"]);
+            ok(&out);
+            let stock_row = row(&out.stdout, "stock");
+            (cell(&out.stdout, &stock_row, "WAITING") == "1").then_some(stock_row)
+        });
+        assert!(stock_row.contains("reader-1 (pid "), "{stock_row}");
+        assert!(
+            stock_row.ends_with("  writers waiting: writer-1"),
+            "{stock_row}"
+        );
+
+        block_on(read.release()).expect("release");
+        assert!(block_on(writing).expect("join").expect("acquire"));
+        block_on(write.release()).expect("release");
+    }
 }
