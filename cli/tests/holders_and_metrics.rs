@@ -538,11 +538,12 @@ mod driven_by_clients {
                 // Free since, the lost lock is a row while its last acquire is in the window:
                 // on the first refresh, whose window is each client's life.
                 let lossy = &lock_in(&refreshes[0], "lossy")?["metrics"];
+                // Three clients use the busy lock: a, b and the worker process.
                 let ready = busy["acquires_per_s"].as_f64()? > 0.0
                     && busy["avg_wait_ms"].as_f64()? > 0.0
+                    && busy["clients"].as_u64()? >= 3
                     && fair["holders"][0]["held_for_ms"].as_u64().is_some()
                     && fair["metrics"]["waiters"].as_i64()? >= 2
-                && busy["clients"].as_u64()? >= 3 // a, b and the worker process
                     && lossy["lost"].as_u64()? >= 1;
                 ready.then_some(last)
             },
