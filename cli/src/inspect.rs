@@ -1,5 +1,6 @@
 //! `polylock inspect NAME` and `polylock force-unlock NAME`.
 
+use std::collections::HashMap;
 use std::io::{BufRead, IsTerminal, Write};
 
 use clap::Args;
@@ -8,6 +9,7 @@ use polylock::{Client, InspectedKind, KeyTtl, LockInfo, LockMode};
 use serde::Serialize;
 
 use crate::block_on;
+use crate::client_records::{self, ClientRecord};
 use crate::error::{CliError, CliResult};
 use crate::raw;
 
@@ -23,7 +25,10 @@ exists), read-write (mode, readers and writer, waiting writers), semaphore (a st
 integer: the permits available), expirable-semaphore (its set of taken permits exists: each
 permit id with its expiry), none (no key), not-a-lock (the name holds another Redis type, a
 hash with other fields, or a string that is not a number: exit code 4).
-One read-only snapshot (Client::inspect): nothing is changed, expired entries are shown.")]
+One read-only snapshot (Client::inspect): nothing is changed, expired entries are shown.
+Holders and waiters are named from their client records (polylock:client:<id>): name, pid,
+host and, for holders, how long they have held (--json: client_name, client_pid, client_host,
+held_for_ms); owners without a record (Redisson) show as their owner string.")]
 pub struct InspectArgs {
     /// The lock name (the Redis key of the lock).
     pub name: String,
@@ -82,6 +87,9 @@ pub struct LockState {
     pub permits: Vec<Permit>,
     /// A fenced lock's token counter (the last token given).
     pub fence_token: Option<i64>,
+    /// The server's clock at the snapshot (epoch ms): hold ages are measured against it.
+    #[serde(skip)]
+    pub server_time_ms: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -141,6 +149,37 @@ pub struct Holder {
     /// For a read-write lock, the side held (`read` or `write`); otherwise absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<&'static str>,
+    #[serde(flatten)]
+    pub client: OwnerClient,
+    /// How long it has held the lock (from its client record); `None` without a record, or
+    /// before the record lists the hold (it is refreshed about a second after holds change).
+    pub held_for_ms: Option<u64>,
+}
+
+/// Who an owner is, from its client record (`polylock:client:<client-id>`); all `None` for an
+/// owner without a record (Redisson, a closed or crashed client).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OwnerClient {
+    pub client_name: Option<String>,
+    pub client_pid: Option<u64>,
+    pub client_host: Option<String>,
+    /// `worker-7 (pid 1234 on host-a) held 12.3 s` for the text views.
+    #[serde(skip)]
+    pub text: Option<String>,
+}
+
+impl OwnerClient {
+    fn of(records: &HashMap<String, ClientRecord>, owner: &str, held_for_ms: Option<u64>) -> Self {
+        let Some(record) = records.get(client_records::client_id(owner)) else {
+            return OwnerClient::default();
+        };
+        OwnerClient {
+            client_name: record.name.clone(),
+            client_pid: record.pid,
+            client_host: record.host.clone(),
+            text: client_records::owner_text(records, owner, held_for_ms),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -150,6 +189,8 @@ pub struct Waiter {
     pub deadline_ms: Option<u64>,
     /// The deadline minus the server's time; negative when already passed.
     pub deadline_in_ms: Option<i64>,
+    #[serde(flatten)]
+    pub client: OwnerClient,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -166,6 +207,32 @@ pub struct Permit {
 impl LockState {
     pub fn is_held(&self) -> bool {
         !self.holders.is_empty()
+    }
+
+    /// Every owner string it names: holders, fair queue, waiting writers.
+    pub fn owners(&self) -> impl Iterator<Item = &str> {
+        let holders = self.holders.iter().map(|holder| holder.owner.as_str());
+        let waiters = self.queue.iter().chain(&self.waiting_writers);
+        holders.chain(waiters.map(|waiter| waiter.owner.as_str()))
+    }
+
+    /// Fills in who each holder and waiter is, and how long each holder has held, from the
+    /// client records.
+    pub fn attach_records(&mut self, records: &HashMap<String, ClientRecord>) {
+        for holder in &mut self.holders {
+            // The core's own reading (Client::inspect) first; the records for what it lacks.
+            holder.held_for_ms = holder.held_for_ms.or_else(|| {
+                client_records::held_for_ms(records, &holder.owner, &self.name, self.server_time_ms)
+            });
+            let client = OwnerClient::of(records, &holder.owner, holder.held_for_ms);
+            holder.client = OwnerClient {
+                client_name: holder.client.client_name.take().or(client.client_name),
+                ..client
+            };
+        }
+        for waiter in self.queue.iter_mut().chain(&mut self.waiting_writers) {
+            waiter.client = OwnerClient::of(records, &waiter.owner, None);
+        }
     }
 }
 
@@ -186,6 +253,7 @@ impl From<LockInfo> for LockState {
             owner,
             deadline_ms: deadline.and_then(|ms| u64::try_from(ms).ok()),
             deadline_in_ms: deadline.map(|ms| ms - now),
+            client: OwnerClient::default(),
         };
         LockState {
             kind,
@@ -197,6 +265,11 @@ impl From<LockInfo> for LockState {
                     owner: holder.owner,
                     count: holder.count,
                     mode: holder.mode.map(LockMode::label),
+                    client: OwnerClient {
+                        client_name: holder.client_name,
+                        ..OwnerClient::default()
+                    },
+                    held_for_ms: holder.held_for.map(|held| held.as_millis() as u64),
                 })
                 .collect(),
             remaining_lease_ms: match info.ttl {
@@ -229,21 +302,31 @@ impl From<LockInfo> for LockState {
                 })
                 .collect(),
             fence_token: info.fence_token,
+            server_time_ms: now,
             name: info.name,
         }
     }
 }
 
-/// Reads everything known about `name` with the core's one-snapshot inspection.
+/// Reads everything known about `name` with the core's one-snapshot inspection (owners not
+/// yet named: see [`LockState::attach_records`]).
 pub async fn read_state(client: &Client, name: &str) -> CliResult<LockState> {
     Ok(client.inspect(name).await?.into())
+}
+
+/// [`read_state`] with its owners named from their client records.
+async fn read_named_state(client: &Client, name: &str) -> CliResult<LockState> {
+    let mut state = read_state(client, name).await?;
+    let records = client_records::read_or_warn(client, Some(state.owners())).await;
+    state.attach_records(&records);
+    Ok(state)
 }
 
 /// Connects, reads `name`, closes.
 fn inspect_once(url: &str, name: &str) -> CliResult<LockState> {
     block_on(async {
         let client = raw::client(url).await?;
-        let state = read_state(&client, name).await;
+        let state = read_named_state(&client, name).await;
         client.close();
         state
     })
@@ -311,9 +394,16 @@ fn print_state(state: &LockState) {
     } else {
         println!("holders:");
         for holder in &state.holders {
-            match holder.mode {
-                Some(mode) => println!("  {}  ({mode}, hold count {})", holder.owner, holder.count),
-                None => println!("  {}  (hold count {})", holder.owner, holder.count),
+            let side = holder
+                .mode
+                .map(|mode| format!("{mode}, "))
+                .unwrap_or_default();
+            match &holder.client.text {
+                Some(who) => println!(
+                    "  {who}  ({side}hold count {}, owner {})",
+                    holder.count, holder.owner
+                ),
+                None => println!("  {}  ({side}hold count {})", holder.owner, holder.count),
             }
         }
         let lease = match state.remaining_lease_ms {
@@ -333,7 +423,7 @@ fn print_state(state: &LockState) {
         );
         for writer in &state.waiting_writers {
             let deadline = deadline_text(writer.deadline_in_ms, "registration passed");
-            println!("  {}  ({deadline})", writer.owner);
+            println!("  {}", waiter_text(writer, &deadline));
         }
     }
     if state.kind == Kind::Fair {
@@ -346,9 +436,18 @@ fn print_state(state: &LockState) {
                     waiter.deadline_in_ms,
                     "deadline passed (stale, removed on next operation)",
                 );
-                println!("  {}. {}  ({deadline})", place + 1, waiter.owner);
+                println!("  {}. {}", place + 1, waiter_text(waiter, &deadline));
             }
         }
+    }
+}
+
+/// `worker-8 (pid 99 on host-b)  (skipped if silent for 9.8 s, owner 5f3e:1)`, or the owner
+/// string first when it has no client record.
+fn waiter_text(waiter: &Waiter, deadline: &str) -> String {
+    match &waiter.client.text {
+        Some(who) => format!("{who}  ({deadline}, owner {})", waiter.owner),
+        None => format!("{}  ({deadline})", waiter.owner),
     }
 }
 

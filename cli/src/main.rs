@@ -2,10 +2,12 @@
 //! ticket-sale demo.
 
 mod check;
+mod client_records;
 mod demo;
 mod embedded;
 mod error;
 mod inspect;
+mod lock_rates;
 mod permissions;
 mod raw;
 mod signals;

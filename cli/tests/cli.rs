@@ -511,9 +511,13 @@ fn inspect_shows_a_lock_held_by_another_process() {
     let out = polylock(&["inspect", "orders:42", "--redis", &url]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("kind:   plain"), "{}", out.stdout);
+    // The holder is named from its client record, its owner string beside.
     assert!(
         out.stdout
-            .contains(&format!("{}  (hold count 2)", lock.owner())),
+            .contains(&format!("(pid {} on ", std::process::id()))
+            && out
+                .stdout
+                .contains(&format!("(hold count 2, owner {})", lock.owner())),
         "{}",
         out.stdout
     );
@@ -576,10 +580,14 @@ fn inspect_shows_the_fair_queue_in_order() {
 
     let out = polylock(&["inspect", "tickets", "--redis", &url]);
     assert!(out.stdout.contains("queue:  1 waiting"), "{}", out.stdout);
+    let first_waiter = out
+        .stdout
+        .lines()
+        .find(|line| line.trim_start().starts_with("1. "))
+        .unwrap_or_else(|| panic!("no first waiter:\n{}", out.stdout));
     assert!(
-        out.stdout.contains(&format!("1. {waiter_owner}")),
-        "{}",
-        out.stdout
+        first_waiter.contains(&format!("owner {waiter_owner})")),
+        "{first_waiter}"
     );
 
     block_on(holder.release()).expect("release");
@@ -660,7 +668,7 @@ fn inspect_shows_a_read_write_lock_with_each_side() {
     );
     assert!(
         out.stdout.contains(&format!(
-            "{}  (read, hold count 2)",
+            "(read, hold count 2, owner {})",
             reader.read_lock().owner()
         )),
         "{}",
@@ -768,9 +776,21 @@ fn watch_once_shows_every_kind() {
     let id = block_on(expirable.acquire(AcquireOptions::new().wait(Duration::ZERO)))
         .expect("acquire")
         .expect("a permit");
-    let free = client.fenced_lock("k:free").expect("lock");
+    // Used by a client gone since (its record with it): a free lock nobody uses now.
+    let gone = connect(&server);
+    let free = gone.fenced_lock("k:free").expect("lock");
     hold(&free);
     block_on(free.release()).expect("release");
+    gone.close();
+    let record = format!("polylock:client:{}", gone.id());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.int(&["EXISTS", &record]) == 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the closed client's record stayed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 
     let out = polylock(&["watch", "k:*", "--redis", &url, "--once"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -790,7 +810,7 @@ fn watch_once_shows_every_kind() {
     let rw_row = row("k:rw");
     assert!(rw_row.contains(" read-write "), "{rw_row}");
     assert!(
-        rw_row.contains(&format!("{} x1 (write)", rw.write_lock().owner())),
+        rw_row.contains(&format!("(pid {} on ", std::process::id())) && rw_row.ends_with("(write)"),
         "{rw_row}"
     );
     assert!(
@@ -916,8 +936,10 @@ fn watch_once_lists_only_locks_matching_the_pattern() {
             .map(str::to_owned)
     };
     let first_row = row("w:first").unwrap_or_else(|| panic!("no w:first row:\n{}", out.stdout));
+    // Named from the client record (this process), with the hold count.
     assert!(
-        first_row.contains(&format!("{} x2", first.owner())),
+        first_row.contains(&format!("(pid {} on ", std::process::id()))
+            && first_row.contains(" x2"),
         "{first_row}"
     );
     assert!(row("w:second").is_some(), "{}", out.stdout);

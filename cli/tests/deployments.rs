@@ -92,6 +92,40 @@ fn inspect_watch_and_force_unlock_see_locks_on_every_primary_of_a_cluster() {
         Some(":0")
     );
     assert_eq!(watched(&url), [names[0].clone(), names[2].clone()]);
+
+    // A polylock client's record (a key of its own slot, on some primary) names it, and its
+    // metrics reach watch.
+    let options = polylock::ClientOptions {
+        name: Some("cluster-worker".into()),
+        ..polylock::ClientOptions::default()
+    };
+    let client = polylock::runtime()
+        .block_on(polylock::Client::connect_with(&url, options))
+        .expect("connect");
+    let lock = client.lock("named:1").expect("lock");
+    let now = polylock::AcquireOptions::new().wait(std::time::Duration::ZERO);
+    assert!(polylock::runtime()
+        .block_on(lock.acquire(now))
+        .expect("acquire"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (code, stdout, stderr) = polylock(&url, &["watch", "named:*", "--once", "--json"]);
+        assert_eq!(code, 0, "{stderr}");
+        let refresh: serde_json::Value = serde_json::from_str(stdout.trim()).expect("JSON");
+        let named = &refresh["locks"][0];
+        let holder = &named["holders"][0];
+        if holder["client_name"] == "cluster-worker"
+            && holder["held_for_ms"].is_u64()
+            && named["metrics"]["holds"] == 1
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{refresh}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    polylock::runtime()
+        .block_on(lock.release())
+        .expect("release");
 }
 
 #[test]

@@ -604,6 +604,18 @@ impl Client {
         crate::inspect::scan_names(&self.inner, pattern).await
     }
 
+    /// The client records (`polylock:client:<client-id>`, docs/PROTOCOL.md) of `client_ids`
+    /// (the part of an owner string before its first `:`), or of every client (`SCAN`; on a
+    /// cluster, on every primary) when `None`: who the owners are and what their locks do,
+    /// for tools such as the CLI's `inspect` and `watch`. Read-only; missing records (closed
+    /// clients, Redisson owners) are left out.
+    pub async fn client_records(
+        &self,
+        client_ids: Option<Vec<String>>,
+    ) -> Result<Vec<crate::inspect::ClientRecordFields>> {
+        crate::inspect::client_records(&self.inner, client_ids).await
+    }
+
     /// Number of channels this client's waiters are subscribed to now.
     pub fn subscribed_channels(&self) -> usize {
         self.inner.hub.subscribed_channels()

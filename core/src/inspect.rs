@@ -312,6 +312,79 @@ pub(crate) async fn scan_names(client: &Arc<ClientInner>, pattern: &str) -> Resu
     .await
 }
 
+/// A client record (`polylock:client:<client-id>`) as stored: the fields of docs/PROTOCOL.md it
+/// has, unparsed (tools such as the CLI read its JSON fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientRecordFields {
+    /// The client id: the uuid that starts the owner strings of its holds.
+    pub client_id: String,
+    pub fields: std::collections::BTreeMap<String, String>,
+}
+
+/// The fields of a client record (docs/PROTOCOL.md).
+const RECORD_FIELDS: &[&str] = &[
+    "name",
+    "host",
+    "pid",
+    "connected_ms",
+    "refreshed_ms",
+    "holds",
+    "metrics",
+];
+
+/// [`Client::client_records`](crate::Client::client_records).
+pub(crate) async fn client_records(
+    client: &Arc<ClientInner>,
+    client_ids: Option<Vec<String>>,
+) -> Result<Vec<ClientRecordFields>> {
+    let what = "read the client records".to_owned();
+    client.check_usable_for(&what)?;
+    let inner = client.clone();
+    on_runtime(&what.clone(), async move {
+        let mut record_keys = match client_ids {
+            Some(ids) => ids.iter().map(|id| keys::client_record(id)).collect(),
+            None => inner
+                .connection
+                .scan(&format!("{}*", keys::CLIENT_RECORD_PREFIX))
+                .await
+                .map_err(|err| Error::from_redis(&what, err))?,
+        };
+        record_keys.sort();
+        record_keys.dedup();
+        // One HMGET per record (the command the ACL rules grant on the records), sent
+        // together: the multiplexed connection pipelines them (one round trip per node).
+        let replies = futures_util::future::join_all(record_keys.iter().map(|key| {
+            let mut read = redis::cmd("HMGET");
+            read.arg(key).arg(RECORD_FIELDS);
+            inner.connection.query_at(key, read)
+        }))
+        .await;
+        let mut records = Vec::with_capacity(record_keys.len());
+        for (key, reply) in record_keys.iter().zip(replies) {
+            let fields = match reply {
+                Ok(value) => redis::from_redis_value::<Vec<Option<String>>>(value)
+                    .map_err(|err| Error::from_redis(&what, err.into()))?
+                    .into_iter()
+                    .zip(RECORD_FIELDS)
+                    .filter_map(|(value, field)| Some(((*field).to_owned(), value?)))
+                    .collect::<std::collections::BTreeMap<String, String>>(),
+                // Another program's key under the prefix is not a record.
+                Err(err) if err.code() == Some("WRONGTYPE") => continue,
+                Err(err) => return Err(Error::from_redis(&what, err)),
+            };
+            if fields.is_empty() {
+                continue; // gone since the scan, or nobody's record
+            }
+            records.push(ClientRecordFields {
+                client_id: key[keys::CLIENT_RECORD_PREFIX.len()..].to_owned(),
+                fields,
+            });
+        }
+        Ok(records)
+    })
+    .await
+}
+
 /// The reply of `inspect.lua`, decoded: `None` when its shape is not the script's.
 fn parse(name: String, reply: Value) -> Option<LockInfo> {
     let mut parts = array(reply)?.into_iter();

@@ -65,7 +65,8 @@ pub use hold::{Guard, Hold};
 #[deprecated(note = "use Guard<Lock>")]
 pub type LockGuard = Guard<Lock>;
 pub use inspect::{
-    FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo, LockMode, WaitingWriter,
+    ClientRecordFields, FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo,
+    LockMode, WaitingWriter,
 };
 pub use lock::Lock;
 pub use metrics::MetricsSnapshot;

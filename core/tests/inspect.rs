@@ -357,3 +357,39 @@ async fn other_values_are_unknown() {
         assert!(info.holders.is_empty());
     }
 }
+
+/// `Client::client_records`: every open client's record by SCAN, or those of given ids; a
+/// missing record is left out, and so is a key under the prefix that is not a hash.
+#[tokio::test]
+async fn client_records_are_read_by_scan_or_by_id() {
+    let server = RedisServer::start();
+    let options = polylock::ClientOptions {
+        name: Some("worker-7".into()),
+        ..polylock::ClientOptions::default()
+    };
+    let named = polylock::Client::connect_with(&server.url(), options)
+        .await
+        .unwrap();
+    let other = client(&server).await;
+    let mut con = raw(&server).await;
+    let _: () = con.set("polylock:client:junk", "x").await.unwrap();
+
+    let mut every = other.client_records(None).await.unwrap();
+    every.sort_by(|a, b| a.client_id.cmp(&b.client_id));
+    let mut ids = vec![named.id().to_owned(), other.id().to_owned()];
+    ids.sort();
+    let read: Vec<&str> = every.iter().map(|r| r.client_id.as_str()).collect();
+    assert_eq!(read, ids);
+
+    let given = vec![named.id().to_owned(), "no-such-client".to_owned()];
+    let records = other.client_records(Some(given)).await.unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let fields = &records[0].fields;
+    assert_eq!(fields["name"], "worker-7");
+    assert_eq!(fields["pid"], std::process::id().to_string());
+    for field in ["host", "connected_ms", "refreshed_ms", "holds", "metrics"] {
+        assert!(fields.contains_key(field), "{field}: {fields:?}");
+    }
+    named.close();
+    other.close();
+}
