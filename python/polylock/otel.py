@@ -130,8 +130,9 @@ class Instrumentation:
         self._stopped.set()
         if self._thread is not threading.current_thread():
             self._thread.join()
-        self._client._record_metric_events(False)  # first: no event is left in the buffer
         self._drain(last=True)
+        # Also drops what was recorded since that drain, so a later Instrumentation starts empty.
+        self._client._record_metric_events(False)
         self._instruments.remove(self)
         with _INSTRUMENTED_LOCK:
             _INSTRUMENTED.discard(id(self._client))
