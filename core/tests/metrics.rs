@@ -841,3 +841,29 @@ async fn a_closed_client_has_no_subscription_left() {
     assert!(metrics_until(&client, |m| m.connection.subscriptions == 0).await);
     assert_eq!(of(&client, "m:closed", "lock").failed, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_client_counts_its_calls_and_subscriptions_the_same() {
+    let cluster = polylock_testkit::cluster::Cluster::start_primaries_with(3, &[]);
+    let client = client_with(&cluster.url(), LONG, Duration::from_secs(2)).await;
+    let before = client.metrics().connection.server_calls;
+    let lock = client.lock("c:calls").unwrap();
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    assert_eq!(client.metrics().connection.server_calls - before, 1);
+    let waiter = client.lock("c:calls").unwrap();
+    let waiting = tokio::spawn(async move {
+        let acquired = waiter.acquire(AcquireOptions::new()).await;
+        waiter.release().await.unwrap();
+        acquired
+    });
+    assert!(metrics_until(&client, |m| m.connection.subscriptions > 0).await);
+    lock.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap());
+    assert!(metrics_until(&client, |m| m.connection.subscriptions == 0).await);
+    let counted = of(&client, "c:calls", "lock");
+    assert_eq!(
+        (counted.acquired, counted.holds, counted.handoffs_granted),
+        (2, 0, 1)
+    );
+    assert!(client.metrics().connection.server_errors.is_empty());
+}
