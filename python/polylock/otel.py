@@ -183,12 +183,18 @@ class Instrumentation:
             self._span("polylock.acquire", start_ns, duration_ns, attributes, result == "failed")
         elif kind == "hold":
             lost = cast(bool, a)
-            self._instruments.hold_duration.record(seconds, {CLIENT_NAME: self._client_name, **lock})
+            self._instruments.hold_duration.record(
+                seconds, {CLIENT_NAME: self._client_name, **lock}
+            )
             attributes = {**lock, "polylock.hold.lost": lost}
             self._span("polylock.hold", start_ns, duration_ns, attributes, lost)
         elif kind == "release":
             ok = cast(bool, a)
-            attributes = {**lock, "polylock.release.ok": ok, "polylock.release.retries": cast(int, b)}
+            attributes = {
+                **lock,
+                "polylock.release.ok": ok,
+                "polylock.release.retries": cast(int, b),
+            }
             self._span("polylock.release", start_ns, duration_ns, attributes, not ok)
         elif kind == "renewal":
             ok = cast(bool, a)

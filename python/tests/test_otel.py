@@ -103,7 +103,9 @@ def instrumented(otel: Otel, client: polylock.Client) -> Iterator[polylock.Clien
         yield client
 
 
-def lock_points(otel: Otel, metric: str, name: str, kind: str = "lock", **attributes: object) -> Optional[float]:
+def lock_points(
+    otel: Otel, metric: str, name: str, kind: str = "lock", **attributes: object
+) -> Optional[float]:
     return otel.value(metric, polylock__lock__name=name, polylock__lock__kind=kind, **attributes)
 
 
@@ -281,7 +283,9 @@ def test_a_cancelled_acquire_of_an_async_client(otel, url, name):
                 holder.join(10)
             result = {"polylock.acquire.result": "cancelled"}
             assert lock_points(otel, "polylock.lock.acquires", name, **result) == 1
-            waits = otel.points("polylock.lock.acquire.time_in_queue", polylock__lock__name=name, **{"polylock.acquire.result": "cancelled"})  # fmt: skip
+            waits = otel.points(
+                "polylock.lock.acquire.time_in_queue", polylock__lock__name=name, **result
+            )
             assert [point.count for point in waits] == [1]
             instrumentation.shutdown()
 
@@ -332,7 +336,9 @@ def test_handoffs_woken_by_a_release_message(otel, instrumented, name):
     waiter.join(10)
     handoffs = {"polylock.handoff.type": "message"}
     assert lock_points(otel, "polylock.lock.handoffs", name, **handoffs) == 1
-    assert lock_points(otel, "polylock.lock.handoffs", name, **{"polylock.handoff.type": "grant"}) == 0
+    assert (
+        lock_points(otel, "polylock.lock.handoffs", name, **{"polylock.handoff.type": "grant"}) == 0
+    )
 
 
 def test_a_wakeup_that_finds_the_lock_taken(otel, instrumented, redis, url, name):
@@ -345,7 +351,9 @@ def test_a_wakeup_that_finds_the_lock_taken(otel, instrumented, redis, url, name
         # A fixed lease: woken by the lock's channel, not granted.
         waiter = start_waiter(instrumented, lock, lease=30)
         assert redis("PUBLISH", f"redisson_lock__channel:{{{name}}}", "0") >= 1
-        assert wait_until(lambda: instrumented.metrics().lock(name).wakeups_found_taken >= 1, timeout=10)
+        assert wait_until(
+            lambda: instrumented.metrics().lock(name).wakeups_found_taken >= 1, timeout=10
+        )
         assert lock_points(otel, "polylock.lock.wakeups_found_taken", name) >= 1
         release.set()
         holder.join(10)
@@ -361,14 +369,20 @@ def test_renewals_ok_and_failed(otel, session_fault_proxy, fault_proxy, name):
             fault_proxy.delay(1000)  # past the response timeout: the next renewal fails
             assert wait_until(lambda: client.metrics().lock(name).renewal_failures >= 1, timeout=10)
             fault_proxy.pass_through()
-            ok = lock_points(otel, "polylock.lock.renewals", name, **{"polylock.renewal.result": "ok"})
-            failed = lock_points(otel, "polylock.lock.renewals", name, **{"polylock.renewal.result": "failed"})
+            ok = lock_points(
+                otel, "polylock.lock.renewals", name, **{"polylock.renewal.result": "ok"}
+            )
+            failed = lock_points(
+                otel, "polylock.lock.renewals", name, **{"polylock.renewal.result": "failed"}
+            )
             assert ok >= 1 and failed >= 1
             errors = otel.points("polylock.client.server_errors", **{"error.type": "timeout"})
             assert errors and errors[0].value >= 1
 
 
-def test_leases_lost_expired_taken_and_connection(otel, instrumented, redis, session_fault_proxy, fault_proxy, name):
+def test_leases_lost_expired_taken_and_connection(
+    otel, instrumented, redis, session_fault_proxy, fault_proxy, name
+):
     # expired: a fixed lease runs out while held
     expiring = instrumented.lock(f"{name}:expired")
     assert expiring.acquire(lease=0.3)
@@ -379,7 +393,10 @@ def test_leases_lost_expired_taken_and_connection(otel, instrumented, redis, ses
     redis("DEL", f"{name}:taken")
     assert wait_until(lambda: taken.lost, timeout=10)
     reason = "polylock.lost.reason"
-    assert lock_points(otel, "polylock.lock.leases_lost", f"{name}:expired", **{reason: "expired"}) == 1
+    assert (
+        lock_points(otel, "polylock.lock.leases_lost", f"{name}:expired", **{reason: "expired"})
+        == 1
+    )
     assert lock_points(otel, "polylock.lock.leases_lost", f"{name}:taken", **{reason: "taken"}) == 1
     # connection: the server cannot be reached until the lease ends
     with polylock.Client(fault_proxy.url, watchdog_timeout=1.5, response_timeout=0.3) as client:
@@ -389,7 +406,9 @@ def test_leases_lost_expired_taken_and_connection(otel, instrumented, redis, ses
             fault_proxy.blackhole()
             assert wait_until(lambda: cut_off.lost, timeout=15)
             fault_proxy.pass_through()
-            lost = lock_points(otel, "polylock.lock.leases_lost", f"{name}:connection", **{reason: "connection"})
+            lost = lock_points(
+                otel, "polylock.lock.leases_lost", f"{name}:connection", **{reason: "connection"}
+            )
             assert lost == 1
 
 
@@ -438,7 +457,10 @@ def test_server_calls_errors_and_reconnects(otel, instrumented, redis, name):
 
 
 def test_spans_of_acquire_hold_release_and_renewal(otel, url, name):
-    with polylock.Client(url, watchdog_timeout=1.5) as client, otel.instrument(client) as instrumentation:
+    with (
+        polylock.Client(url, watchdog_timeout=1.5) as client,
+        otel.instrument(client) as instrumentation,
+    ):
         lock = client.lock(name)
         started = time.time_ns()
         assert lock.acquire()
@@ -457,7 +479,11 @@ def test_spans_of_acquire_hold_release_and_renewal(otel, url, name):
         "polylock.acquire.result": "acquired",
         "polylock.acquire.attempts": 1,
     }
-    assert dict(hold.attributes) == {"polylock.lock.name": name, "polylock.lock.kind": "lock", "polylock.hold.lost": False}
+    assert dict(hold.attributes) == {
+        "polylock.lock.name": name,
+        "polylock.lock.kind": "lock",
+        "polylock.hold.lost": False,
+    }
     assert dict(release.attributes) == {
         "polylock.lock.name": name,
         "polylock.lock.kind": "lock",
@@ -486,7 +512,11 @@ def test_a_woken_acquire_span_says_how(otel, instrumented, name):
     holder.join(10)
     waiter.join(10)
     otel.collect()  # a collection drains the events too
-    woken = [span for span in otel.spans("polylock.acquire", name) if "polylock.acquire.woken_by" in span.attributes]
+    woken = [
+        span
+        for span in otel.spans("polylock.acquire", name)
+        if "polylock.acquire.woken_by" in span.attributes
+    ]
     assert [span.attributes["polylock.acquire.woken_by"] for span in woken] == ["grant"]
 
 
@@ -504,7 +534,10 @@ def test_one_instrumentation_per_client_and_shutdown_stops_it(otel, client, name
     instrumentation.shutdown()  # idempotent
     with client.lock(name):
         pass
-    assert lock_points(otel, "polylock.lock.acquires", name, **{"polylock.acquire.result": "acquired"}) is None
+    assert (
+        lock_points(otel, "polylock.lock.acquires", name, **{"polylock.acquire.result": "acquired"})
+        is None
+    )
     assert otel.spans("polylock.acquire", name) == []
     with otel.instrument(client):  # again, after the shutdown
         with client.lock(name):
@@ -520,10 +553,17 @@ def test_two_clients_on_one_meter_provider(otel, url, name):
             for client in (first, second):
                 with client.lock(name):
                     pass
-            acquired = otel.points("polylock.lock.acquires", polylock__lock__name=name, **{"polylock.acquire.result": "acquired"})
+            acquired = otel.points(
+                "polylock.lock.acquires",
+                polylock__lock__name=name,
+                **{"polylock.acquire.result": "acquired"},
+            )
             # Clients of one name (the default host:pid) add up under it.
             assert sum(point.value for point in acquired) == 2
-            assert {point.attributes["polylock.client.name"] for point in acquired} == {first.name, second.name}
+            assert {point.attributes["polylock.client.name"] for point in acquired} == {
+                first.name,
+                second.name,
+            }
 
 
 def test_exit_without_shutdown_flushes_and_is_clean(url, name):
@@ -531,9 +571,16 @@ def test_exit_without_shutdown_flushes_and_is_clean(url, name):
     spans (exported before the tracer provider's own exit hook) and the drain thread leaves
     Python alone while it finalizes."""
     for _ in range(8):
-        result = subprocess.run([sys.executable, str(EXIT_SCRIPT), url, name], capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, str(EXIT_SCRIPT), url, name],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stderr
-        assert "Fatal Python error" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert "Fatal Python error" not in result.stderr and "Traceback" not in result.stderr, (
+            result.stderr
+        )
         assert "span polylock.hold" in result.stdout, result.stdout
 
 
@@ -557,6 +604,9 @@ def test_the_hot_path_logs_nothing_even_at_debug(client, name, caplog):
     waiter.join(10)
     marker = client.lock(f"{name}:lost")
     assert marker.acquire(lease=0.2)
-    records = lambda: [record for record in caplog.records if record.name == "polylock"]  # noqa: E731
+
+    def records() -> list[logging.LogRecord]:
+        return [record for record in caplog.records if record.name == "polylock"]
+
     assert wait_until(lambda: any(r.levelno == logging.WARNING for r in records()), timeout=10)
     assert [(r.levelname, r.getMessage()) for r in records() if r.levelno < logging.WARNING] == []
