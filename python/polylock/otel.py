@@ -25,10 +25,15 @@ import weakref
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Callable, Optional, Union, cast
 
-from opentelemetry import metrics, trace
-from opentelemetry.context import Context
-from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
-from opentelemetry.trace import Status, StatusCode, Tracer, TracerProvider
+try:
+    from opentelemetry import metrics, trace
+    from opentelemetry.context import Context
+    from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+    from opentelemetry.trace import Status, StatusCode, Tracer, TracerProvider
+except ImportError as missing:
+    raise ImportError(
+        "polylock.otel needs the OpenTelemetry API: pip install 'polylock[otel]'"
+    ) from missing
 
 from ._native import InvalidArgumentError, __version__
 from .metrics import BUCKET_BOUNDS_SECONDS, LockMetrics, MetricsSnapshot

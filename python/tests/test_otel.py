@@ -588,6 +588,20 @@ def test_exit_without_shutdown_flushes_and_is_clean(url, name):
         assert "span polylock.hold" in result.stdout, result.stdout
 
 
+def test_without_opentelemetry_the_import_says_what_to_install():
+    """polylock itself needs no OpenTelemetry; polylock.otel names the extra."""
+    blocked = "import sys; sys.modules['opentelemetry'] = None; import polylock; "
+    result = subprocess.run(
+        [sys.executable, "-c", blocked + "polylock.Client; import polylock.otel"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    message = "polylock.otel needs the OpenTelemetry API: pip install 'polylock[otel]'"
+    assert f"ImportError: {message}" in result.stderr, result.stderr
+
+
 # ---- logging --------------------------------------------------------------------------------
 
 
