@@ -570,10 +570,11 @@ def test_two_clients_on_one_meter_provider(otel, url, name):
             }
 
 
-def test_exit_without_shutdown_flushes_and_is_clean(url, name):
-    """An instrumented client left open at exit: the atexit hook drains the last events into
-    spans (exported before the tracer provider's own exit hook) and the drain thread leaves
-    Python alone while it finalizes."""
+def test_global_providers_and_exit_without_shutdown(url, name):
+    """instrument() given no providers uses OpenTelemetry's global ones. An instrumented client
+    left open at exit: the atexit hook drains the last events into spans (exported before the
+    tracer provider's own exit hook) and the drain thread leaves Python alone while it
+    finalizes."""
     for _ in range(8):
         result = subprocess.run(
             [sys.executable, str(EXIT_SCRIPT), url, name],
@@ -585,7 +586,8 @@ def test_exit_without_shutdown_flushes_and_is_clean(url, name):
         assert "Fatal Python error" not in result.stderr and "Traceback" not in result.stderr, (
             result.stderr
         )
-        assert "span polylock.hold" in result.stdout, result.stdout
+        assert "acquires 1\n" in result.stdout, result.stdout
+        assert f"span polylock.hold {name}:last\n" in result.stdout, result.stdout
 
 
 def test_without_opentelemetry_the_import_says_what_to_install():
