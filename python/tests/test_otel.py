@@ -164,6 +164,32 @@ def test_metrics_snapshot_counts_acquires_holds_and_waits(client, name):
         snapshot.events_dropped = 1  # type: ignore[misc]  # frozen
 
 
+def test_every_kind_is_counted_under_its_kind(client, name):
+    with client.fair_lock(f"{name}:fair"):
+        pass
+    with client.fenced_lock(f"{name}:fenced"):
+        pass
+    with client.read_write_lock(f"{name}:rw").write_lock():
+        pass
+    semaphore = client.semaphore(f"{name}:semaphore")
+    semaphore.try_set_permits(1)
+    with semaphore:
+        pass
+    expirable = client.expirable_semaphore(f"{name}:expirable")
+    expirable.try_set_permits(1)
+    permit = expirable.acquire(timeout=5)
+    assert permit is not None
+    expirable.release(permit)
+    counted = {(lock.name, lock.kind): lock.acquired for lock in client.metrics().locks}
+    assert counted == {
+        (f"{name}:fair", "fair_lock"): 1,
+        (f"{name}:fenced", "fenced_lock"): 1,
+        (f"{name}:rw", "read_write_lock"): 1,
+        (f"{name}:semaphore", "semaphore"): 1,
+        (f"{name}:expirable", "expirable_semaphore"): 1,
+    }
+
+
 def test_metrics_off_counts_nothing(url, name):
     with polylock.Client(url, metrics=False) as client:
         with client.lock(name):
