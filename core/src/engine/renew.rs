@@ -409,10 +409,12 @@ impl Scheduler {
                 }
                 let sent_at = Instant::now();
                 let started = SystemTime::now();
-                // One span per hold renewed (a check of fixed leases renews nothing).
+                // One span per hold renewed (a check of fixed leases renews nothing), made only
+                // for a subscriber that wants them: a batch is up to `BATCH` holds.
+                let traced = renew && tracing::enabled!(target: "polylock", tracing::Level::TRACE);
                 let spans: Vec<tracing::Span> = batch
                     .iter()
-                    .filter(|_| renew)
+                    .filter(|_| traced)
                     .map(|(_, _, _, stats)| {
                         tracing::trace_span!(target: "polylock", parent: None, "polylock.renewal",
                             polylock.lock.name = %stats.name(), polylock.lock.kind = stats.kind(),
@@ -423,8 +425,12 @@ impl Scheduler {
                 if renew {
                     for (index, (_, _, _, stats)) in batch.iter().enumerate() {
                         let ok = matches!(&replies, Ok(held) if held.get(index) == Some(&1));
-                        spans[index]
-                            .record("polylock.renewal.result", if ok { "ok" } else { "failed" });
+                        if let Some(span) = spans.get(index) {
+                            span.record(
+                                "polylock.renewal.result",
+                                if ok { "ok" } else { "failed" },
+                            );
+                        }
                         stats.renewal(ok, started, sent_at.elapsed());
                     }
                 }
