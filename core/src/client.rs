@@ -306,7 +306,12 @@ async fn start_client(
     if let Some(sentinel) = &sentinel {
         // After a failover: waiters resubscribe on the new primary, holds are checked at once.
         let (hub, upkeep) = (Arc::downgrade(&hub), Arc::downgrade(&upkeep));
+        let metrics = Arc::downgrade(&metrics);
         sentinel.on_switch(Box::new(move || {
+            // The command connection now goes to the new primary (the hub counts its own).
+            if let Some(metrics) = metrics.upgrade() {
+                metrics.reconnected();
+            }
             if let Some(hub) = hub.upgrade() {
                 hub.reconnect();
             }

@@ -867,3 +867,18 @@ async fn a_cluster_client_counts_its_calls_and_subscriptions_the_same() {
     );
     assert!(client.metrics().connection.server_errors.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_failover_counts_a_reconnect_of_each_connection() {
+    let set = polylock_testkit::SentinelSet::start(1, 3);
+    let client = client_with(&set.url(), LONG, Duration::from_secs(2)).await;
+    let lock = client.lock("m:failover").unwrap();
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    lock.release().await.unwrap();
+    assert_eq!(client.metrics().connection.reconnects, 0);
+    tokio::task::block_in_place(|| set.failover());
+    // The command connection follows the new primary, and so does the pub/sub hub.
+    assert!(metrics_until(&client, |m| m.connection.reconnects >= 2).await);
+    assert!(lock.acquire(wait(Duration::from_secs(10))).await.unwrap());
+    lock.release().await.unwrap();
+}
