@@ -1,5 +1,6 @@
 # Python package `polylock` (pyo3 binding in bindings/python, package in python/).
-# build-python: a venv at python/.venv with maturin, pytest, mypy and redis-py, and the package
+# build-python: a venv at python/.venv with maturin, pytest, mypy, redis-py and the OpenTelemetry
+#               SDK and Prometheus exporter (test_otel.py, docs/python.md), and the package
 #               installed into it (`maturin develop`: a debug build sharing target/).
 # test-python:  pytest against real redis-servers (some through the test kit's fault proxy),
 #               plus the stub check (mypy.stubtest).
@@ -22,7 +23,8 @@ $(PY_VENV)/bin/python:
 	$(PYTHON) -m venv $(PY_VENV)
 
 build-python: $(PY_VENV)/bin/python
-	$(PY_RUN) -m pip install --quiet --disable-pip-version-check "maturin>=1.9,<2" "pytest>=8" "mypy>=1.10" "redis>=5"
+	$(PY_RUN) -m pip install --quiet --disable-pip-version-check "maturin>=1.9,<2" "pytest>=8" "mypy>=1.10" "redis>=5" \
+	  "opentelemetry-api>=1.24" "opentelemetry-sdk>=1.24" "opentelemetry-exporter-prometheus>=0.45b0" "prometheus-client>=0.20"
 	cd python && VIRTUAL_ENV=$(CURDIR)/$(PY_VENV) $(CURDIR)/$(PY_VENV)/bin/maturin develop --quiet
 
 # The Rust holder used by the cross-language test.

@@ -33,6 +33,7 @@ from ._async import (
 )
 from ._multi import AsyncMultiLock, AsyncRedLock, MultiLock, RedLock
 from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
+from .metrics import ConnectionMetrics, Histogram, LockMetrics, MetricsSnapshot
 
 __all__ = [
     "DEFAULT",
@@ -45,11 +46,15 @@ __all__ = [
     "AsyncSemaphore",
     "Client",
     "ConnectionError",
+    "ConnectionMetrics",
     "ExpirableSemaphore",
+    "Histogram",
     "InvalidArgumentError",
     "Lock",
     "LockError",
     "LockLostError",
+    "LockMetrics",
+    "MetricsSnapshot",
     "MultiLock",
     "NotHeldError",
     "NotSyncedError",

@@ -87,6 +87,55 @@ class _ClientOptions(TypedDict, total=False):
     tls_key: str | None
     tls_insecure: bool
     name: str | None
+    metrics: bool
+    metrics_max_lock_names: int | None
+
+#: A metric event: (event, lock_name, lock_kind, start_unix_nanos, duration_nanos, a, b, c) with
+#: event "acquire" (a: result, b: attempts, c: woken_by or None), "hold" (a: lost), "release"
+#: (a: ok, b: retries), "renewal" (a: ok) or "lost" (a: reason); unused fields are None.
+_MetricEvent = tuple[str, str, str, int, int, object, object, object]
+
+class _LockMetricsDict(TypedDict):
+    name: str
+    kind: str
+    acquired: int
+    timed_out: int
+    cancelled: int
+    failed: int
+    wait_time: _HistogramDict
+    hold_time: _HistogramDict
+    holds: int
+    waiters: int
+    handoffs_granted: int
+    handoffs_woken: int
+    wakeups_found_taken: int
+    renewals: int
+    renewal_failures: int
+    lost_expired: int
+    lost_taken: int
+    lost_connection: int
+    release_failures: int
+    release_retries: int
+
+class _HistogramDict(TypedDict):
+    count: int
+    sum_seconds: float
+    bucket_counts: list[int]
+
+class _ConnectionMetricsDict(TypedDict):
+    server_calls: int
+    server_errors: list[tuple[str, int]]
+    subscriptions: int
+    reconnects: int
+
+class _MetricsSnapshotDict(TypedDict):
+    """``Client.metrics()``: the core's snapshot as dicts (``polylock.metrics`` makes the
+    dataclasses): not a runtime class."""
+
+    client_name: str
+    locks: list[_LockMetricsDict]
+    connection: _ConnectionMetricsDict
+    events_dropped: int
 
 @final
 class Client:
@@ -114,6 +163,9 @@ class Client:
     def name(self) -> str: ...
     @property
     def watchdog_timeout(self) -> float: ...
+    def metrics(self) -> _MetricsSnapshotDict: ...
+    def record_metric_events(self, on: bool) -> None: ...
+    def drain_metric_events(self) -> list[_MetricEvent]: ...
 
 class _Hold:
     """What every hold offers (a lock, a group of locks): not a runtime class."""

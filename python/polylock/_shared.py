@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, NoReturn, Opt
 
 from . import _native
 from ._native import LockLostError, UseDefault
+from .metrics import MetricsSnapshot, snapshot_from_native
 
 if TYPE_CHECKING:
     from typing_extensions import Protocol, TypedDict, Unpack
+
+    from ._native import _MetricEvent
 else:
     from typing import Protocol, TypedDict
 
@@ -48,6 +51,8 @@ class ClientOptions(TypedDict, total=False):
     tls_key: Optional[TlsSource]
     tls_insecure: bool
     name: Optional[str]
+    metrics: bool
+    metrics_max_lock_names: Optional[int]
 
 
 def native_options(options: ClientOptions) -> dict[str, object]:
@@ -441,6 +446,21 @@ class ClientBase(Generic[AnyLock, AnyReadWriteLock, AnySemaphore, AnyExpirableSe
     @property
     def watchdog_timeout(self) -> float:
         return self._native.watchdog_timeout
+
+    def metrics(self) -> MetricsSnapshot:
+        """What this client's locks did so far: counters, current holds and waiters, and
+        wait and hold histograms per lock name and kind, plus the connection's counters (see
+        :mod:`polylock.metrics`). No I/O; all zero with ``metrics=False``."""
+        return snapshot_from_native(self._native.metrics())
+
+    def _record_metric_events(self, on: bool) -> None:
+        """Starts (True) or stops buffering metric events for :mod:`polylock.otel`."""
+        self._native.record_metric_events(on)
+
+    def _drain_metric_events(self) -> list[_MetricEvent]:
+        """The metric events buffered since the last call, oldest first (see
+        ``_native.Client.drain_metric_events``)."""
+        return self._native.drain_metric_events()
 
     def lock(
         self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None

@@ -1,15 +1,15 @@
 //! `_native.Client`: one core client, shared by the sync and asyncio wrappers in Python.
 
-use std::time::Duration;
-
-use polylock::options::option_from_millis;
+use polylock::options::ClientOptionsInMillis;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
 
 use crate::args::with_defaults;
 use crate::asyncio::awaitable;
 use crate::errors::{invalid_argument, to_py_err};
 use crate::expirable_semaphore::ExpirableSemaphoreHandle;
 use crate::lock::LockHandle;
+use crate::metrics;
 use crate::semaphore::SemaphoreHandle;
 use crate::wait::wait_interruptibly;
 
@@ -19,8 +19,9 @@ pub(crate) struct Client {
 }
 
 /// The core's client options from Python's seconds (`None`: the core's default). Only the unit
-/// is converted here: the core checks every value (`Client::connect_with`), so Python gives the
-/// same errors as every other binding. The TLS options pass through as they are.
+/// is converted here: the core checks every value (`ClientOptionsInMillis::into_options`, then
+/// `Client::connect_with`), so Python gives the same errors as every other binding. The TLS
+/// options pass through as they are.
 #[allow(clippy::too_many_arguments)]
 fn options(
     watchdog_timeout: Option<f64>,
@@ -34,42 +35,27 @@ fn options(
     tls_key: Option<String>,
     tls_insecure: bool,
     name: Option<String>,
+    metrics: bool,
+    metrics_max_lock_names: Option<f64>,
 ) -> polylock::Result<polylock::ClientOptions> {
-    let defaults = polylock::ClientOptions::default();
-    let option = |name: &str, seconds: Option<f64>, default: Duration| match seconds {
-        Some(seconds) => option_from_millis(name, seconds * 1000.0),
-        None => Ok(default),
-    };
-    Ok(polylock::ClientOptions {
-        watchdog_timeout: option(
-            "watchdog_timeout",
-            watchdog_timeout,
-            defaults.watchdog_timeout,
-        )?,
-        connect_timeout: option("connect_timeout", connect_timeout, defaults.connect_timeout)?,
-        response_timeout: option(
-            "response_timeout",
-            response_timeout,
-            defaults.response_timeout,
-        )?,
-        fair_queue_timeout: option(
-            "fair_queue_timeout",
-            fair_queue_timeout,
-            defaults.fair_queue_timeout,
-        )?,
-        sync_replicas,
-        replica_sync_timeout: option(
-            "replica_sync_timeout",
-            replica_sync_timeout,
-            defaults.replica_sync_timeout,
-        )?,
+    let millis = |seconds: Option<f64>| seconds.map(|seconds| seconds * 1000.0);
+    ClientOptionsInMillis {
+        watchdog_timeout: millis(watchdog_timeout),
+        connect_timeout: millis(connect_timeout),
+        response_timeout: millis(response_timeout),
+        fair_queue_timeout: millis(fair_queue_timeout),
+        sync_replicas: Some(sync_replicas),
+        replica_sync_timeout: millis(replica_sync_timeout),
         tls_ca,
         tls_cert,
         tls_key,
-        tls_insecure,
+        tls_insecure: Some(tls_insecure),
         name,
-        ..defaults
-    })
+        metrics: Some(metrics),
+        metrics_max_lock_names,
+        ..ClientOptionsInMillis::default()
+    }
+    .into_options()
 }
 
 /// `client_class!({ methods } option: [type] = default, ...)`: the one `#[pymethods]` block of
@@ -224,6 +210,22 @@ client_class!({
         self.inner.watchdog_timeout().as_secs_f64()
     }
 
+    /// The core's `metrics()` as plain dicts and lists, turned into `polylock.metrics`'s
+    /// dataclasses by the Python side.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        metrics::snapshot_to_py(py, &self.inner.metrics())
+    }
+
+    /// Starts or stops buffering metric events (for `polylock.otel`).
+    fn record_metric_events(&self, on: bool) {
+        self.inner.record_metric_events(on);
+    }
+
+    /// The events buffered since the last call, oldest first, as tuples (`metrics.rs`).
+    fn drain_metric_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        metrics::events_to_py(py, self.inner.drain_metric_events())
+    }
+
     fn __repr__(&self) -> String {
         format!("<polylock._native.Client id={}>", self.inner.id())
     }
@@ -239,4 +241,6 @@ client_class!({
     tls_key: [Option<String>] = None,
     tls_insecure: [bool] = false,
     name: [Option<String>] = None,
+    metrics: [bool] = true,
+    metrics_max_lock_names: [Option<f64>] = None,
 );

@@ -13,6 +13,7 @@ mod hold;
 mod interpreter;
 mod lock;
 mod logging;
+mod metrics;
 mod permits;
 mod semaphore;
 mod wait;
