@@ -6,13 +6,15 @@
 
 mod common;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use common::*;
 use polylock::metrics::{
     AcquireResult, EventDetail, LockMetrics, MetricsSnapshot, WokenBy, OTHER_LOCKS,
 };
-use polylock::{AcquireOptions, Client, ClientOptions, ErrorKind};
+use polylock::{AcquireOptions, Client, ClientOptions, ErrorKind, Hold, MultiLock, RedLock};
 use polylock_testkit::{Fault, FaultProxy};
 use redis::AsyncCommands;
 
@@ -592,4 +594,234 @@ async fn events_tell_each_operation_with_its_details() {
     assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     lock.release().await.unwrap();
     assert!(client.drain_metric_events().is_empty());
+}
+
+/// Acquires and releases `hold` once (held for a moment), as any kind's handle.
+async fn take_and_give_back(hold: &impl Hold) {
+    assert!(hold.acquire(AcquireOptions::new()).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    hold.release().await.unwrap();
+}
+
+fn assert_one_hold(client: &Client, name: &str, kind: &str) {
+    let counted = of(client, name, kind);
+    assert_eq!(
+        (counted.acquired, counted.holds, counted.hold_time.count),
+        (1, 0, 1),
+        "{kind} '{name}': {counted:?}"
+    );
+    assert_eq!(counted.wait_time.count, 1, "{kind} '{name}'");
+}
+
+#[tokio::test]
+async fn every_kind_is_counted_under_its_own_name_and_kind() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    take_and_give_back(&client.fair_lock("k:fair").unwrap()).await;
+    assert_one_hold(&client, "k:fair", "fair_lock");
+    take_and_give_back(&client.fenced_lock("k:fenced").unwrap()).await;
+    assert_one_hold(&client, "k:fenced", "fenced_lock");
+    // Its read and write locks count together.
+    let read_write = client.read_write_lock("k:rw").unwrap();
+    take_and_give_back(&read_write.write_lock()).await;
+    take_and_give_back(&read_write.read_lock()).await;
+    let counted = of(&client, "k:rw", "read_write_lock");
+    assert_eq!((counted.acquired, counted.hold_time.count), (2, 2));
+    // A semaphore's permits: held by their handle, the plain acquire only counted.
+    let semaphore = client.semaphore("k:sem").unwrap();
+    assert!(semaphore.try_set_permits(3).await.unwrap());
+    take_and_give_back(&semaphore.permits(2).unwrap()).await;
+    assert_one_hold(&client, "k:sem", "semaphore");
+    assert!(semaphore.acquire(1, None).await.unwrap());
+    let counted = of(&client, "k:sem", "semaphore");
+    assert_eq!((counted.acquired, counted.holds), (2, 0));
+    let expirable = client.expirable_semaphore("k:xsem").unwrap();
+    assert!(expirable.try_set_permits(1).await.unwrap());
+    let permit = expirable
+        .acquire(AcquireOptions::new())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(of(&client, "k:xsem", "expirable_semaphore").holds, 1);
+    expirable.release(&permit).await.unwrap();
+    assert_one_hold(&client, "k:xsem", "expirable_semaphore");
+    // The expirable semaphore's counter is no semaphore of its own.
+    assert!(!client
+        .metrics()
+        .locks
+        .iter()
+        .any(|lock| lock.name == "k:xsem" && lock.kind == "semaphore"));
+    let multi = MultiLock::new(vec![
+        client.lock("k:m1").unwrap(),
+        client.lock("k:m2").unwrap(),
+    ])
+    .unwrap();
+    take_and_give_back(&multi).await;
+    assert_one_hold(&client, "k:m1, k:m2", "multi_lock");
+    // Its locks count too, each as a lock.
+    assert_one_hold(&client, "k:m1", "lock");
+    let other = polylock_testkit::RedisServer::start();
+    let other_client = common::client(&other).await;
+    let red = RedLock::new(vec![
+        client.lock("k:red").unwrap(),
+        other_client.lock("k:red").unwrap(),
+    ])
+    .unwrap();
+    take_and_give_back(&red).await;
+    // In the metrics of its first lock's client.
+    assert_one_hold(&client, "k:red", "red_lock");
+}
+
+#[tokio::test]
+async fn a_group_lost_with_its_lock_counts_the_lock_s_reason() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let multi = MultiLock::new(vec![client.lock("k:lost").unwrap()]).unwrap();
+    assert!(multi
+        .acquire(AcquireOptions::new().lease(Duration::from_millis(200)))
+        .await
+        .unwrap());
+    assert!(
+        metrics_until(&client, |m| lock_metrics(m, "k:lost", "multi_lock")
+            .lost_expired
+            == 1)
+        .await
+    );
+    let counted = of(&client, "k:lost", "multi_lock");
+    assert_eq!((counted.holds, counted.hold_time.count), (0, 1));
+    assert_eq!(
+        multi.release().await.unwrap_err().kind(),
+        ErrorKind::LockLost
+    );
+    assert_eq!(of(&client, "k:lost", "multi_lock").release_failures, 1);
+}
+
+/// The spans seen by the test subscriber: name -> the fields recorded on each.
+type SeenSpans = Arc<Mutex<Vec<(String, HashMap<String, String>)>>>;
+
+struct SpanRecorder(SeenSpans);
+
+struct FieldsOf<'a>(&'a mut HashMap<String, String>);
+
+impl tracing::field::Visit for FieldsOf<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(
+            field.name().to_owned(),
+            format!("{value:?}").trim_matches('"').to_owned(),
+        );
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for SpanRecorder
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let mut fields = HashMap::new();
+        attrs.record(&mut FieldsOf(&mut fields));
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(fields);
+        }
+    }
+
+    fn on_record(
+        &self,
+        id: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if let Some(span) = ctx.span(id) {
+            if let Some(fields) = span.extensions_mut().get_mut::<HashMap<String, String>>() {
+                values.record(&mut FieldsOf(fields));
+            }
+        }
+    }
+
+    fn on_close(&self, id: tracing::span::Id, ctx: tracing_subscriber::layer::Context<'_, S>) {
+        if let Some(span) = ctx.span(&id) {
+            if span.metadata().target() == "polylock" {
+                let fields = span
+                    .extensions_mut()
+                    .remove::<HashMap<String, String>>()
+                    .unwrap_or_default();
+                self.0
+                    .lock()
+                    .unwrap()
+                    .push((span.name().to_owned(), fields));
+            }
+        }
+    }
+}
+
+/// The spans closed so far in this process (a global subscriber: the engine's work runs on
+/// the core's runtime threads too).
+fn recorded_spans() -> SeenSpans {
+    static SEEN: OnceLock<SeenSpans> = OnceLock::new();
+    SEEN.get_or_init(|| {
+        use tracing_subscriber::layer::SubscriberExt;
+        let seen = SeenSpans::default();
+        let subscriber = tracing_subscriber::registry().with(SpanRecorder(seen.clone()));
+        tracing::subscriber::set_global_default(subscriber).expect("no other subscriber");
+        seen
+    })
+    .clone()
+}
+
+fn spans_of(seen: &SeenSpans, name: &str, lock: &str) -> Vec<HashMap<String, String>> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|(span, fields)| {
+            span == name && fields.get("polylock.lock.name").map(String::as_str) == Some(lock)
+        })
+        .map(|(_, fields)| fields.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_engine_makes_a_span_per_acquire_hold_release_and_renewal() {
+    let seen = recorded_spans();
+    let server = RedisServer::start();
+    let client = client_with_watchdog(&server, Duration::from_millis(300)).await;
+    let lock = client.lock("s:spans").unwrap();
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    assert!(
+        metrics_until(&client, |m| lock_metrics(m, "s:spans", "lock").renewals
+            >= 1)
+        .await
+    );
+    lock.release().await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || std::future::ready(
+            !spans_of(&seen, "polylock.renewal", "s:spans").is_empty()
+                && !spans_of(&seen, "polylock.hold", "s:spans").is_empty()
+        ))
+        .await
+    );
+    let acquire = &spans_of(&seen, "polylock.acquire", "s:spans")[0];
+    assert_eq!(acquire["polylock.lock.kind"], "lock");
+    assert_eq!(acquire["polylock.acquire.result"], "acquired");
+    assert_eq!(acquire["polylock.acquire.attempts"], "1");
+    assert!(!acquire.contains_key("polylock.acquire.woken_by"));
+    assert_eq!(
+        spans_of(&seen, "polylock.hold", "s:spans")[0]["polylock.hold.lost"],
+        "false"
+    );
+    let release = &spans_of(&seen, "polylock.release", "s:spans")[0];
+    assert_eq!(
+        (
+            release["polylock.release.ok"].as_str(),
+            release["polylock.release.retries"].as_str()
+        ),
+        ("true", "0")
+    );
+    assert_eq!(
+        spans_of(&seen, "polylock.renewal", "s:spans")[0]["polylock.renewal.result"],
+        "ok"
+    );
 }
