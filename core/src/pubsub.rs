@@ -348,6 +348,16 @@ impl<S: ChannelState> Control<S> {
             }
         }
         self.disconnect();
+        // Nothing is subscribed any more (the entries stay for the subscriptions still held).
+        let channels: usize = self
+            .channels
+            .map()
+            .values()
+            .map(|entry| 1 + usize::from(entry.companion.is_some()))
+            .sum();
+        self.channels
+            .metrics
+            .subscriptions_changed(-(channels as i64));
     }
 
     fn disconnect(&mut self) {

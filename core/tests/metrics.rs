@@ -825,3 +825,19 @@ async fn the_engine_makes_a_span_per_acquire_hold_release_and_renewal() {
         "ok"
     );
 }
+
+#[tokio::test]
+async fn a_closed_client_has_no_subscription_left() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let holder = holder_client.lock("m:closed").unwrap();
+    assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
+    let client = client(&server).await;
+    let waiter = client.lock("m:closed").unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire(AcquireOptions::new()).await });
+    assert!(metrics_until(&client, |m| m.connection.subscriptions > 0).await);
+    client.close();
+    assert!(waiting.await.unwrap().is_err());
+    assert!(metrics_until(&client, |m| m.connection.subscriptions == 0).await);
+    assert_eq!(of(&client, "m:closed", "lock").failed, 1);
+}
