@@ -21,6 +21,7 @@ use crate::kinds::read_write::{ReadLock, WriteLock};
 use crate::kinds::reentrant::Reentrant;
 use crate::kinds::LockKind;
 use crate::lock::Lock;
+use crate::metrics::{kind as metric_kind, Metrics};
 use crate::options::{validate_fenced_write, validate_name, ClientOptions};
 use crate::pubsub::Source;
 use crate::read_write_lock::ReadWriteLock;
@@ -180,7 +181,7 @@ pub(crate) async fn open(
         Target::Single(redis_client) => {
             let manager = connect_manager(&redis_client, what, timeouts).await?;
             Opened {
-                connection: Connection::Single(manager),
+                connection: Connection::single(manager),
                 source: Source::Single(Box::new(redis_client)),
                 publish: Ok(Publish::Plain),
                 sentinel: None,
@@ -215,7 +216,7 @@ pub(crate) async fn open(
                     });
                 }
             };
-            let connection = Connection::Cluster(cluster);
+            let connection = Connection::cluster(cluster);
             // Redisson uses sharded pub/sub on a Redis 7+ cluster; so must we, to wake it.
             let publish = connection.cluster_publish_mode(what).await;
             let sharded = !matches!(publish, Ok(Publish::Broadcast));
@@ -240,7 +241,7 @@ pub(crate) async fn open(
                 .await
                 .map_err(as_connection_error)?;
             Opened {
-                connection: Connection::Sentinel(sentinel.clone()),
+                connection: Connection::sentinel(sentinel.clone()),
                 source: Source::Sentinel(sentinel.clone()),
                 publish: Ok(Publish::Plain),
                 sentinel: Some(sentinel),
@@ -257,6 +258,16 @@ async fn start_client(
     options: ClientOptions,
     what: &str,
 ) -> Result<Client> {
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(crate::ids::default_client_name);
+    let metrics = Arc::new(Metrics::new(
+        name,
+        options.metrics,
+        options.metrics_max_lock_names,
+    ));
+    let connection = connection.counted(metrics.clone());
     let replica_sync = options
         .sync_replicas
         .then(|| Arc::new(ReplicaSync::new(options.replica_sync_timeout)));
@@ -282,7 +293,7 @@ async fn start_client(
         connect: options.connect_timeout,
         response: options.response_timeout,
     };
-    let hub = match LockHub::start(source, timeouts, on_reconnect).await {
+    let hub = match LockHub::start(source, timeouts, on_reconnect, metrics.clone()).await {
         Ok(hub) => Arc::new(hub),
         Err(err) => {
             upkeep.stop();
@@ -312,6 +323,7 @@ async fn start_client(
         hub,
         upkeep,
         options,
+        metrics,
     );
     Ok(Client {
         inner: Arc::new(inner),
@@ -423,8 +435,10 @@ impl Client {
         self.inner.options.watchdog_timeout
     }
 
-    fn handle(&self, kind: Arc<dyn LockKind>, holder_id: u64) -> Lock {
-        Lock::new(LockCore::new(self.inner.clone(), kind, holder_id))
+    /// A handle of `kind`, counted as a `metric_kind` (a [`crate::metrics::LockMetrics::kind`]).
+    fn handle(&self, kind: Arc<dyn LockKind>, holder_id: u64, metric_kind: &'static str) -> Lock {
+        let stats = self.inner.metrics.lock(kind.name(), metric_kind);
+        Lock::new(LockCore::new(self.inner.clone(), kind, holder_id, stats))
     }
 
     /// A handle on the lock `name`, with a holder id of its own. No I/O.
@@ -440,6 +454,7 @@ impl Client {
         Ok(self.handle(
             Arc::new(Reentrant::new(name, self.inner.publish)),
             holder_id,
+            metric_kind::LOCK,
         ))
     }
 
@@ -453,7 +468,11 @@ impl Client {
     /// [`Client::fair_lock`] for the given holder id (a thread or task id). No I/O.
     pub fn fair_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
-        Ok(self.handle(Arc::new(Fair::new(name, self.inner.publish)), holder_id))
+        Ok(self.handle(
+            Arc::new(Fair::new(name, self.inner.publish)),
+            holder_id,
+            metric_kind::FAIR_LOCK,
+        ))
     }
 
     /// A handle on the fenced lock `name` (Redisson RFencedLock layout): the reentrant lock,
@@ -469,7 +488,11 @@ impl Client {
     /// [`Client::fenced_lock`] for the given holder id (a thread or task id). No I/O.
     pub fn fenced_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
-        Ok(self.handle(Arc::new(Fenced::new(name, self.inner.publish)), holder_id))
+        Ok(self.handle(
+            Arc::new(Fenced::new(name, self.inner.publish)),
+            holder_id,
+            metric_kind::FENCED_LOCK,
+        ))
     }
 
     /// A handle on the read-write lock `name` (Redisson RReadWriteLock layout), for a holder
@@ -483,10 +506,15 @@ impl Client {
     pub fn read_write_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<ReadWriteLock> {
         validate_name(name)?;
         Ok(ReadWriteLock::new(
-            self.handle(Arc::new(ReadLock::new(name, self.inner.publish)), holder_id),
+            self.handle(
+                Arc::new(ReadLock::new(name, self.inner.publish)),
+                holder_id,
+                metric_kind::READ_WRITE_LOCK,
+            ),
             self.handle(
                 Arc::new(WriteLock::new(name, self.inner.publish)),
                 holder_id,
+                metric_kind::READ_WRITE_LOCK,
             ),
         ))
     }

@@ -70,6 +70,15 @@ macro_rules! declare_error_kinds {
             $($(#[$doc])* $kind,)*
         }
 
+        impl ErrorKind {
+            /// The kind's snake_case name (`lock_lost`, `wrong_type`...), as metrics label it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorKind::$kind => stringify!($constructor),)*
+                }
+            }
+        }
+
         impl Error {
             $(
                 #[doc = concat!("An error of kind [`ErrorKind::", stringify!($kind), "`] with `message`.")]
@@ -138,6 +147,11 @@ impl Error {
     /// it as the source.
     pub(crate) fn from_redis(what: &str, err: redis::RedisError) -> Error {
         Error::describe_redis(what, &err).with_source(err)
+    }
+
+    /// The kind [`Error::from_redis`] gives `err`.
+    pub(crate) fn kind_of_redis(err: &redis::RedisError) -> ErrorKind {
+        Error::describe_redis("", err).kind
     }
 
     fn describe_redis(what: &str, err: &redis::RedisError) -> Error {

@@ -10,6 +10,7 @@ use crate::engine::context::ClientInner;
 use crate::engine::LockCore;
 use crate::error::{Error, ErrorKind, Result};
 use crate::kinds::expirable_semaphore::Permit;
+use crate::metrics::{kind as metric_kind, LockStats};
 use crate::options::validate_permit_id;
 use crate::runtime::on_runtime;
 use crate::semaphore::Semaphore;
@@ -35,6 +36,7 @@ struct Inner {
     client: Arc<ClientInner>,
     name: String,
     kind: Arc<Permit>,
+    stats: Arc<LockStats>,
     /// The counter's operations, shared with the plain semaphore.
     counter: Semaphore,
     /// The permits this handle holds, by id: each leaves when released or lost. Locked
@@ -123,6 +125,7 @@ impl ExpirableSemaphore {
     pub(crate) fn new(client: Arc<ClientInner>, name: &str) -> ExpirableSemaphore {
         ExpirableSemaphore {
             inner: Arc::new(Inner {
+                stats: client.metrics.lock(name, metric_kind::EXPIRABLE_SEMAPHORE),
                 counter: Semaphore::new(client.clone(), name),
                 kind: Arc::new(Permit::new(name, client.publish)),
                 client,
@@ -173,6 +176,7 @@ impl ExpirableSemaphore {
             self.inner.client.clone(),
             kind,
             id.clone(),
+            self.inner.stats.clone(),
         ));
         // Weak: the handle owns its permits, not the other way round.
         let (semaphore, permit, core_id) = (Arc::downgrade(&self.inner), id.clone(), core.id);
@@ -228,6 +232,7 @@ impl ExpirableSemaphore {
             self.inner.client.clone(),
             self.inner.kind.clone(),
             id.clone(),
+            self.inner.stats.clone(),
         ));
         match core.release_unheld().await? {
             Some(1) => Ok(()),

@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 use crate::connection::sentinel::Sentinel;
 use crate::connection::Timeouts;
 use crate::error::{Error, Result};
+use crate::metrics::Metrics;
 use crate::shrinking::remove_shrinking;
 
 /// Delay before the next attempt to re-establish a broken pub/sub connection.
@@ -65,12 +66,16 @@ impl<S> Entry<S> {
     }
 }
 
-#[derive(Default)]
-struct Channels<S>(Mutex<HashMap<String, Entry<S>>>);
+/// The channels in use, and the client's metrics, which count them (a channel and its
+/// companion count as two) from when they enter the table until they leave it.
+struct Channels<S> {
+    map: Mutex<HashMap<String, Entry<S>>>,
+    metrics: Arc<Metrics>,
+}
 
 impl<S> Channels<S> {
     fn map(&self) -> MutexGuard<'_, HashMap<String, Entry<S>>> {
-        self.0
+        self.map
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -201,8 +206,12 @@ impl<S: ChannelState> Hub<S> {
         source: Source,
         timeouts: Timeouts,
         on_reconnect: ReconnectHook,
+        metrics: Arc<Metrics>,
     ) -> Result<Hub<S>> {
-        let channels = Arc::new(Channels::default());
+        let channels = Arc::new(Channels {
+            map: Mutex::default(),
+            metrics,
+        });
         let (commands, receiver) = mpsc::unbounded_channel();
         let mut control = Control {
             source,
@@ -229,10 +238,15 @@ impl<S: ChannelState> Hub<S> {
     ) -> Result<Subscription<S>> {
         let notify = {
             let mut map = self.channels.map();
-            let entry = map.entry(channel.to_owned()).or_insert_with(|| Entry {
-                refs: 0,
-                notify: Arc::new(S::default()),
-                companion: companion.map(str::to_owned),
+            let entry = map.entry(channel.to_owned()).or_insert_with(|| {
+                let companion = companion.map(str::to_owned);
+                let channels = 1 + i64::from(companion.is_some());
+                self.channels.metrics.subscriptions_changed(channels);
+                Entry {
+                    refs: 0,
+                    notify: Arc::new(S::default()),
+                    companion,
+                }
             });
             entry.refs += 1;
             entry.notify.clone()
@@ -334,6 +348,16 @@ impl<S: ChannelState> Control<S> {
             }
         }
         self.disconnect();
+        // Nothing is subscribed any more (the entries stay for the subscriptions still held).
+        let channels: usize = self
+            .channels
+            .map()
+            .values()
+            .map(|entry| 1 + usize::from(entry.companion.is_some()))
+            .sum();
+        self.channels
+            .metrics
+            .subscriptions_changed(-(channels as i64));
     }
 
     fn disconnect(&mut self) {
@@ -378,7 +402,10 @@ impl<S: ChannelState> Control<S> {
             let mut map = self.channels.map();
             match map.get(&channel) {
                 Some(entry) if entry.refs == 0 => {
-                    remove_shrinking(&mut map, &channel).and_then(|e| e.companion)
+                    let companion = remove_shrinking(&mut map, &channel).and_then(|e| e.companion);
+                    let channels = 1 + i64::from(companion.is_some());
+                    self.channels.metrics.subscriptions_changed(-channels);
+                    companion
                 }
                 // A new waiter joined since the last one left: keep the subscription.
                 _ => return,
@@ -556,6 +583,7 @@ impl<S: ChannelState> Control<S> {
 
     fn after_reconnect(&self) {
         tracing::info!("pub/sub connection re-established");
+        self.channels.metrics.reconnected();
         // Messages sent while we were away are lost: every waiter looks again.
         self.channels.wake_all();
         (self.on_reconnect)();

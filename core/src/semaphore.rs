@@ -1,14 +1,15 @@
 //! The semaphore handle (`Client::semaphore`): permits counted in Redis, shared by every client
 //! (Redisson RSemaphore layout).
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::context::{query, ClientInner};
 use crate::engine::{latch_ms, request_id, run_idempotent, LockCore};
 use crate::error::Result;
 use crate::keys;
 use crate::kinds::semaphore::{SemaphoreAcquisition, ADD, AVAILABLE, TRY_SET};
+use crate::metrics::{kind as metric_kind, LockStats};
 use crate::options::validate_permits;
 use crate::runtime::{on_runtime, runtime};
 use crate::semaphore_permits::SemaphorePermits;
@@ -30,6 +31,9 @@ struct Inner {
     client: Arc<ClientInner>,
     name: String,
     channel: String,
+    /// Taken at the first acquire or release: an expirable semaphore uses this handle for its
+    /// counter only, and must not show as a semaphore in the metrics.
+    stats: OnceLock<Arc<LockStats>>,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -47,12 +51,22 @@ impl Semaphore {
                 client,
                 name: name.to_owned(),
                 channel: keys::semaphore_channel(name),
+                stats: OnceLock::new(),
             }),
         }
     }
 
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    pub(crate) fn stats(&self) -> &Arc<LockStats> {
+        self.inner.stats.get_or_init(|| {
+            self.inner
+                .client
+                .metrics
+                .lock(&self.inner.name, metric_kind::SEMAPHORE)
+        })
     }
 
     fn what(&self, action: &str) -> String {
@@ -82,7 +96,18 @@ impl Semaphore {
     /// dropped connection without giving back twice.
     pub async fn release(&self, permits: i64) -> Result<()> {
         validate_permits("permits", permits, 1)?;
-        self.add(permits, self.what("release")).await
+        let (started, since) = (SystemTime::now(), Instant::now());
+        let span = tracing::debug_span!(target: "polylock", "polylock.release",
+            polylock.lock.name = %self.stats().name(), polylock.lock.kind = self.stats().kind(),
+            polylock.release.ok = tracing::field::Empty,
+            polylock.release.retries = tracing::field::Empty);
+        let released = self.add(permits, self.what("release")).await;
+        span.record("polylock.release.ok", released.is_ok());
+        // Its retries are those of an idempotent call, not counted apart.
+        span.record("polylock.release.retries", 0);
+        self.stats()
+            .release_ended(released.is_ok(), 0, started, since.elapsed());
+        released
     }
 
     async fn add(&self, permits: i64, what: String) -> Result<()> {
@@ -113,11 +138,16 @@ impl Semaphore {
             permits,
             self.inner.client.publish,
         ));
-        let core = Arc::new(LockCore::with_owner(
-            self.inner.client.clone(),
-            kind,
-            self.inner.client.id.clone(),
-        ));
+        // The permits leave the engine once taken: their holds are counted by `permits()`.
+        let core = Arc::new(
+            LockCore::with_owner(
+                self.inner.client.clone(),
+                kind,
+                self.inner.client.id.clone(),
+                self.stats().clone(),
+            )
+            .without_hold_counts(),
+        );
         if !core.acquire(wait, Some(REQUEST_WINDOW)).await? {
             return Ok(false);
         }

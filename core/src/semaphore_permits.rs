@@ -2,6 +2,7 @@
 //! written over holds (guards, groups of calls in tests and bindings) takes permits too.
 
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Instant, SystemTime};
 
 use tokio::sync::watch;
 
@@ -24,13 +25,14 @@ pub struct SemaphorePermits {
 }
 
 struct Levels {
-    held: Mutex<u32>,
+    /// When each level held was taken, oldest first (its hold is counted from then).
+    held: Mutex<Vec<(SystemTime, Instant)>>,
     /// Never turns `true` (permits are never lost); kept so that receivers stay open.
     lost: watch::Sender<bool>,
 }
 
 impl Levels {
-    fn held(&self) -> MutexGuard<'_, u32> {
+    fn held(&self) -> MutexGuard<'_, Vec<(SystemTime, Instant)>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -53,7 +55,7 @@ impl SemaphorePermits {
             permits,
             defaults: AcquireOptions::new(),
             levels: Arc::new(Levels {
-                held: Mutex::new(0),
+                held: Mutex::new(Vec::new()),
                 lost: watch::Sender::new(false),
             }),
         })
@@ -101,38 +103,41 @@ impl Hold for SemaphorePermits {
         self.without_lease(options)?;
         let acquired = self.semaphore.acquire(self.permits, options.wait).await?;
         if acquired {
-            *self.levels.held() += 1;
+            self.semaphore.stats().hold_started();
+            self.levels.held().push((SystemTime::now(), Instant::now()));
         }
         Ok(acquired)
     }
 
     async fn release(&self) -> Result<()> {
-        {
-            let mut held = self.levels.held();
-            if *held == 0 {
-                return Err(Error::not_held(format!(
-                    "{} permits of semaphore '{}' are not held by this handle: release \
-                     without acquire, or released twice",
-                    self.permits,
-                    self.semaphore.name()
-                )));
-            }
-            *held -= 1;
-        }
+        let Some(level) = self.levels.held().pop() else {
+            return Err(Error::not_held(format!(
+                "{} permits of semaphore '{}' are not held by this handle: release \
+                 without acquire, or released twice",
+                self.permits,
+                self.semaphore.name()
+            )));
+        };
         let released = self.semaphore.release(self.permits).await;
-        if released.is_err() {
+        match released {
+            Ok(()) => {
+                let (started, since) = level;
+                self.semaphore
+                    .stats()
+                    .hold_ended(started, since.elapsed(), false);
+            }
             // Not given back: the level is still this handle's to release.
-            *self.levels.held() += 1;
+            Err(_) => self.levels.held().push(level),
         }
         released
     }
 
     fn is_held(&self) -> bool {
-        *self.levels.held() > 0
+        !self.levels.held().is_empty()
     }
 
     fn hold_count(&self) -> u32 {
-        *self.levels.held()
+        self.levels.held().len() as u32
     }
 
     fn is_lost(&self) -> bool {

@@ -181,6 +181,8 @@ async fn check_on_runtime(
             response: options.response_timeout,
         },
         Box::new(|| {}),
+        // A probe's subscriptions are nobody's metrics.
+        std::sync::Arc::new(crate::metrics::Metrics::new(String::new(), false, 0)),
     )
     .await;
     let subscribe = if sharded { "+ssubscribe" } else { "+subscribe" };

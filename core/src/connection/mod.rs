@@ -12,6 +12,7 @@ pub(crate) mod target;
 
 pub(crate) use replica_sync::{ReplicaSync, Synced};
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use sentinel::Sentinel;
 
 use crate::error::{Error, Result};
+use crate::metrics::Metrics;
 
 /// How long to wait for a connection, and then for each reply, on every connection a client
 /// opens (commands, pub/sub, sentinels).
@@ -86,21 +88,124 @@ pub(crate) enum Publish {
     },
 }
 
+/// The command connection of one deployment, counting what it sends once a client's metrics
+/// are attached ([`Connection::counted`]).
 #[derive(Clone)]
-pub(crate) enum Connection {
+pub(crate) struct Connection {
+    link: Link,
+    counter: Option<Arc<CallCounter>>,
+}
+
+#[derive(Clone)]
+enum Link {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
     Sentinel(Arc<Sentinel>),
 }
 
+/// Counts a client's server calls, their errors by kind, and the reconnects of its command
+/// connection. A reconnect is seen as a reply after calls failed for want of a connection (the
+/// `redis` crate reconnects without telling), so counting sends nothing to the server.
+struct CallCounter {
+    metrics: Arc<Metrics>,
+    /// A call failed for want of a connection since the last reply.
+    broken: AtomicBool,
+}
+
+impl CallCounter {
+    /// Whether a command is a call of its own: loading a script is part of the script's call.
+    fn counts(cmd: &Cmd) -> bool {
+        !cmd.args_iter().next().is_some_and(
+            |name| matches!(name, redis::Arg::Simple(name) if name.eq_ignore_ascii_case(b"SCRIPT")),
+        )
+    }
+
+    /// One call got `reply` (the server's errors come as values: see [`CallCounter::server_errors`]).
+    fn replied(&self, reply: Result<&[Value], &redis::RedisError>) {
+        let err = match reply {
+            Ok(values) => {
+                let mut errors = values.iter().filter_map(|value| match value {
+                    Value::ServerError(err) => Some(err),
+                    _ => None,
+                });
+                let first = errors.next();
+                if first.is_some_and(|err| err.kind() == Some(redis::ServerErrorKind::NoScript)) {
+                    // The `redis` crate loads the script and sends it again: that call counts.
+                    return self.reconnected_if_broken();
+                }
+                self.metrics.server_call();
+                // The server answered: the connection works.
+                self.reconnected_if_broken();
+                for err in first.into_iter().chain(errors) {
+                    let err = redis::RedisError::from(err.clone());
+                    self.metrics
+                        .server_error(Error::kind_of_redis(&err).as_str());
+                }
+                return;
+            }
+            Err(err) => err,
+        };
+        self.metrics.server_call();
+        self.metrics
+            .server_error(Error::kind_of_redis(err).as_str());
+        if err.is_io_error() || err.is_connection_dropped() || err.is_connection_refusal() {
+            self.broken.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn reconnected_if_broken(&self) {
+        if self.broken.swap(false, Ordering::Relaxed) {
+            self.metrics.reconnected();
+        }
+    }
+}
+
 impl Connection {
+    pub(crate) fn single(manager: ConnectionManager) -> Connection {
+        Connection::of(Link::Single(manager))
+    }
+
+    pub(crate) fn cluster(cluster: ClusterConnection) -> Connection {
+        Connection::of(Link::Cluster(cluster))
+    }
+
+    pub(crate) fn sentinel(sentinel: Arc<Sentinel>) -> Connection {
+        Connection::of(Link::Sentinel(sentinel))
+    }
+
+    fn of(link: Link) -> Connection {
+        Connection {
+            link,
+            counter: None,
+        }
+    }
+
+    /// This connection, counting into `metrics` from now on (its clones too).
+    pub(crate) fn counted(self, metrics: Arc<Metrics>) -> Connection {
+        Connection {
+            counter: Some(Arc::new(CallCounter {
+                metrics,
+                broken: AtomicBool::new(false),
+            })),
+            ..self
+        }
+    }
+
     /// The hash slot of `key` as the cluster sees it (one group for other deployments): what
     /// one script may touch together.
     pub(crate) fn slot_of(&self, key: &str) -> Slot {
-        match self {
-            Connection::Cluster(_) => Slot::for_key(key),
+        match self.link {
+            Link::Cluster(_) => Slot::for_key(key),
             _ => Slot::for_key(""),
         }
+    }
+
+    /// Counts one call routed to chosen cluster nodes.
+    fn count(&self, reply: redis::RedisResult<Value>) -> redis::RedisResult<Value> {
+        if let Some(counter) = &self.counter {
+            counter.replied(reply.as_ref().map(std::slice::from_ref));
+        }
+        reply
     }
 
     /// How lock scripts must publish on this cluster, from what the server answers to one
@@ -149,17 +254,19 @@ impl Connection {
             cmd
         };
         let mut keys = Vec::new();
-        match self {
-            Connection::Cluster(cluster) => {
+        match &self.link {
+            Link::Cluster(cluster) => {
                 let mut cluster = cluster.clone();
                 // With no response policy the cluster client answers with each primary's own
                 // reply, by address; each primary's cursor then continues there.
-                let first = cluster
-                    .route_command(
-                        scan(0),
-                        RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None)),
-                    )
-                    .await?;
+                let first = self.count(
+                    cluster
+                        .route_command(
+                            scan(0),
+                            RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None)),
+                        )
+                        .await,
+                )?;
                 let Value::Map(replies) = first else {
                     return Err(unexpected("SCAN on every primary", &first));
                 };
@@ -175,15 +282,17 @@ impl Connection {
                             host: host.clone(),
                             port,
                         };
-                        let reply = cluster
-                            .route_command(scan(cursor), RoutingInfo::SingleNode(route))
-                            .await?;
+                        let reply = self.count(
+                            cluster
+                                .route_command(scan(cursor), RoutingInfo::SingleNode(route))
+                                .await,
+                        )?;
                         cursor = take_page(reply, &mut keys)?;
                     }
                 }
             }
-            other => {
-                let mut connection = other.clone();
+            _ => {
+                let mut connection = self.clone();
                 let mut cursor = 0;
                 loop {
                     let reply = scan(cursor).query_async(&mut connection).await?;
@@ -199,20 +308,22 @@ impl Connection {
 
     /// Runs `command` on the node that serves `key` (the primary, on a cluster).
     pub(crate) async fn query_at(&self, key: &str, command: Cmd) -> redis::RedisResult<Value> {
-        match self {
-            Connection::Cluster(cluster) => {
+        match &self.link {
+            Link::Cluster(cluster) => {
                 let route = Route::with_key(key, SlotAddr::Master);
                 // A routed command hands a server's error back as a value: made an error here.
-                cluster
-                    .clone()
-                    .route_command(
-                        command,
-                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
-                    )
-                    .await
-                    .and_then(Value::extract_error)
+                self.count(
+                    cluster
+                        .clone()
+                        .route_command(
+                            command,
+                            RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+                        )
+                        .await
+                        .and_then(Value::extract_error),
+                )
             }
-            other => command.query_async(&mut other.clone()).await,
+            _ => command.query_async(&mut self.clone()).await,
         }
     }
 }
@@ -244,16 +355,34 @@ fn unexpected(what: &str, reply: &Value) -> redis::RedisError {
     ))
 }
 
+/// `sent` (one command, or a pipeline), counted by `counter` when it answers.
+fn counted<'a, T: Send + 'a>(
+    counter: Option<Arc<CallCounter>>,
+    sent: RedisFuture<'a, T>,
+    values: fn(&T) -> &[Value],
+) -> RedisFuture<'a, T> {
+    match counter {
+        None => sent,
+        Some(counter) => Box::pin(async move {
+            let reply = sent.await;
+            counter.replied(reply.as_ref().map(values));
+            reply
+        }),
+    }
+}
+
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Connection::Single(manager) => manager.req_packed_command(cmd),
-            Connection::Cluster(cluster) => cluster.req_packed_command(cmd),
-            Connection::Sentinel(sentinel) => Box::pin(async move {
+        let counter = self.counter.clone().filter(|_| CallCounter::counts(cmd));
+        let sent = match &mut self.link {
+            Link::Single(manager) => manager.req_packed_command(cmd),
+            Link::Cluster(cluster) => cluster.req_packed_command(cmd),
+            Link::Sentinel(sentinel) => Box::pin(async move {
                 let (generation, mut manager) = sentinel.manager();
                 sentinel.watch_reply(generation, manager.req_packed_command(cmd).await)
             }),
-        }
+        };
+        counted(counter, sent, std::slice::from_ref)
     }
 
     fn req_packed_commands<'a>(
@@ -262,22 +391,25 @@ impl ConnectionLike for Connection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Connection::Single(manager) => manager.req_packed_commands(pipeline, offset, count),
-            Connection::Cluster(cluster) => cluster.req_packed_commands(pipeline, offset, count),
-            Connection::Sentinel(sentinel) => Box::pin(async move {
+        // A pipeline is one call.
+        let counter = self.counter.clone();
+        let sent = match &mut self.link {
+            Link::Single(manager) => manager.req_packed_commands(pipeline, offset, count),
+            Link::Cluster(cluster) => cluster.req_packed_commands(pipeline, offset, count),
+            Link::Sentinel(sentinel) => Box::pin(async move {
                 let (generation, mut manager) = sentinel.manager();
                 let reply = manager.req_packed_commands(pipeline, offset, count).await;
                 sentinel.watch_reply(generation, reply)
             }),
-        }
+        };
+        counted(counter, sent, Vec::as_slice)
     }
 
     fn get_db(&self) -> i64 {
-        match self {
-            Connection::Single(manager) => manager.get_db(),
-            Connection::Cluster(cluster) => cluster.get_db(),
-            Connection::Sentinel(sentinel) => sentinel.manager().1.get_db(),
+        match &self.link {
+            Link::Single(manager) => manager.get_db(),
+            Link::Cluster(cluster) => cluster.get_db(),
+            Link::Sentinel(sentinel) => sentinel.manager().1.get_db(),
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::engine::{latch_ms, request_id, Backoff, Lease, LockCore, LATCH_GRACE}
 use crate::error::{Error, Result};
 use crate::kinds::messages::LockSubscription;
 use crate::kinds::{AcquireArgs, Attempt, UndoArgs};
+use crate::metrics::{AcquireRecord, Progress, WokenBy};
 use crate::options::validate_acquire;
 use crate::runtime::{runtime, Inline};
 
@@ -118,6 +119,8 @@ struct Waiting {
     woken: bool,
     has_place: bool,
     grant_looks: GrantLooks,
+    /// What the caller's count of this call learns: attempts, and what woke it.
+    progress: Arc<Progress>,
 }
 
 /// The latest looks of one acquire call that asked a release to grant it the lock, numbered
@@ -210,7 +213,13 @@ impl LockCore {
         lease: Option<Duration>,
     ) -> Result<bool> {
         validate_acquire(wait, lease)?;
-        self.client.check_usable(self.name())?;
+        // Dropped with this future: then counted as cancelled.
+        let mut record = AcquireRecord::start(&self.stats);
+        if let Err(err) = self.client.check_usable(self.name()) {
+            let failed = Err(err);
+            record.end(&failed);
+            return failed;
+        }
         let lease = lease.map_or(Lease::Watchdog, Lease::Fixed);
         let deadline = wait.map(|wait| Instant::now() + wait);
         let (cancel, cancelled) = oneshot::channel::<()>();
@@ -221,22 +230,23 @@ impl LockCore {
             _cancel: cancel,
             received: false,
         };
-        let span = tracing::debug_span!("acquire", lock = %self.name(), owner = %self.owner);
         let task = Inline::new(
             self.clone()
-                .acquire_task(deadline, lease, cancelled, handoff)
-                .instrument(span),
+                .acquire_task(deadline, lease, cancelled, handoff, record.progress())
+                .instrument(record.span().clone()),
             || self.task_panicked("acquire"),
         );
         let mut closed = self.client.closed_receiver();
-        tokio::select! {
+        let outcome = tokio::select! {
             acquired = task => {
                 caller.received = true;
                 acquired
             }
             // A pending wait ends at once when the client closes; the guard abandons the task.
             _ = closed.wait_for(|closed| *closed) => Err(self.client.closed_error(self.name())),
-        }
+        };
+        record.end(&outcome);
+        outcome
     }
 
     async fn acquire_task(
@@ -245,6 +255,7 @@ impl LockCore {
         lease: Lease,
         mut cancelled: oneshot::Receiver<()>,
         handoff: Arc<Handoff>,
+        progress: Arc<Progress>,
     ) -> Result<bool> {
         let mut request = request_id();
         let mut waiting = Waiting {
@@ -252,6 +263,7 @@ impl LockCore {
             woken: false,
             has_place: false,
             grant_looks: GrantLooks::default(),
+            progress,
         };
         let first_sent = Instant::now();
         let ended = self
@@ -303,6 +315,9 @@ impl LockCore {
         let mut closed = self.client.closed_receiver();
         let mut backoff = Backoff::default();
         let mut unknown = false;
+        // What ended the latest sleep, until the next attempt answers.
+        let mut woke: Option<WokenBy> = None;
+        let progress = waiting.progress.clone();
         loop {
             if handoff.is_abandoned() {
                 return ended(Ok(false), unknown);
@@ -312,6 +327,7 @@ impl LockCore {
             }
             if let Some(sent_at) = self.granted(waiting, request) {
                 waiting.woken = false;
+                progress.took_it_after(Some(WokenBy::Grant));
                 return ended(
                     self.hand_over(request, None, lease, sent_at, handoff).await,
                     false,
@@ -325,12 +341,18 @@ impl LockCore {
             let grant_look = self
                 .accepts_grant(lease, will_wait)
                 .then(|| waiting.grant_looks.next(sent_at));
-            let holder_lease = match self
+            progress.attempt_sent();
+            let attempt = self
                 .try_acquire(lease, request, will_wait, grant_look)
-                .await
-            {
+                .await;
+            let woken = woke.take();
+            if woken.is_some() && matches!(attempt, Ok(Attempt::Busy(_) | Attempt::Queued { .. })) {
+                self.stats.wakeup_found_taken();
+            }
+            let holder_lease = match attempt {
                 Ok(Attempt::Acquired { token }) => {
                     waiting.woken = false;
+                    progress.took_it_after(woken);
                     return ended(
                         self.hand_over(request, token, lease, sent_at, handoff)
                             .await,
@@ -450,11 +472,13 @@ impl LockCore {
                 woken = subscription.wait(slice, messages) => {
                     tracing::trace!(target: "polylock::handoff", "woken");
                     waiting.woken = woken;
+                    woke = Some(if woken { WokenBy::Message } else { WokenBy::Poll });
                 }
                 _ = told_or_pending(subscriptions.told.as_ref(), slice, told) => {
                     tracing::trace!(target: "polylock::handoff", "woken");
+                    woke = Some(WokenBy::Message);
                 }
-                _ = silence_or_pending(subscription, silence) => {}
+                _ = silence_or_pending(subscription, silence) => woke = Some(WokenBy::Poll),
                 _ = &mut *cancelled => return ended(Ok(false), false),
                 _ = closed.wait_for(|closed| *closed) => {}
             }

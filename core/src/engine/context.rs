@@ -42,11 +42,12 @@ pub(crate) struct ClientInner {
     registry: Mutex<Registry>,
     closed: watch::Sender<bool>,
     next_handle: AtomicU64,
-    /// What the locks of this client do (`Client::metrics()`).
-    pub(crate) metrics: Metrics,
+    /// What the locks of this client do (`Client::metrics()`); its connections count into it too.
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl ClientInner {
+    #[allow(clippy::too_many_arguments)] // Each is one part of the client, made by `Client`.
     pub(crate) fn new(
         connection: Connection,
         publish: Publish,
@@ -55,12 +56,8 @@ impl ClientInner {
         hub: Arc<LockHub>,
         upkeep: Arc<Scheduler>,
         options: ClientOptions,
+        metrics: Arc<Metrics>,
     ) -> ClientInner {
-        let name = options
-            .name
-            .clone()
-            .unwrap_or_else(crate::ids::default_client_name);
-        let metrics = Metrics::new(name, options.metrics, options.metrics_max_lock_names);
         ClientInner {
             metrics,
             id: crate::ids::client_id(),
@@ -137,7 +134,8 @@ impl ClientInner {
         }
         let weak: Weak<dyn TrackedHold> = Arc::downgrade(lock) as Weak<dyn TrackedHold>;
         registry.holds.insert(lock.id(), weak.clone());
-        self.upkeep.track(lock.id(), lock.renewal(), upkeep, weak);
+        self.upkeep
+            .track(lock.id(), lock.renewal(), upkeep, weak, lock.stats());
         Ok(())
     }
 
@@ -168,11 +166,14 @@ impl ClientInner {
         let mut names = Vec::with_capacity(holds.len());
         for lock in holds {
             names.push(lock.name().to_owned());
-            lock.mark_lost(Error::lock_lost(format!(
-                "lock '{}' was lost: the client was closed while it was held; nothing renews \
-                 or releases it any more, and it expires with its lease",
-                lock.name()
-            )));
+            lock.mark_lost(
+                Error::lock_lost(format!(
+                    "lock '{}' was lost: the client was closed while it was held; nothing renews \
+                     or releases it any more, and it expires with its lease",
+                    lock.name()
+                )),
+                None,
+            );
         }
         names
     }

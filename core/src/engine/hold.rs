@@ -10,11 +10,12 @@
 //! releases, so whatever was written with it stays writable while the lock is held.
 
 use std::sync::{Arc, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::renew::Upkeep;
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
+use crate::metrics::LostReason;
 
 pub(crate) type LostCallback = Arc<dyn Fn(&Error) + Send + Sync>;
 
@@ -28,10 +29,19 @@ pub(crate) enum Lease {
     Fixed(Duration),
 }
 
+/// One reentrant level: its acquire request (whose latch its release deletes) and when it was
+/// taken (for the hold time, and the `polylock.hold` span that lasts as long as it).
+pub(crate) struct Level {
+    pub request: String,
+    started: SystemTime,
+    since: Instant,
+    span: tracing::Span,
+}
+
 #[derive(Default)]
 pub(crate) struct Hold {
-    /// The acquire request of each level, oldest first; its latch is deleted by its release.
-    levels: Vec<String>,
+    /// Every level held, oldest first.
+    levels: Vec<Level>,
     lease: Lease,
     /// The highest token the hold's acquisitions took (kinds that issue tokens).
     token: Option<i64>,
@@ -43,7 +53,7 @@ pub(crate) struct Hold {
 
 /// A level taken off the hold for a release under way.
 pub(crate) struct Reserved {
-    pub acquired_by: String,
+    pub level: Level,
     pub lease: Lease,
     epoch: u64,
 }
@@ -99,10 +109,37 @@ impl LockCore {
         }
         // Two acquisitions of one handle may be recorded in another order than they ran.
         hold.token = hold.token.max(token);
-        hold.levels.push(request);
+        hold.levels.push(self.start_level(request));
         hold.lease = lease;
         self.lost_if_ended(hold, sent_at, "its acquisition");
         Ok(())
+    }
+
+    /// A level taken now by `request`: a hold starts (one per level, as each release ends one).
+    fn start_level(&self, request: String) -> Level {
+        let span = if self.counts_holds {
+            self.stats.hold_started();
+            tracing::debug_span!(target: "polylock", parent: None, "polylock.hold",
+                polylock.lock.name = %self.stats.name(), polylock.lock.kind = self.stats.kind(),
+                polylock.hold.lost = tracing::field::Empty)
+        } else {
+            tracing::Span::none()
+        };
+        Level {
+            request,
+            started: SystemTime::now(),
+            since: Instant::now(),
+            span,
+        }
+    }
+
+    /// The hold of `level` ended: released (`lost` false) or lost.
+    pub(super) fn end_level(&self, level: Level, lost: bool) {
+        if self.counts_holds {
+            level.span.record("polylock.hold.lost", lost);
+            self.stats
+                .hold_ended(level.started, level.since.elapsed(), lost);
+        }
     }
 
     /// Reports the hold lost at once when the request that started its lease at `sent_at` was
@@ -115,7 +152,7 @@ impl LockCore {
                  had run out",
                 self.name()
             ));
-            self.mark_lost_in(hold, error);
+            self.mark_lost_in(hold, error, Some(LostReason::Expired));
         }
     }
 
@@ -125,12 +162,13 @@ impl LockCore {
     pub(super) fn reserve_level(&self) -> Result<Reserved> {
         let mut hold = self.hold();
         if let Some(lost) = hold.lost.take() {
+            // Their holds ended when they were found lost.
             hold.levels.clear();
             drop(hold);
             self.client.untrack_hold(self.id);
             return Err(lost);
         }
-        let Some(acquired_by) = hold.levels.pop() else {
+        let Some(level) = hold.levels.pop() else {
             return Err(Error::not_held(format!(
                 "lock '{}' is not held by this owner ({}): release without acquire, or released twice",
                 self.name(),
@@ -141,7 +179,7 @@ impl LockCore {
         drop(hold);
         self.client.upkeep.pause(self.id, true);
         Ok(Reserved {
-            acquired_by,
+            level,
             lease,
             epoch,
         })
@@ -159,7 +197,7 @@ impl LockCore {
             if hold.epoch != reserved.epoch {
                 return;
             }
-            hold.levels.push(reserved.acquired_by);
+            hold.levels.push(reserved.level);
         }
         self.client.upkeep.pause(self.id, false);
     }
@@ -178,21 +216,27 @@ impl LockCore {
     }
 
     /// The hold of `reserved` is over (released, or given up): no upkeep, no entry in the
-    /// client's registry. A newer hold is left alone.
-    pub(super) fn forget_hold(&self, reserved: &Reserved) {
+    /// client's registry. A newer hold is left alone. Levels still held end with it, `lost`
+    /// or not (those already reported lost ended then).
+    pub(super) fn forget_hold(&self, reserved: &Reserved, lost: bool) {
         let mut hold = self.hold();
         if hold.epoch != reserved.epoch {
             return;
         }
-        hold.levels.clear();
-        hold.lost = None;
+        let levels = std::mem::take(&mut hold.levels);
+        let already_lost = hold.lost.take().is_some();
         hold.token = None;
         drop(hold);
         self.client.untrack_hold(self.id);
+        if !already_lost {
+            for level in levels {
+                self.end_level(level, lost);
+            }
+        }
     }
 
     /// The levels and lease of the hold, emptied (for a release of everything).
-    pub(super) fn take_hold(&self) -> Option<(Vec<String>, Lease)> {
+    pub(super) fn take_hold(&self) -> Option<(Vec<Level>, Lease)> {
         let mut hold = self.hold();
         if hold.levels.is_empty() || hold.lost.is_some() {
             return None;
@@ -211,7 +255,7 @@ impl LockCore {
             std::mem::take(&mut hold.levels)
         };
         self.client.untrack_hold(self.id);
-        levels
+        levels.into_iter().map(|level| level.request).collect()
     }
 
     pub(crate) fn is_held(&self) -> bool {
@@ -246,19 +290,54 @@ impl LockCore {
         *self.lost.borrow()
     }
 
+    /// Counts a hold found lost for `reason`, and remembers why.
+    pub(super) fn lost_for(&self, reason: Option<LostReason>) {
+        *self
+            .last_lost_reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = reason;
+        if let Some(reason) = reason {
+            self.stats.lost(reason);
+        }
+    }
+
     /// Records that the current hold was lost and tells everyone listening (once per hold).
-    pub(crate) fn mark_lost(&self, error: Error) {
-        self.mark_lost_in(self.hold(), error);
+    /// `reason`: why, as counted (`None`: the client was closed, which is no loss of the
+    /// server's).
+    pub(crate) fn mark_lost(&self, error: Error, reason: Option<LostReason>) {
+        self.mark_lost_in(self.hold(), error, reason);
     }
 
     /// [`LockCore::mark_lost`], deciding under the hold's lock already taken: no fresh hold
     /// begins in between.
-    fn mark_lost_in(&self, mut hold: MutexGuard<'_, Hold>, error: Error) {
+    fn mark_lost_in(
+        &self,
+        mut hold: MutexGuard<'_, Hold>,
+        error: Error,
+        reason: Option<LostReason>,
+    ) {
         if hold.levels.is_empty() || hold.lost.is_some() {
             return;
         }
         hold.lost = Some(error.clone());
+        // The levels stay (a release reports the loss), but their holds end now.
+        let ended: Vec<(SystemTime, Duration)> = hold
+            .levels
+            .iter_mut()
+            .map(|level| {
+                // The span ends here, with the hold.
+                let span = std::mem::replace(&mut level.span, tracing::Span::none());
+                span.record("polylock.hold.lost", true);
+                (level.started, level.since.elapsed())
+            })
+            .collect();
         drop(hold);
+        self.lost_for(reason);
+        if self.counts_holds {
+            for (started, held) in ended {
+                self.stats.hold_ended(started, held, true);
+            }
+        }
         self.client.untrack_hold(self.id);
         tracing::warn!(lock = %self.name(), owner = %self.owner, %error, "lock lost");
         self.lost.send_replace(true);

@@ -24,6 +24,7 @@ use crate::engine::context::ClientInner;
 use crate::engine::renew::TrackedHold;
 use crate::error::{Error, Result};
 use crate::kinds::{LockKind, Renewal, WaitPolicy};
+use crate::metrics::{LockStats, LostReason};
 
 pub(crate) use hold::{Hold, Lease, LostCallback};
 
@@ -107,12 +108,24 @@ pub(crate) struct LockCore {
     lost_hook: OnceLock<LostHook>,
     /// The wait channels, kept subscribed between waits by kinds with a channel per owner.
     kept_subscriptions: Mutex<WaitSubscriptions>,
+    /// The counters of this handle's lock name and kind, taken once when the handle was made.
+    pub(crate) stats: Arc<LockStats>,
+    /// False for a semaphore's acquisition, whose permits leave the engine at once (the
+    /// permits' own handle counts their holds).
+    counts_holds: bool,
+    /// Why the latest hold was lost, for a group of locks reporting its own loss.
+    last_lost_reason: Mutex<Option<LostReason>>,
 }
 
 impl LockCore {
-    pub(crate) fn new(client: Arc<ClientInner>, kind: Arc<dyn LockKind>, holder_id: u64) -> Self {
+    pub(crate) fn new(
+        client: Arc<ClientInner>,
+        kind: Arc<dyn LockKind>,
+        holder_id: u64,
+        stats: Arc<LockStats>,
+    ) -> Self {
         let owner = format!("{}:{holder_id}", client.id);
-        LockCore::with_owner(client, kind, owner)
+        LockCore::with_owner(client, kind, owner, stats)
     }
 
     /// A handle whose owner is `owner` as given (an expirable semaphore's permit id).
@@ -120,8 +133,12 @@ impl LockCore {
         client: Arc<ClientInner>,
         kind: Arc<dyn LockKind>,
         owner: String,
+        stats: Arc<LockStats>,
     ) -> Self {
         LockCore {
+            stats,
+            counts_holds: true,
+            last_lost_reason: Mutex::new(None),
             owner,
             id: client.next_handle_id(),
             client,
@@ -134,8 +151,22 @@ impl LockCore {
         }
     }
 
+    /// This handle without counting holds (see `counts_holds`).
+    pub(crate) fn without_hold_counts(mut self) -> Self {
+        self.counts_holds = false;
+        self
+    }
+
     pub(crate) fn name(&self) -> &str {
         self.kind.name()
+    }
+
+    /// Why the latest hold was lost (`None` while none was, or when closing the client ended it).
+    pub(crate) fn last_lost_reason(&self) -> Option<LostReason> {
+        *self
+            .last_lost_reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// How this handle's kind waits, with the client's options.
@@ -216,8 +247,12 @@ impl TrackedHold for LockCore {
         self.kind.renewal(&self.owner)
     }
 
-    fn mark_lost(&self, error: Error) {
-        LockCore::mark_lost(self, error);
+    fn stats(&self) -> Arc<LockStats> {
+        self.stats.clone()
+    }
+
+    fn mark_lost(&self, error: Error, reason: Option<LostReason>) {
+        LockCore::mark_lost(self, error, reason);
     }
 }
 

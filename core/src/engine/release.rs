@@ -3,14 +3,18 @@
 //! caller's time run out, the hold is given up at once (never renewed again) and the same
 //! request is retried in the background until the lease would have ended.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+
+use tracing::Instrument;
 
 use crate::engine::context::ClientInner;
 use crate::engine::hold::Reserved;
 use crate::engine::{latch_ms, request_id, Backoff, LockCore};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::kinds::{LockKind, ReleaseArgs};
+use crate::metrics::{LockStats, LostReason};
 use crate::runtime::runtime;
 
 /// One logical release of one level.
@@ -23,6 +27,8 @@ struct ReleaseRequest {
     acquired_by: String,
     lease: Duration,
     request: String,
+    /// Calls sent after the first.
+    retries: AtomicU32,
 }
 
 impl ReleaseRequest {
@@ -31,6 +37,7 @@ impl ReleaseRequest {
     /// held), 0 (still held) or 1 (released).
     async fn run(&self, until: Instant) -> Result<Option<i64>> {
         let mut backoff = Backoff::default();
+        let mut first = true;
         loop {
             if Instant::now() >= until {
                 return Err(Error::timeout(format!(
@@ -47,6 +54,9 @@ impl ReleaseRequest {
                 latch_ms: latch_ms(self.lease),
                 final_latch_ms: latch_ms(self.in_callers_time),
             };
+            if !std::mem::take(&mut first) {
+                self.retries.fetch_add(1, Ordering::Relaxed);
+            }
             tracing::trace!(target: "polylock::handoff", "release sent");
             let reply = self
                 .kind
@@ -76,7 +86,8 @@ impl ReleaseRequest {
     }
 
     /// Keeps retrying in the background until `until`, when the lease would have ended anyway.
-    fn finish_in_background(self, until: Instant) {
+    fn finish_in_background(self, until: Instant, stats: &LockStats) {
+        stats.release_retried();
         runtime().spawn(async move {
             match self.run(until).await {
                 Ok(_) => tracing::info!(lock = %self.kind.name(), "background release done"),
@@ -90,22 +101,48 @@ impl ReleaseRequest {
 impl LockCore {
     /// Releases one level of the hold.
     pub(crate) async fn release(self: &Arc<Self>) -> Result<()> {
-        let reserved = self.reserve_level()?;
-        self.finish_release(reserved).await
+        let (started, since) = (SystemTime::now(), Instant::now());
+        let span = tracing::debug_span!(target: "polylock", "polylock.release",
+            polylock.lock.name = %self.stats.name(), polylock.lock.kind = self.stats.kind(),
+            polylock.release.ok = tracing::field::Empty,
+            polylock.release.retries = tracing::field::Empty);
+        let (released, retries) = match self.reserve_level() {
+            Ok(reserved) => {
+                self.release_reserved(reserved)
+                    .instrument(span.clone())
+                    .await
+            }
+            // A misuse, not a release that failed.
+            Err(err) if err.kind() == ErrorKind::NotHeld => return Err(err),
+            Err(lost) => (Err(lost), 0),
+        };
+        span.record("polylock.release.ok", released.is_ok());
+        span.record("polylock.release.retries", retries);
+        self.stats
+            .release_ended(released.is_ok(), retries, started, since.elapsed());
+        released
     }
 
     pub(super) async fn finish_release(self: &Arc<Self>, reserved: Reserved) -> Result<()> {
+        self.release_reserved(reserved).await.0
+    }
+
+    /// Releases the level `reserved`; also answers how many calls were sent after the first.
+    async fn release_reserved(self: &Arc<Self>, reserved: Reserved) -> (Result<()>, u32) {
         if let Err(err) = self.client.check_usable(self.name()) {
             let closed = self.client.is_closed();
             self.restore_level(reserved);
             if closed {
                 // Closed while this release began: the hold is reported lost like any other.
-                self.mark_lost(Error::lock_lost(format!(
-                    "lock '{}' was lost: the client was closed while it was held",
-                    self.name()
-                )));
+                self.mark_lost(
+                    Error::lock_lost(format!(
+                        "lock '{}' was lost: the client was closed while it was held",
+                        self.name()
+                    )),
+                    None,
+                );
             }
-            return Err(err);
+            return (Err(err), 0);
         }
         let lease = self.lease_of(reserved.lease);
         let horizon = self
@@ -120,23 +157,38 @@ impl LockCore {
             client: self.client.clone(),
             kind: self.kind.clone(),
             owner: self.owner.clone(),
-            acquired_by: reserved.acquired_by.clone(),
+            acquired_by: reserved.level.request.clone(),
             lease,
             request: request_id(),
+            retries: AtomicU32::new(0),
         };
         let sent_at = Instant::now();
-        match call.run(in_callers_time).await {
+        let answer = call.run(in_callers_time).await;
+        let retries = call.retries.load(Ordering::Relaxed);
+        let released = match answer {
             Ok(Some(0)) if self.hold_count() > 0 && self.is_current(&reserved) => {
+                self.end_level(reserved.level, false);
                 self.partially_released(sent_at);
                 Ok(())
             }
             Ok(Some(_)) => {
                 // Released (or still held only through another handle of the same owner).
-                self.forget_hold(&reserved);
+                self.forget_hold(&reserved, false);
+                self.end_level(reserved.level, false);
                 Ok(())
             }
             Ok(None) => {
-                self.forget_hold(&reserved);
+                // Already counted when the upkeep found it lost during this release.
+                if !self.is_lost() {
+                    let expired = Instant::now() >= horizon;
+                    self.lost_for(Some(if expired {
+                        LostReason::Expired
+                    } else {
+                        LostReason::Taken
+                    }));
+                }
+                self.forget_hold(&reserved, true);
+                self.end_level(reserved.level, true);
                 Err(Error::lock_lost(format!(
                     "lock '{}' was lost before release: its lease ran out or another client took or deleted it",
                     self.name()
@@ -147,22 +199,27 @@ impl LockCore {
                 if !self.is_current(&reserved) {
                     // A fresh hold began meanwhile: it is not this release's to give up.
                 } else if self.hold_count() > 0 {
-                    self.mark_lost(Error::lock_lost(format!(
-                        "lock '{}' was given up: a release could not reach Redis, so it is no \
-                         longer renewed and expires with its lease",
-                        self.name()
-                    )));
+                    self.mark_lost(
+                        Error::lock_lost(format!(
+                            "lock '{}' was given up: a release could not reach Redis, so it is \
+                             no longer renewed and expires with its lease",
+                            self.name()
+                        )),
+                        Some(LostReason::Connection),
+                    );
                 } else {
-                    self.forget_hold(&reserved);
+                    self.forget_hold(&reserved, false);
                 }
-                call.finish_in_background(horizon);
+                self.end_level(reserved.level, false);
+                call.finish_in_background(horizon, &self.stats);
                 Err(err.with_note("the release is retried in the background until the lease ends"))
             }
             Err(err) => {
                 self.restore_level(reserved);
                 Err(err)
             }
-        }
+        };
+        (released, retries)
     }
 
     /// Runs the kind's release for this owner although this handle holds nothing (an
@@ -180,6 +237,7 @@ impl LockCore {
             acquired_by: request.clone(),
             lease: self.lease_of(super::Lease::Watchdog),
             request,
+            retries: AtomicU32::new(0),
         };
         call.run(Instant::now() + in_callers_time).await
     }
@@ -200,6 +258,14 @@ impl LockCore {
         };
         self.client.untrack_hold(self.id);
         tracing::warn!(lock = %self.name(), holds = levels.len(), "lock handle dropped while held; releasing in the background");
+        let requests: Vec<String> = levels
+            .into_iter()
+            .map(|level| {
+                let request = level.request.clone();
+                self.end_level(level, false);
+                request
+            })
+            .collect();
         if self.client.check_usable(self.name()).is_err() {
             return;
         }
@@ -210,7 +276,7 @@ impl LockCore {
         let kind = self.kind.clone();
         let owner = self.owner.clone();
         runtime().spawn(async move {
-            for acquired_by in levels.into_iter().rev() {
+            for acquired_by in requests.into_iter().rev() {
                 let call = ReleaseRequest {
                     in_callers_time,
                     client: client.clone(),
@@ -219,6 +285,7 @@ impl LockCore {
                     acquired_by,
                     lease,
                     request: request_id(),
+                    retries: AtomicU32::new(0),
                 };
                 match call.run(until).await {
                     Ok(Some(0)) => continue,

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::Notify;
 
@@ -23,6 +23,7 @@ use crate::connection::{Connection, Publish, ReplicaSync};
 use crate::error::Error;
 use crate::kinds::script::LockScript;
 use crate::kinds::Renewal;
+use crate::metrics::{LockStats, LostReason};
 use crate::shrinking::remove_shrinking;
 
 /// Holds renewed (or checked) by one script call.
@@ -47,8 +48,11 @@ pub(crate) trait TrackedHold: Send + Sync {
     fn name(&self) -> &str;
     /// What the watchdog sends to keep this hold alive.
     fn renewal(&self) -> Renewal;
-    /// Reports the hold lost (at most once; nothing when it is not held).
-    fn mark_lost(&self, error: Error);
+    /// Where its renewals are counted.
+    fn stats(&self) -> Arc<LockStats>;
+    /// Reports the hold lost (at most once; nothing when it is not held), for `reason`
+    /// (`None`: the client was closed).
+    fn mark_lost(&self, error: Error, reason: Option<LostReason>);
 }
 
 struct Entry {
@@ -60,10 +64,12 @@ struct Entry {
     /// A release is under way: a "gone" reply may be that release, and nothing is renewed.
     paused: bool,
     lock: Weak<dyn TrackedHold>,
+    stats: Arc<LockStats>,
 }
 
-/// A hold to renew or check: its id, the generation of its registration, what to send.
-type Due = (u64, u64, Renewal);
+/// A hold to renew or check: its id, the generation of its registration, what to send, and
+/// where its renewals are counted.
+type Due = (u64, u64, Renewal, Arc<LockStats>);
 
 pub(crate) struct Scheduler {
     entries: Mutex<HashMap<u64, Entry>>,
@@ -119,6 +125,7 @@ impl Scheduler {
         renewal: Renewal,
         upkeep: Upkeep,
         lock: Weak<dyn TrackedHold>,
+        stats: Arc<LockStats>,
     ) {
         let end = self.end_of(upkeep);
         let entry = Entry {
@@ -127,6 +134,7 @@ impl Scheduler {
             upkeep,
             paused: false,
             lock,
+            stats,
         };
         self.entries().insert(id, entry);
         self.wake_by(end);
@@ -286,11 +294,16 @@ impl Scheduler {
 
     /// Reports every hold whose lease has ended without renewal.
     fn expire_due(&self, now: Instant) {
-        let due: Vec<(u64, u64, bool, String)> = self
+        let due: Vec<(u64, u64, bool, String, LostReason)> = self
             .entries()
             .iter()
             .filter(|(_, entry)| self.end_of(entry.upkeep) <= now)
             .map(|(id, entry)| {
+                // A fixed lease ran out; a watchdog lease ended because no renewal got through.
+                let reason = match entry.upkeep {
+                    Upkeep::Expire { .. } => LostReason::Expired,
+                    Upkeep::Renew { .. } => LostReason::Connection,
+                };
                 let message = match entry.upkeep {
                     Upkeep::Expire { lease, .. } => format!(
                         "lock '{}' was lost: its fixed lease of {lease:?} ran out while held",
@@ -302,14 +315,14 @@ impl Scheduler {
                         entry.renewal.key, self.lease
                     ),
                 };
-                (*id, entry.generation, entry.paused, message)
+                (*id, entry.generation, entry.paused, message, reason)
             })
             .collect();
-        for (id, generation, paused, message) in due {
+        for (id, generation, paused, message, reason) in due {
             if paused {
-                self.lost_while_releasing(id, generation, message);
+                self.lost_while_releasing(id, generation, message, reason);
             } else {
-                self.declare_lost(id, generation, message);
+                self.declare_lost(id, generation, message, reason);
             }
         }
     }
@@ -317,18 +330,18 @@ impl Scheduler {
     /// The deadline of a hold passed while one of its levels is being released: the levels
     /// left (if any) are lost now. The entry stays for the release to settle: a failed one
     /// gives its level back and resumes the upkeep, which then reports it.
-    fn lost_while_releasing(&self, id: u64, generation: u64, message: String) {
+    fn lost_while_releasing(&self, id: u64, generation: u64, message: String, reason: LostReason) {
         let lock = self
             .entries()
             .get(&id)
             .filter(|entry| entry.generation == generation)
             .and_then(|entry| entry.lock.upgrade());
         if let Some(lock) = lock {
-            lock.mark_lost(Error::lock_lost(message));
+            lock.mark_lost(Error::lock_lost(message), Some(reason));
         }
     }
 
-    fn declare_lost(&self, id: u64, generation: u64, message: String) {
+    fn declare_lost(&self, id: u64, generation: u64, message: String, reason: LostReason) {
         let lock = {
             let mut entries = self.entries();
             match entries.get(&id) {
@@ -340,7 +353,7 @@ impl Scheduler {
             }
         };
         if let Some(lock) = lock.and_then(|weak| weak.upgrade()) {
-            lock.mark_lost(Error::lock_lost(message));
+            lock.mark_lost(Error::lock_lost(message), Some(reason));
         }
     }
 
@@ -361,6 +374,7 @@ impl Scheduler {
                     *id,
                     entry.generation,
                     entry.renewal.clone(),
+                    entry.stats.clone(),
                 ));
             }
         }
@@ -378,7 +392,7 @@ impl Scheduler {
                     let entries = self.entries();
                     batch
                         .iter()
-                        .filter(|(id, generation, _)| {
+                        .filter(|(id, generation, _, _)| {
                             entries.get(id).is_some_and(|entry| {
                                 entry.generation == *generation && !entry.paused
                             })
@@ -390,18 +404,39 @@ impl Scheduler {
                 }
                 let mut call = batch[0].2.script.prepare_invoke(self.publish);
                 call.arg(lease_ms);
-                for (_, _, renewal) in &batch {
+                for (_, _, renewal, _) in &batch {
                     call.key(&renewal.key).arg(&renewal.owner);
                 }
                 let sent_at = Instant::now();
-                match call.invoke_async::<Vec<i64>>(connection).await {
+                let started = SystemTime::now();
+                // One span per hold renewed (a check of fixed leases renews nothing).
+                let spans: Vec<tracing::Span> = batch
+                    .iter()
+                    .filter(|_| renew)
+                    .map(|(_, _, _, stats)| {
+                        tracing::trace_span!(target: "polylock", parent: None, "polylock.renewal",
+                            polylock.lock.name = %stats.name(), polylock.lock.kind = stats.kind(),
+                            polylock.renewal.result = tracing::field::Empty)
+                    })
+                    .collect();
+                let replies = call.invoke_async::<Vec<i64>>(connection).await;
+                if renew {
+                    for (index, (_, _, _, stats)) in batch.iter().enumerate() {
+                        let ok = matches!(&replies, Ok(held) if held.get(index) == Some(&1));
+                        spans[index]
+                            .record("polylock.renewal.result", if ok { "ok" } else { "failed" });
+                        stats.renewal(ok, started, sent_at.elapsed());
+                    }
+                }
+                drop(spans);
+                match replies {
                     Ok(held) => {
                         if let (true, Some(sync)) = (renew, &self.replica_sync) {
                             // A renewal the replicas miss still holds on the primary.
                             sync.confirm(connection, &batch[0].2.key, "a watchdog renewal")
                                 .await;
                         }
-                        for ((id, generation, renewal), flag) in batch.iter().zip(held) {
+                        for ((id, generation, renewal, _), flag) in batch.iter().zip(held) {
                             if flag == 1 {
                                 self.renewed_at(*id, *generation, sent_at);
                             } else {
@@ -413,6 +448,7 @@ impl Scheduler {
                                          deleted or taken by another owner",
                                         renewal.key
                                     ),
+                                    LostReason::Taken,
                                 );
                             }
                         }

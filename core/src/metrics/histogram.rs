@@ -1,4 +1,3 @@
-#![allow(dead_code)] // Recorded by the engine next (issue 30).
 //! A fixed-bucket histogram of durations, recorded with atomics (no lock on the hot path).
 
 use std::sync::atomic::{AtomicU64, Ordering};

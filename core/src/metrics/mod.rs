@@ -15,13 +15,26 @@
 //! Instrument names and units: `docs/observability.md`.
 
 mod histogram;
+mod record;
 mod store;
 
 pub use histogram::{Histogram, BUCKET_BOUNDS_SECONDS};
-#[allow(unused_imports)]
+pub(crate) use record::{AcquireRecord, Progress};
 pub(crate) use store::{LockStats, Metrics};
 
 use std::time::{Duration, SystemTime};
+
+/// The kind names of [`LockMetrics::kind`], one per handle type.
+pub(crate) mod kind {
+    pub(crate) const LOCK: &str = "lock";
+    pub(crate) const FAIR_LOCK: &str = "fair_lock";
+    pub(crate) const FENCED_LOCK: &str = "fenced_lock";
+    pub(crate) const READ_WRITE_LOCK: &str = "read_write_lock";
+    pub(crate) const SEMAPHORE: &str = "semaphore";
+    pub(crate) const EXPIRABLE_SEMAPHORE: &str = "expirable_semaphore";
+    pub(crate) const MULTI_LOCK: &str = "multi_lock";
+    pub(crate) const RED_LOCK: &str = "red_lock";
+}
 
 /// The lock name under which names beyond the cardinality limit are counted.
 pub const OTHER_LOCKS: &str = "_other";

@@ -1,4 +1,3 @@
-#![allow(dead_code)] // The engine records into these next (issue 30); until then only the snapshot reads them.
 //! The per-client store behind [`MetricsSnapshot`]: one [`LockStats`] per lock name and kind
 //! (handles keep an `Arc` to theirs, so recording is atomics only), the connection counters,
 //! and the event buffer exporters drain.
@@ -97,6 +96,15 @@ impl LockStats {
         }
     }
 
+    /// The lock name as counted (possibly [`OTHER_LOCKS`]).
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn kind(&self) -> &'static str {
+        self.kind
+    }
+
     fn event(&self, started: SystemTime, duration: Duration, detail: EventDetail) {
         self.events.push(|| MetricEvent {
             lock_name: self.name.clone(),
@@ -114,8 +122,9 @@ impl LockStats {
         }
     }
 
-    /// An acquire ended, `waited` after its call, with `attempts` server calls; a hold starts
-    /// when it acquired.
+    /// An acquire ended, `waited` after its call, with `attempts` server calls. The hold it
+    /// took is told apart ([`LockStats::hold_started`]): the engine records a hold when it
+    /// takes it, even one whose caller went away before receiving it (then undone at once).
     pub(crate) fn acquire_ended(
         &self,
         result: AcquireResult,
@@ -130,7 +139,6 @@ impl LockStats {
         self.waiters.fetch_sub(1, Ordering::Relaxed);
         let counter = match result {
             AcquireResult::Acquired => {
-                self.holds.fetch_add(1, Ordering::Relaxed);
                 match woken_by {
                     Some(WokenBy::Grant) => self.handoffs_granted.fetch_add(1, Ordering::Relaxed),
                     Some(WokenBy::Message) => self.handoffs_woken.fetch_add(1, Ordering::Relaxed),
@@ -159,6 +167,13 @@ impl LockStats {
     pub(crate) fn wakeup_found_taken(&self) {
         if self.enabled {
             self.wakeups_found_taken.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A hold starts (call [`LockStats::hold_ended`] exactly once after).
+    pub(crate) fn hold_started(&self) {
+        if self.enabled {
+            self.holds.fetch_add(1, Ordering::Relaxed);
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::join_all;
 use tokio::sync::{oneshot, watch};
@@ -11,6 +11,7 @@ use tokio::sync::{oneshot, watch};
 use crate::engine::LostCallback;
 use crate::error::{Error, Result};
 use crate::lock::Lock;
+use crate::metrics::{kind as metric_kind, AcquireRecord, LockStats, LostReason};
 use crate::options::AcquireOptions;
 use crate::runtime::runtime;
 
@@ -38,6 +39,13 @@ impl GroupKind {
         }
     }
 
+    fn metric_kind(self) -> &'static str {
+        match self {
+            GroupKind::Multi => metric_kind::MULTI_LOCK,
+            GroupKind::Red => metric_kind::RED_LOCK,
+        }
+    }
+
     /// How many of `n` locks must be held.
     fn required(self, n: usize) -> usize {
         match self {
@@ -55,6 +63,9 @@ pub(crate) fn drift(lease: Duration) -> Duration {
 /// One acquisition of the group: which locks it took (one level of each).
 struct Level {
     taken: Vec<usize>,
+    /// When it was taken (its hold is counted from then).
+    started: SystemTime,
+    since: Instant,
     /// Dropped when the level ends, which stops its lost watchers.
     _ended: watch::Sender<()>,
 }
@@ -75,6 +86,8 @@ struct GroupInner {
     state: Mutex<GroupState>,
     lost: watch::Sender<bool>,
     callbacks: Mutex<Vec<LostCallback>>,
+    /// Counted in the metrics of the client of its first lock, under the group's name.
+    stats: Arc<LockStats>,
 }
 
 /// Several locks (handles made by clients of one or several servers) with the lock API:
@@ -129,10 +142,13 @@ impl LockGroup {
                 names.push(lock.name());
             }
         }
+        let name = names.join(", ");
+        let stats = locks[0].core.client.metrics.lock(&name, kind.metric_kind());
         Ok(LockGroup {
             inner: Arc::new(GroupInner {
+                stats,
                 kind,
-                name: names.join(", "),
+                name,
                 defaults: AcquireOptions::new(),
                 locks,
                 state: Mutex::new(GroupState::default()),
@@ -197,13 +213,16 @@ impl LockGroup {
     /// future leaves nothing held.
     pub async fn acquire(&self, options: AcquireOptions) -> Result<bool> {
         options.validate()?;
+        // Dropped with this future: then counted as cancelled.
+        let mut record = AcquireRecord::start(&self.inner.stats);
+        let progress = record.progress();
         let (sender, receiver) = oneshot::channel();
         let inner = self.inner.clone();
         runtime().spawn(async move {
             let taken = Mutex::new(Vec::new());
             let mut sender = sender;
             let outcome = tokio::select! {
-                outcome = inner.acquire_rounds(options, &taken) => outcome,
+                outcome = inner.acquire_rounds(options, &taken, &progress) => outcome,
                 // The caller went away: give back what this round took.
                 _ = sender.closed() => {
                     let taken = std::mem::take(&mut *lock_vec(&taken));
@@ -224,13 +243,16 @@ impl LockGroup {
                 }
             }
         });
-        receiver.await.map_err(|_| {
+        let outcome = receiver.await.map_err(|_| {
             Error::redis(format!(
                 "{} '{}': acquire task failed",
                 self.kind_label(),
                 self.name()
             ))
-        })?
+        });
+        let outcome = outcome.and_then(|outcome| outcome);
+        record.end(&outcome);
+        outcome
     }
 
     /// Releases one level: every lock that acquisition took, on every server, in parallel.
@@ -240,7 +262,13 @@ impl LockGroup {
     /// released: the rest expire with their lease).
     pub async fn release(&self) -> Result<()> {
         let inner = self.inner.clone();
-        runtime()
+        let (started, since) = (SystemTime::now(), Instant::now());
+        let span = tracing::debug_span!(target: "polylock", "polylock.release",
+            polylock.lock.name = %self.inner.stats.name(),
+            polylock.lock.kind = self.inner.stats.kind(),
+            polylock.release.ok = tracing::field::Empty,
+            polylock.release.retries = tracing::field::Empty);
+        let released = runtime()
             .spawn(async move { inner.release_level().await })
             .await
             .map_err(|err| {
@@ -249,7 +277,17 @@ impl LockGroup {
                     self.kind_label(),
                     self.name()
                 ))
-            })?
+            })
+            .and_then(|released| released);
+        if !matches!(&released, Err(err) if err.kind() == crate::ErrorKind::NotHeld) {
+            span.record("polylock.release.ok", released.is_ok());
+            span.record("polylock.release.retries", 0);
+            // Each lock counts its own retries.
+            self.inner
+                .stats
+                .release_ended(released.is_ok(), 0, started, since.elapsed());
+        }
+        released
     }
 
     /// Whether the group holds its locks (as far as it knows: no I/O).
@@ -304,6 +342,7 @@ impl GroupInner {
         &self,
         options: AcquireOptions,
         taken: &Mutex<Vec<usize>>,
+        progress: &crate::metrics::Progress,
     ) -> Result<Option<Vec<usize>>> {
         let n = self.locks.len();
         let deadline = options.wait.map(|wait| Instant::now() + wait);
@@ -313,6 +352,8 @@ impl GroupInner {
             (Some(wait), GroupKind::Red) => (wait / n as u32).max(Duration::from_millis(1)),
         };
         loop {
+            // A group's attempt is a round.
+            progress.attempt_sent();
             let round_started = Instant::now();
             let left = deadline.map(|deadline| deadline.saturating_duration_since(round_started));
             let lock_wait = left.map_or(per_lock, |left| left.min(per_lock));
@@ -383,8 +424,11 @@ impl GroupInner {
             }
             state.levels.push(Level {
                 taken: taken.clone(),
+                started: SystemTime::now(),
+                since: Instant::now(),
                 _ended: ended,
             });
+            self.stats.hold_started();
             state.epoch
         };
         self.watch_level(&taken, epoch, ended_receiver);
@@ -411,6 +455,7 @@ impl GroupInner {
                 }
                 let Some(group) = group.upgrade() else { return };
                 let lock = group.locks[i].name().to_owned();
+                let reason = group.locks[i].core.last_lost_reason();
                 let message = match group.kind {
                     GroupKind::Multi => format!(
                         "multi-lock '{}' was lost: its lock '{lock}' was lost while held",
@@ -423,18 +468,27 @@ impl GroupInner {
                         group.required()
                     ),
                 };
-                group.mark_lost(epoch, Error::lock_lost(message));
+                group.mark_lost(epoch, Error::lock_lost(message), reason);
             });
         }
     }
 
-    fn mark_lost(&self, epoch: u64, error: Error) {
+    /// The group's hold was lost: its levels' holds end now, lost for `reason` (that of the
+    /// lock whose loss made the group lost).
+    fn mark_lost(&self, epoch: u64, error: Error, reason: Option<LostReason>) {
         {
             let mut state = self.state();
             if state.epoch != epoch || state.levels.is_empty() || state.lost.is_some() {
                 return;
             }
             state.lost = Some(error.clone());
+            if let Some(reason) = reason {
+                self.stats.lost(reason);
+            }
+            for level in &state.levels {
+                self.stats
+                    .hold_ended(level.started, level.since.elapsed(), true);
+            }
         }
         tracing::warn!(group = %self.name, %error, "lock group lost");
         self.lost.send_replace(true);
@@ -469,6 +523,11 @@ impl GroupInner {
         // Several levels only for a lost hold: the newest first, as reentrant releases go.
         let mut first_error = None;
         for level in levels.into_iter().rev() {
+            if lost.is_none() {
+                // A lost hold's levels ended when it was found lost.
+                self.stats
+                    .hold_ended(level.started, level.since.elapsed(), false);
+            }
             let releases = level.taken.iter().map(|&i| self.locks[i].release());
             let outcomes = join_all(releases).await;
             let released = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
@@ -496,9 +555,18 @@ impl Drop for GroupInner {
     /// A group dropped while held gives its levels back in the background (its locks may be
     /// kept elsewhere, so their own drop would not).
     fn drop(&mut self) {
-        let levels = std::mem::take(&mut self.state().levels);
+        let (levels, lost) = {
+            let mut state = self.state();
+            (std::mem::take(&mut state.levels), state.lost.is_some())
+        };
         if levels.is_empty() {
             return;
+        }
+        if !lost {
+            for level in &levels {
+                self.stats
+                    .hold_ended(level.started, level.since.elapsed(), false);
+            }
         }
         let locks: Vec<Lock> = levels
             .iter()
