@@ -162,6 +162,12 @@ impl Client {
         self.inner.name().to_owned()
     }
 
+    /// What the locks of this client did so far: counters, gauges and histograms per lock
+    /// name and kind. No I/O.
+    pub fn metrics(&self) -> crate::metrics::MetricsSnapshot {
+        self.inner.metrics().into()
+    }
+
     /// Lease of locks acquired without `leaseMs`, in milliseconds.
     pub fn watchdog_timeout_ms(&self) -> i64 {
         millis(self.inner.watchdog_timeout())

@@ -18,6 +18,7 @@ mod held;
 mod lock;
 mod lock_group;
 mod lost_listener;
+mod metrics;
 mod permits;
 mod read_write_lock;
 mod semaphore;
