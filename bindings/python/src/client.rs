@@ -53,7 +53,6 @@ fn options(
         name,
         metrics: Some(metrics),
         metrics_max_lock_names,
-        ..ClientOptionsInMillis::default()
     }
     .into_options()
 }
