@@ -6,6 +6,15 @@ import type * as native from './native'
 /** Options of {@link Client.connect} (declared in Rust). Times in milliseconds. */
 export type ConnectOptions = native.ConnectOptions
 
+/** What {@link Client.metrics} gives: everything one client counted since it connected. */
+export type MetricsSnapshot = native.MetricsSnapshot
+/** The counters, gauges and histograms of one lock name and kind. */
+export type LockMetrics = native.LockMetrics
+/** A histogram of durations in seconds (`bucketCounts` per bucket, not cumulative). */
+export type Histogram = native.Histogram
+/** The counters of a client's connections. */
+export type ConnectionMetrics = native.ConnectionMetrics
+
 /**
  * A lock's defaults ({@link Client.lock}): the wait and lease its acquires, `using` and
  * `await using` take when they leave them out. Declared in Rust; times in milliseconds.
@@ -78,6 +87,13 @@ export declare class Client {
   readonly name: string
   /** The lease of watchdog-renewed locks, in milliseconds (the `watchdogTimeoutMs` option). */
   readonly watchdogTimeoutMs: number
+  /**
+   * What the locks of this client did since it connected: per lock name and kind, acquires by
+   * result, current holds and waiters, wait and hold histograms, hand-offs, renewals, lost
+   * leases, release failures; and the connection's calls, errors, subscriptions, reconnects.
+   * No I/O; all zero when the client was made with `metrics: false`.
+   */
+  metrics(): MetricsSnapshot
   /**
    * A new handle on the lock `name`, and so a new owner: every call gives a different holder;
    * the same handle re-enters. No I/O. Throws `ERR_INVALID_ARGUMENT` for an empty name, or

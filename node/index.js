@@ -46,7 +46,14 @@ async function acquireWithSignal(options, acquire, giveBack) {
   return taken
 }
 
+/** @type {(client: Client) => import('./native').Client} */
+let nativeClient
+
 class Client {
+  static {
+    nativeClient = (client) => client.#native
+  }
+
   /** @type {import('./native').Client} */
   #native
 
@@ -80,6 +87,15 @@ class Client {
   /** The lease of watchdog-renewed locks, in milliseconds (the `watchdogTimeoutMs` option). */
   get watchdogTimeoutMs() {
     return this.#native.watchdogTimeoutMs
+  }
+
+  /**
+   * What the locks of this client did since it connected: counters, current holds and waiters
+   * and duration histograms per lock name and kind, and the connection's counters. No I/O.
+   * @returns {import('./index').MetricsSnapshot}
+   */
+  metrics() {
+    return this.#native.metrics()
   }
 
   /**
@@ -659,3 +675,7 @@ exports.ReadWriteLock = ReadWriteLock
 exports.Semaphore = Semaphore
 exports.ExpirableSemaphore = ExpirableSemaphore
 exports.setLogger = setLogger
+// For ./otel.js only: the native client behind a Client (not enumerable, not declared).
+Object.defineProperty(exports, 'nativeClientOf', {
+  value: (/** @type {unknown} */ client) => (client instanceof Client ? nativeClient(client) : undefined),
+})

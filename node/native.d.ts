@@ -25,6 +25,12 @@ export declare class Client {
   get name(): string
   /** The lease of watchdog-renewed locks, in milliseconds. */
   get watchdogTimeoutMs(): number
+  /** What the locks of this client did since it connected. No I/O. */
+  metrics(): MetricsSnapshot
+  /** For `@polylock/polylock/otel` only: starts (`true`) or stops buffering metric events. */
+  recordMetricEvents(on: boolean): void
+  /** For `@polylock/polylock/otel` only: the metric events buffered since the last call. */
+  drainMetricEvents(): Array<MetricEvent>
   /**
    * A new handle (a new owner) on the lock `name`, with per-lock `defaults` for its acquires
    * (checked now). No I/O.
@@ -211,6 +217,18 @@ export interface AcquireOptions {
   leaseMs?: number
 }
 
+/** The counters of a client's connections. */
+export interface ConnectionMetrics {
+  /** Commands and scripts sent (a script counts once). */
+  serverCalls: number
+  /** Failed server calls by error kind (`connection`, `timeout`, ...), sorted by kind. */
+  serverErrors: Array<ServerErrors>
+  /** Pub/sub channels subscribed now. */
+  subscriptions: number
+  /** Reconnects of the command or pub/sub connections. */
+  reconnects: number
+}
+
 /**
  * Options of `Client.connect`. Times in milliseconds; an option left out (or `null`) takes the
  * core's default.
@@ -256,6 +274,118 @@ export interface ConnectOptions {
    * timed-out `using` of another client name the holder. Default `host:pid`.
    */
   name?: string
+  /** Count what the locks do (`client.metrics()`); off, nothing is counted. Default true. */
+  metrics?: boolean
+  /**
+   * How many lock names (per kind) metrics keep apart; the others are counted together as
+   * `_other`. 1 to 100000, default 1000.
+   */
+  metricsMaxLockNames?: number
+}
+
+/** A histogram of durations in seconds. */
+export interface Histogram {
+  /** How many durations were recorded. */
+  count: number
+  /** Their sum, in seconds. */
+  sumSeconds: number
+  /** Per bucket (not cumulative): one per bound of `bounds`, then one for larger durations. */
+  bucketCounts: Array<number>
+  /** The buckets' inclusive upper bounds, in seconds (the same for every histogram). */
+  bounds: Array<number>
+}
+
+/** The counters of one lock name and kind. Counts are cumulative; `holds` and `waiters` are now. */
+export interface LockMetrics {
+  /** The lock name, or `_other`. */
+  name: string
+  /**
+   * `lock`, `fair_lock`, `fenced_lock`, `read_write_lock`, `semaphore`,
+   * `expirable_semaphore`, `multi_lock` or `red_lock`.
+   */
+  kind: string
+  /** Acquires that ended holding the lock. */
+  acquired: number
+  /** Acquires whose wait ran out. */
+  timedOut: number
+  /** Acquires cancelled by the caller (an aborted signal). */
+  cancelled: number
+  /** Acquires that ended with an error. */
+  failed: number
+  /** Time from an acquire's call to its end, every result. */
+  waitTime: Histogram
+  /** Time from an acquire to the release or loss of that hold. */
+  holdTime: Histogram
+  /** Holds current now. */
+  holds: number
+  /** Acquires waiting now. */
+  waiters: number
+  /** Acquires handed the lock by its releaser. */
+  handoffsGranted: number
+  /** Acquires woken by a release message that then took the lock. */
+  handoffsWoken: number
+  /** Wake-ups that found the lock taken again. */
+  wakeupsFoundTaken: number
+  /** Lease renewals that succeeded. */
+  renewals: number
+  /** Lease renewals that failed. */
+  renewalFailures: number
+  /** Holds lost because their lease ran out. */
+  lostExpired: number
+  /** Holds lost because another owner had the lock (or it was deleted). */
+  lostTaken: number
+  /** Holds lost because the server could not be reached in time. */
+  lostConnection: number
+  /** Releases that ended with an error. */
+  releaseFailures: number
+  /** Releases retried in the background after the call returned. */
+  releaseRetries: number
+}
+
+/** One finished operation, for `@polylock/polylock/otel` (not part of the public API). */
+export interface MetricEvent {
+  lockName: string
+  lockKind: string
+  /** `acquire`, `hold`, `release`, `renewal` or `lost`. */
+  operation: string
+  /** When it started, in milliseconds since the Unix epoch. */
+  startedMs: number
+  durationSeconds: number
+  /** Of an acquire: `acquired`, `timed_out`, `cancelled` or `failed`. */
+  result?: string
+  /** Of an acquire: how many times it asked the server. */
+  attempts?: number
+  /** Of an acquire that waited: `grant`, `message` or `poll`. */
+  wokenBy?: string
+  /** Of a hold: whether it ended lost. */
+  lost?: boolean
+  /** Of a release or renewal: whether it succeeded. */
+  ok?: boolean
+  /** Of a release: calls after the first. */
+  retries?: number
+  /** Of a lost lease: `expired`, `taken` or `connection`. */
+  reason?: string
+}
+
+/**
+ * For `@polylock/polylock/otel`: the inclusive upper bounds, in seconds, of every duration
+ * histogram's buckets (the explicit bucket boundaries of its histograms).
+ */
+export declare function metricsBucketBoundsSeconds(): Array<number>
+
+/** Everything one client counted since it connected (`client.metrics()`). */
+export interface MetricsSnapshot {
+  /** The client's name (the `name` option, default `host:pid`). */
+  clientName: string
+  /**
+   * One entry per lock name and kind used through this client, in the order of first use;
+   * names beyond `metricsMaxLockNames` are counted together as `_other`.
+   */
+  locks: Array<LockMetrics>
+  /** Server calls, errors, subscriptions and reconnects of the whole client. */
+  connection: ConnectionMetrics
+  /** Metric events that did not fit the buffer between two drains of an exporter. */
+  eventsDropped: number
 }
 
 /** The options of a `Semaphore` acquire. Times in milliseconds. */
@@ -267,6 +397,12 @@ export interface SemaphoreAcquireOptions {
    * accepted.
    */
   waitMs?: number
+}
+
+/** How many server calls failed with one kind of error. */
+export interface ServerErrors {
+  kind: string
+  count: number
 }
 
 /**

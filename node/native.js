@@ -842,4 +842,5 @@ module.exports.Lock = nativeBinding.Lock
 module.exports.LockGroup = nativeBinding.LockGroup
 module.exports.ReadWriteLock = nativeBinding.ReadWriteLock
 module.exports.Semaphore = nativeBinding.Semaphore
+module.exports.metricsBucketBoundsSeconds = nativeBinding.metricsBucketBoundsSeconds
 module.exports.setLogger = nativeBinding.setLogger

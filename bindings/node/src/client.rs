@@ -8,6 +8,7 @@ use crate::args::{bytes, integer, string};
 use crate::error::OrThrow;
 use crate::expirable_semaphore::ExpirableSemaphore;
 use crate::lock::Lock;
+use crate::metrics::{MetricEvent, MetricsSnapshot};
 use crate::options::{connect_options, lock_defaults};
 use crate::promise::promise;
 use crate::read_write_lock::ReadWriteLock;
@@ -89,6 +90,28 @@ impl Client {
     #[napi(getter)]
     pub fn watchdog_timeout_ms(&self) -> f64 {
         self.inner.watchdog_timeout().as_secs_f64() * 1000.0
+    }
+
+    /// What the locks of this client did since it connected. No I/O.
+    #[napi]
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.inner.metrics().into()
+    }
+
+    /// For `@polylock/polylock/otel` only: starts (`true`) or stops buffering metric events.
+    #[napi]
+    pub fn record_metric_events(&self, on: bool) {
+        self.inner.record_metric_events(on);
+    }
+
+    /// For `@polylock/polylock/otel` only: the metric events buffered since the last call.
+    #[napi]
+    pub fn drain_metric_events(&self) -> Vec<MetricEvent> {
+        self.inner
+            .drain_metric_events()
+            .into_iter()
+            .map(MetricEvent::from)
+            .collect()
     }
 
     /// A new handle (a new owner) on the lock `name`, with per-lock `defaults` for its acquires

@@ -15,6 +15,7 @@ mod group;
 mod hold;
 mod lock;
 pub mod log;
+pub mod metrics;
 mod options;
 mod permits;
 mod promise;

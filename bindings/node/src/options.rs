@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
-use polylock::options::{lease_from_millis, option_from_millis, wait_from_millis};
+use polylock::options::{
+    lease_from_millis, option_from_millis, wait_from_millis, ClientOptionsInMillis,
+};
 use polylock::AcquireOptions as CoreAcquireOptions;
 
 use crate::args::{boolean, integer, number, string, Fields};
@@ -52,6 +54,11 @@ pub struct ConnectOptions {
     /// The client's name, recorded on the server beside its locks, so that tools and a
     /// timed-out `using` of another client name the holder. Default `host:pid`.
     pub name: Option<String>,
+    /// Count what the locks do (`client.metrics()`); off, nothing is counted. Default true.
+    pub metrics: Option<bool>,
+    /// How many lock names (per kind) metrics keep apart; the others are counted together as
+    /// `_other`. 1 to 100000, default 1000.
+    pub metrics_max_lock_names: Option<f64>,
 }
 
 /// The wait and lease of an acquire, and a lock's defaults (`client.lock(name, defaults)`).
@@ -196,5 +203,14 @@ pub(crate) fn connect_options(
         *pem = fields.get(name, string)?;
     }
     options.name = fields.get("name", string)?;
+    // The core's conversion checks the count, so its message is the one every language gives.
+    let metrics = ClientOptionsInMillis {
+        metrics: fields.get("metrics", boolean)?,
+        metrics_max_lock_names: fields.get("metricsMaxLockNames", number)?,
+        ..ClientOptionsInMillis::default()
+    }
+    .into_options()?;
+    options.metrics = metrics.metrics;
+    options.metrics_max_lock_names = metrics.metrics_max_lock_names;
     Ok((url, options))
 }
