@@ -157,6 +157,51 @@ describe('setLogger', () => {
     }
   })
 
+  test('at the default level acquires, hand-offs and releases log nothing; trace shows their steps', async () => {
+    const name = fresh('quiet')
+    const events = []
+    let sentinelSeen
+    const sentinel = new Promise((resolve) => {
+      sentinelSeen = resolve
+    })
+    const logger = (level, message, fields) => {
+      events.push({ level, message, fields })
+      if (fields.lock === `${name}:sentinel`) sentinelSeen()
+    }
+    setLogger(logger)
+    try {
+      const first = client.lock(name)
+      const second = client.lock(name)
+      for (let round = 0; round < 5; round += 1) {
+        assert.equal(await first.acquire(), true)
+        const waiting = second.acquire()
+        await first.release()
+        assert.equal(await waiting, true)
+        await second.release()
+      }
+      assert.equal(await first.acquire({ waitMs: 0 }), true)
+      assert.equal(await second.acquire({ waitMs: 100 }), false)
+      await first.release()
+      // A lost lease is a warn: once it arrives, every earlier event has (one queue, in order).
+      const lost = client.lock(`${name}:sentinel`)
+      assert.equal(await lost.acquire({ leaseMs: 100 }), true)
+      await within(10_000, sentinel, 'the lost-lease warn')
+      assert.deepEqual(events.map((event) => `${event.level} ${event.message}`), ['warn lock lost'])
+
+      events.length = 0
+      setLogger(logger, 'trace')
+      assert.equal(await first.acquire(), true)
+      await first.release()
+      const traced = async () => {
+        while (!events.some((event) => event.message === 'release reply')) await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      await within(10_000, traced(), 'the trace events of an acquire and a release')
+      assert.ok(events.some((event) => event.level === 'trace' && event.message === 'attempt sent'))
+    } finally {
+      setLogger(null)
+    }
+  })
+
   test('null stops the logger; a bad level is ERR_INVALID_ARGUMENT', async () => {
     let calls = 0
     setLogger(() => {
