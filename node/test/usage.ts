@@ -9,11 +9,15 @@ import {
   Semaphore,
   setLogger,
   type AcquireOptions,
+  type LockMetrics,
   type LockOptions,
   type LogLevel,
+  type MetricsSnapshot,
   type PolylockError,
   type SemaphoreAcquireOptions,
 } from '@polylock/polylock'
+import { instrument, type Instrumentation } from '@polylock/polylock/otel'
+import { metrics, trace } from '@opentelemetry/api'
 
 async function main(): Promise<void> {
   const client: Client = await Client.connect('redis://127.0.0.1:6379/0', {
@@ -62,6 +66,26 @@ async function main(): Promise<void> {
     const code: PolylockError['code'] = (error as PolylockError).code
     if (code === 'ERR_NOT_HELD' || code === 'ERR_LOCK_LOST') console.log(code)
   }
+
+  // Metrics: the snapshot and the OpenTelemetry instrumentation.
+  const metricsOn: Client = await Client.connect('redis://127.0.0.1:6379/0', { metrics: true, metricsMaxLockNames: 100 })
+  const snapshot: MetricsSnapshot = metricsOn.metrics()
+  const first: LockMetrics | undefined = snapshot.locks[0]
+  const waited: number = (first?.waitTime.sumSeconds ?? 0) + snapshot.connection.serverCalls
+  const errorKinds: string[] = snapshot.connection.serverErrors.map(({ kind }) => kind)
+  const clientName: string = metricsOn.name
+  const instrumentation: Instrumentation = instrument(metricsOn, {
+    meterProvider: metrics.getMeterProvider(),
+    tracerProvider: trace.getTracerProvider(),
+  })
+  instrumentation.flush()
+  instrumentation.shutdown()
+  instrument(metricsOn).shutdown()
+  console.log(waited, errorKinds, clientName)
+  // @ts-expect-error the cardinality bound is a number
+  await Client.connect('redis://127.0.0.1:6379/0', { metricsMaxLockNames: '100' })
+  // @ts-expect-error instrument takes a Client
+  instrument('redis://127.0.0.1:6379/0')
 
   // Per-lock defaults, lease inspection, loss callback, logger.
   const defaults: LockOptions = { waitMs: 5000, leaseMs: 30000 }
