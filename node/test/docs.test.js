@@ -5,7 +5,7 @@
 // function: it may use `Client`, `client` (a connected client) and `url` without making them,
 // as the blocks after a page's first one do; the helpers the examples call (`loadOrder`,
 // `runJob`, ...) are stubs; `redis://127.0.0.1:6379` in a block is replaced by the test
-// server's URL, and `require('polylock')` gives this package.
+// server's URL, `require('polylock')` gives this package, and METRICS_PORT is a free port.
 
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
@@ -13,7 +13,7 @@ const path = require('node:path')
 const { after, before, describe, test } = require('node:test')
 
 const polylock = require('..')
-const { startRedis } = require('./redis.js')
+const { freePort, startRedis } = require('./redis.js')
 
 const REPO_ROOT = path.join(__dirname, '..', '..')
 const ONE_SERVER = /redis:\/\/127\.0\.0\.1:6379(?:\/0)?(?![0-9/])/g
@@ -85,6 +85,8 @@ describe('every js block of the docs runs', () => {
   let redis
   before(async () => {
     redis = await startRedis()
+    // The Prometheus example's scrape port: a free one, not the default another run may hold.
+    process.env.METRICS_PORT = String(await freePort())
   })
   after(async () => {
     await redis?.stop()
