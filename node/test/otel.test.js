@@ -5,6 +5,7 @@
 // real on a real redis-server (through the fault proxy where the server must stop answering).
 
 const assert = require('node:assert/strict')
+const { spawnSync } = require('node:child_process')
 const { after, before, describe, test } = require('node:test')
 
 const api = require('@opentelemetry/api')
@@ -475,4 +476,21 @@ describe('the instrumentation', { concurrency: false }, () => {
       })
     }
   })
+})
+
+test('without @opentelemetry/api the package loads and the otel module says what to install', () => {
+  // A process in which the optional peer cannot be resolved, as in a project that lacks it.
+  const script = `
+    const Module = require('node:module')
+    const resolve = Module._resolveFilename
+    Module._resolveFilename = function (request, ...rest) {
+      if (request === '@opentelemetry/api') throw Object.assign(new Error('not installed'), { code: 'MODULE_NOT_FOUND' })
+      return resolve.call(this, request, ...rest)
+    }
+    console.log(typeof require('@polylock/polylock').Client.connect)
+    try { require('@polylock/polylock/otel') } catch (err) { console.log(err.code + ': ' + err.message) }
+  `
+  const result = spawnSync(process.execPath, ['-e', script], { cwd: __dirname, encoding: 'utf8', timeout: 60_000 })
+  assert.equal(result.stdout, 'function\nMODULE_NOT_FOUND: @polylock/polylock/otel needs the package @opentelemetry/api: npm install @opentelemetry/api\n',
+    result.stderr)
 })

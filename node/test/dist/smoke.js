@@ -23,6 +23,12 @@ async function main() {
   assert.deepEqual(fs.readdirSync(installed).filter((file) => file.endsWith('.node')), [],
     'the main package carries no addon')
 
+  // The otel entry point is packed; without its optional peer @opentelemetry/api it says so.
+  assert.throws(() => require('@polylock/polylock/otel'), {
+    code: 'MODULE_NOT_FOUND',
+    message: '@polylock/polylock/otel needs the package @opentelemetry/api: npm install @opentelemetry/api',
+  })
+
   const redis = await startRedis()
   try {
     const client = await polylock.Client.connect(redis.url)
