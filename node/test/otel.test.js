@@ -127,6 +127,22 @@ function eventually(what, check) {
   })
 }
 
+/**
+ * Resolves once `lock`'s acquire waits on the server: listed among the waiters and subscribed
+ * to the channel its wake-up comes on (its own for a grant, the lock's for a message), so a
+ * release from now on reaches it.
+ */
+function waitingOnServer(lock, { granted }) {
+  const { name, owner } = lock
+  return eventually(`${owner} waiting on the server`, async () => {
+    assert.notEqual(await redis.command('ZSCORE', `polylock_lock_waiters:{${name}}`, owner), null)
+    assert.equal(await redis.command('HEXISTS', `polylock_lock_grants:{${name}}`, owner), granted ? 1 : 0)
+    const channel = granted ? `polylock_lock_told:{${name}}:${owner}` : `redisson_lock__channel:{${name}}`
+    const [, subscribers] = await redis.command('PUBSUB', 'NUMSUB', channel)
+    assert.ok(subscribers >= 1, `${channel}: ${subscribers} subscribers`)
+  })
+}
+
 describe('instruments', { concurrency: false }, () => {
   after(closeAll)
 
@@ -218,6 +234,7 @@ describe('instruments', { concurrency: false }, () => {
     const second = client.lock(name)
     assert.equal(await first.acquire(), true)
     const waiting = second.acquire()
+    await waitingOnServer(second, { granted: true })
     const metrics = await eventually('one hold and one waiter', async () => {
       const now = await collect()
       assert.equal(pointOf(now, 'polylock.lock.queued_acquires', attributes), 1)
@@ -259,7 +276,7 @@ describe('instruments', { concurrency: false }, () => {
     assert.equal(await first.acquire(), true)
     // A waiter with a fixed lease registers for no grant: the release's message wakes it.
     const waiting = second.acquire({ leaseMs: 60_000 })
-    await eventually('the waiter subscribed', () => assert.ok(client.metrics().connection.subscriptions > 0))
+    await waitingOnServer(second, { granted: false })
     // An unlock message while the lock is still held: the waiter wakes and finds it taken.
     await redis.command('PUBLISH', `redisson_lock__channel:{${name}}`, '0')
     const metrics = await eventually('the wake-up', async () => {
