@@ -4,16 +4,22 @@ blocking API is in ``_shared``."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional, TypeVar, Union
 
 from . import _native
 from ._native import DEFAULT
 from ._shared import ClientBase, ClientOptions, ExpirableSemaphoreBase, Holders, LockBase
-from ._shared import ReadWriteLockBase, Seconds, SemaphoreBase, TaskHolders, as_bytes
+from ._shared import LockedKind, ReadWriteLockBase, Seconds, SemaphoreBase, TaskHolders, as_bytes
 from ._shared import native_options, raise_timed_out_async
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    from typing_extensions import ParamSpec, Unpack
+
+    Params = ParamSpec("Params")
+
+Result = TypeVar("Result")
 
 
 async def claim(pending: asyncio.Future[_native.Acquisition]) -> tuple[bool, Optional[str]]:
@@ -173,6 +179,41 @@ class AsyncClient(ClientBase[AsyncLock, AsyncReadWriteLock, AsyncSemaphore, Asyn
         client = cls.__new__(cls)
         client._native = native
         return client
+
+    def locked(
+        self,
+        name: str,
+        *,
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+        kind: LockedKind = "lock",
+    ) -> Callable[
+        [Callable[Params, Coroutine[Any, Any, Result]]], Callable[Params, Coroutine[Any, Any, Result]]
+    ]:
+        """As :meth:`polylock.Client.locked`, for ``async def`` functions: each call runs
+        inside ``async with client.lock(name, ...)``, so calls from any task, thread or process
+        exclude each other. A plain function raises TypeError (use
+        :meth:`polylock.Client.locked`)."""
+        # Checks the name and times now, not at the first call.
+        self._lock_for_call(name, kind, timeout, lease)
+
+        def decorate(
+            function: Callable[Params, Coroutine[Any, Any, Result]],
+        ) -> Callable[Params, Coroutine[Any, Any, Result]]:
+            if not inspect.iscoroutinefunction(function):
+                raise TypeError(
+                    f"{function.__qualname__} is not a coroutine function: decorate it with"
+                    " Client.locked, not AsyncClient.locked"
+                )
+
+            @functools.wraps(function)
+            async def run_locked(*args: Params.args, **kwargs: Params.kwargs) -> Result:
+                async with self._lock_for_call(name, kind, timeout, lease):
+                    return await function(*args, **kwargs)
+
+            return run_locked
+
+        return decorate
 
     async def fenced_set(self, key: str, value: Union[bytes, str], token: int) -> None:
         """As :meth:`polylock.Client.fenced_set`."""

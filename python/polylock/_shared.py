@@ -28,6 +28,9 @@ LostCallback = Callable[[LockLostError], object]
 #: The kinds of lock with the :class:`Lock` API: which native handle a thread or task gets.
 LockKind = Literal["lock", "fair", "fenced", "read", "write"]
 
+#: The kinds of lock a ``@client.locked`` function runs under: which client method makes it.
+LockedKind = Literal["lock", "fair_lock", "fenced_lock"]
+
 #: An ``acquire`` argument: seconds, None (no bound / the watchdog lease), or left out
 #: (:data:`polylock.DEFAULT`: the lock's own default).
 Seconds = Union[float, None, UseDefault]
@@ -487,6 +490,19 @@ class ClientBase(Generic[AnyLock, AnyReadWriteLock, AnySemaphore, AnyExpirableSe
         reentry included, gets a fencing token (``token``) higher than any earlier one of the
         name, whoever held it. Same API and defaults as :meth:`lock`. No I/O."""
         return self._lock_type(self._native, name, kind="fenced", timeout=timeout, lease=lease)
+
+    def _lock_for_call(
+        self, name: str, kind: LockedKind, timeout: Optional[float], lease: Optional[float]
+    ) -> AnyLock:
+        """A ``@client.locked`` function's lock of ``kind`` (one per call, so calls from
+        threads or tasks exclude each other as any holders do)."""
+        if kind == "lock":
+            return self.lock(name, timeout=timeout, lease=lease)
+        if kind == "fair_lock":
+            return self.fair_lock(name, timeout=timeout, lease=lease)
+        if kind == "fenced_lock":
+            return self.fenced_lock(name, timeout=timeout, lease=lease)
+        raise TypeError(f"kind must be 'lock', 'fair_lock' or 'fenced_lock', not {kind!r}")
 
     def read_write_lock(
         self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None

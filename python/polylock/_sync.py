@@ -3,12 +3,21 @@ with the asyncio API is in ``_shared``."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Union
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 from . import _native
 from ._native import DEFAULT
 from ._shared import ClientBase, ExpirableSemaphoreBase, Holders, LockBase, ReadWriteLockBase
-from ._shared import Seconds, SemaphoreBase, ThreadHolders, as_bytes, raise_timed_out
+from ._shared import LockedKind, Seconds, SemaphoreBase, ThreadHolders, as_bytes, raise_timed_out
+
+if TYPE_CHECKING:
+    from typing_extensions import ParamSpec
+
+    Params = ParamSpec("Params")
+
+Result = TypeVar("Result")
 
 
 class Lock(LockBase):
@@ -189,6 +198,40 @@ class Client(ClientBase[Lock, ReadWriteLock, Semaphore, ExpirableSemaphore]):
     _read_write_lock_type = ReadWriteLock
     _semaphore_type = Semaphore
     _expirable_semaphore_type = ExpirableSemaphore
+
+    def locked(
+        self,
+        name: str,
+        *,
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+        kind: LockedKind = "lock",
+    ) -> Callable[[Callable[Params, Result]], Callable[Params, Result]]:
+        """A decorator: each call of the function runs inside ``with client.lock(name,
+        timeout=timeout, lease=lease):`` (or ``fair_lock``, ``fenced_lock`` as ``kind`` says),
+        so calls from any thread or process exclude each other. Same defaults as :meth:`lock`;
+        :class:`polylock.TimeoutError` (and the function does not run) when ``timeout`` runs
+        out. The function's result and exceptions pass through; the lock is released either
+        way. Bad values raise InvalidArgumentError here; an ``async def`` function raises
+        TypeError (use :meth:`polylock.AsyncClient.locked`)."""
+        # Checks the name and times now, not at the first call.
+        self._lock_for_call(name, kind, timeout, lease)
+
+        def decorate(function: Callable[Params, Result]) -> Callable[Params, Result]:
+            if inspect.iscoroutinefunction(function):
+                raise TypeError(
+                    f"{function.__qualname__} is a coroutine function: decorate it with"
+                    " AsyncClient.locked, not Client.locked"
+                )
+
+            @functools.wraps(function)
+            def run_locked(*args: Params.args, **kwargs: Params.kwargs) -> Result:
+                with self._lock_for_call(name, kind, timeout, lease):
+                    return function(*args, **kwargs)
+
+            return run_locked
+
+        return decorate
 
     def fenced_set(self, key: str, value: Union[bytes, str], token: int) -> None:
         """Sets the Redis string ``key`` to ``value`` (a str is written in UTF-8) only if
