@@ -31,6 +31,12 @@ export interface AcquireOptions extends native.AcquireOptions {
   signal?: AbortSignal
 }
 
+/** Options of {@link Client.withLock}: {@link Lock.using}'s, plus which kind of lock. */
+export interface WithLockOptions extends AcquireOptions {
+  /** `'lock'` (the default), `'fairLock'` or `'fencedLock'`: which client method makes the handle. */
+  kind?: 'lock' | 'fairLock' | 'fencedLock'
+}
+
 /** Options of {@link Semaphore.acquire}. Times in milliseconds. */
 export interface SemaphoreAcquireOptions extends native.SemaphoreAcquireOptions {
   /** Aborting it rejects the call with the signal's reason (an `AbortError`); no permit is left taken. */
@@ -112,6 +118,13 @@ export declare class Client {
    * `lock.token`, which grows on every acquisition (across holders, and on reentry). No I/O.
    */
   fencedLock(name: string, defaults?: LockOptions): Lock
+  /**
+   * Runs `routine` under the lock `name` and resolves to its result: a new handle's
+   * {@link Lock.using}, so concurrent calls exclude each other (same defaults; `ERR_TIMEOUT`
+   * with the core's message naming the holder when `waitMs` runs out; released after the
+   * routine returns or throws). `options.kind` picks the kind of lock.
+   */
+  withLock<T>(name: string, routine: (signal: AbortSignal) => Promise<T> | T, options?: WithLockOptions): Promise<T>
   /**
    * Sets `key` to `value` (a Redis string, no expiry) only if `token` is at least the highest
    * token already applied to `key` (equal is accepted); else rejects with `ERR_STALE_TOKEN` and

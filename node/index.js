@@ -131,6 +131,33 @@ class Client {
   }
 
   /**
+   * Runs `routine` under the lock `name`: a new handle's `using(routine, options)`, so
+   * concurrent calls exclude each other. `options.kind` picks the lock (`'lock'`, the default,
+   * `'fairLock'` or `'fencedLock'`); the rest are `using`'s. Resolves to the routine's result.
+   * @template T
+   * @param {string} name
+   * @param {(signal: AbortSignal) => Promise<T> | T} routine
+   * @param {import('./index').WithLockOptions} [options]
+   * @returns {Promise<T>}
+   */
+  async withLock(name, routine, options) {
+    if (typeof routine !== 'function') {
+      throw codedError('ERR_INVALID_ARGUMENT', 'withLock(name, routine): routine must be a function')
+    }
+    const { kind = 'lock', ...acquireOptions } = options ?? {}
+    /** @type {Lock} */
+    let lock
+    if (kind === 'lock') lock = this.lock(name)
+    else if (kind === 'fairLock') lock = this.fairLock(name)
+    else if (kind === 'fencedLock') lock = this.fencedLock(name)
+    else {
+      throw codedError('ERR_INVALID_ARGUMENT',
+        `withLock: kind must be 'lock', 'fairLock' or 'fencedLock', not ${JSON.stringify(kind)}`)
+    }
+    return lock.using(routine, acquireOptions)
+  }
+
+  /**
    * Sets `key` to `value` only if `token` is at least the highest token already applied to
    * `key`; else rejects with `ERR_STALE_TOKEN` and writes nothing.
    * @param {string} key

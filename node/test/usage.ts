@@ -15,6 +15,7 @@ import {
   type MetricsSnapshot,
   type PolylockError,
   type SemaphoreAcquireOptions,
+  type WithLockOptions,
 } from '@polylock/polylock'
 import { instrument, type Instrumentation } from '@polylock/polylock/otel'
 import { metrics, trace } from '@opentelemetry/api'
@@ -52,6 +53,17 @@ async function main(): Promise<void> {
     return 1
   }, { waitMs: 1000 })
   const label: string = await lock.using(() => 'sync routine')
+  const report: string = await client.withLock('reports:nightly', async (signal: AbortSignal) => {
+    signal.throwIfAborted()
+    return 'built'
+  }, { waitMs: 5000, leaseMs: 60000, kind: 'fairLock' })
+  const withLockOptions: WithLockOptions = { kind: 'fencedLock', waitMs: 0 }
+  const count: number = await client.withLock('reports:nightly', () => 1, withLockOptions)
+  // @ts-expect-error: a kind that is not a lock's
+  await client.withLock('reports:nightly', () => 1, { kind: 'semaphore' })
+  // @ts-expect-error: the result's type is the routine's
+  const wrong: string = await client.withLock('reports:nightly', () => 1)
+  console.log(report, count, wrong)
   console.log(total, label)
 
   await lock[Symbol.asyncDispose]()
