@@ -71,6 +71,21 @@ extension Client {
         try fencedLock(name: name, waitMs: millisOrNil(wait), leaseMs: millisOrNil(lease))
     }
 
+    /// Runs `body` under the lock `name` and returns its result: a new handle's
+    /// `withLock(wait:lease:_:)` (so concurrent calls exclude each other, as different owners),
+    /// freed when it returns. `wait` and `lease` as for `acquire(wait:lease:)`, with no per-lock
+    /// defaults: nil waits without bound and takes the watchdog lease. `LockError.Timeout` (and
+    /// `body` does not run) when the wait runs out.
+    public func withLock<T>(
+        name: String,
+        wait: Duration? = nil,
+        lease: Duration? = nil,
+        _ body: () async throws -> T
+    ) async throws -> T {
+        let lock = try lock(name: name, waitMs: nil, leaseMs: nil)
+        return try await lock.withLock(wait: wait, lease: lease, body)
+    }
+
     /// The lease of locks acquired without one, renewed every third of it.
     public var watchdogTimeout: Duration {
         .milliseconds(watchdogTimeoutMs())

@@ -118,6 +118,19 @@ suspend fun <T> Lock.withLock(wait: Duration? = null, lease: Duration? = null, b
     holding({ acquireOrFail(wait.toBound(), lease.toBound()) }, { release() }, block)
 
 /**
+ * Runs [block] under the lock [name] and returns its result: a new handle's [Lock.withLock]
+ * (so concurrent calls exclude each other, as different owners), closed afterwards. [wait] and
+ * [lease] as for [Lock.acquire], with no per-lock defaults: `null` waits without bound and takes
+ * the watchdog lease. `LockException.Timeout` (the block does not run) when [wait] runs out.
+ */
+suspend fun <T> Client.withLock(
+    name: String,
+    wait: Duration? = null,
+    lease: Duration? = null,
+    block: suspend () -> T,
+): T = lock(name, null, null).use { lock -> lock.withLock(wait, lease, block) }
+
+/**
  * Calls [callback] each time a hold of this handle is lost (`LockException.LockLost`), on a
  * background thread of polylock; what it throws is ignored.
  */
