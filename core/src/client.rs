@@ -13,6 +13,7 @@ use crate::engine::renew::Scheduler;
 use crate::engine::LockCore;
 use crate::error::{Error, ErrorKind, Result};
 use crate::expirable_semaphore::ExpirableSemaphore;
+use crate::hold::{Guard, Hold};
 use crate::inspect::LockInfo;
 use crate::kinds::fair::Fair;
 use crate::kinds::fenced::{fence, Fenced};
@@ -22,7 +23,7 @@ use crate::kinds::reentrant::Reentrant;
 use crate::kinds::LockKind;
 use crate::lock::Lock;
 use crate::metrics::{kind as metric_kind, Metrics};
-use crate::options::{validate_fenced_write, validate_name, ClientOptions};
+use crate::options::{validate_fenced_write, validate_name, AcquireOptions, ClientOptions};
 use crate::pubsub::Source;
 use crate::read_write_lock::ReadWriteLock;
 use crate::runtime::runtime;
@@ -449,6 +450,26 @@ impl Client {
     pub fn lock(&self, name: &str) -> Result<Lock> {
         let holder = self.inner.next_handle_id();
         self.lock_with_holder(name, holder)
+    }
+
+    /// Runs `f`'s future under the lock `name` and returns its output: a new handle (a new
+    /// owner, so concurrent calls exclude each other) acquired as [`Hold::acquire_or_fail`]
+    /// (`options.wait` runs out: [`ErrorKind::Timeout`] naming the holder, and `f` is not
+    /// called), released after. A release that fails ([`ErrorKind::LockLost`]) is the error.
+    /// Dropping the returned future (or a panic in `f`) releases in the background, as a
+    /// dropped [`Guard`]. Python's `@client.locked`, Node's, Kotlin's and Swift's
+    /// `client.withLock`.
+    pub async fn with_lock<F, Fut, T>(&self, name: &str, options: AcquireOptions, f: F) -> Result<T>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        let lock = self.lock(name)?;
+        lock.acquire_or_fail(options).await?;
+        let guard = Guard::new(lock);
+        let output = f().await;
+        guard.release().await?;
+        Ok(output)
     }
 
     /// A handle on the lock `name` for the given holder id (a thread or task id): two handles
