@@ -13,7 +13,7 @@ from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any, Callable, Generic, Literal, NoReturn, Optional, TypeVar, Union
 
 from . import _native
-from ._native import LockLostError, UseDefault
+from ._native import InvalidArgumentError, LockLostError, UseDefault
 from .metrics import MetricsSnapshot, snapshot_from_native
 
 if TYPE_CHECKING:
@@ -502,7 +502,10 @@ class ClientBase(Generic[AnyLock, AnyReadWriteLock, AnySemaphore, AnyExpirableSe
             return self.fair_lock(name, timeout=timeout, lease=lease)
         if kind == "fenced_lock":
             return self.fenced_lock(name, timeout=timeout, lease=lease)
-        raise TypeError(f"kind must be 'lock', 'fair_lock' or 'fenced_lock', not {kind!r}")
+        # InvalidArgumentError, as Node's ERR_INVALID_ARGUMENT for a bad kind.
+        raise InvalidArgumentError(
+            f"kind must be 'lock', 'fair_lock' or 'fenced_lock', not {kind!r}"
+        )
 
     def read_write_lock(
         self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None

@@ -127,7 +127,7 @@ def test_sync_decorator_refuses_a_coroutine_function_and_bad_values(client, name
 
     with pytest.raises(polylock.InvalidArgumentError):
         client.locked(name, timeout=-5)
-    with pytest.raises(TypeError, match="kind"):
+    with pytest.raises(polylock.InvalidArgumentError, match="kind must be"):
         client.locked(name, kind="semaphore")
 
 
