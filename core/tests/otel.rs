@@ -430,6 +430,36 @@ async fn waits_are_exported_as_queued_timed_out_and_handed_off() {
         )
         .await;
 
+    // Released only once the waiter waits on the server (listed, its grant entry written, its
+    // own channel subscribed): released before that, the waiter's own look takes the free lock,
+    // which is neither hand-off, and the test would not be testing one.
+    let con = raw(&server).await;
+    let owner = lock.owner().to_owned();
+    assert!(
+        common::eventually(Duration::from_secs(10), || {
+            let mut con = con.clone();
+            let owner = owner.clone();
+            async move {
+                let listed: Option<f64> = con
+                    .zscore("polylock_lock_waiters:{otel-wait}", &owner)
+                    .await
+                    .unwrap();
+                let granted: bool = con
+                    .hexists("polylock_lock_grants:{otel-wait}", &owner)
+                    .await
+                    .unwrap();
+                let (_, subscribers): (String, i64) = redis::cmd("PUBSUB")
+                    .arg("NUMSUB")
+                    .arg(format!("polylock_lock_told:{{otel-wait}}:{owner}"))
+                    .query_async(&mut con)
+                    .await
+                    .unwrap();
+                listed.is_some() && granted && subscribers >= 1
+            }
+        })
+        .await,
+        "the waiter waits on the server"
+    );
     held.release().await.unwrap();
     // Kept until the end: a dropped guard would release it in the background.
     let _guard = waiter.await.unwrap().unwrap();
