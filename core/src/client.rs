@@ -646,6 +646,41 @@ impl Client {
     pub fn watched_locks(&self) -> usize {
         self.inner.upkeep.renewed()
     }
+
+    /// A run-once job lock on the lock `name` (ShedLock's semantics): held at most `at_most`,
+    /// at least `at_least` from the job's start; see [`crate::JobLock`]. It is the plain lock
+    /// ([`Client::lock`]'s keys), so a plain lock or Redisson's RLock of the same name
+    /// excludes it. [`ErrorKind::InvalidArgument`] unless 1 ms <= `at_most` <= 10 years and
+    /// `at_least` <= `at_most`, or for a bad name. No I/O.
+    pub fn job_lock(
+        &self,
+        name: &str,
+        at_most: Duration,
+        at_least: Duration,
+    ) -> Result<crate::JobLock> {
+        crate::JobLock::new(
+            self.clone(),
+            name,
+            crate::JobLockOptions::new(at_most, at_least),
+        )
+    }
+
+    /// Runs `f`'s future once per schedule slot across every node that calls this: on the
+    /// node that takes the job lock `name` ([`Client::job_lock`] with `options`), and not at
+    /// all (`Ok(None)`, `f` not called) where another node holds it. Never waits.
+    pub async fn run_job<F, Fut, T>(
+        &self,
+        name: &str,
+        options: crate::JobLockOptions,
+        f: F,
+    ) -> Result<Option<T>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        let job = crate::JobLock::new(self.clone(), name, options)?;
+        Ok(job.try_run(f).await?.ran())
+    }
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ mod explorer;
 mod hold;
 mod ids;
 mod inspect;
+mod job_lock;
 pub mod keys;
 mod kinds;
 mod lock;
@@ -68,6 +69,7 @@ pub use inspect::{
     ClientRecordFields, FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo,
     LockMode, WaitingWriter,
 };
+pub use job_lock::{JobHold, JobLock, JobLockOptions, JobOutcome};
 pub use lock::Lock;
 pub use metrics::MetricsSnapshot;
 pub use multi::{LockGroup, MultiLock, RedLock};

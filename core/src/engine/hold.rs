@@ -261,6 +261,23 @@ impl LockCore {
         levels.into_iter().map(|level| level.request).collect()
     }
 
+    /// Lets go of the hold without releasing it (its key lives out its TTL): no upkeep, no
+    /// entry in the client's registry. Returns the levels whose holds end now (none when the
+    /// hold was already found lost: those ended then).
+    pub(super) fn let_go(&self) -> Vec<Level> {
+        let (levels, already_lost) = {
+            let mut hold = self.hold();
+            hold.token = None;
+            (std::mem::take(&mut hold.levels), hold.lost.take().is_some())
+        };
+        self.client.untrack_hold(self.id);
+        if already_lost {
+            Vec::new()
+        } else {
+            levels
+        }
+    }
+
     pub(crate) fn is_held(&self) -> bool {
         let hold = self.hold();
         !hold.levels.is_empty() && hold.lost.is_none()

@@ -2,6 +2,7 @@
 //! - `acquire`: the acquire task, its hand-off to the caller, the wait loop, and resolving an
 //!   acquire whose reply was lost;
 //! - `hold`: what a handle holds (levels, lease, expiry), the lost signal;
+//! - `keep`: letting go of a hold without releasing it, its key's TTL set (the job lock);
 //! - `release`: release with retries under one request id, then in the background;
 //! - `renew`: the client's one upkeep task (watchdog renewals, fixed-lease expiry, re-checks
 //!   after a reconnect).
@@ -11,6 +12,7 @@
 mod acquire;
 pub(crate) mod context;
 mod hold;
+mod keep;
 mod release;
 pub(crate) mod renew;
 
