@@ -27,9 +27,9 @@ build-python: $(PY_VENV)/bin/python
 	  "opentelemetry-api>=1.24" "opentelemetry-sdk>=1.24" "opentelemetry-exporter-prometheus>=0.45b0" "prometheus-client>=0.20"
 	cd python && VIRTUAL_ENV=$(CURDIR)/$(PY_VENV) $(CURDIR)/$(PY_VENV)/bin/maturin develop --quiet
 
-# The Rust holder used by the cross-language test.
+# The Rust holder used by the cross-language test, and the Rust fleet worker of test_job_fleet.py.
 python-peer:
-	cargo build --quiet -p polylock --example peer
+	cargo build --quiet -p polylock --example peer --example job_lock
 
 test-python: redis-server build-python python-peer
 	cargo build -p polylock-testkit --bins

@@ -31,6 +31,7 @@ from ._async import (
     AsyncReadWriteLock,
     AsyncSemaphore,
 )
+from ._job import AsyncJobHold, AsyncJobLock, JobHold, JobLock
 from ._multi import AsyncMultiLock, AsyncRedLock, MultiLock, RedLock
 from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
 from .metrics import ConnectionMetrics, Histogram, LockMetrics, MetricsSnapshot
@@ -67,4 +68,8 @@ __all__ = [
     "TimeoutError",
     "WrongTypeError",
     "__version__",
+    "AsyncJobHold",
+    "AsyncJobLock",
+    "JobHold",
+    "JobLock",
 ]

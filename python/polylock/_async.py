@@ -13,6 +13,7 @@ from ._native import DEFAULT
 from ._shared import ClientBase, ClientOptions, ExpirableSemaphoreBase, Holders, LockBase
 from ._shared import LockedKind, ReadWriteLockBase, Seconds, SemaphoreBase, TaskHolders, as_bytes
 from ._shared import native_options, raise_timed_out_async
+from ._job import AsyncJobLock, async_job_decorator
 
 if TYPE_CHECKING:
     from typing_extensions import ParamSpec, Unpack
@@ -228,3 +229,17 @@ class AsyncClient(ClientBase[AsyncLock, AsyncReadWriteLock, AsyncSemaphore, Asyn
 
     async def __aexit__(self, *exc_info: object) -> None:
         self.close()
+
+    def job_lock(self, name: str, *, at_most: float, at_least: float = 0) -> AsyncJobLock:
+        """As :meth:`polylock.Client.job_lock`, for asyncio: ``await job.run(coroutine_function)``."""
+        return AsyncJobLock(self._native.job_lock(name, at_most, at_least))
+
+    def job(
+        self, name: str, *, at_most: float, at_least: float = 0
+    ) -> Callable[
+        [Callable[Params, Coroutine[Any, Any, Result]]],
+        Callable[Params, Coroutine[Any, Any, Optional[Result]]],
+    ]:
+        """As :meth:`polylock.Client.job`, for ``async def`` functions. A plain function raises
+        TypeError (use :meth:`polylock.Client.job`)."""
+        return async_job_decorator(self.job_lock(name, at_most=at_most, at_least=at_least))

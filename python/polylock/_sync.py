@@ -11,6 +11,7 @@ from . import _native
 from ._native import DEFAULT
 from ._shared import ClientBase, ExpirableSemaphoreBase, Holders, LockBase, ReadWriteLockBase
 from ._shared import LockedKind, Seconds, SemaphoreBase, ThreadHolders, as_bytes, raise_timed_out
+from ._job import JobLock, job_decorator
 
 if TYPE_CHECKING:
     from typing_extensions import ParamSpec
@@ -243,3 +244,22 @@ class Client(ClientBase[Lock, ReadWriteLock, Semaphore, ExpirableSemaphore]):
         """Deletes ``key`` under the same rule as :meth:`fenced_set`; True when a key was
         deleted."""
         return self._native.fenced_delete(key, token)
+
+    def job_lock(self, name: str, *, at_most: float, at_least: float = 0) -> JobLock:
+        """A run-once job lock on the lock ``name`` (ShedLock's semantics): a scheduled job
+        that many nodes fire runs on one of them. :meth:`JobLock.run` never waits: it skips
+        (returns None) when another node holds the lock. The lock is held at most ``at_most``
+        seconds (a fixed lease: a node that dies holding it blocks the job no longer), and at
+        least ``at_least`` seconds from the job's start (a node whose clock or schedule lags by
+        less than that skips). InvalidArgumentError unless 0 < at_most and at_least <= at_most,
+        with the core's message. No I/O."""
+        return JobLock(self._native.job_lock(name, at_most, at_least))
+
+    def job(
+        self, name: str, *, at_most: float, at_least: float = 0
+    ) -> Callable[[Callable[Params, Result]], Callable[Params, Optional[Result]]]:
+        """A decorator for a scheduled function: each call runs it through
+        ``client.job_lock(name, at_most=..., at_least=...).run``, so it returns the function's
+        result, or None when another node holds the lock (the function did not run). An
+        ``async def`` function raises TypeError (use :meth:`polylock.AsyncClient.job`)."""
+        return job_decorator(self.job_lock(name, at_most=at_most, at_least=at_least))

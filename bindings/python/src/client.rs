@@ -8,6 +8,7 @@ use crate::args::with_defaults;
 use crate::asyncio::awaitable;
 use crate::errors::{invalid_argument, to_py_err};
 use crate::expirable_semaphore::ExpirableSemaphoreHandle;
+use crate::job_lock::JobLockHandle;
 use crate::lock::LockHandle;
 use crate::metrics;
 use crate::semaphore::SemaphoreHandle;
@@ -227,6 +228,18 @@ client_class!({
 
     fn __repr__(&self) -> String {
         format!("<polylock._native.Client id={}>", self.inner.id())
+    }
+
+    /// The run-once job lock `name`: held at most `at_most`, at least `at_least` seconds from
+    /// the job's start. No I/O.
+    fn job_lock(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        at_most: f64,
+        at_least: f64,
+    ) -> PyResult<JobLockHandle> {
+        JobLockHandle::new(py, &self.inner, name, at_most, at_least)
     }
 }
     watchdog_timeout: [Option<f64>] = None,

@@ -11,6 +11,7 @@ mod expirable_semaphore;
 mod group;
 mod hold;
 mod interpreter;
+mod job_lock;
 mod lock;
 mod logging;
 mod metrics;
@@ -31,6 +32,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<semaphore::SemaphoreHandle>()?;
     module.add_class::<expirable_semaphore::ExpirableSemaphoreHandle>()?;
+    module.add_class::<job_lock::JobLockHandle>()?;
+    module.add_class::<job_lock::JobHoldHandle>()?;
     errors::register(module)?;
     interpreter::register(module)?;
     logging::register();
