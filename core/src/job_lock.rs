@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::client::Client;
 use crate::error::{ErrorKind, Result};
 use crate::lock::Lock;
-use crate::options::{invalid, AcquireOptions, MAX_DURATION};
+use crate::options::{invalid, validate_name, AcquireOptions, MAX_DURATION};
 
 /// How long a job lock is held: at most `at_most` (the fixed lease: a node that dies holding
 /// it blocks the job no longer than that), at least `at_least` from the job's start (a node
@@ -118,8 +118,7 @@ impl<T> JobOutcome<T> {
 impl JobLock {
     pub(crate) fn new(client: Client, name: &str, options: JobLockOptions) -> Result<JobLock> {
         options.validate()?;
-        // Checks the name as every lock does.
-        client.lock(name)?;
+        validate_name(name)?;
         Ok(JobLock {
             client,
             name: name.to_owned(),
