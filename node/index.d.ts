@@ -37,6 +37,12 @@ export interface WithLockOptions extends AcquireOptions {
   kind?: 'lock' | 'fairLock' | 'fencedLock'
 }
 
+/** Options of {@link Client.jobLock} and {@link Client.runJob} (declared in Rust). Times in milliseconds. */
+export type JobLockOptions = native.JobLockOptions
+
+/** What {@link JobLock.run} and {@link Client.runJob} resolve to: whether the job ran here, and its result. */
+export type JobRun<T> = { ran: true; value: T } | { ran: false; value?: undefined }
+
 /** Options of {@link Semaphore.acquire}. Times in milliseconds. */
 export interface SemaphoreAcquireOptions extends native.SemaphoreAcquireOptions {
   /** Aborting it rejects the call with the signal's reason (an `AbortError`); no permit is left taken. */
@@ -154,6 +160,19 @@ export declare class Client {
    * through this client: they are not released and expire with their lease.
    */
   close(): Promise<string[]>
+  /**
+   * A run-once job lock on the lock `name` (ShedLock's semantics): held at most `atMostMs` (a
+   * fixed lease: a node that dies holding it blocks the job no longer), at least `atLeastMs`
+   * (default 0) from the job's start, so a node whose clock or schedule lags by less skips.
+   * No I/O; `ERR_INVALID_ARGUMENT` with the core's message unless 0 < atMostMs and
+   * atLeastMs <= atMostMs.
+   */
+  jobLock(name: string, options: JobLockOptions): JobLock
+  /**
+   * Runs `routine` once across the nodes that fire it (`client.jobLock(name, options).run(routine)`):
+   * never waits; `{ ran: false }` when another node holds the lock, else `{ ran: true, value }`.
+   */
+  runJob<T>(name: string, routine: () => Promise<T> | T, options: JobLockOptions): Promise<JobRun<T>>
 }
 
 /**
@@ -331,4 +350,30 @@ export declare class ExpirableSemaphore {
    * as its lease runs out (by this client's clock) or the watchdog finds it gone.
    */
   heldPermits(): string[]
+}
+
+/** A run-once job lock: {@link Client.jobLock}. */
+export declare class JobLock {
+  private constructor()
+  readonly name: string
+  readonly atMostMs: number
+  readonly atLeastMs: number
+  /** One look, never waiting: a hold (lease `atMostMs`), or `null` when another node holds the lock. */
+  tryAcquire(): Promise<JobHold | null>
+  /**
+   * Runs `routine` if the lock is free: `{ ran: true, value }`; `{ ran: false }` when another
+   * node holds it. Afterwards (returned or threw) the lock is kept until `atLeastMs` from the
+   * start, or released.
+   */
+  run<T>(routine: () => Promise<T> | T): Promise<JobRun<T>>
+}
+
+/** A held job lock, from {@link JobLock.tryAcquire}; `await using` finishes it. */
+export declare class JobHold {
+  private constructor()
+  /** Whether the hold is within its `atMostMs` lease (no I/O); `false` once finished. */
+  readonly isHeld: boolean
+  /** Keeps the lock until `atLeastMs` from the job's start, or releases it. */
+  finish(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
 }

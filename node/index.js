@@ -216,6 +216,36 @@ class Client {
   async close() {
     return this.#native.close()
   }
+
+  /**
+   * A run-once job lock on the lock `name` (ShedLock's semantics): a scheduled job that many
+   * nodes fire runs on one of them. Held at most `atMostMs` (a fixed lease: a node that dies
+   * holding it blocks the job no longer), at least `atLeastMs` (default 0) from the job's
+   * start. No I/O; `ERR_INVALID_ARGUMENT` with the core's message for bad options.
+   * @param {string} name
+   * @param {import('./index').JobLockOptions} options
+   * @returns {JobLock}
+   */
+  jobLock(name, options) {
+    return new JobLock(this.#native.jobLock(name, options))
+  }
+
+  /**
+   * Runs `routine` once across the nodes that fire it: `this.jobLock(name, options).run(routine)`.
+   * Never waits: resolves `{ ran: false }` (and `routine` is not called) when another node holds
+   * the lock, else `{ ran: true, value }`.
+   * @template T
+   * @param {string} name
+   * @param {() => Promise<T> | T} routine
+   * @param {import('./index').JobLockOptions} options
+   * @returns {Promise<import('./index').JobRun<T>>}
+   */
+  async runJob(name, routine, options) {
+    if (typeof routine !== 'function') {
+      throw codedError('ERR_INVALID_ARGUMENT', 'runJob(name, routine, options): routine must be a function')
+    }
+    return this.jobLock(name, options).run(routine)
+  }
 }
 
 /** @type {(lock: Lock) => import('./native').Lock} */
@@ -681,6 +711,91 @@ class ExpirableSemaphore extends PermitCount {
   }
 }
 
+class JobLock {
+  /** @type {import('./native').JobLock} */
+  #native
+
+  /** @param {import('./native').JobLock} handle @internal */
+  constructor(handle) {
+    if (!(handle instanceof native.JobLock)) {
+      throw codedError('ERR_INVALID_ARGUMENT', 'use client.jobLock(name, options) to make a job lock')
+    }
+    this.#native = handle
+  }
+
+  get name() {
+    return this.#native.name
+  }
+
+  get atMostMs() {
+    return this.#native.atMostMs
+  }
+
+  get atLeastMs() {
+    return this.#native.atLeastMs
+  }
+
+  /**
+   * One look, never waiting: a hold (lease `atMostMs`, never renewed), or `null` when another
+   * node holds the lock.
+   * @returns {Promise<JobHold | null>}
+   */
+  async tryAcquire() {
+    const hold = await this.#native.tryAcquire()
+    return hold === null ? null : new JobHold(hold)
+  }
+
+  /**
+   * Runs `routine` if the lock is free: `{ ran: true, value }`; `{ ran: false }` (and `routine`
+   * is not called) when another node holds it. After the routine (returned or threw) the lock
+   * is kept until `atLeastMs` from the start, or released.
+   * @template T
+   * @param {() => Promise<T> | T} routine
+   * @returns {Promise<import('./index').JobRun<T>>}
+   */
+  async run(routine) {
+    if (typeof routine !== 'function') {
+      throw codedError('ERR_INVALID_ARGUMENT', 'run(routine): routine must be a function')
+    }
+    const hold = await this.tryAcquire()
+    if (hold === null) return { ran: false }
+    try {
+      return { ran: true, value: await routine() }
+    } finally {
+      await hold.finish()
+    }
+  }
+}
+
+class JobHold {
+  /** @type {import('./native').JobHold} */
+  #native
+
+  /** @param {import('./native').JobHold} handle @internal */
+  constructor(handle) {
+    this.#native = handle
+  }
+
+  /** Whether the hold is within its `atMostMs` lease (no I/O); `false` once finished. */
+  get isHeld() {
+    return this.#native.isHeld
+  }
+
+  /**
+   * Keeps the lock until `atLeastMs` from the job's start, or releases it; a job that outlived
+   * `atMostMs` finds its lock lapsed (a warning is logged, nothing is written).
+   * @returns {Promise<void>}
+   */
+  async finish() {
+    return this.#native.finish()
+  }
+
+  /** `await using hold = ...`: finishes. */
+  async [Symbol.asyncDispose]() {
+    return this.finish()
+  }
+}
+
 /**
  * Sends polylock's log events (the Rust core's tracing events) at `level` and above to
  * `logger(level, message, fields)`; `null` stops it. A lost lease is a `warn`.
@@ -702,6 +817,8 @@ exports.ReadWriteLock = ReadWriteLock
 exports.Semaphore = Semaphore
 exports.ExpirableSemaphore = ExpirableSemaphore
 exports.setLogger = setLogger
+exports.JobLock = JobLock
+exports.JobHold = JobHold
 // For ./otel.js only: the native client behind a Client (not enumerable, not declared).
 Object.defineProperty(exports, 'nativeClientOf', {
   value: (/** @type {unknown} */ client) => (client instanceof Client ? nativeClient(client) : undefined),

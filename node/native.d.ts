@@ -64,6 +64,11 @@ export declare class Client {
   fencedDelete(key: string, token: number): Promise<boolean>
   /** Stops the watchdog and pub/sub; returns the names of locks still held (they expire). */
   close(): Array<string>
+  /**
+   * The run-once job lock `name`: held at most `atMostMs`, at least `atLeastMs` (default 0)
+   * from the job's start. No I/O.
+   */
+  jobLock(name: string, options: JobLockOptions): JobLock
 }
 
 /** A semaphore of permits with ids and leases (Redisson RPermitExpirableSemaphore layout). */
@@ -92,6 +97,29 @@ export declare class ExpirableSemaphore {
    * soon as its lease runs out (by this client's clock) or the watchdog finds it gone.
    */
   heldPermits(): Array<string>
+}
+
+/** A held job lock, from `tryAcquire`. One collected unfinished is finished in the background. */
+export declare class JobHold {
+  /** Whether the hold is within its `atMostMs` lease (no I/O); `false` once finished. */
+  get isHeld(): boolean
+  /**
+   * Keeps the lock until `atLeastMs` from the job's start, or releases it. A second finish
+   * does nothing.
+   */
+  finish(): Promise<void>
+}
+
+/** A run-once job lock (ShedLock's semantics) on the lock of its name. */
+export declare class JobLock {
+  get name(): string
+  get atMostMs(): number
+  get atLeastMs(): number
+  /**
+   * One look, never waiting: a hold (lease `atMostMs`, never renewed), or `null` when
+   * another node holds the lock.
+   */
+  tryAcquire(): Promise<JobHold | null>
 }
 
 /** One owner's handle on one lock (reentrant). Dropping it while held releases in the background. */
@@ -293,6 +321,20 @@ export interface Histogram {
   bucketCounts: Array<number>
   /** The buckets' inclusive upper bounds, in seconds (the same for every histogram). */
   bounds: Array<number>
+}
+
+/** The options of `client.jobLock(name, options)`. Times in milliseconds. */
+export interface JobLockOptions {
+  /**
+   * The lease: the lock is held at most this long (a node that dies holding it blocks the
+   * job no longer). 1 ms to 10 years.
+   */
+  atMostMs: number
+  /**
+   * The lock stays at least this long from the job's start (a node whose clock or schedule
+   * lags by less skips). 0 (the default) to `atMostMs`.
+   */
+  atLeastMs?: number
 }
 
 /** The counters of one lock name and kind. Counts are cumulative; `holds` and `waiters` are now. */

@@ -9,6 +9,8 @@ import {
   Semaphore,
   setLogger,
   type AcquireOptions,
+  type JobLockOptions,
+  type JobRun,
   type LockMetrics,
   type LockOptions,
   type LogLevel,
@@ -64,6 +66,18 @@ async function main(): Promise<void> {
   // @ts-expect-error: the result's type is the routine's
   const wrong: string = await client.withLock('reports:nightly', () => 1)
   console.log(report, count, wrong)
+
+  const jobOptions: JobLockOptions = { atMostMs: 60000, atLeastMs: 5000 }
+  const sent: JobRun<string> = await client.runJob('reports:hourly', async () => 'sent', jobOptions)
+  if (sent.ran) console.log(sent.value.toUpperCase())
+  const job = client.jobLock('reports:hourly', { atMostMs: 60000 })
+  const hold = await job.tryAcquire()
+  if (hold !== null) await hold.finish()
+  // @ts-expect-error: atMostMs is required
+  client.jobLock('reports:hourly', { atLeastMs: 1000 })
+  // @ts-expect-error: a skipped run has no value
+  const skipped: number = (await job.run(() => 1)).value
+  console.log(skipped)
   console.log(total, label)
 
   await lock[Symbol.asyncDispose]()

@@ -233,4 +233,16 @@ impl Client {
     pub fn close(&self) -> Vec<String> {
         self.inner.close()
     }
+
+    /// The run-once job lock `name`: held at most `atMostMs`, at least `atLeastMs` (default 0)
+    /// from the job's start. No I/O.
+    #[napi(ts_args_type = "name: string, options: JobLockOptions")]
+    pub fn job_lock(
+        &self,
+        env: &Env,
+        name: Unknown,
+        options: Option<Unknown>,
+    ) -> napi::Result<crate::job_lock::JobLock> {
+        crate::job_lock::job_lock(&self.inner, name, options).or_throw(env)
+    }
 }
