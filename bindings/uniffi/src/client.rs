@@ -8,6 +8,7 @@ use polylock::options::ClientOptionsInMillis;
 use crate::arguments::{millis, ms};
 use crate::error::LockError;
 use crate::expirable_semaphore::ExpirableSemaphore;
+use crate::job_lock::JobLock;
 use crate::lock::Lock;
 use crate::read_write_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
@@ -180,6 +181,20 @@ impl Client {
     /// `shutdown()`, since `close()` is `AutoCloseable`'s.
     pub fn close(&self) -> Vec<String> {
         self.inner.close()
+    }
+
+    /// A run-once job lock on the lock `name` (ShedLock's semantics): held at most `atMostMs`
+    /// (a fixed lease: a node that dies holding it blocks the job no longer), at least
+    /// `atLeastMs` from the job's start (a node whose clock or schedule lags by less skips).
+    /// No I/O; `InvalidArgument` unless 0 < atMostMs and atLeastMs <= atMostMs.
+    #[uniffi::method(default(at_least_ms = 0))]
+    pub fn job_lock(
+        &self,
+        name: String,
+        at_most_ms: i64,
+        at_least_ms: i64,
+    ) -> Result<Arc<JobLock>, LockError> {
+        JobLock::new(&self.inner, &name, at_most_ms, at_least_ms)
     }
 }
 

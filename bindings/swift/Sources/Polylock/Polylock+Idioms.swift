@@ -219,3 +219,41 @@ extension ExpirableSemaphore {
         try acquireBlocking(waitMs: millisOrNil(wait), leaseMs: millisOrNil(lease))
     }
 }
+
+extension Client {
+    /// The run-once job lock `name` (ShedLock's semantics): held at most `atMost` (a fixed
+    /// lease: a node that dies holding it blocks the job no longer), at least `atLeast` from
+    /// the job's start (a node whose clock or schedule lags by less skips). No I/O;
+    /// `LockError.InvalidArgument` unless 0 < atMost and atLeast <= atMost.
+    public func jobLock(name: String, atMost: Duration, atLeast: Duration = .zero) throws -> JobLock {
+        try jobLock(name: name, atMostMs: atMost.wholeMilliseconds, atLeastMs: atLeast.wholeMilliseconds)
+    }
+
+    /// Runs `body` once across the nodes that fire it: `jobLock(name:atMost:atLeast:).tryRun(body)`.
+    public func runJob<T>(
+        name: String,
+        atMost: Duration,
+        atLeast: Duration = .zero,
+        _ body: () async throws -> T
+    ) async throws -> T? {
+        try await jobLock(name: name, atMost: atMost, atLeast: atLeast).tryRun(body)
+    }
+}
+
+extension JobLock {
+    /// Runs `body` if no other node holds the job lock and returns its result; nil, without
+    /// running it, when another node holds it (never waits). However `body` ends, the lock is
+    /// then kept until `atLeast` from the start, or released.
+    public func tryRun<T>(_ body: () async throws -> T) async throws -> T? {
+        guard let hold = try await tryAcquire() else { return nil }
+        let result: T
+        do {
+            result = try await body()
+        } catch {
+            try? await hold.finish()
+            throw error
+        }
+        try await hold.finish()
+        return result
+    }
+}

@@ -195,3 +195,34 @@ suspend fun <T> RedLock.withLock(wait: Duration? = null, lease: Duration? = null
 
 /** Calls [callback] each time a hold of the red-lock is lost (fewer than its quorum held). */
 fun RedLock.onLost(callback: (LockException) -> Unit) = onLost(lostListener(callback))
+
+// ---- Run-once job lock ----
+
+/**
+ * The run-once job lock [name] (ShedLock's semantics): held at most [atMost] (a fixed lease:
+ * a node that dies holding it blocks the job no longer), at least [atLeast] from the job's
+ * start (a node whose clock or schedule lags by less skips). No I/O;
+ * `LockException.InvalidArgument` unless 0 < atMost and atLeast <= atMost.
+ */
+fun Client.jobLock(name: String, atMost: Duration, atLeast: Duration = Duration.ZERO): JobLock =
+    jobLock(name, atMost.inWholeMilliseconds, atLeast.inWholeMilliseconds)
+
+/**
+ * Runs [block] if no other node holds the job lock and returns its result; `null`, without
+ * running it, when another node holds it (never waits). However [block] ends (a result, an
+ * exception, a cancellation: the finish is not cancellable), the lock is then kept until
+ * `atLeast` from the start, or released. (Not `run`: Kotlin's scope function `run` would
+ * silently take its place where this one is not imported.)
+ */
+suspend fun <T> JobLock.tryRun(block: suspend () -> T): T? {
+    val hold = tryAcquire() ?: return null
+    return hold.use { holding({}, { hold.finish() }, block) }
+}
+
+/** Runs [block] once across the nodes that fire it: `client.jobLock(name, atMost, atLeast).tryRun(block)`. */
+suspend fun <T> Client.runJob(
+    name: String,
+    atMost: Duration,
+    atLeast: Duration = Duration.ZERO,
+    block: suspend () -> T,
+): T? = jobLock(name, atMost, atLeast).use { job -> job.tryRun(block) }
