@@ -242,10 +242,12 @@ fn example_binary() -> std::path::PathBuf {
 async fn a_killed_holders_lock_lapses_after_at_most() {
     let server = RedisServer::start();
     let node = client(&server).await;
-    let first_slot = std::time::SystemTime::now()
+    // In a second: time for the worker to start (a worker fires no slot it was not up for).
+    let first_slot = (std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis()
+        + 1000)
         .to_string();
     // One slot; a 60 s job; held at most 2 s.
     let mut worker = Command::new(example_binary())
