@@ -141,9 +141,11 @@ async fn a_job_lock_is_the_plain_lock_of_its_name() {
 }
 
 /// A finish after the lease ran out and another node took the lock leaves the other's lock as
-/// it is: neither released nor its TTL changed (the at_least script checks the owner).
+/// it is: neither released nor its TTL changed (the at_least script checks the owner); the job
+/// that outlived at_most is logged as a warning.
 #[tokio::test]
 async fn a_late_finish_does_not_touch_the_next_holders_lock() {
+    recorded_logs(tracing::Level::WARN);
     let server = RedisServer::start();
     let (node, other) = (client(&server).await, client(&server).await);
     for at_least in [Duration::ZERO, 5 * SECOND] {
@@ -171,6 +173,10 @@ async fn a_late_finish_does_not_touch_the_next_holders_lock() {
             "the next holder's lease was changed: pttl {ttl}"
         );
         next.release().await.unwrap();
+        let warned = recorded_logs(tracing::Level::WARN)
+            .lines()
+            .any(|line| line.contains("outlived its job lock's at_most") && line.contains(&name));
+        assert!(warned, "no warning for {name}");
     }
 }
 
