@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use polylock::{AcquireOptions, ErrorKind, JobLockOptions, JobOutcome};
+use polylock_testkit::FaultProxy;
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -355,4 +356,28 @@ async fn a_dropped_hold_keeps_at_least() {
         .await,
         "not cut to at_least"
     );
+}
+
+/// A finish that cannot reach Redis (connections refused) fails, and leaves the lock held by
+/// its lease: never released in the background once Redis is back, which would end it before
+/// at_least.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finish_that_cannot_reach_redis_never_releases_early() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let node = client_with(&proxy.url(), 30 * SECOND, Duration::from_millis(300)).await;
+    let job = node
+        .job_lock("job:unreachable", 8 * SECOND, 6 * SECOND)
+        .unwrap();
+    let hold = job.try_acquire().await.unwrap().unwrap();
+    proxy.refuse_for(Duration::from_millis(1200));
+    proxy.cut();
+    let err = hold.finish().await.unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Connection | ErrorKind::Timeout),
+        "{err}"
+    );
+    // Reachable again for a while: nothing released it.
+    tokio::time::sleep(3 * SECOND).await;
+    assert!(pttl(&server, "job:unreachable").await > 0, "released early");
 }
