@@ -54,26 +54,29 @@ impl JobLockOptions {
     /// The options as bindings receive them, in milliseconds, checked as
     /// [`JobLockOptions::validate`] does (so every language gives the same message).
     pub fn from_millis(at_most_ms: f64, at_least_ms: f64) -> Result<Self> {
-        let duration = |what: &str, millis: f64| {
+        for (what, millis) in [("at_most", at_most_ms), ("at_least", at_least_ms)] {
             if !millis.is_finite() || millis < 0.0 {
                 return Err(invalid(format!(
                     "{what} must be a finite number of milliseconds >= 0, got {millis}"
                 )));
             }
-            // Past the maximum, a duration is not even needed to refuse it.
-            Ok(Duration::from_secs_f64(
-                millis.min(ms(MAX_DURATION) + 1.0) / 1000.0,
-            ))
-        };
-        let options = JobLockOptions::new(
-            duration("at_most", at_most_ms)?,
-            duration("at_least", at_least_ms)?,
-        );
-        if options.at_most > MAX_DURATION {
+        }
+        // The limits checked on the numbers given, so that the message shows them as given
+        // (a duration may not even hold a number past the maximum).
+        if !(1.0..=ms(MAX_DURATION)).contains(&at_most_ms) {
             return Err(invalid(format!(
                 "at_most must be from 1 ms to 10 years, got {at_most_ms} ms"
             )));
         }
+        if at_least_ms > at_most_ms {
+            return Err(invalid(format!(
+                "at_least ({at_least_ms} ms) must not be longer than at_most ({at_most_ms} ms)"
+            )));
+        }
+        let options = JobLockOptions::new(
+            Duration::from_secs_f64(at_most_ms / 1000.0),
+            Duration::from_secs_f64(at_least_ms / 1000.0),
+        );
         options.validate()?;
         Ok(options)
     }

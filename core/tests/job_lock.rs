@@ -234,6 +234,22 @@ async fn bad_options_are_refused_with_one_message() {
         "invalid argument: at_most must be a finite number of milliseconds >= 0, got NaN"
     );
     assert_eq!(
+        JobLockOptions::from_millis(1e12, 0.0)
+            .unwrap_err()
+            .to_string(),
+        "invalid argument: at_most must be from 1 ms to 10 years, got 1000000000000 ms"
+    );
+    assert_eq!(
+        JobLockOptions::from_millis(1000.0, 2e12)
+            .unwrap_err()
+            .to_string(),
+        "invalid argument: at_least (2000000000000 ms) must not be longer than at_most (1000 ms)"
+    );
+    assert_eq!(
+        JobLockOptions::from_millis(1500.0, 500.0).unwrap(),
+        JobLockOptions::new(Duration::from_millis(1500), Duration::from_millis(500))
+    );
+    assert_eq!(
         node.job_lock("", SECOND, SECOND).unwrap_err().kind(),
         ErrorKind::InvalidArgument
     );
