@@ -366,3 +366,33 @@ async fn on_a_cluster_a_hash_tagged_name_keeps_its_slot_under_the_prefix() {
     assert_eq!(info.name, "{orders}a");
     assert!(info.is_held());
 }
+
+/// A RedLock over three servers whose clients share a prefix excludes another such RedLock and
+/// not one under another prefix; each server holds the lock at the prefixed name.
+#[tokio::test]
+async fn a_red_lock_under_a_prefix_excludes_only_its_own_namespace() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let mut tenants = Vec::new();
+    for prefix in ["a:", "a:", "b:"] {
+        let mut clients = Vec::new();
+        for server in &servers {
+            clients.push(client_under(&server.url(), Some(prefix)).await);
+        }
+        tenants.push(clients);
+    }
+    let red_lock = |clients: &[Client]| {
+        polylock::RedLock::new(clients.iter().map(|c| c.lock("report").unwrap()).collect()).unwrap()
+    };
+    let held = red_lock(&tenants[0]);
+    assert!(held.acquire(once()).await.unwrap());
+    assert!(!red_lock(&tenants[1]).acquire(once()).await.unwrap());
+    let other_namespace = red_lock(&tenants[2]);
+    assert!(other_namespace.acquire(once()).await.unwrap());
+    for server in &servers {
+        assert_eq!(server.int(&["EXISTS", "a:report"]), 1);
+        assert_eq!(server.int(&["EXISTS", "b:report"]), 1);
+        assert_eq!(server.int(&["EXISTS", "report"]), 0);
+    }
+    other_namespace.release().await.unwrap();
+    held.release().await.unwrap();
+}
