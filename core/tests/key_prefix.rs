@@ -217,6 +217,15 @@ async fn every_key_and_channel_of_a_cycle_with_a_waiter_derives_from_the_prefixe
     until_subscribed(&waiter).await;
     semaphore.release(1).await.unwrap();
     wait.await.unwrap();
+    let latch = holder.count_down_latch("job-latch").unwrap();
+    assert!(latch.try_set_count(1).await.unwrap());
+    let waiting = waiter.count_down_latch("job-latch").unwrap();
+    let wait = tokio::spawn(async move {
+        assert!(waiting.await_zero(Duration::from_secs(20)).await.unwrap());
+    });
+    until_subscribed(&waiter).await;
+    latch.count_down().await.unwrap();
+    wait.await.unwrap();
     let expirable = holder.expirable_semaphore("job-expirable").unwrap();
     expirable.try_set_permits(1).await.unwrap();
     let permit = expirable.acquire(once()).await.unwrap().unwrap();
@@ -285,6 +294,8 @@ async fn every_key_and_channel_of_a_cycle_with_a_waiter_derives_from_the_prefixe
         "redisson_rwlock:{tenant7:job-rw}",
         "redisson_sc:{tenant7:job-permits}",
         "{tenant7:job-expirable}:timeout",
+        "redisson_countdownlatch__channel__{tenant7:job-latch}",
+        "tenant7:job-latch",
         "tenant7:stock",
         "polylock_fence:{tenant7:stock}",
         "tenant7:polylock:client:",
