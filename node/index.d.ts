@@ -173,6 +173,8 @@ export declare class Client {
    * never waits; `{ ran: false }` when another node holds the lock, else `{ ran: true, value }`.
    */
   runJob<T>(name: string, routine: () => Promise<T> | T, options: JobLockOptions): Promise<JobRun<T>>
+  /** A handle on the count-down latch `name` (Redisson's RCountDownLatch layout). No I/O. */
+  countDownLatch(name: string): CountDownLatch
 }
 
 /**
@@ -376,4 +378,26 @@ export declare class JobHold {
   /** Keeps the lock until `atLeastMs` from the job's start, or releases it. */
   finish(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
+ * A count-down latch (Redisson's RCountDownLatch layout): a count set once, counted down by any
+ * client; at zero the latch is open (its key is gone) and can be set again.
+ */
+export declare class CountDownLatch {
+  private constructor()
+  readonly name: string
+  /** Sets the count (1 to 2**53 - 1) when none is set; resolves `true` when set. */
+  trySetCount(count: number): Promise<boolean>
+  /** Takes one from the count; the one that reaches zero wakes every waiter. */
+  countDown(): Promise<void>
+  /** The count now: 0 when open (never set, or counted down to zero). */
+  count(): Promise<number>
+  /**
+   * Waits until the count is zero, at most `timeoutMs` (0: one look); resolves `true` when it
+   * is. Woken by the zero message, and looks again after any wake-up and every few seconds.
+   */
+  awaitZero(timeoutMs: number): Promise<boolean>
+  /** Deletes the latch whatever its count (it is open then); resolves `true` when there was one. */
+  delete(): Promise<boolean>
 }

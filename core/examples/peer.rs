@@ -13,7 +13,8 @@
 //!   counter is read and written through a cluster connection
 //! - `quit`
 //! - every lock command prefixed with `fair_` (e.g. `fair_acquire NAME 0 -`) works on the fair
-//!   lock of that name instead. `POLYLOCK_FAIR_QUEUE_TIMEOUT_MS` sets the fair queue timeout.
+//!   lock of that name instead. `POLYLOCK_FAIR_QUEUE_TIMEOUT_MS` sets the fair queue timeout,
+//!   `POLYLOCK_KEY_PREFIX` the client's key prefix (`ClientOptions::key_prefix`).
 //! - likewise `fenced_` (e.g. `fenced_acquire NAME 0 -`, `fenced_token NAME`): the fenced lock,
 //!   and `read_` / `write_` (e.g. `write_acquire NAME - -`): the read or the write lock of the
 //!   read-write lock NAME (one read-write lock per name, so the writer's reads are its own).
@@ -23,6 +24,9 @@
 //! - `xsem_acquire NAME WAIT_MS|- LEASE_MS|-` -> `ok <permit-id>` / `ok -`;
 //!   `xsem_release NAME ID` -> `ok`; `xsem_try_set NAME PERMITS` -> `ok true|false`;
 //!   `xsem_available NAME` -> `ok N`: the expirable semaphore NAME.
+//! - `latch_try_set NAME COUNT` -> `ok true|false`; `latch_count_down NAME` -> `ok`;
+//!   `latch_count NAME` -> `ok N`; `latch_await NAME TIMEOUT_MS` -> `ok true|false`;
+//!   `latch_delete NAME` -> `ok true|false`: the count-down latch NAME.
 //!
 //! Errors reply `err <Kind> <message>`. One handle per name and kind, so reentrancy works
 //! across lines.
@@ -66,10 +70,12 @@ async fn run(
 ) -> Result<String, String> {
     let mut words = line.split_whitespace();
     let word = words.next().unwrap_or("");
-    let (kind, command) = ["fair_", "fenced_", "read_", "write_", "sem_", "xsem_"]
-        .into_iter()
-        .find_map(|kind| word.strip_prefix(kind).map(|command| (kind, command)))
-        .unwrap_or(("", word));
+    let (kind, command) = [
+        "fair_", "fenced_", "read_", "write_", "sem_", "xsem_", "latch_",
+    ]
+    .into_iter()
+    .find_map(|kind| word.strip_prefix(kind).map(|command| (kind, command)))
+    .unwrap_or(("", word));
     let name = words.next().ok_or("missing lock name")?.to_owned();
     match kind {
         "sem_" => {
@@ -85,6 +91,10 @@ async fn run(
                 handles.expirable.insert(name.clone(), semaphore);
             }
             return expirable(&handles.expirable[&name], command, words).await;
+        }
+        "latch_" => {
+            let latch = client.count_down_latch(&name).map_err(describe)?;
+            return count_down_latch(&latch, command, words).await;
         }
         _ => {}
     }
@@ -218,6 +228,31 @@ async fn expirable<'a>(
     })
 }
 
+async fn count_down_latch<'a>(
+    latch: &polylock::CountDownLatch,
+    command: &str,
+    mut words: impl Iterator<Item = &'a str>,
+) -> Result<String, String> {
+    Ok(match command {
+        "try_set" => {
+            let count = number(words.next(), "count")?;
+            format!("ok {}", latch.try_set_count(count).await.map_err(describe)?)
+        }
+        "count_down" => {
+            latch.count_down().await.map_err(describe)?;
+            "ok".to_owned()
+        }
+        "count" => format!("ok {}", latch.count().await.map_err(describe)?),
+        "await" => {
+            let timeout = number(words.next(), "timeout")?;
+            let reached = latch.await_zero(Duration::from_millis(timeout)).await;
+            format!("ok {}", reached.map_err(describe)?)
+        }
+        "delete" => format!("ok {}", latch.delete().await.map_err(describe)?),
+        other => return Err(format!("Usage unknown command 'latch_{other}'")),
+    })
+}
+
 async fn increment(url: &str, lock: &Lock, counter: &str, times: u32) -> Result<(), String> {
     let failed = |err: redis::RedisError| err.to_string();
     // The counter may live on any node of a cluster (no credentials in the peer's cluster URLs).
@@ -279,6 +314,9 @@ fn main() {
         .and_then(|ms| ms.parse().ok())
     {
         builder = builder.fair_queue_timeout(Duration::from_millis(ms));
+    }
+    if let Ok(prefix) = std::env::var("POLYLOCK_KEY_PREFIX") {
+        builder = builder.key_prefix(prefix);
     }
     if let Some(ms) = std::env::args().nth(2).and_then(|ms| ms.parse().ok()) {
         builder = builder.watchdog_timeout(Duration::from_millis(ms));

@@ -40,8 +40,10 @@ mod hold;
 mod ids;
 mod inspect;
 mod job_lock;
+pub mod key_prefix;
 pub mod keys;
 mod kinds;
+mod latch;
 mod lock;
 pub mod metrics;
 mod multi;
@@ -70,6 +72,7 @@ pub use inspect::{
     LockMode, WaitingWriter,
 };
 pub use job_lock::{JobHold, JobLock, JobLockOptions, JobOutcome};
+pub use latch::{latch_timeout_from_millis, CountDownLatch, MAX_LATCH_COUNT};
 pub use lock::Lock;
 pub use metrics::MetricsSnapshot;
 pub use multi::{LockGroup, MultiLock, RedLock};

@@ -35,6 +35,8 @@ from ._job import AsyncJobHold, AsyncJobLock, JobHold, JobLock
 from ._multi import AsyncMultiLock, AsyncRedLock, MultiLock, RedLock
 from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
 from .metrics import ConnectionMetrics, Histogram, LockMetrics, MetricsSnapshot
+from ._async import AsyncCountDownLatch
+from ._sync import CountDownLatch
 
 __all__ = [
     "DEFAULT",
@@ -72,4 +74,6 @@ __all__ = [
     "AsyncJobLock",
     "JobHold",
     "JobLock",
+    "AsyncCountDownLatch",
+    "CountDownLatch",
 ]

@@ -14,6 +14,7 @@ mod expirable_semaphore;
 mod group;
 mod hold;
 mod job_lock;
+mod latch;
 mod lock;
 pub mod log;
 pub mod metrics;

@@ -9,6 +9,7 @@ use crate::asyncio::awaitable;
 use crate::errors::{invalid_argument, to_py_err};
 use crate::expirable_semaphore::ExpirableSemaphoreHandle;
 use crate::job_lock::JobLockHandle;
+use crate::latch::CountDownLatchHandle;
 use crate::lock::LockHandle;
 use crate::metrics;
 use crate::semaphore::SemaphoreHandle;
@@ -38,6 +39,7 @@ fn options(
     name: Option<String>,
     metrics: bool,
     metrics_max_lock_names: Option<f64>,
+    key_prefix: Option<String>,
 ) -> polylock::Result<polylock::ClientOptions> {
     let millis = |seconds: Option<f64>| seconds.map(|seconds| seconds * 1000.0);
     ClientOptionsInMillis {
@@ -54,6 +56,7 @@ fn options(
         name,
         metrics: Some(metrics),
         metrics_max_lock_names,
+        key_prefix,
     }
     .into_options()
 }
@@ -241,6 +244,14 @@ client_class!({
     ) -> PyResult<JobLockHandle> {
         JobLockHandle::new(py, &self.inner, name, at_most, at_least)
     }
+
+    /// A handle on the count-down latch `name`. No I/O.
+    fn count_down_latch(&self, py: Python<'_>, name: &str) -> PyResult<CountDownLatchHandle> {
+        self.inner
+            .count_down_latch(name)
+            .map(CountDownLatchHandle::new)
+            .map_err(|err| to_py_err(py, err))
+    }
 }
     watchdog_timeout: [Option<f64>] = None,
     connect_timeout: [Option<f64>] = None,
@@ -255,4 +266,5 @@ client_class!({
     name: [Option<String>] = None,
     metrics: [bool] = true,
     metrics_max_lock_names: [Option<f64>] = None,
+    key_prefix: [Option<String>] = None,
 );

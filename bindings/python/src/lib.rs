@@ -12,6 +12,7 @@ mod group;
 mod hold;
 mod interpreter;
 mod job_lock;
+mod latch;
 mod lock;
 mod logging;
 mod metrics;
@@ -34,6 +35,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<expirable_semaphore::ExpirableSemaphoreHandle>()?;
     module.add_class::<job_lock::JobLockHandle>()?;
     module.add_class::<job_lock::JobHoldHandle>()?;
+    module.add_class::<latch::CountDownLatchHandle>()?;
     errors::register(module)?;
     interpreter::register(module)?;
     logging::register();

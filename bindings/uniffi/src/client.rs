@@ -63,6 +63,9 @@ client_options! {
     /// How many lock names (per kind) metrics keep apart; the others are counted together as
     /// `_other` (default 1 000).
     metrics_max_lock_names: i64,
+    /// A namespace put before every lock name, and so in every key and channel (Redisson's
+    /// `NameMapper` with the same prefix shares the locks); default none.
+    key_prefix: String,
 }
 
 /// A connection to one Redis server, shared by every lock made from it.
@@ -99,6 +102,7 @@ impl Client {
             name: options.name,
             metrics: options.metrics,
             metrics_max_lock_names: options.metrics_max_lock_names.map(|count| count as f64),
+            key_prefix: options.key_prefix,
         }
         .into_options()?;
         let inner = polylock::Client::connect_with(&url, options).await?;
@@ -195,6 +199,15 @@ impl Client {
         at_least_ms: i64,
     ) -> Result<Arc<JobLock>, LockError> {
         JobLock::new(&self.inner, &name, at_most_ms, at_least_ms)
+    }
+
+    /// A handle on the count-down latch `name` (Redisson's RCountDownLatch layout). No I/O.
+    pub fn count_down_latch(
+        &self,
+        name: String,
+    ) -> Result<Arc<crate::latch::CountDownLatch>, LockError> {
+        let inner = self.inner.count_down_latch(&name)?;
+        Ok(Arc::new(crate::latch::CountDownLatch { inner }))
     }
 }
 

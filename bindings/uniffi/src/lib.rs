@@ -16,6 +16,7 @@ mod error;
 mod expirable_semaphore;
 mod held;
 mod job_lock;
+mod latch;
 mod lock;
 mod lock_group;
 mod lost_listener;

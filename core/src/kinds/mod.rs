@@ -17,6 +17,7 @@ macro_rules! lock_script {
 pub(crate) mod expirable_semaphore;
 pub(crate) mod fair;
 pub(crate) mod fenced;
+pub(crate) mod latch;
 pub(crate) mod messages;
 pub(crate) mod read_write;
 pub(crate) mod reentrant;
@@ -203,6 +204,10 @@ impl WaitPolicy {
 pub(crate) trait LockKind: Send + Sync + 'static {
     /// The lock's name as the user gave it.
     fn name(&self) -> &str;
+
+    /// The lock's key: its name under the client's key prefix (`ClientOptions::key_prefix`),
+    /// from which every other key and channel of the kind derives.
+    fn key(&self) -> &str;
 
     /// The kind's name in metrics and the client record: `lock`, `fair_lock`, `fenced_lock`,
     /// `read_write_lock`, `semaphore`, `expirable_semaphore`.

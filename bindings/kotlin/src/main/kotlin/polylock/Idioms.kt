@@ -226,3 +226,13 @@ suspend fun <T> Client.runJob(
     atLeast: Duration = Duration.ZERO,
     block: suspend () -> T,
 ): T? = jobLock(name, atMost, atLeast).use { job -> job.tryRun(block) }
+
+// ---- CountDownLatch ----
+
+/** Waits until the latch's count is zero, at most [timeout]; `true` when it is. */
+suspend fun CountDownLatch.awaitZero(timeout: Duration): Boolean =
+    awaitZero(timeout.inWholeMilliseconds)
+
+/** [CountDownLatch.awaitZero] for plain threads: blocks the calling thread. */
+fun CountDownLatch.awaitZeroBlocking(timeout: Duration): Boolean =
+    awaitZeroBlocking(timeout.inWholeMilliseconds)
