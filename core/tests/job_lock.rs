@@ -397,3 +397,36 @@ async fn a_finish_that_cannot_reach_redis_never_releases_early() {
     tokio::time::sleep(3 * SECOND).await;
     assert!(pttl(&server, "job:unreachable").await > 0, "released early");
 }
+
+/// Built on the plain lock, a job lock follows the client's key prefix: its key is the prefixed
+/// name, the at_least TTL is set on that key, and a client of another prefix does not exclude it.
+#[tokio::test]
+async fn a_job_lock_follows_the_key_prefix() {
+    let server = RedisServer::start();
+    let prefixed = polylock::Client::builder(server.url())
+        .key_prefix("tenant-a:")
+        .connect()
+        .await
+        .unwrap();
+    let other_tenant = polylock::Client::builder(server.url())
+        .key_prefix("tenant-b:")
+        .connect()
+        .await
+        .unwrap();
+    let options = JobLockOptions::new(10 * SECOND, 2 * SECOND);
+    let ran = prefixed
+        .run_job("job:prefixed", options, || async { 1 })
+        .await;
+    assert_eq!(ran.unwrap(), Some(1));
+    let ttl = pttl(&server, "tenant-a:job:prefixed").await;
+    assert!(ttl > 0 && ttl <= 2000, "pttl {ttl}");
+    assert_eq!(pttl(&server, "job:prefixed").await, -2);
+    let skipped = prefixed
+        .run_job("job:prefixed", options, || async { 2 })
+        .await;
+    assert_eq!(skipped.unwrap(), None);
+    let ran = other_tenant
+        .run_job("job:prefixed", options, || async { 3 })
+        .await;
+    assert_eq!(ran.unwrap(), Some(3), "another prefix is another lock");
+}
