@@ -37,6 +37,9 @@ fn options(
     name: Option<String>,
     metrics: bool,
     metrics_max_lock_names: Option<f64>,
+    wait_mode: Option<String>,
+    poll_min: Option<f64>,
+    poll_max: Option<f64>,
 ) -> polylock::Result<polylock::ClientOptions> {
     let millis = |seconds: Option<f64>| seconds.map(|seconds| seconds * 1000.0);
     ClientOptionsInMillis {
@@ -53,6 +56,9 @@ fn options(
         name,
         metrics: Some(metrics),
         metrics_max_lock_names,
+        wait_mode,
+        poll_min: millis(poll_min),
+        poll_max: millis(poll_max),
     }
     .into_options()
 }
@@ -242,4 +248,7 @@ client_class!({
     name: [Option<String>] = None,
     metrics: [bool] = true,
     metrics_max_lock_names: [Option<f64>] = None,
+    wait_mode: [Option<String>] = None,
+    poll_min: [Option<f64>] = None,
+    poll_max: [Option<f64>] = None,
 );
