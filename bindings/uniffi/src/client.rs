@@ -62,6 +62,13 @@ client_options! {
     /// How many lock names (per kind) metrics keep apart; the others are counted together as
     /// `_other` (default 1 000).
     metrics_max_lock_names: i64,
+    /// `"pubsub"` (the default: waiters subscribe and are woken by the release) or `"poll"`
+    /// (waiters never subscribe: they look again after a backoff with jitter).
+    wait_mode: String,
+    /// With `waitMode` `"poll"`: the first backoff step, doubling from there (default 1).
+    poll_min_ms: i64,
+    /// With `waitMode` `"poll"`: the longest sleep between two looks (default 128).
+    poll_max_ms: i64,
 }
 
 /// A connection to one Redis server, shared by every lock made from it.
@@ -98,6 +105,9 @@ impl Client {
             name: options.name,
             metrics: options.metrics,
             metrics_max_lock_names: options.metrics_max_lock_names.map(|count| count as f64),
+            wait_mode: options.wait_mode,
+            poll_min: ms(options.poll_min_ms),
+            poll_max: ms(options.poll_max_ms),
         }
         .into_options()?;
         let inner = polylock::Client::connect_with(&url, options).await?;
