@@ -216,6 +216,17 @@ async fn a_user_denied_subscribe_polls_every_kind_and_issues_no_subscribe() {
     let holder = connect(&server.url(), WaitMode::PubSub).await;
     let waiter = connect(&user_url(&server), WaitMode::poll()).await;
     let mut admin = raw(&server).await;
+    // Nothing at connect either: the command connection only, no pub/sub connection.
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let connections = clients
+        .lines()
+        .filter(|line| line.contains(" user=nosub "))
+        .count();
+    assert_eq!(connections, 1, "{clients}");
     let subscribes = |name: &str| name.contains("subscribe");
     let before = command_calls(&mut admin, subscribes).await;
 
@@ -545,5 +556,35 @@ async fn poll_bounds_are_validated_in_the_core() {
             .unwrap_err()
             .to_string(),
         "invalid argument: poll_min and poll_max apply only with wait_mode 'poll'"
+    );
+}
+
+/// `polylock check`'s permission probe asks for SUBSCRIBE only of a client that will use it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_permission_check_wants_subscribe_only_in_pubsub_mode() {
+    init_tracing();
+    let server = server_with_user();
+    let missing = |mode: WaitMode| {
+        let url = user_url(&server);
+        async move {
+            let options = polylock::ClientOptions {
+                wait_mode: mode,
+                ..polylock::ClientOptions::default()
+            };
+            let report = within("check", polylock::acl::check(&url, options, PREFIX))
+                .await
+                .unwrap();
+            report
+                .missing
+                .into_iter()
+                .filter(|missing| !missing.optional)
+                .map(|missing| missing.grant)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(missing(WaitMode::poll()).await, Vec::<String>::new());
+    assert_eq!(
+        missing(WaitMode::PubSub).await,
+        vec!["+subscribe".to_owned()]
     );
 }
