@@ -588,3 +588,34 @@ async fn the_permission_check_wants_subscribe_only_in_pubsub_mode() {
         vec!["+subscribe".to_owned()]
     );
 }
+
+/// `examples/wait_poll.rs` runs against a launched server (cargo test builds examples).
+#[test]
+fn the_example_runs() {
+    let server = RedisServer::start();
+    let deps = std::env::current_exe().unwrap();
+    let example = deps
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("wait_poll");
+    assert!(
+        example.exists(),
+        "{} is missing: run `cargo build -p polylock --example wait_poll`",
+        example.display()
+    );
+    let output = std::process::Command::new(example)
+        .arg(server.url())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("acquired=true"), "{stdout}");
+    assert!(stdout.contains("subscribed channels: 0"), "{stdout}");
+}
