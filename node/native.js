@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.Cancellation = nativeBinding.Cancellation
 module.exports.Client = nativeBinding.Client
+module.exports.CountDownLatch = nativeBinding.CountDownLatch
 module.exports.ExpirableSemaphore = nativeBinding.ExpirableSemaphore
 module.exports.Lock = nativeBinding.Lock
 module.exports.LockGroup = nativeBinding.LockGroup

@@ -654,6 +654,12 @@ impl Client {
     pub fn watched_locks(&self) -> usize {
         self.inner.upkeep.renewed()
     }
+
+    /// A handle on the count-down latch `name` (Redisson RCountDownLatch layout). No I/O.
+    pub fn count_down_latch(&self, name: &str) -> Result<crate::CountDownLatch> {
+        validate_name(name)?;
+        Ok(crate::CountDownLatch::new(self.inner.clone(), name))
+    }
 }
 
 #[cfg(test)]

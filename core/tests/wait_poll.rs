@@ -207,6 +207,22 @@ async fn every_kind(holder: &Client, waiter: &Client, tag: &str) {
     let got = got.unwrap().expect("expirable: not woken by the release");
     assert!(started.elapsed() < LONG_LEASE / 6);
     waiting.release(&got).await.unwrap();
+
+    // The count-down latch: its await looks again rather than waiting for the zero message.
+    let counted = holder.count_down_latch(&name("latch")).unwrap();
+    assert!(counted.try_set_count(1).await.unwrap());
+    let awaiting = waiter.count_down_latch(&name("latch")).unwrap();
+    let started = Instant::now();
+    assert!(!within("latch", awaiting.await_zero(SHORT_WAIT))
+        .await
+        .unwrap());
+    assert!(started.elapsed() >= SHORT_WAIT && started.elapsed() < SHORT_WAIT + SLACK);
+    let count_down = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        counted.count_down().await.unwrap();
+    };
+    let (opened, ()) = tokio::join!(within("latch", awaiting.await_zero(NO_HANG)), count_down);
+    assert!(opened.unwrap(), "latch: not seen open");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -34,6 +34,8 @@ from ._async import (
 from ._multi import AsyncMultiLock, AsyncRedLock, MultiLock, RedLock
 from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
 from .metrics import ConnectionMetrics, Histogram, LockMetrics, MetricsSnapshot
+from ._async import AsyncCountDownLatch
+from ._sync import CountDownLatch
 
 __all__ = [
     "DEFAULT",
@@ -67,4 +69,6 @@ __all__ = [
     "TimeoutError",
     "WrongTypeError",
     "__version__",
+    "AsyncCountDownLatch",
+    "CountDownLatch",
 ]

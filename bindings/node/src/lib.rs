@@ -13,6 +13,7 @@ mod error;
 mod expirable_semaphore;
 mod group;
 mod hold;
+mod latch;
 mod lock;
 pub mod log;
 pub mod metrics;

@@ -11,6 +11,7 @@ mod expirable_semaphore;
 mod group;
 mod hold;
 mod interpreter;
+mod latch;
 mod lock;
 mod logging;
 mod metrics;
@@ -31,6 +32,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<semaphore::SemaphoreHandle>()?;
     module.add_class::<expirable_semaphore::ExpirableSemaphoreHandle>()?;
+    module.add_class::<latch::CountDownLatchHandle>()?;
     errors::register(module)?;
     interpreter::register(module)?;
     logging::register();

@@ -191,6 +191,15 @@ impl Client {
     pub fn close(&self) -> Vec<String> {
         self.inner.close()
     }
+
+    /// A handle on the count-down latch `name` (Redisson's RCountDownLatch layout). No I/O.
+    pub fn count_down_latch(
+        &self,
+        name: String,
+    ) -> Result<Arc<crate::latch::CountDownLatch>, LockError> {
+        let inner = self.inner.count_down_latch(&name)?;
+        Ok(Arc::new(crate::latch::CountDownLatch { inner }))
+    }
 }
 
 /// Exports on `Client` one call a kind of lock with the `Lock` API (`$kind`, also the name of

@@ -15,6 +15,7 @@ mod client;
 mod error;
 mod expirable_semaphore;
 mod held;
+mod latch;
 mod lock;
 mod lock_group;
 mod lost_listener;

@@ -195,3 +195,13 @@ suspend fun <T> RedLock.withLock(wait: Duration? = null, lease: Duration? = null
 
 /** Calls [callback] each time a hold of the red-lock is lost (fewer than its quorum held). */
 fun RedLock.onLost(callback: (LockException) -> Unit) = onLost(lostListener(callback))
+
+// ---- CountDownLatch ----
+
+/** Waits until the latch's count is zero, at most [timeout]; `true` when it is. */
+suspend fun CountDownLatch.awaitZero(timeout: Duration): Boolean =
+    awaitZero(timeout.inWholeMilliseconds)
+
+/** [CountDownLatch.awaitZero] for plain threads: blocks the calling thread. */
+fun CountDownLatch.awaitZeroBlocking(timeout: Duration): Boolean =
+    awaitZeroBlocking(timeout.inWholeMilliseconds)
