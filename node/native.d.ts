@@ -299,6 +299,11 @@ export interface ConnectOptions {
    */
   metricsMaxLockNames?: number
   /**
+   * A namespace put before every lock name, and so in every key and channel (Redisson's
+   * `NameMapper` with the same prefix shares the locks). Default none.
+   */
+  keyPrefix?: string
+  /**
    * `'pubsub'` (the default: waiters subscribe and are woken by the release) or `'poll'`
    * (waiters never subscribe, nor does the client: they look again after a backoff with
    * jitter).

@@ -90,6 +90,7 @@ class _ClientOptions(TypedDict, total=False):
     name: str | None
     metrics: bool
     metrics_max_lock_names: int | None
+    key_prefix: str | None
     wait_mode: Literal["pubsub", "poll"] | None
     poll_min: float | None
     poll_max: float | None

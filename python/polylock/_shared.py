@@ -56,6 +56,7 @@ class ClientOptions(TypedDict, total=False):
     name: Optional[str]
     metrics: bool
     metrics_max_lock_names: Optional[int]
+    key_prefix: Optional[str]
     #: "pubsub" (default) or "poll": waiters never subscribe, they look again after a backoff
     #: from ``poll_min`` (default 0.001 s) doubling up to ``poll_max`` (default 0.128 s).
     wait_mode: Optional[Literal["pubsub", "poll"]]

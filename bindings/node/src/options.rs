@@ -59,6 +59,9 @@ pub struct ConnectOptions {
     /// How many lock names (per kind) metrics keep apart; the others are counted together as
     /// `_other`. 1 to 100000, default 1000.
     pub metrics_max_lock_names: Option<f64>,
+    /// A namespace put before every lock name, and so in every key and channel (Redisson's
+    /// `NameMapper` with the same prefix shares the locks). Default none.
+    pub key_prefix: Option<String>,
     /// `'pubsub'` (the default: waiters subscribe and are woken by the release) or `'poll'`
     /// (waiters never subscribe, nor does the client: they look again after a backoff with
     /// jitter).
@@ -220,6 +223,7 @@ pub(crate) fn connect_options(
     .into_options()?;
     options.metrics = metrics.metrics;
     options.metrics_max_lock_names = metrics.metrics_max_lock_names;
+    options.key_prefix = fields.get("keyPrefix", string)?;
     let wait_mode = polylock::options::wait_mode_from_millis(
         fields.get("waitMode", string)?.as_deref(),
         fields.get("pollMinMs", number)?,

@@ -62,6 +62,9 @@ client_options! {
     /// How many lock names (per kind) metrics keep apart; the others are counted together as
     /// `_other` (default 1 000).
     metrics_max_lock_names: i64,
+    /// A namespace put before every lock name, and so in every key and channel (Redisson's
+    /// `NameMapper` with the same prefix shares the locks); default none.
+    key_prefix: String,
     /// `"pubsub"` (the default: waiters subscribe and are woken by the release) or `"poll"`
     /// (waiters never subscribe: they look again after a backoff with jitter).
     wait_mode: String,
@@ -105,6 +108,7 @@ impl Client {
             name: options.name,
             metrics: options.metrics,
             metrics_max_lock_names: options.metrics_max_lock_names.map(|count| count as f64),
+            key_prefix: options.key_prefix,
             wait_mode: options.wait_mode,
             poll_min: ms(options.poll_min_ms),
             poll_max: ms(options.poll_max_ms),
