@@ -331,6 +331,16 @@ export interface ConnectOptions {
    * `NameMapper` with the same prefix shares the locks). Default none.
    */
   keyPrefix?: string
+  /**
+   * `'pubsub'` (the default: waiters subscribe and are woken by the release) or `'poll'`
+   * (waiters never subscribe, nor does the client: they look again after a backoff with
+   * jitter).
+   */
+  waitMode?: string
+  /** With `waitMode: 'poll'`: the first backoff step, doubling from there. Default 1. */
+  pollMinMs?: number
+  /** With `waitMode: 'poll'`: the longest sleep between two looks. Default 128. */
+  pollMaxMs?: number
 }
 
 /** A histogram of durations in seconds. */

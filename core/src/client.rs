@@ -1,7 +1,7 @@
 //! The client: one id, one multiplexed command connection, one pub/sub connection, one upkeep
 //! task, all on the core's runtime; and the registry of the holds made through it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::connection::sentinel::Sentinel;
@@ -300,26 +300,31 @@ async fn start_client(
         connect: options.connect_timeout,
         response: options.response_timeout,
     };
-    let hub = match LockHub::start(source, timeouts, on_reconnect, metrics.clone()).await {
-        Ok(hub) => Arc::new(hub),
-        Err(err) => {
-            upkeep.stop();
-            if let Some(sentinel) = &sentinel {
-                sentinel.shutdown();
+    // A client that polls opens no pub/sub connection, so nothing of it can subscribe.
+    let hub = if options.wait_mode.is_poll() {
+        None
+    } else {
+        match LockHub::start(source, timeouts, on_reconnect, metrics.clone()).await {
+            Ok(hub) => Some(Arc::new(hub)),
+            Err(err) => {
+                upkeep.stop();
+                if let Some(sentinel) = &sentinel {
+                    sentinel.shutdown();
+                }
+                return Err(as_connection_error(err));
             }
-            return Err(as_connection_error(err));
         }
     };
     if let Some(sentinel) = &sentinel {
         // After a failover: waiters resubscribe on the new primary, holds are checked at once.
-        let (hub, upkeep) = (Arc::downgrade(&hub), Arc::downgrade(&upkeep));
+        let (hub, upkeep) = (hub.as_ref().map(Arc::downgrade), Arc::downgrade(&upkeep));
         let metrics = Arc::downgrade(&metrics);
         sentinel.on_switch(Box::new(move || {
             // The command connection now goes to the new primary (the hub counts its own).
             if let Some(metrics) = metrics.upgrade() {
                 metrics.reconnected();
             }
-            if let Some(hub) = hub.upgrade() {
+            if let Some(hub) = hub.as_ref().and_then(Weak::upgrade) {
                 hub.reconnect();
             }
             if let Some(upkeep) = upkeep.upgrade() {
@@ -666,7 +671,10 @@ impl Client {
 
     /// Number of channels this client's waiters are subscribed to now.
     pub fn subscribed_channels(&self) -> usize {
-        self.inner.hub.subscribed_channels()
+        self.inner
+            .hub
+            .as_ref()
+            .map_or(0, |hub| hub.subscribed_channels())
     }
 
     /// Number of locks the watchdog renews now.
@@ -783,7 +791,7 @@ mod tests {
             "waiters not subscribed"
         );
         assert!(holder.inner.upkeep.table_room() >= names.len());
-        assert!(waiter.inner.hub.channel_table_room() >= names.len());
+        assert!(waiter.inner.hub.as_ref().unwrap().channel_table_room() >= names.len());
         for lock in &held {
             lock.release().await.unwrap();
         }
@@ -797,7 +805,11 @@ mod tests {
         for client in [&holder, &waiter] {
             assert_eq!(client.inner.registry().holds.capacity(), 0, "hold registry");
             assert_eq!(client.inner.upkeep.table_room(), 0, "upkeep table");
-            assert_eq!(client.inner.hub.channel_table_room(), 0, "channel table");
+            assert_eq!(
+                client.inner.hub.as_ref().unwrap().channel_table_room(),
+                0,
+                "channel table"
+            );
         }
     }
 }

@@ -185,7 +185,7 @@ impl ExpirableSemaphore {
                 inner.permit_lost(&permit, core_id, error);
             }
         }));
-        if !core.acquire(wait, lease).await? {
+        if !core.acquire(wait, lease, None).await? {
             return Ok(None);
         }
         self.inner.keep(id.clone(), core);

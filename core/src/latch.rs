@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engine::context::{query, ClientInner};
+use crate::engine::PollBackoff;
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::kinds::latch::{COUNT_DOWN, DELETE, TRY_SET};
-use crate::options::MAX_DURATION;
+use crate::options::{WaitMode, MAX_DURATION};
 use crate::runtime::on_runtime;
 
 /// The largest count accepted: the largest integer every language's numbers hold exactly
@@ -163,10 +164,31 @@ impl CountDownLatch {
             if read_count(&inner.client, &inner.key, &what).await? == 0 {
                 return Ok(true);
             }
+            let hub = match (inner.client.options.wait_mode, &inner.client.hub) {
+                (WaitMode::PubSub, Some(hub)) => hub,
+                (WaitMode::Poll { min, max }, _) => {
+                    // A client that polls never subscribes: it looks again after each backoff,
+                    // the last one cut to the timeout.
+                    let mut backoff = PollBackoff::new(min, max);
+                    loop {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            return Ok(false);
+                        }
+                        tokio::time::sleep(backoff.next_sleep().min(left)).await;
+                        if read_count(&inner.client, &inner.name, &what).await? == 0 {
+                            return Ok(true);
+                        }
+                    }
+                }
+                (WaitMode::PubSub, None) => {
+                    return Err(Error::redis(format!("{what}: no pub/sub connection")))
+                }
+            };
             let left = deadline.saturating_duration_since(Instant::now());
             // Subscribed before the next look, so that a zero after that look is never missed.
             let subscription = tokio::select! {
-                subscribed = inner.client.hub.subscribe(&inner.channel, None) => subscribed?,
+                subscribed = hub.subscribe(&inner.channel, None) => subscribed?,
                 _ = tokio::time::sleep(left) => return Ok(false),
             };
             loop {

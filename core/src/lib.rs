@@ -76,6 +76,7 @@ pub use latch::{latch_timeout_from_millis, CountDownLatch, MAX_LATCH_COUNT};
 pub use lock::Lock;
 pub use metrics::MetricsSnapshot;
 pub use multi::{LockGroup, MultiLock, RedLock};
+pub use options::WaitMode;
 pub use options::{AcquireOptions, ClientOptions, MAX_DURATION, MAX_NAME_BYTES, MAX_PERMITS};
 pub use read_write_lock::ReadWriteLock;
 pub use runtime::runtime;

@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use crate::engine::LockCore;
 use crate::error::{Error, Result};
-use crate::options::AcquireOptions;
+use crate::options::{AcquireOptions, WaitMode};
 use crate::runtime::Inline;
 
 /// A handle on one lock for one owner. Clones share the handle (and its holds).
@@ -20,6 +20,8 @@ use crate::runtime::Inline;
 pub struct Lock {
     pub(crate) core: Arc<LockCore>,
     defaults: AcquireOptions,
+    /// This handle's wait mode; `None`: the client's.
+    wait_mode: Option<WaitMode>,
 }
 
 impl std::fmt::Debug for Lock {
@@ -38,6 +40,7 @@ impl Lock {
         Lock {
             core: Arc::new(core),
             defaults: AcquireOptions::new(),
+            wait_mode: None,
         }
     }
 
@@ -93,7 +96,9 @@ impl Lock {
     /// that a handle on a lock with a channel per owner (the fair lock) keeps its own channel
     /// subscribed for its next wait, until the handle is dropped.
     pub async fn acquire(&self, options: AcquireOptions) -> Result<bool> {
-        self.core.acquire(options.wait, options.lease).await
+        self.core
+            .acquire(options.wait, options.lease, self.wait_mode)
+            .await
     }
 
     /// Releases one level of the hold. [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when this handle does not hold the
@@ -160,6 +165,22 @@ impl Lock {
     /// this handle is lost.
     pub fn on_lost(&self, callback: impl Fn(&Error) + Send + Sync + 'static) {
         self.core.on_lost(Arc::new(callback));
+    }
+
+    /// This handle waiting in `mode` rather than the client's
+    /// [`ClientOptions::wait_mode`](crate::ClientOptions::wait_mode) (a group of such handles
+    /// waits so too). [`WaitMode::PubSub`] on a client connected in poll mode fails each acquire
+    /// with [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument): it has no pub/sub
+    /// connection. Fails for bounds out of range. No I/O.
+    pub fn with_wait_mode(mut self, mode: WaitMode) -> Result<Lock> {
+        mode.validate()?;
+        self.wait_mode = Some(mode);
+        Ok(self)
+    }
+
+    /// This handle's wait mode, `None` when it is the client's.
+    pub fn wait_mode(&self) -> Option<WaitMode> {
+        self.wait_mode
     }
 }
 

@@ -76,6 +76,59 @@ pub struct ClientOptions {
     /// control characters, `{ }` (cluster hash tags) or glob characters `* ? [ ] \`. Default
     /// none.
     pub key_prefix: Option<String>,
+    /// How waiters learn that a lock may be free: [`WaitMode::PubSub`] (the default) or
+    /// [`WaitMode::Poll`], which never subscribes (nor opens a pub/sub connection). A lock
+    /// handle may override it (`Lock::with_wait_mode`).
+    pub wait_mode: WaitMode,
+}
+
+/// How a waiter learns that it may take the lock now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WaitMode {
+    /// Subscribe to the lock's channel and sleep until a release tells (Redisson's way).
+    #[default]
+    PubSub,
+    /// Never subscribe: look again after a bounded exponential backoff with full jitter, each
+    /// sleep a random time up to `min * 2^n`, capped at `max` (Redisson's spin lock). For
+    /// servers or proxies without pub/sub, or very many locks; a waiter wakes up to a sleep
+    /// after the release, and each look is one script call.
+    Poll { min: Duration, max: Duration },
+}
+
+/// [`WaitMode::Poll`]'s default shortest backoff step, as Redisson's spin lock.
+pub const DEFAULT_POLL_MIN: Duration = Duration::from_millis(1);
+/// [`WaitMode::Poll`]'s default longest sleep, as Redisson's spin lock.
+pub const DEFAULT_POLL_MAX: Duration = Duration::from_millis(128);
+
+impl WaitMode {
+    /// Polling with the defaults: 1 ms doubling up to 128 ms.
+    pub const fn poll() -> WaitMode {
+        WaitMode::Poll {
+            min: DEFAULT_POLL_MIN,
+            max: DEFAULT_POLL_MAX,
+        }
+    }
+
+    /// Whether this mode never subscribes.
+    pub fn is_poll(&self) -> bool {
+        matches!(self, WaitMode::Poll { .. })
+    }
+
+    /// `poll_min` from 1 ms, `poll_max` from `poll_min`, both up to 10 years.
+    pub fn validate(&self) -> Result<()> {
+        if let WaitMode::Poll { min, max } = *self {
+            within("poll_min", min, Duration::from_millis(1))?;
+            if max < min {
+                return Err(invalid(format!(
+                    "poll_max must be at least poll_min ({} ms), got {} ms",
+                    ms(min),
+                    ms(max)
+                )));
+            }
+            within("poll_max", max, min)?;
+        }
+        Ok(())
+    }
 }
 
 /// Longest client name accepted.
@@ -108,6 +161,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("metrics", &self.metrics)
             .field("metrics_max_lock_names", &self.metrics_max_lock_names)
             .field("key_prefix", &self.key_prefix)
+            .field("wait_mode", &self.wait_mode)
             .finish()
     }
 }
@@ -129,6 +183,7 @@ impl Default for ClientOptions {
             metrics: true,
             metrics_max_lock_names: 1000,
             key_prefix: None,
+            wait_mode: WaitMode::PubSub,
         }
     }
 }
@@ -178,6 +233,7 @@ impl ClientOptions {
             self.replica_sync_timeout,
             Duration::from_millis(1),
         )?;
+        self.wait_mode.validate()?;
         for (what, value) in [
             ("tls_ca", &self.tls_ca),
             ("tls_cert", &self.tls_cert),
@@ -309,6 +365,44 @@ pub struct ClientOptionsInMillis {
     /// A count, as a number (every binding's numbers are `f64` or fit one).
     pub metrics_max_lock_names: Option<f64>,
     pub key_prefix: Option<String>,
+    /// `"pubsub"` or `"poll"` (see [`wait_mode_from_millis`]).
+    pub wait_mode: Option<String>,
+    pub poll_min: Option<f64>,
+    pub poll_max: Option<f64>,
+}
+
+/// A wait mode as the bindings receive it: `"pubsub"` or `"poll"`, and for `"poll"` its
+/// backoff bounds in milliseconds (left out: the defaults). `None` with no bounds: `None`.
+/// Bounds given with `"pubsub"` (or without a mode) are refused rather than ignored.
+pub fn wait_mode_from_millis(
+    mode: Option<&str>,
+    poll_min: Option<f64>,
+    poll_max: Option<f64>,
+) -> Result<Option<WaitMode>> {
+    let bounds_given = poll_min.is_some() || poll_max.is_some();
+    match mode {
+        None if !bounds_given => Ok(None),
+        Some("pubsub") if !bounds_given => Ok(Some(WaitMode::PubSub)),
+        None | Some("pubsub") => Err(invalid(
+            "poll_min and poll_max apply only with wait_mode 'poll'".into(),
+        )),
+        Some("poll") => {
+            let min = poll_min
+                .map(|millis| option_from_millis("poll_min", millis))
+                .transpose()?
+                .unwrap_or(DEFAULT_POLL_MIN);
+            let max = poll_max
+                .map(|millis| option_from_millis("poll_max", millis))
+                .transpose()?
+                .unwrap_or(DEFAULT_POLL_MAX.max(min));
+            let mode = WaitMode::Poll { min, max };
+            mode.validate()?;
+            Ok(Some(mode))
+        }
+        Some(other) => Err(invalid(format!(
+            "wait_mode must be 'pubsub' or 'poll', got '{other}'"
+        ))),
+    }
 }
 
 impl ClientOptionsInMillis {
@@ -316,6 +410,9 @@ impl ClientOptionsInMillis {
     /// (NaN, negative, over the maximum); connecting checks the minimums.
     pub fn into_options(self) -> Result<ClientOptions> {
         let defaults = ClientOptions::default();
+        let wait_mode =
+            wait_mode_from_millis(self.wait_mode.as_deref(), self.poll_min, self.poll_max)?
+                .unwrap_or(defaults.wait_mode);
         // The option `$field` of `$given`, else of `$defaults`; the field's name is the one
         // the message gives.
         macro_rules! time {
@@ -351,6 +448,7 @@ impl ClientOptionsInMillis {
                 }
             },
             key_prefix: self.key_prefix,
+            wait_mode,
         })
     }
 }

@@ -154,7 +154,7 @@ impl Semaphore {
             )
             .without_hold_counts(),
         );
-        if !core.acquire(wait, Some(REQUEST_WINDOW)).await? {
+        if !core.acquire(wait, Some(REQUEST_WINDOW), None).await? {
             return Ok(false);
         }
         // The permits are the caller's now; their request latches have done their work.

@@ -3,7 +3,7 @@
 import asyncio
 import builtins
 from collections.abc import Callable
-from typing import Final, NoReturn, TypedDict, final
+from typing import Final, Literal, NoReturn, TypedDict, final
 
 from typing_extensions import Unpack
 
@@ -93,6 +93,9 @@ class _ClientOptions(TypedDict, total=False):
     metrics: bool
     metrics_max_lock_names: int | None
     key_prefix: str | None
+    wait_mode: Literal["pubsub", "poll"] | None
+    poll_min: float | None
+    poll_max: float | None
 
 #: A metric event: (event, lock_name, lock_kind, start_unix_nanos, duration_nanos, a, b, c) with
 #: event "acquire" (a: result, b: attempts, c: woken_by or None), "hold" (a: lost), "release"

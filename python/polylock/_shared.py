@@ -57,6 +57,11 @@ class ClientOptions(TypedDict, total=False):
     metrics: bool
     metrics_max_lock_names: Optional[int]
     key_prefix: Optional[str]
+    #: "pubsub" (default) or "poll": waiters never subscribe, they look again after a backoff
+    #: from ``poll_min`` (default 0.001 s) doubling up to ``poll_max`` (default 0.128 s).
+    wait_mode: Optional[Literal["pubsub", "poll"]]
+    poll_min: Optional[float]
+    poll_max: Optional[float]
 
 
 def native_options(options: ClientOptions) -> dict[str, object]:

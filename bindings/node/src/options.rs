@@ -62,6 +62,14 @@ pub struct ConnectOptions {
     /// A namespace put before every lock name, and so in every key and channel (Redisson's
     /// `NameMapper` with the same prefix shares the locks). Default none.
     pub key_prefix: Option<String>,
+    /// `'pubsub'` (the default: waiters subscribe and are woken by the release) or `'poll'`
+    /// (waiters never subscribe, nor does the client: they look again after a backoff with
+    /// jitter).
+    pub wait_mode: Option<String>,
+    /// With `waitMode: 'poll'`: the first backoff step, doubling from there. Default 1.
+    pub poll_min_ms: Option<f64>,
+    /// With `waitMode: 'poll'`: the longest sleep between two looks. Default 128.
+    pub poll_max_ms: Option<f64>,
 }
 
 /// The wait and lease of an acquire, and a lock's defaults (`client.lock(name, defaults)`).
@@ -216,5 +224,11 @@ pub(crate) fn connect_options(
     options.metrics = metrics.metrics;
     options.metrics_max_lock_names = metrics.metrics_max_lock_names;
     options.key_prefix = fields.get("keyPrefix", string)?;
+    let wait_mode = polylock::options::wait_mode_from_millis(
+        fields.get("waitMode", string)?.as_deref(),
+        fields.get("pollMinMs", number)?,
+        fields.get("pollMaxMs", number)?,
+    )?;
+    options.wait_mode = wait_mode.unwrap_or(options.wait_mode);
     Ok((url, options))
 }

@@ -40,6 +40,9 @@ fn options(
     metrics: bool,
     metrics_max_lock_names: Option<f64>,
     key_prefix: Option<String>,
+    wait_mode: Option<String>,
+    poll_min: Option<f64>,
+    poll_max: Option<f64>,
 ) -> polylock::Result<polylock::ClientOptions> {
     let millis = |seconds: Option<f64>| seconds.map(|seconds| seconds * 1000.0);
     ClientOptionsInMillis {
@@ -57,6 +60,9 @@ fn options(
         metrics: Some(metrics),
         metrics_max_lock_names,
         key_prefix,
+        wait_mode,
+        poll_min: millis(poll_min),
+        poll_max: millis(poll_max),
     }
     .into_options()
 }
@@ -267,4 +273,7 @@ client_class!({
     metrics: [bool] = true,
     metrics_max_lock_names: [Option<f64>] = None,
     key_prefix: [Option<String>] = None,
+    wait_mode: [Option<String>] = None,
+    poll_min: [Option<f64>] = None,
+    poll_max: [Option<f64>] = None,
 );

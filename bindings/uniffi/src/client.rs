@@ -66,6 +66,13 @@ client_options! {
     /// A namespace put before every lock name, and so in every key and channel (Redisson's
     /// `NameMapper` with the same prefix shares the locks); default none.
     key_prefix: String,
+    /// `"pubsub"` (the default: waiters subscribe and are woken by the release) or `"poll"`
+    /// (waiters never subscribe: they look again after a backoff with jitter).
+    wait_mode: String,
+    /// With `waitMode` `"poll"`: the first backoff step, doubling from there (default 1).
+    poll_min_ms: i64,
+    /// With `waitMode` `"poll"`: the longest sleep between two looks (default 128).
+    poll_max_ms: i64,
 }
 
 /// A connection to one Redis server, shared by every lock made from it.
@@ -103,6 +110,9 @@ impl Client {
             metrics: options.metrics,
             metrics_max_lock_names: options.metrics_max_lock_names.map(|count| count as f64),
             key_prefix: options.key_prefix,
+            wait_mode: options.wait_mode,
+            poll_min: ms(options.poll_min_ms),
+            poll_max: ms(options.poll_max_ms),
         }
         .into_options()?;
         let inner = polylock::Client::connect_with(&url, options).await?;

@@ -205,52 +205,54 @@ async fn check_on_runtime(
         }
         Err(err) => note(&err, &mut missing, "running the lock scripts", false),
     }
-    // Waiting: subscribing to each channel of a lock.
-    let hub = crate::kinds::messages::LockHub::start(
-        opened.source,
-        crate::connection::Timeouts {
-            connect: options.connect_timeout,
-            response: options.response_timeout,
-        },
-        Box::new(|| {}),
-        // A probe's subscriptions are nobody's metrics.
-        std::sync::Arc::new(crate::metrics::Metrics::new(String::new(), false, 0)),
-    )
-    .await;
-    let subscribe = if sharded { "+ssubscribe" } else { "+subscribe" };
-    let mut failed = None;
-    match &hub {
-        Ok(hub) => {
-            for channel in &channels {
-                match hub.subscribe(channel, None).await {
-                    Ok(_) => {}
-                    Err(err) if err.kind() == crate::ErrorKind::Permission => {
-                        if err.to_string().contains("use a channel") {
-                            let grant = channel_patterns(prefix)
-                                .into_iter()
-                                .find(|pattern| glob_matches(pattern, channel))
-                                .unwrap_or_else(|| channel.clone());
-                            missing(format!("&{grant}"), "the channels of the locks", false);
-                        } else {
-                            missing(subscribe.into(), "waiting for a release", false);
+    // Waiting: subscribing to each channel of a lock (a client that polls never does).
+    if !options.wait_mode.is_poll() {
+        let hub = crate::kinds::messages::LockHub::start(
+            opened.source,
+            crate::connection::Timeouts {
+                connect: options.connect_timeout,
+                response: options.response_timeout,
+            },
+            Box::new(|| {}),
+            // A probe's subscriptions are nobody's metrics.
+            std::sync::Arc::new(crate::metrics::Metrics::new(String::new(), false, 0)),
+        )
+        .await;
+        let subscribe = if sharded { "+ssubscribe" } else { "+subscribe" };
+        let mut failed = None;
+        match &hub {
+            Ok(hub) => {
+                for channel in &channels {
+                    match hub.subscribe(channel, None).await {
+                        Ok(_) => {}
+                        Err(err) if err.kind() == crate::ErrorKind::Permission => {
+                            if err.to_string().contains("use a channel") {
+                                let grant = channel_patterns(prefix)
+                                    .into_iter()
+                                    .find(|pattern| glob_matches(pattern, channel))
+                                    .unwrap_or_else(|| channel.clone());
+                                missing(format!("&{grant}"), "the channels of the locks", false);
+                            } else {
+                                missing(subscribe.into(), "waiting for a release", false);
+                                break;
+                            }
+                        }
+                        Err(err) => {
+                            failed = Some(err);
                             break;
                         }
                     }
-                    Err(err) => {
-                        failed = Some(err);
-                        break;
-                    }
                 }
+                hub.shutdown();
             }
-            hub.shutdown();
+            Err(err) if err.kind() == crate::ErrorKind::Permission => {
+                missing(subscribe.into(), "waiting for a release", false)
+            }
+            Err(err) => failed = Some(err.clone()),
         }
-        Err(err) if err.kind() == crate::ErrorKind::Permission => {
-            missing(subscribe.into(), "waiting for a release", false)
+        if let Some(err) = failed {
+            return Err(err);
         }
-        Err(err) => failed = Some(err.clone()),
-    }
-    if let Some(err) = failed {
-        return Err(err);
     }
     // The optional addition for sync_replicas.
     for (command, arguments) in [("INFO", vec!["replication"]), ("WAIT", vec!["0", "0"])] {

@@ -20,11 +20,32 @@ use crate::error::{Error, Result};
 use crate::kinds::messages::LockSubscription;
 use crate::kinds::{AcquireArgs, Attempt, UndoArgs};
 use crate::metrics::{AcquireRecord, Progress, WokenBy};
-use crate::options::validate_acquire;
+use crate::options::{validate_acquire, WaitMode};
 use crate::runtime::{runtime, Inline};
 
 /// Longest single sleep of a waiter between two looks at the lock (it normally wakes by message).
 const MAX_WAIT_SLICE: Duration = Duration::from_secs(3600);
+
+/// The sleeps of a poll waiter between two looks: bounded exponential backoff with full
+/// jitter (each a random time up to `min * 2^n`, that cap at most `max`), so that waiters
+/// started together spread out rather than look in step.
+pub(crate) struct PollBackoff {
+    cap: Duration,
+    max: Duration,
+}
+
+impl PollBackoff {
+    pub(crate) fn new(min: Duration, max: Duration) -> PollBackoff {
+        PollBackoff { cap: min, max }
+    }
+
+    pub(crate) fn next_sleep(&mut self) -> Duration {
+        let cap = self.cap;
+        self.cap = (self.cap * 2).min(self.max);
+        let fraction = (crate::ids::random_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        cap.mul_f64(fraction)
+    }
+}
 
 /// Who owns an acquisition that completes while the caller may be dropping its future: the
 /// task commits it (then the caller's guard undoes it if the result never arrives), or the
@@ -121,6 +142,8 @@ struct Waiting {
     grant_looks: GrantLooks,
     /// What the caller's count of this call learns: attempts, and what woke it.
     progress: Arc<Progress>,
+    /// The sleeps of a poll waiter, which never subscribes; `None` for a pub/sub waiter.
+    poll: Option<PollBackoff>,
 }
 
 /// The latest looks of one acquire call that asked a release to grant it the lock, numbered
@@ -206,13 +229,28 @@ fn remaining(deadline: Option<Instant>) -> Duration {
 
 impl LockCore {
     /// Acquires or re-enters. `wait`: `None` no bound, zero one attempt. `lease`: `None` the
-    /// watchdog lease. Dropping the future leaves no lock held and no subscription behind.
+    /// watchdog lease. `mode`: `None` the client's wait mode. Dropping the future leaves no
+    /// lock held and no subscription behind.
     pub(crate) async fn acquire(
         self: &Arc<Self>,
         wait: Option<Duration>,
         lease: Option<Duration>,
+        mode: Option<WaitMode>,
     ) -> Result<bool> {
         validate_acquire(wait, lease)?;
+        let mode = mode.unwrap_or(self.client.options.wait_mode);
+        mode.validate()?;
+        if !mode.is_poll() && self.client.hub.is_none() {
+            return Err(crate::options::invalid(format!(
+                "lock '{}': wait_mode pubsub needs a pub/sub connection, which a client \
+                 connected with wait_mode poll does not open",
+                self.name()
+            )));
+        }
+        let poll = match mode {
+            WaitMode::Poll { min, max } => Some(PollBackoff::new(min, max)),
+            WaitMode::PubSub => None,
+        };
         // Dropped with this future: then counted as cancelled.
         let mut record = AcquireRecord::start(&self.stats);
         if let Err(err) = self.client.check_usable(self.name()) {
@@ -232,7 +270,7 @@ impl LockCore {
         };
         let task = Inline::new(
             self.clone()
-                .acquire_task(deadline, lease, cancelled, handoff, record.progress())
+                .acquire_task(deadline, lease, cancelled, handoff, record.progress(), poll)
                 .instrument(record.span().clone()),
             || self.task_panicked("acquire"),
         );
@@ -256,10 +294,19 @@ impl LockCore {
         mut cancelled: oneshot::Receiver<()>,
         handoff: Arc<Handoff>,
         progress: Arc<Progress>,
+        poll: Option<PollBackoff>,
     ) -> Result<bool> {
         let mut request = request_id();
+        // A poll waiter leaves kept channels to the handle's next pub/sub wait.
+        let subscriptions = if poll.is_some() {
+            WaitSubscriptions::default()
+        } else {
+            self.take_kept_subscriptions()
+        };
+        let polling = poll.is_some();
         let mut waiting = Waiting {
-            subscriptions: self.take_kept_subscriptions(),
+            poll,
+            subscriptions,
             woken: false,
             has_place: false,
             grant_looks: GrantLooks::default(),
@@ -292,7 +339,7 @@ impl LockCore {
             }
         }
         // Kept only by a holder: a waiter that gives up leaves no subscription behind.
-        if acquired {
+        if acquired && !polling {
             self.keep_subscriptions(waiting.subscriptions);
         }
         ended.outcome
@@ -337,13 +384,15 @@ impl LockCore {
             // Messages after this look are not missed by the sleep after it.
             let (mut messages, mut told) = waiting.subscriptions.messages();
             let will_wait = !remaining(deadline).is_zero();
+            // A kind that tells the waiters it lists (one at a time) must not list a poll
+            // waiter: the one told would never hear it, and the lock would stay kept for it.
+            let registers = will_wait && !(waiting.poll.is_some() && told_channel.is_some());
             let sent_at = Instant::now();
-            let grant_look = self
-                .accepts_grant(lease, will_wait)
+            let grant_look = (waiting.poll.is_none() && self.accepts_grant(lease, will_wait))
                 .then(|| waiting.grant_looks.next(sent_at));
             progress.attempt_sent();
             let attempt = self
-                .try_acquire(lease, request, will_wait, grant_look)
+                .try_acquire(lease, request, registers, grant_look)
                 .await;
             let woken = woke.take();
             if woken.is_some() && matches!(attempt, Ok(Attempt::Busy(_) | Attempt::Queued { .. })) {
@@ -384,7 +433,7 @@ impl LockCore {
                 Ok(Attempt::Busy(wait)) => {
                     unknown = false;
                     backoff = Backoff::default();
-                    waiting.found_busy(self.wait_policy().busy_attempt_takes_a_place(will_wait));
+                    waiting.found_busy(self.wait_policy().busy_attempt_takes_a_place(registers));
                     wait
                 }
                 Ok(Attempt::Queued { wait }) => {
@@ -418,13 +467,33 @@ impl LockCore {
             if left.is_zero() {
                 return ended(Ok(false), false);
             }
+            if let Some(poll) = waiting.poll.as_mut() {
+                // The last sleep ends with the wait, so the wait ends at its bound (with one
+                // more look), not a backoff later.
+                let mut slice = poll
+                    .next_sleep()
+                    .min(left)
+                    .min(holder_lease.unwrap_or(MAX_WAIT_SLICE));
+                if let Some(longest) = self.wait_policy().longest_wait {
+                    slice = slice.min(longest);
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(slice) => woke = Some(WokenBy::Poll),
+                    _ = &mut *cancelled => return ended(Ok(false), false),
+                    _ = closed.wait_for(|closed| *closed) => {}
+                }
+                continue;
+            }
+            let Some(hub) = self.client.hub.as_ref() else {
+                // Checked when the call began; a client never loses its hub.
+                return ended(Err(Error::redis("no pub/sub connection to wait on")), false);
+            };
             let subscriptions = &mut waiting.subscriptions;
             let told_missing = told_channel
                 .as_ref()
                 .filter(|_| subscriptions.told.is_none());
             if subscriptions.wait.is_none() || told_missing.is_some() {
                 // Subscribe before the retry, so an unlock after our attempt is never missed.
-                let hub = &self.client.hub;
                 let subscribing = async {
                     if subscriptions.wait.is_none() {
                         subscriptions.wait =

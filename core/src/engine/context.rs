@@ -36,7 +36,8 @@ pub(crate) struct ClientInner {
     /// `WAIT` for the replicas after writes (`sync_replicas`), when on.
     pub(crate) replica_sync: Option<Arc<ReplicaSync>>,
     sentinel: Option<Arc<Sentinel>>,
-    pub(crate) hub: Arc<LockHub>,
+    /// `None` for a client that polls ([`crate::options::WaitMode::Poll`]): it never subscribes.
+    pub(crate) hub: Option<Arc<LockHub>>,
     pub(crate) upkeep: Arc<Scheduler>,
     pub(crate) options: ClientOptions,
     registry: Mutex<Registry>,
@@ -66,7 +67,7 @@ impl ClientInner {
         publish: Publish,
         replica_sync: Option<Arc<ReplicaSync>>,
         sentinel: Option<Arc<Sentinel>>,
-        hub: Arc<LockHub>,
+        hub: Option<Arc<LockHub>>,
         upkeep: Arc<Scheduler>,
         options: ClientOptions,
         metrics: Arc<Metrics>,
@@ -244,7 +245,9 @@ impl ClientInner {
     fn shutdown(&self) {
         self.closed.send_replace(true);
         self.upkeep.stop();
-        self.hub.shutdown();
+        if let Some(hub) = &self.hub {
+            hub.shutdown();
+        }
         if let Some(sentinel) = &self.sentinel {
             sentinel.shutdown();
         }

@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::kinds::{LockKind, Renewal, WaitPolicy};
 use crate::metrics::{LockStats, LostReason};
 
+pub(crate) use acquire::PollBackoff;
 pub(crate) use hold::{Hold, Lease, LostCallback};
 
 /// Told on the spot when a hold is found lost (see [`LockCore::set_lost_hook`]).

@@ -56,6 +56,9 @@ pub(crate) struct ClientSpec {
     /// In cluster broadcast mode: its pub/sub connection is on another node than the lock's, so
     /// a `PUBLISH` there does not count it (the message still reaches it).
     pub other_node: bool,
+    /// A poll waiter (`WaitMode::Poll`): never subscribes, never listed to be told, accepts no
+    /// grant, and looks again after a sleep of any length (full jitter may make it 0).
+    pub poll: bool,
 }
 
 /// Where a client is in its acquire/hold cycle (the engine's loop in `engine/acquire.rs`).
@@ -226,7 +229,7 @@ impl SimClient {
     /// `LockCore::try_acquire`'s arguments, for a look sent at local `sent_local` (numbered
     /// when it asks for a grant, as `GrantLooks::next`): every explored waiter will wait.
     pub(crate) fn acquire_call(&mut self, sent_local: i64) -> redis::ScriptInvocation<'static> {
-        let grant_look = self.accepts_grant(true).then(|| {
+        let grant_look = (!self.spec.poll && self.accepts_grant(true)).then(|| {
             self.last_look += 1;
             if self.grant_looks.len() == 8 {
                 self.grant_looks.remove(0);
@@ -238,7 +241,7 @@ impl SimClient {
             owner: &self.owner,
             lease_ms: self.lease_ms(),
             request: &self.request,
-            will_wait: true,
+            will_wait: self.registers(),
             grant_look,
         };
         self.kind.acquire(&args, &options())
@@ -339,7 +342,7 @@ impl SimClient {
                 self.has_place |= self
                     .kind
                     .wait_policy(&options())
-                    .busy_attempt_takes_a_place(true);
+                    .busy_attempt_takes_a_place(self.registers());
                 self.sleep_after_busy(wait, sent_local, explorer_ms);
             }
             Attempt::Queued { wait } => {
@@ -350,10 +353,22 @@ impl SimClient {
         }
     }
 
+    /// `acquire_loop`'s `registers`: a poll waiter is not listed by a kind that tells the
+    /// waiters it lists (it could not hear it); it registers in the other kinds' queues.
+    fn registers(&self) -> bool {
+        !(self.spec.poll && self.kind.told_channel(&self.owner).is_some())
+    }
+
     /// `acquire_loop` after a busy reply: subscribe if not yet, then sleep at most the slice
-    /// (the wait replied, the kind's longest wait, and the longest silence).
+    /// (the wait replied, the kind's longest wait, and the longest silence). A poll waiter
+    /// sleeps without subscribing, for any time up to its backoff: it may look again at once.
     fn sleep_after_busy(&mut self, wait: Option<Duration>, sent_local: i64, explorer_ms: u64) {
         self.waiting_since.get_or_insert(explorer_ms);
+        if self.spec.poll {
+            self.wakes_at_local = sent_local;
+            self.phase = Phase::Sleeping;
+            return;
+        }
         let policy = self.kind.wait_policy(&options());
         let slice = [wait, policy.longest_wait, policy.longest_silence]
             .into_iter()
