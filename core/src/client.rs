@@ -646,6 +646,13 @@ impl Client {
     pub fn watched_locks(&self) -> usize {
         self.inner.upkeep.renewed()
     }
+
+    /// The leader election `name` (see [`crate::Election`]): candidates campaign on the
+    /// fenced lock `name`, whose fencing token is each leader's term. No I/O.
+    pub fn election(&self, name: &str) -> Result<crate::Election> {
+        validate_name(name)?;
+        Ok(crate::Election::new(self.clone(), name))
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,304 @@
+//! Leader election (`Client::election`) against real servers: campaign, resign, terms,
+//! proclaim, `leader()`, `observe()`, and a leader cut off by the fault proxy or stalled by
+//! `CLIENT PAUSE`, whose lost signal must fire before its lease can end on the server.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures_util::StreamExt;
+use polylock::{Client, ErrorKind};
+use polylock_testkit::{Fault, FaultProxy};
+use redis::AsyncCommands;
+
+const LONG_LEASE: Duration = Duration::from_secs(60);
+const SHORT_LEASE: Duration = Duration::from_millis(1500);
+
+async fn named(url: &str, name: &str, watchdog: Duration) -> Client {
+    let options = polylock::ClientOptions {
+        name: Some(name.to_owned()),
+        watchdog_timeout: watchdog,
+        connect_timeout: Duration::from_secs(2),
+        response_timeout: Duration::from_secs(5),
+        ..Default::default()
+    };
+    Client::connect_with(url, options).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn campaign_leads_resign_hands_over_with_a_higher_term() {
+    let server = RedisServer::start();
+    let alice = named(&server.url(), "alice", LONG_LEASE).await;
+    let bob = named(&server.url(), "bob", LONG_LEASE).await;
+    let election = alice.election("jobs").unwrap();
+    assert_eq!(election.leader().await.unwrap(), None);
+
+    let first = election
+        .campaign("alice:8080", None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(first.is_leader());
+    let leader = election.leader().await.unwrap().unwrap();
+    assert_eq!(leader.value, "alice:8080");
+    assert_eq!(leader.term, first.term());
+    assert_eq!(leader.client_name.as_deref(), Some("alice"));
+    assert_eq!(leader.owner, first.owner());
+
+    // A second campaign of the same client is another candidate: it does not lead.
+    assert!(election
+        .campaign("again", Some(Duration::ZERO))
+        .await
+        .unwrap()
+        .is_none());
+
+    // Bob waits; alice's resign wakes him long before the 60 s lease would end.
+    let bob_election = bob.election("jobs").unwrap();
+    let waiting = tokio::spawn(async move { bob_election.campaign("bob:9090", None).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "bob led while alice did");
+    let resigned_at = Instant::now();
+    first.resign().await.unwrap();
+    assert!(!first.is_leader());
+    first.lost().await; // resolves on a resign too
+    let second = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("bob was not woken by the resign")
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(resigned_at.elapsed() < Duration::from_secs(20));
+    assert!(second.term() > first.term(), "terms must strictly increase");
+    let leader = election.leader().await.unwrap().unwrap();
+    assert_eq!(
+        (leader.value.as_str(), leader.term),
+        ("bob:9090", second.term())
+    );
+    assert_eq!(leader.client_name.as_deref(), Some("bob"));
+
+    // A former leader can no longer announce.
+    let err = first.proclaim("alice again").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    second.proclaim("bob:9191").await.unwrap();
+    assert_eq!(second.value(), "bob:9191");
+    assert_eq!(election.leader().await.unwrap().unwrap().value, "bob:9191");
+    // Resigning twice is fine.
+    second.resign().await.unwrap();
+    second.resign().await.unwrap();
+    assert_eq!(election.leader().await.unwrap(), None);
+}
+
+/// The record of a leader whose lock is gone (its lease ended, or the key was deleted) is never
+/// reported, and that leader can no longer proclaim: both are checked in the script against
+/// the lock's holder, not against the leader's own belief.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_leaders_value_is_never_reported() {
+    let server = RedisServer::start();
+    let client = client_with_watchdog(&server, LONG_LEASE).await;
+    let election = client.election("dead").unwrap();
+    let leadership = election.campaign("v1", None).await.unwrap().unwrap();
+    let mut raw = raw(&server).await;
+    // The lock vanishes behind the leader's back: the record stays, the leader is gone.
+    let _: i64 = raw.del("dead").await.unwrap();
+    let record: i64 = raw.exists("polylock_election:{dead}").await.unwrap();
+    assert_eq!(record, 1);
+    assert_eq!(election.leader().await.unwrap(), None);
+    let err = leadership.proclaim("v2").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost, "{err}");
+    let value: String = raw.hget("polylock_election:{dead}", "value").await.unwrap();
+    assert_eq!(value, "v1", "a proclaim without the lock wrote");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_sees_each_leader_value_and_vacancy() {
+    let server = RedisServer::start();
+    let client = client_with_watchdog(&server, SHORT_LEASE).await;
+    let other = client_with_watchdog(&server, LONG_LEASE).await;
+    let election = client.election("watched").unwrap();
+    let observer = other.election("watched").unwrap().observe().await.unwrap();
+    let mut changes = Box::pin(observer.changes());
+    assert_eq!(next(&mut changes).await, None);
+    let leadership = election.campaign("a", None).await.unwrap().unwrap();
+    let seen: Option<polylock::Leader> = next(&mut changes).await;
+    assert_eq!(
+        seen.as_ref().map(|l| (l.value.as_str(), l.term)),
+        Some(("a", leadership.term()))
+    );
+    leadership.proclaim("b").await.unwrap();
+    assert_eq!(next(&mut changes).await.unwrap().value, "b");
+    leadership.resign().await.unwrap();
+    assert_eq!(next(&mut changes).await, None);
+
+    // A leader that dies publishes nothing: the observer's poll sees it gone.
+    let dying = election.campaign("c", None).await.unwrap().unwrap();
+    assert_eq!(next(&mut changes).await.unwrap().term, dying.term());
+    client.close();
+    let gone = next(&mut changes).await;
+    assert_eq!(gone, None);
+}
+
+/// The next change of `changes`, within 10 s.
+async fn next<S>(changes: &mut std::pin::Pin<Box<S>>) -> Option<polylock::Leader>
+where
+    S: futures_util::Stream<Item = polylock::Result<Option<polylock::Leader>>>,
+{
+    tokio::time::timeout(Duration::from_secs(10), changes.next())
+        .await
+        .expect("no change seen")
+        .unwrap()
+        .unwrap()
+}
+
+/// Polls the server until the lock key `name` is gone; returns when that was seen.
+async fn key_gone_at(server: &RedisServer, name: &str) -> Instant {
+    let mut raw = raw(server).await;
+    loop {
+        let exists: i64 = raw.exists(name).await.unwrap();
+        if exists == 0 {
+            return Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A leader cut off by the network (the fault proxy forwards nothing): its lost signal fires
+/// before its lock key expires on the server, and another candidate leads within the lease
+/// and a bound, with a higher term.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_leader_learns_it_lost_before_the_server_lets_another_lead() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let cut = client_with(&proxy.url(), SHORT_LEASE, Duration::from_secs(10)).await;
+    let other = client_with_watchdog(&server, LONG_LEASE).await;
+    let leadership = cut
+        .election("cut")
+        .unwrap()
+        .campaign("cut", None)
+        .await
+        .unwrap()
+        .unwrap();
+    let contender = other.election("cut").unwrap();
+    let waiting = tokio::spawn(async move { contender.campaign("other", None).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished());
+
+    let cut_at = Instant::now();
+    proxy.set(Fault::BlackHole);
+    let watched = tokio::spawn({
+        let leadership = leadership.clone();
+        async move {
+            leadership.lost().await;
+            Instant::now()
+        }
+    });
+    let gone_at = key_gone_at(&server, "cut").await;
+    let lost_at = tokio::time::timeout(Duration::from_secs(5), watched)
+        .await
+        .expect("the lost signal never fired")
+        .unwrap();
+    assert!(
+        lost_at <= gone_at,
+        "lost {:?} after the key expired",
+        lost_at - gone_at
+    );
+    assert!(leadership.is_lost() && !leadership.is_leader());
+    let next = tokio::time::timeout(SHORT_LEASE + Duration::from_secs(5), waiting)
+        .await
+        .expect("no new leader within the lease and a bound")
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(cut_at.elapsed() < SHORT_LEASE + Duration::from_secs(5));
+    assert!(next.term() > leadership.term());
+    proxy.set(Fault::Pass);
+}
+
+/// `CLIENT PAUSE` past the lease: no renewal is confirmed, so the leader reports itself lost
+/// while the server still stands still; once it resumes another candidate leads, and the old
+/// leader's proclaim is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_server_makes_the_leader_step_down_in_time() {
+    let server = RedisServer::start();
+    let leader_client = client_with(&server.url(), SHORT_LEASE, Duration::from_secs(10)).await;
+    let other = client_with_watchdog(&server, LONG_LEASE).await;
+    let leadership = leader_client
+        .election("paused")
+        .unwrap()
+        .campaign("first", None)
+        .await
+        .unwrap()
+        .unwrap();
+    let pause_ms = 4000;
+    let paused_at = Instant::now();
+    pause(&server, pause_ms);
+    tokio::time::timeout(Duration::from_secs(3), leadership.lost())
+        .await
+        .expect("the leader did not step down while the server was paused");
+    assert!(
+        paused_at.elapsed() < Duration::from_millis(pause_ms),
+        "lost only after the pause"
+    );
+    assert!(!leadership.is_leader());
+    let next = other
+        .election("paused")
+        .unwrap()
+        .campaign("second", Some(Duration::from_secs(15)))
+        .await
+        .unwrap()
+        .expect("no new leader after the pause");
+    assert!(next.term() > leadership.term());
+    let err = leadership.proclaim("still me").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LockLost);
+    let leader = other
+        .election("paused")
+        .unwrap()
+        .leader()
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(leader.value, "second");
+}
+
+/// A leader's term fences its writes: after a new leader wrote with its higher term, the old
+/// term is refused (what a paused ex-leader meets when it wakes and writes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terms_fence_an_old_leaders_writes() {
+    let server = RedisServer::start();
+    let client = client_with_watchdog(&server, LONG_LEASE).await;
+    let election = client.election("fenced-writes").unwrap();
+    let old = election.campaign("old", None).await.unwrap().unwrap();
+    client
+        .fenced_set("config", "from old", old.term())
+        .await
+        .unwrap();
+    old.resign().await.unwrap();
+    let new = election.campaign("new", None).await.unwrap().unwrap();
+    client
+        .fenced_set("config", "from new", new.term())
+        .await
+        .unwrap();
+    let err = client
+        .fenced_set("config", "late", old.term())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::StaleToken);
+}
+
+#[tokio::test]
+async fn bad_names_are_refused() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let err = client.election("").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
+
+#[path = "../examples/election.rs"]
+mod example;
+
+/// The runnable example (`cargo run --example election URL`) against a server of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_runs() {
+    let server = RedisServer::start();
+    example::run(&server.url()).await.unwrap();
+}
