@@ -38,8 +38,8 @@ pub struct Leader {
     pub term: i64,
     /// The lock owner it holds as (`<client-id>:<holder-id>`).
     pub owner: String,
-    /// The name of its client ([`crate::ClientOptions::name`]), when it has one.
-    pub client_name: Option<String>,
+    /// The name of its client ([`Client::name`]: the `name` option, default `host:pid`).
+    pub client_name: String,
 }
 
 /// An election among every client that campaigns on the same name. Cheap to clone. No I/O
@@ -100,8 +100,7 @@ impl Election {
     /// Writes `value` as the announced value of `owner`, term `term`, if `owner` holds the lock.
     async fn announce(&self, owner: &str, term: i64, value: &str) -> Result<bool> {
         let mut call = self.call(&ANNOUNCE);
-        let client_name = self.client.inner.options.name.clone().unwrap_or_default();
-        call.arg(owner).arg(value).arg(term).arg(client_name);
+        call.arg(owner).arg(value).arg(term).arg(self.client.name());
         Ok(self.run::<i64>("announce in", call).await? == 1)
     }
 
@@ -148,7 +147,7 @@ impl Election {
             value,
             term,
             owner,
-            client_name: (!client.is_empty()).then_some(client),
+            client_name: client,
         }))
     }
 
@@ -262,6 +261,22 @@ impl Leadership {
         }
     }
 
+    /// [`Leadership::lost`] for at most `wait` (`None`: without bound): true when the
+    /// leadership ended, false when the wait ran out. For bindings that block a thread.
+    pub async fn wait_lost(&self, wait: Option<Duration>) -> Result<bool> {
+        let leadership = self.clone();
+        on_runtime("wait for the end of a leadership", async move {
+            match wait {
+                None => {
+                    leadership.lost().await;
+                    Ok(true)
+                }
+                Some(wait) => Ok(tokio::time::timeout(wait, leadership.lost()).await.is_ok()),
+            }
+        })
+        .await
+    }
+
     /// A receiver of the lease's lost flag (see [`Lock::lost_receiver`]).
     pub fn lost_receiver(&self) -> watch::Receiver<bool> {
         self.inner.lock.lost_receiver()
@@ -345,6 +360,19 @@ impl Observer {
                     return Ok(now);
                 }
                 inner.subscription.wait(OBSERVE_POLL, messages).await;
+            }
+        })
+        .await
+    }
+
+    /// [`Observer::next`] for at most `wait`: `None` when the wait ran out without a change.
+    /// For bindings that block a thread.
+    pub async fn next_within(&self, wait: Duration) -> Result<Option<Option<Leader>>> {
+        let observer = self.clone();
+        on_runtime("observe an election", async move {
+            match tokio::time::timeout(wait, observer.next()).await {
+                Ok(next) => next.map(Some),
+                Err(_) => Ok(None),
             }
         })
         .await

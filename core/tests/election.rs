@@ -43,7 +43,7 @@ async fn campaign_leads_resign_hands_over_with_a_higher_term() {
     let leader = election.leader().await.unwrap().unwrap();
     assert_eq!(leader.value, "alice:8080");
     assert_eq!(leader.term, first.term());
-    assert_eq!(leader.client_name.as_deref(), Some("alice"));
+    assert_eq!(leader.client_name, "alice");
     assert_eq!(leader.owner, first.owner());
 
     // A second campaign of the same client is another candidate: it does not lead.
@@ -75,7 +75,7 @@ async fn campaign_leads_resign_hands_over_with_a_higher_term() {
         (leader.value.as_str(), leader.term),
         ("bob:9090", second.term())
     );
-    assert_eq!(leader.client_name.as_deref(), Some("bob"));
+    assert_eq!(leader.client_name, "bob");
 
     // A former leader can no longer announce.
     let err = first.proclaim("alice again").await.unwrap_err();
@@ -150,12 +150,13 @@ where
         .unwrap()
 }
 
-/// Polls the server until the lock key `name` is gone; returns when that was seen.
-async fn key_gone_at(server: &RedisServer, name: &str) -> Instant {
+/// Polls the server until `owner` no longer holds the lock `name` (its key expired, and maybe
+/// the next candidate took it already); returns when that was seen.
+async fn hold_gone_at(server: &RedisServer, name: &str, owner: &str) -> Instant {
     let mut raw = raw(server).await;
     loop {
-        let exists: i64 = raw.exists(name).await.unwrap();
-        if exists == 0 {
+        let held: bool = raw.hexists(name, owner).await.unwrap();
+        if !held {
             return Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -192,7 +193,12 @@ async fn a_cut_off_leader_learns_it_lost_before_the_server_lets_another_lead() {
             Instant::now()
         }
     });
-    let gone_at = key_gone_at(&server, "cut").await;
+    let gone_at = tokio::time::timeout(
+        Duration::from_secs(10),
+        hold_gone_at(&server, "cut", leadership.owner()),
+    )
+    .await
+    .expect("the cut-off leader's hold never ended on the server");
     let lost_at = tokio::time::timeout(Duration::from_secs(5), watched)
         .await
         .expect("the lost signal never fired")
