@@ -34,6 +34,15 @@ from ._async import (
 from ._multi import AsyncMultiLock, AsyncRedLock, MultiLock, RedLock
 from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
 from .metrics import ConnectionMetrics, Histogram, LockMetrics, MetricsSnapshot
+from ._election import (
+    AsyncElection,
+    AsyncLeadership,
+    AsyncLostSignal,
+    Election,
+    Leader,
+    Leadership,
+    LostSignal,
+)
 
 __all__ = [
     "DEFAULT",
@@ -67,4 +76,11 @@ __all__ = [
     "TimeoutError",
     "WrongTypeError",
     "__version__",
+    "AsyncElection",
+    "AsyncLeadership",
+    "AsyncLostSignal",
+    "Election",
+    "Leader",
+    "Leadership",
+    "LostSignal",
 ]

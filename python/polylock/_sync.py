@@ -8,6 +8,7 @@ import inspect
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 from . import _native
+from ._election import Election
 from ._native import DEFAULT
 from ._shared import ClientBase, ExpirableSemaphoreBase, Holders, LockBase, ReadWriteLockBase
 from ._shared import LockedKind, Seconds, SemaphoreBase, ThreadHolders, as_bytes, raise_timed_out
@@ -243,3 +244,7 @@ class Client(ClientBase[Lock, ReadWriteLock, Semaphore, ExpirableSemaphore]):
         """Deletes ``key`` under the same rule as :meth:`fenced_set`; True when a key was
         deleted."""
         return self._native.fenced_delete(key, token)
+
+    def election(self, name: str) -> Election:
+        """The leader election ``name`` (see :class:`polylock.Election`). No I/O."""
+        return Election(self._native.election(name))

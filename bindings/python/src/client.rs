@@ -228,6 +228,13 @@ client_class!({
     fn __repr__(&self) -> String {
         format!("<polylock._native.Client id={}>", self.inner.id())
     }
+    /// The leader election `name`. No I/O.
+    fn election(&self, py: Python<'_>, name: &str) -> PyResult<crate::election::ElectionHandle> {
+        self.inner
+            .election(name)
+            .map(crate::election::ElectionHandle::new)
+            .map_err(|err| to_py_err(py, err))
+    }
 }
     watchdog_timeout: [Option<f64>] = None,
     connect_timeout: [Option<f64>] = None,

@@ -6,6 +6,7 @@ mod acquisition;
 mod args;
 mod asyncio;
 mod client;
+mod election;
 mod errors;
 mod expirable_semaphore;
 mod group;
@@ -31,6 +32,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<semaphore::SemaphoreHandle>()?;
     module.add_class::<expirable_semaphore::ExpirableSemaphoreHandle>()?;
+    module.add_class::<election::ElectionHandle>()?;
+    module.add_class::<election::LeadershipHandle>()?;
+    module.add_class::<election::ObserverHandle>()?;
     errors::register(module)?;
     interpreter::register(module)?;
     logging::register();
