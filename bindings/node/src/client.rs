@@ -233,4 +233,13 @@ impl Client {
     pub fn close(&self) -> Vec<String> {
         self.inner.close()
     }
+    /// The leader election `name`. No I/O.
+    #[napi(ts_args_type = "name: string")]
+    pub fn election(&self, env: &Env, name: Unknown) -> napi::Result<crate::election::Election> {
+        self.named(env, name, "election name", |client, name| {
+            Ok(crate::election::Election {
+                inner: client.election(name)?,
+            })
+        })
+    }
 }
