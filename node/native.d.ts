@@ -64,6 +64,28 @@ export declare class Client {
   fencedDelete(key: string, token: number): Promise<boolean>
   /** Stops the watchdog and pub/sub; returns the names of locks still held (they expire). */
   close(): Array<string>
+  /** The leader election `name`. No I/O. */
+  election(name: string): Election
+}
+
+/** A leader election (`client.election(name)`). */
+export declare class Election {
+  get name(): string
+  /**
+   * Waits until this candidate leads, announcing `value`; resolves `null` when `waitMs`
+   * runs out or `cancellation` fires (then nothing is held).
+   */
+  campaign(value: string, options?: { waitMs?: number | null } | null, cancellation?: Cancellation | null): Promise<Leadership | null>
+  /** The current leader, or `null` when nobody leads. */
+  leader(): Promise<Leader | null>
+  /** Subscribes to the election's changes. */
+  observe(): Promise<ElectionObserver>
+}
+
+/** The changes of an election's leader. */
+export declare class ElectionObserver {
+  /** The leader now on the first call, then each change (`null`: nobody leads). */
+  next(): Promise<Leader | null>
 }
 
 /** A semaphore of permits with ids and leases (Redisson RPermitExpirableSemaphore layout). */
@@ -92,6 +114,23 @@ export declare class ExpirableSemaphore {
    * soon as its lease runs out (by this client's clock) or the watchdog finds it gone.
    */
   heldPermits(): Array<string>
+}
+
+/** This candidate's term as leader. */
+export declare class Leadership {
+  get term(): number
+  get value(): string
+  get owner(): string
+  /** Whether this candidate still leads, as far as it knows (no I/O; reads the clock). */
+  isLeader(): boolean
+  /** Whether the leadership ended by a lost lease. */
+  isLost(): boolean
+  /** Calls `callback` with an `ERR_LOCK_LOST` error when the lease is lost. */
+  onLost(callback: (error: Error) => void): void
+  /** Announces `value` instead; rejects with `ERR_LOCK_LOST` when no longer leading. */
+  proclaim(value: string): Promise<void>
+  /** Steps down; the next candidate is woken. */
+  resign(): Promise<void>
 }
 
 /** One owner's handle on one lock (reentrant). Dropping it while held releases in the background. */
@@ -293,6 +332,14 @@ export interface Histogram {
   bucketCounts: Array<number>
   /** The buckets' inclusive upper bounds, in seconds (the same for every histogram). */
   bounds: Array<number>
+}
+
+/** The leader of an election: its announced value, term, lock owner and client name. */
+export interface Leader {
+  value: string
+  term: number
+  owner: string
+  clientName: string
 }
 
 /** The counters of one lock name and kind. Counts are cumulative; `holds` and `waiters` are now. */
