@@ -13,6 +13,8 @@ package polylock
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
 import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.flow.Flow
+import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.withContext
 
 /** A lock's wait or lease for `acquireWith`: null is the lock's default, INFINITE no bound. */
@@ -195,3 +197,8 @@ suspend fun <T> RedLock.withLock(wait: Duration? = null, lease: Duration? = null
 
 /** Calls [callback] each time a hold of the red-lock is lost (fewer than its quorum held). */
 fun RedLock.onLost(callback: (LockException) -> Unit) = onLost(lostListener(callback))
+
+/** The leader now, then each change of the election (`null`: nobody leads), as a cold [Flow]. */
+fun ElectionObserver.changes(): Flow<Leader?> = flow {
+    while (true) emit(next())
+}
