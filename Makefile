@@ -78,5 +78,6 @@ test-build: redis-server
 	cargo build -p polylock-cli
 	@# bench-smoke builds its own peers and worker in its lane (downloads, mostly); only its
 	@# Maven build is here, so that no two lanes fill ~/.m2 at once.
-	$(MAKE) --no-print-directory build-python build-node build-uniffi protocol-server swift-deps \
+	@# kotlin-release-library right after build-node: the release tree they share is then warm.
+	$(MAKE) --no-print-directory build-python build-node kotlin-release-library build-uniffi protocol-server swift-deps \
 	  bench-java interop-build kotlin-build matrix-servers

@@ -13,14 +13,16 @@ UNIFFI_PYDEPS := $(UNIFFI_TARGET_DIR)/uniffi-pydeps
 UNIFFI_PYPI := tree-sitter==0.26.1 tree-sitter-swift==0.7.4
 UNIFFI_PYDEPS_STAMP := $(UNIFFI_PYDEPS)/.installed-tree-sitter-0.26.1-swift-0.7.4
 
-.PHONY: build-uniffi test-kotlin kotlin-build test-swift swift-deps dist-kotlin test-dist-kotlin
+.PHONY: build-uniffi test-kotlin kotlin-build test-swift swift-deps kotlin-release-library dist-kotlin test-dist-kotlin
 
 # The release library is built for the host's triple named explicitly, as napi builds the Node
 # addon (it always passes --target): both then share one release build of the core's tree.
 UNIFFI_HOST_TRIPLE := $(shell rustc -vV | sed -n 's/^host: //p')
-# The package's release build has a target dir of its own: it runs niced beside the suites, and in
-# the shared one it would hold the build lock the Node addon's build waits for.
-UNIFFI_RELEASE_TARGET_DIR := $(UNIFFI_TARGET_DIR)/dist-kotlin
+# The package's release library is built by test-build right after the Node addon, in its tree:
+# as a cdylib only (the crate is also a staticlib and rlib, for Swift and the tests), its
+# dependencies get the same LTO settings as the addon's, so only the binding's own crates
+# compile; dist-kotlin's build later finds it done.
+UNIFFI_RELEASE_TARGET_DIR := $(UNIFFI_TARGET_DIR)
 UNIFFI_RELEASE_LIBRARY := $(UNIFFI_RELEASE_TARGET_DIR)/$(UNIFFI_HOST_TRIPLE)/release/libpolylock_ffi.so
 # A stripped copy of the release library, the one packed into the jar.
 KOTLIN_NATIVE_DIR := $(UNIFFI_TARGET_DIR)/kotlin-native
@@ -58,10 +60,13 @@ $(UNIFFI_PYDEPS_STAMP):
 	python3 -m pip install --quiet --disable-pip-version-check --target $(UNIFFI_PYDEPS) $(UNIFFI_PYPI)
 	touch $@
 
+## kotlin-release-library: the release libpolylock_ffi the jar carries
+kotlin-release-library:
+	CARGO_TARGET_DIR=$(UNIFFI_RELEASE_TARGET_DIR) cargo rustc --release -p polylock-ffi --lib --crate-type cdylib --target $(UNIFFI_HOST_TRIPLE)
+
 ## dist-kotlin: the Maven package dev.polylock:polylock (release libpolylock_ffi inside the jar),
 ## installed into ~/.m2 and copied with its pom into dist/
-dist-kotlin:
-	CARGO_TARGET_DIR=$(UNIFFI_RELEASE_TARGET_DIR) cargo build --release -p polylock-ffi --target $(UNIFFI_HOST_TRIPLE)
+dist-kotlin: kotlin-release-library
 	cargo build -p polylock-ffi -p uniffi-bindgen
 	rm -rf $(KOTLIN_NATIVE_DIR) && mkdir -p $(KOTLIN_NATIVE_DIR)
 	strip --strip-unneeded -o $(KOTLIN_NATIVE_DIR)/libpolylock_ffi.so $(UNIFFI_RELEASE_LIBRARY)

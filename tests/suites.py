@@ -8,7 +8,9 @@ then find nothing to do). The suites mostly wait (on Redis, on sleeps of fault t
 processes), so they run in lanes at once. A lane runs its suites one after the other, and the
 suites that share a working copy (node/'s addon, the Python venv, the Maven projects) are in
 the same lane. The release builds and the lint, which only need CPU, run in lanes of their own
-under `nice`, so they take what the suites leave.
+under `nice`, so they take what the suites leave; those lanes start with the build (what they
+do first needs nothing it makes: the lint's own target dir, the wheel's own target dir), so they
+also fill the build's idle moments (downloads, Maven, links).
 
 Each suite's output is printed whole when it ends (passed or failed). After the first failure
 no new suite starts; the table marks what did not run. `POLYLOCK_TEST_LANES=1` runs the same
@@ -27,7 +29,8 @@ LOGS = ROOT / "target" / "suites"
 # make targets, one after the other, before any suite.
 BUILD = ["test-build"]
 
-# lane -> (nice level, make targets in order). "target@lane" starts only after that lane ended.
+# lane -> (nice level, make targets in order). "target@lane" starts only after that lane ended
+# ("@build": after the build). Lanes in EARLY start with the build, the others after it.
 # The Kotlin package's Maven build must not share ~/.m2 with the JVM lane's downloads, so it
 # ends the JVM lane (which has room), under `nice` as the other release builds.
 LANES = {
@@ -35,9 +38,10 @@ LANES = {
     "jvm": (0, ["test-interop", "test-interop-redisson4", "test-kotlin", "test-swift", "test-matrix-smoke", "test-dist-kotlin"]),
     "scripts": (0, ["test-python", "test-node", "test-parity", "test-demo", "test-history", "bench-smoke", "test-election"]),
     # Both build in target/lint: the clippy check, then the packaged crate.
-    "lint": (15, ["lint", "test-rust-package"]),
-    "release": (15, ["test-dist-python", "test-dist-node"]),
+    "lint": (15, ["lint", "test-rust-package@build"]),
+    "release": (15, ["dist-python", "test-dist-python@build", "test-dist-node"]),
 }
+EARLY = ("lint", "release")
 # Release builds in lanes of tests: niced like the release lane.
 NICED = {"test-dist-kotlin": 15}
 
@@ -71,7 +75,7 @@ def run(target, lane, niceness):
     return code == 0
 
 
-lane_ended = {lane: threading.Event() for lane in LANES}
+lane_ended = {lane: threading.Event() for lane in [*LANES, "build"]}
 
 
 def lane_worker(lane, niceness, targets):
@@ -103,22 +107,27 @@ def main():
         return 1
     LOGS.mkdir(parents=True, exist_ok=True)
     wall = time.monotonic()
+    serial = os.environ.get("POLYLOCK_TEST_LANES") == "1"
+    threads = {
+        lane: threading.Thread(target=lane_worker, args=(lane, niceness, targets))
+        for lane, (niceness, targets) in LANES.items()
+    }
+    if not serial:
+        for lane in EARLY:
+            threads[lane].start()
     for target in BUILD:
         if not run(target, "build", 0):
             break
-    if not failed.is_set():
-        if os.environ.get("POLYLOCK_TEST_LANES") == "1":
-            for lane, (niceness, targets) in LANES.items():
-                lane_worker(lane, niceness, targets)
-        else:
-            threads = [
-                threading.Thread(target=lane_worker, args=(lane, niceness, targets))
-                for lane, (niceness, targets) in LANES.items()
-            ]
-            for thread in threads:
+    lane_ended["build"].set()
+    if serial:
+        for lane, (niceness, targets) in LANES.items():
+            lane_worker(lane, niceness, targets)
+    else:
+        for lane, thread in threads.items():
+            if lane not in EARLY:
                 thread.start()
-            for thread in threads:
-                thread.join()
+        for thread in threads.values():
+            thread.join()
     wall = time.monotonic() - wall
 
     suites = BUILD + [t.partition("@")[0] for _, targets in LANES.values() for t in targets]

@@ -7,42 +7,15 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use polylock::{AcquireOptions, Client, ClientOptions, Hold};
 use redis::AsyncCommands;
 
-use common::{command_calls, eventually, raw, Peer, RedisServer};
-
-/// Every log line written so far (the subscriber is global: one per test binary).
-#[derive(Clone, Default)]
-struct Recorded(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Recorded {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use common::{command_calls, eventually, raw, recorded_logs, Peer, RedisServer};
 
 fn recorded() -> String {
-    static RECORDED: OnceLock<Recorded> = OnceLock::new();
-    let recorded = RECORDED.get_or_init(|| {
-        let recorded = Recorded::default();
-        let writer = recorded.clone();
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::WARN)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .init();
-        recorded
-    });
-    String::from_utf8_lossy(&recorded.0.lock().unwrap()).into_owned()
+    recorded_logs(tracing::Level::WARN)
 }
 
 async fn named_client(url: &str, name: Option<&str>, watchdog: Duration) -> Client {

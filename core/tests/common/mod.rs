@@ -19,6 +19,37 @@ pub fn init_tracing() {
         .try_init();
 }
 
+/// Every log line at `level` or above written so far in this test binary. The first call
+/// installs a global subscriber that records them (one per test binary: a test that reads logs
+/// lives in a binary of its own, or shares one level with the binary's other tests).
+pub fn recorded_logs(level: tracing::Level) -> String {
+    static RECORDED: std::sync::OnceLock<RecordedLogs> = std::sync::OnceLock::new();
+    let recorded = RECORDED.get_or_init(|| {
+        let recorded = RecordedLogs::default();
+        let writer = recorded.clone();
+        tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .init();
+        recorded
+    });
+    String::from_utf8_lossy(&recorded.0.lock().unwrap()).into_owned()
+}
+
+#[derive(Clone, Default)]
+struct RecordedLogs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for RecordedLogs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 pub async fn client(server: &RedisServer) -> Client {
     client_with_watchdog(server, Duration::from_secs(30)).await
 }
