@@ -165,7 +165,7 @@ impl Election {
             inner: Arc::new(ObserverInner {
                 election: self.clone(),
                 subscription,
-                last: tokio::sync::Mutex::new(None),
+                last: Mutex::new(None),
             }),
         })
     }
@@ -341,28 +341,41 @@ struct ObserverInner {
     election: Election,
     subscription: LockSubscription,
     /// What the latest `next` returned (`None` before the first).
-    last: tokio::sync::Mutex<Option<Option<Leader>>>,
+    last: Mutex<Option<Option<Leader>>>,
 }
 
 impl Observer {
     /// The leader now on the first call; then waits for the next change (another leader or
-    /// term, another value, nobody leading) and returns it. Dropping the future loses nothing.
+    /// term, another value, nobody leading) and returns it. Dropping the future loses no
+    /// change: the change it was waiting for is returned by the next call. Meant for one caller
+    /// at a time (concurrent calls may each return the same change).
     pub async fn next(&self) -> Result<Option<Leader>> {
         let inner = self.inner.clone();
+        let last = self.last();
         let what = format!("observe election '{}'", inner.election.name);
-        on_runtime(&what, async move {
-            let mut last = inner.last.lock().await;
+        let change = on_runtime(&what, async move {
             loop {
                 let messages = inner.subscription.messages();
                 let now = inner.election.leader().await?;
                 if last.as_ref() != Some(&now) {
-                    *last = Some(now.clone());
                     return Ok(now);
                 }
                 inner.subscription.wait(OBSERVE_POLL, messages).await;
             }
         })
-        .await
+        .await?;
+        // Only once delivered: a dropped call (whose search ends in the background) must not
+        // mark its change as seen.
+        *self.inner.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(change.clone());
+        Ok(change)
+    }
+
+    fn last(&self) -> Option<Option<Leader>> {
+        self.inner
+            .last
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// [`Observer::next`] for at most `wait`: `None` when the wait ran out without a change.

@@ -138,6 +138,27 @@ async fn observe_sees_each_leader_value_and_vacancy() {
     assert_eq!(gone, None);
 }
 
+/// An observer's `next` dropped while it waits (a `select!` that took another branch) does not
+/// swallow the change it was waiting for: the next call returns it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_observe_call_loses_no_change() {
+    let server = RedisServer::start();
+    let client = client_with_watchdog(&server, LONG_LEASE).await;
+    let election = client.election("dropped-next").unwrap();
+    let observer = election.observe().await.unwrap();
+    assert_eq!(observer.next().await.unwrap(), None);
+    let waiting = tokio::time::timeout(Duration::from_millis(200), observer.next()).await;
+    assert!(waiting.is_err(), "a change without a leader");
+    let leadership = election.campaign("v", None).await.unwrap().unwrap();
+    // The dropped call's search, finishing in the background, sees the change first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen = tokio::time::timeout(Duration::from_secs(10), observer.next())
+        .await
+        .expect("the change was swallowed by the dropped call")
+        .unwrap();
+    assert_eq!(seen.map(|leader| leader.term), Some(leadership.term()));
+}
+
 /// The next change of `changes`, within 10 s.
 async fn next<S>(changes: &mut std::pin::Pin<Box<S>>) -> Option<polylock::Leader>
 where
