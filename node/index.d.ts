@@ -154,6 +154,8 @@ export declare class Client {
    * through this client: they are not released and expire with their lease.
    */
   close(): Promise<string[]>
+  /** A handle on the count-down latch `name` (Redisson's RCountDownLatch layout). No I/O. */
+  countDownLatch(name: string): CountDownLatch
   /**
    * The leader election `name`: candidates campaign on the fenced lock `name`, whose token is
    * each leader's term. No I/O.
@@ -336,6 +338,28 @@ export declare class ExpirableSemaphore {
    * as its lease runs out (by this client's clock) or the watchdog finds it gone.
    */
   heldPermits(): string[]
+}
+
+/**
+ * A count-down latch (Redisson's RCountDownLatch layout): a count set once, counted down by any
+ * client; at zero the latch is open (its key is gone) and can be set again.
+ */
+export declare class CountDownLatch {
+  private constructor()
+  readonly name: string
+  /** Sets the count (1 to 2**53 - 1) when none is set; resolves `true` when set. */
+  trySetCount(count: number): Promise<boolean>
+  /** Takes one from the count; the one that reaches zero wakes every waiter. */
+  countDown(): Promise<void>
+  /** The count now: 0 when open (never set, or counted down to zero). */
+  count(): Promise<number>
+  /**
+   * Waits until the count is zero, at most `timeoutMs` (0: one look); resolves `true` when it
+   * is. Woken by the zero message, and looks again after any wake-up and every few seconds.
+   */
+  awaitZero(timeoutMs: number): Promise<boolean>
+  /** Deletes the latch whatever its count (it is open then); resolves `true` when there was one. */
+  delete(): Promise<boolean>
 }
 
 /** The leader of an election: its announced value, term, lock owner and client name. */

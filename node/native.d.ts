@@ -64,8 +64,25 @@ export declare class Client {
   fencedDelete(key: string, token: number): Promise<boolean>
   /** Stops the watchdog and pub/sub; returns the names of locks still held (they expire). */
   close(): Array<string>
+  /** A handle on the count-down latch `name`. No I/O. */
+  countDownLatch(name: string): CountDownLatch
   /** The leader election `name`. No I/O. */
   election(name: string): Election
+}
+
+/** A count-down latch: a count set once, counted down by anyone, awaited to reach zero. */
+export declare class CountDownLatch {
+  get name(): string
+  /** Sets the count (1 to 2**53 - 1) when none is set; resolves `true` when set. */
+  trySetCount(count: number): Promise<boolean>
+  /** Takes one from the count; the one that reaches zero wakes every waiter. */
+  countDown(): Promise<void>
+  /** The count now (0 when open). */
+  count(): Promise<number>
+  /** Waits until the count is zero, at most `timeoutMs`; resolves `true` when it is. */
+  awaitZero(timeoutMs: number): Promise<boolean>
+  /** Deletes the latch whatever its count; resolves `true` when there was one. */
+  delete(): Promise<boolean>
 }
 
 /** A leader election (`client.election(name)`). */

@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.Cancellation = nativeBinding.Cancellation
 module.exports.Client = nativeBinding.Client
+module.exports.CountDownLatch = nativeBinding.CountDownLatch
 module.exports.Election = nativeBinding.Election
 module.exports.ElectionObserver = nativeBinding.ElectionObserver
 module.exports.ExpirableSemaphore = nativeBinding.ExpirableSemaphore

@@ -23,6 +23,9 @@
 //! - `xsem_acquire NAME WAIT_MS|- LEASE_MS|-` -> `ok <permit-id>` / `ok -`;
 //!   `xsem_release NAME ID` -> `ok`; `xsem_try_set NAME PERMITS` -> `ok true|false`;
 //!   `xsem_available NAME` -> `ok N`: the expirable semaphore NAME.
+//! - `latch_try_set NAME COUNT` -> `ok true|false`; `latch_count_down NAME` -> `ok`;
+//!   `latch_count NAME` -> `ok N`; `latch_await NAME TIMEOUT_MS` -> `ok true|false`;
+//!   `latch_delete NAME` -> `ok true|false`: the count-down latch NAME.
 //!
 //! Errors reply `err <Kind> <message>`. One handle per name and kind, so reentrancy works
 //! across lines.
@@ -66,10 +69,12 @@ async fn run(
 ) -> Result<String, String> {
     let mut words = line.split_whitespace();
     let word = words.next().unwrap_or("");
-    let (kind, command) = ["fair_", "fenced_", "read_", "write_", "sem_", "xsem_"]
-        .into_iter()
-        .find_map(|kind| word.strip_prefix(kind).map(|command| (kind, command)))
-        .unwrap_or(("", word));
+    let (kind, command) = [
+        "fair_", "fenced_", "read_", "write_", "sem_", "xsem_", "latch_",
+    ]
+    .into_iter()
+    .find_map(|kind| word.strip_prefix(kind).map(|command| (kind, command)))
+    .unwrap_or(("", word));
     let name = words.next().ok_or("missing lock name")?.to_owned();
     match kind {
         "sem_" => {
@@ -85,6 +90,10 @@ async fn run(
                 handles.expirable.insert(name.clone(), semaphore);
             }
             return expirable(&handles.expirable[&name], command, words).await;
+        }
+        "latch_" => {
+            let latch = client.count_down_latch(&name).map_err(describe)?;
+            return count_down_latch(&latch, command, words).await;
         }
         _ => {}
     }
@@ -215,6 +224,31 @@ async fn expirable<'a>(
             format!("ok {}", available.map_err(describe)?)
         }
         other => return Err(format!("Usage unknown command 'xsem_{other}'")),
+    })
+}
+
+async fn count_down_latch<'a>(
+    latch: &polylock::CountDownLatch,
+    command: &str,
+    mut words: impl Iterator<Item = &'a str>,
+) -> Result<String, String> {
+    Ok(match command {
+        "try_set" => {
+            let count = number(words.next(), "count")?;
+            format!("ok {}", latch.try_set_count(count).await.map_err(describe)?)
+        }
+        "count_down" => {
+            latch.count_down().await.map_err(describe)?;
+            "ok".to_owned()
+        }
+        "count" => format!("ok {}", latch.count().await.map_err(describe)?),
+        "await" => {
+            let timeout = number(words.next(), "timeout")?;
+            let reached = latch.await_zero(Duration::from_millis(timeout)).await;
+            format!("ok {}", reached.map_err(describe)?)
+        }
+        "delete" => format!("ok {}", latch.delete().await.map_err(describe)?),
+        other => return Err(format!("Usage unknown command 'latch_{other}'")),
     })
 }
 

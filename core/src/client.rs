@@ -647,6 +647,12 @@ impl Client {
         self.inner.upkeep.renewed()
     }
 
+    /// A handle on the count-down latch `name` (Redisson RCountDownLatch layout). No I/O.
+    pub fn count_down_latch(&self, name: &str) -> Result<crate::CountDownLatch> {
+        validate_name(name)?;
+        Ok(crate::CountDownLatch::new(self.inner.clone(), name))
+    }
+
     /// The leader election `name` (see [`crate::Election`]): candidates campaign on the
     /// fenced lock `name`, whose fencing token is each leader's term. No I/O.
     pub fn election(&self, name: &str) -> Result<crate::Election> {

@@ -194,6 +194,13 @@ pub fn is_auxiliary(key: &str) -> bool {
         || (key.ends_with("}:timeout") && key.starts_with('{'))
 }
 
+/// The channel of a count-down latch, as Redisson names it: `redisson_countdownlatch__channel__`
+/// then the name in braces, always (even when the name carries a hash tag of its own). Messages:
+/// `1` a count was set or the latch deleted, `0` a count down reached zero.
+pub fn latch_channel(name: &str) -> String {
+    format!("redisson_countdownlatch__channel__{{{name}}}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,5 +256,13 @@ mod tests {
             "6e3814a1-e847-452b-a982-45baf93a1df2"
         );
         assert!(is_auxiliary("polylock:client:u"));
+        assert_eq!(
+            latch_channel("ready"),
+            "redisson_countdownlatch__channel__{ready}"
+        );
+        assert_eq!(
+            latch_channel("a{b}"),
+            "redisson_countdownlatch__channel__{a{b}}"
+        );
     }
 }

@@ -42,6 +42,7 @@ mod ids;
 mod inspect;
 pub mod keys;
 mod kinds;
+mod latch;
 mod lock;
 pub mod metrics;
 mod multi;
@@ -70,6 +71,7 @@ pub use inspect::{
     ClientRecordFields, FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo,
     LockMode, WaitingWriter,
 };
+pub use latch::{latch_timeout_from_millis, CountDownLatch, MAX_LATCH_COUNT};
 pub use lock::Lock;
 pub use metrics::MetricsSnapshot;
 pub use multi::{LockGroup, MultiLock, RedLock};

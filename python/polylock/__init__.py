@@ -43,6 +43,8 @@ from ._election import (
     Leadership,
     LostSignal,
 )
+from ._async import AsyncCountDownLatch
+from ._sync import CountDownLatch
 
 __all__ = [
     "DEFAULT",
@@ -83,4 +85,6 @@ __all__ = [
     "Leader",
     "Leadership",
     "LostSignal",
+    "AsyncCountDownLatch",
+    "CountDownLatch",
 ]

@@ -163,6 +163,37 @@ class AsyncExpirableSemaphore(ExpirableSemaphoreBase):
         return await self._semaphore.available_permits_async()
 
 
+class AsyncCountDownLatch:
+    """As :class:`polylock.CountDownLatch`, with awaitables. Cancelling a waiting
+    :meth:`await_zero` only stops the wait."""
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._latch = client.count_down_latch(name)
+
+    @property
+    def name(self) -> str:
+        return self._latch.name
+
+    async def try_set_count(self, count: int) -> bool:
+        return await self._latch.try_set_count_async(count)
+
+    async def count_down(self) -> None:
+        await self._latch.count_down_async()
+
+    async def count(self) -> int:
+        return await self._latch.count_async()
+
+    async def await_zero(self, timeout: float) -> bool:
+        """As :meth:`polylock.CountDownLatch.await_zero`."""
+        return await self._latch.await_zero_async(timeout)
+
+    async def delete(self) -> bool:
+        return await self._latch.delete_async()
+
+    def __repr__(self) -> str:
+        return f"<polylock.AsyncCountDownLatch name={self.name!r}>"
+
+
 class AsyncClient(ClientBase[AsyncLock, AsyncReadWriteLock, AsyncSemaphore, AsyncExpirableSemaphore]):
     """The asyncio client. ``AsyncClient(url, ...)`` connects in the constructor (blocking at most
     ``connect_timeout`` seconds); ``await AsyncClient.connect(url, ...)`` connects without blocking
@@ -227,6 +258,10 @@ class AsyncClient(ClientBase[AsyncLock, AsyncReadWriteLock, AsyncSemaphore, Asyn
     def election(self, name: str) -> AsyncElection:
         """The leader election ``name`` (see :class:`polylock.AsyncElection`). No I/O."""
         return AsyncElection(self._native.election(name))
+
+    def count_down_latch(self, name: str) -> AsyncCountDownLatch:
+        """As :meth:`polylock.Client.count_down_latch`. No I/O."""
+        return AsyncCountDownLatch(self._native, name)
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -168,6 +168,46 @@ class ExpirableSemaphore(ExpirableSemaphoreBase):
         return self._semaphore.available_permits()
 
 
+class CountDownLatch:
+    """A distributed count-down latch (Redisson RCountDownLatch): :meth:`try_set_count` sets a
+    count once (while none is set), each :meth:`count_down` takes one from it, from any thread
+    or process, and :meth:`await_zero` waits until it reaches zero. At zero the latch is open
+    (its key is gone) and can be set again."""
+
+    def __init__(self, client: _native.Client, name: str) -> None:
+        self._latch = client.count_down_latch(name)
+
+    @property
+    def name(self) -> str:
+        return self._latch.name
+
+    def try_set_count(self, count: int) -> bool:
+        """Sets the count (1 to 2**53 - 1) when none is set; True when set."""
+        return self._latch.try_set_count(count)
+
+    def count_down(self) -> None:
+        """Takes one from the count; the one that reaches zero wakes every waiter."""
+        self._latch.count_down()
+
+    def count(self) -> int:
+        """The count now: 0 when open (never set, or counted down to zero)."""
+        return self._latch.count()
+
+    def await_zero(self, timeout: float) -> bool:
+        """Waits until the count is zero, at most ``timeout`` seconds (0: one look); True when
+        it is. Woken by the zero message, and looks again after any wake-up and every few
+        seconds. Ctrl-C interrupts the wait."""
+        return self._latch.await_zero(timeout)
+
+    def delete(self) -> bool:
+        """Deletes the latch whatever its count (it is open then) and wakes its waiters; True
+        when there was one."""
+        return self._latch.delete()
+
+    def __repr__(self) -> str:
+        return f"<polylock.CountDownLatch name={self.name!r}>"
+
+
 class Client(ClientBase[Lock, ReadWriteLock, Semaphore, ExpirableSemaphore]):
     """A connection to one Redis server, shared by every lock made from it.
 
@@ -248,3 +288,7 @@ class Client(ClientBase[Lock, ReadWriteLock, Semaphore, ExpirableSemaphore]):
     def election(self, name: str) -> Election:
         """The leader election ``name`` (see :class:`polylock.Election`). No I/O."""
         return Election(self._native.election(name))
+
+    def count_down_latch(self, name: str) -> CountDownLatch:
+        """A count-down latch named ``name`` (Redisson RCountDownLatch). No I/O."""
+        return CountDownLatch(self._native, name)

@@ -7,6 +7,7 @@ use napi_derive::napi;
 use crate::args::{bytes, integer, string};
 use crate::error::OrThrow;
 use crate::expirable_semaphore::ExpirableSemaphore;
+use crate::latch::CountDownLatch;
 use crate::lock::Lock;
 use crate::metrics::{MetricEvent, MetricsSnapshot};
 use crate::options::{connect_options, lock_defaults};
@@ -233,6 +234,17 @@ impl Client {
     pub fn close(&self) -> Vec<String> {
         self.inner.close()
     }
+
+    /// A handle on the count-down latch `name`. No I/O.
+    #[napi(ts_args_type = "name: string")]
+    pub fn count_down_latch(&self, env: &Env, name: Unknown) -> napi::Result<CountDownLatch> {
+        self.named(env, name, "latch name", |client, name| {
+            Ok(CountDownLatch {
+                inner: client.count_down_latch(name)?,
+            })
+        })
+    }
+
     /// The leader election `name`. No I/O.
     #[napi(ts_args_type = "name: string")]
     pub fn election(&self, env: &Env, name: Unknown) -> napi::Result<crate::election::Election> {

@@ -14,6 +14,7 @@ mod error;
 mod expirable_semaphore;
 mod group;
 mod hold;
+mod latch;
 mod lock;
 pub mod log;
 pub mod metrics;

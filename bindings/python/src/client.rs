@@ -8,6 +8,7 @@ use crate::args::with_defaults;
 use crate::asyncio::awaitable;
 use crate::errors::{invalid_argument, to_py_err};
 use crate::expirable_semaphore::ExpirableSemaphoreHandle;
+use crate::latch::CountDownLatchHandle;
 use crate::lock::LockHandle;
 use crate::metrics;
 use crate::semaphore::SemaphoreHandle;
@@ -228,6 +229,15 @@ client_class!({
     fn __repr__(&self) -> String {
         format!("<polylock._native.Client id={}>", self.inner.id())
     }
+
+    /// A handle on the count-down latch `name`. No I/O.
+    fn count_down_latch(&self, py: Python<'_>, name: &str) -> PyResult<CountDownLatchHandle> {
+        self.inner
+            .count_down_latch(name)
+            .map(CountDownLatchHandle::new)
+            .map_err(|err| to_py_err(py, err))
+    }
+
     /// The leader election `name`. No I/O.
     fn election(&self, py: Python<'_>, name: &str) -> PyResult<crate::election::ElectionHandle> {
         self.inner

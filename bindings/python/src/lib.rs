@@ -12,6 +12,7 @@ mod expirable_semaphore;
 mod group;
 mod hold;
 mod interpreter;
+mod latch;
 mod lock;
 mod logging;
 mod metrics;
@@ -35,6 +36,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<election::ElectionHandle>()?;
     module.add_class::<election::LeadershipHandle>()?;
     module.add_class::<election::ObserverHandle>()?;
+    module.add_class::<latch::CountDownLatchHandle>()?;
     errors::register(module)?;
     interpreter::register(module)?;
     logging::register();

@@ -182,6 +182,15 @@ impl Client {
         self.inner.close()
     }
 
+    /// A handle on the count-down latch `name` (Redisson's RCountDownLatch layout). No I/O.
+    pub fn count_down_latch(
+        &self,
+        name: String,
+    ) -> Result<Arc<crate::latch::CountDownLatch>, LockError> {
+        let inner = self.inner.count_down_latch(&name)?;
+        Ok(Arc::new(crate::latch::CountDownLatch { inner }))
+    }
+
     /// The leader election `name`. No I/O.
     pub fn election(&self, name: String) -> Result<Arc<crate::election::Election>, LockError> {
         let inner = self.inner.election(&name)?;

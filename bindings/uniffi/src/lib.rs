@@ -16,6 +16,7 @@ mod election;
 mod error;
 mod expirable_semaphore;
 mod held;
+mod latch;
 mod lock;
 mod lock_group;
 mod lost_listener;

@@ -202,3 +202,13 @@ fun RedLock.onLost(callback: (LockException) -> Unit) = onLost(lostListener(call
 fun ElectionObserver.changes(): Flow<Leader?> = flow {
     while (true) emit(next())
 }
+
+// ---- CountDownLatch ----
+
+/** Waits until the latch's count is zero, at most [timeout]; `true` when it is. */
+suspend fun CountDownLatch.awaitZero(timeout: Duration): Boolean =
+    awaitZero(timeout.inWholeMilliseconds)
+
+/** [CountDownLatch.awaitZero] for plain threads: blocks the calling thread. */
+fun CountDownLatch.awaitZeroBlocking(timeout: Duration): Boolean =
+    awaitZeroBlocking(timeout.inWholeMilliseconds)

@@ -1,0 +1,9 @@
+-- Count-down latch (Redisson RCountDownLatch): set the count when none is set (no key) and tell
+-- waiters that a new count began.
+-- KEYS[1] latch (a STRING holding the count), KEYS[2] channel; ARGV[1] count. Replies 1 when set.
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('set', KEYS[1], ARGV[1])
+  publish(KEYS[2], 1)
+  return 1
+end
+return 0
