@@ -337,6 +337,11 @@ export interface ConnectOptions {
    * `_other`. 1 to 100000, default 1000.
    */
   metricsMaxLockNames?: number
+  /**
+   * A namespace put before every lock name, and so in every key and channel (Redisson's
+   * `NameMapper` with the same prefix shares the locks). Default none.
+   */
+  keyPrefix?: string
 }
 
 /** A histogram of durations in seconds. */

@@ -74,6 +74,15 @@ pub struct CheckArgs {
     /// With --permissions: the prefix of the lock names the user's rule is for (e.g. `app:`).
     #[arg(long, default_value = "", requires = "permissions")]
     pub prefix: String,
+    /// With --permissions: the clients' key prefix (`key_prefix`), put before every name and
+    /// client record, so before --prefix too.
+    #[arg(
+        long,
+        env = "POLYLOCK_KEY_PREFIX",
+        value_name = "PREFIX",
+        requires = "permissions"
+    )]
+    pub key_prefix: Option<String>,
 }
 
 /// One round's findings.
@@ -123,7 +132,12 @@ fn journal(shared: &Shared) -> std::sync::MutexGuard<'_, Journal> {
 
 pub fn run(args: CheckArgs) -> CliResult<()> {
     if args.permissions {
-        return crate::permissions::run(&args.redis, &args.prefix, args.json);
+        return crate::permissions::run(
+            &args.redis,
+            args.key_prefix.as_deref(),
+            &args.prefix,
+            args.json,
+        );
     }
     if args.workers == 0 || args.workers > 1000 {
         return Err(CliError::Usage("--workers must be from 1 to 1000".into()));

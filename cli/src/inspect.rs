@@ -38,6 +38,10 @@ pub struct InspectArgs {
     /// Print one JSON object instead of text (for scripts).
     #[arg(long)]
     pub json: bool,
+    /// The client's key prefix (`key_prefix`): the name is looked up under it, as the locks'
+    /// clients see it (their key is <PREFIX><name>).
+    #[arg(long, env = "POLYLOCK_KEY_PREFIX", value_name = "PREFIX")]
+    pub key_prefix: Option<String>,
 }
 
 #[derive(Args)]
@@ -58,6 +62,10 @@ pub struct ForceUnlockArgs {
     /// Do not ask for confirmation (required when stdin is not a terminal).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// The client's key prefix (`key_prefix`): the name is looked up under it, as the locks'
+    /// clients see it (their key is <PREFIX><name>).
+    #[arg(long, env = "POLYLOCK_KEY_PREFIX", value_name = "PREFIX")]
+    pub key_prefix: Option<String>,
 }
 
 /// What `inspect` shows (and prints as JSON), from the core's [`LockInfo`]. The fields of
@@ -323,9 +331,9 @@ async fn read_named_state(client: &Client, name: &str) -> CliResult<LockState> {
 }
 
 /// Connects, reads `name`, closes.
-fn inspect_once(url: &str, name: &str) -> CliResult<LockState> {
+fn inspect_once(url: &str, key_prefix: Option<&str>, name: &str) -> CliResult<LockState> {
     block_on(async {
-        let client = raw::client(url).await?;
+        let client = raw::client(url, key_prefix).await?;
         let state = read_named_state(&client, name).await;
         client.close();
         state
@@ -347,7 +355,7 @@ fn not_a_lock(state: &LockState) -> CliError {
 }
 
 pub fn run_inspect(args: InspectArgs) -> CliResult<()> {
-    let state = inspect_once(&args.redis, &args.name)?;
+    let state = inspect_once(&args.redis, args.key_prefix.as_deref(), &args.name)?;
     if args.json {
         let text = serde_json::to_string_pretty(&state)
             .map_err(|err| CliError::Failed(format!("cannot encode JSON: {err}")))?;
@@ -495,7 +503,7 @@ pub fn run_force_unlock(args: ForceUnlockArgs) -> CliResult<()> {
             args.name
         )));
     }
-    let state = inspect_once(&args.redis, &args.name)?;
+    let state = inspect_once(&args.redis, args.key_prefix.as_deref(), &args.name)?;
     match state.kind {
         Kind::NotALock => return Err(not_a_lock(&state)),
         Kind::Semaphore | Kind::ExpirableSemaphore => {
@@ -533,7 +541,7 @@ pub fn run_force_unlock(args: ForceUnlockArgs) -> CliResult<()> {
         }
     }
     let deleted = block_on(async {
-        let client = raw::client(&args.redis).await?;
+        let client = raw::client(&args.redis, args.key_prefix.as_deref()).await?;
         let name = &args.name;
         let lock = match state.kind {
             Kind::Fair => client.fair_lock(name)?,

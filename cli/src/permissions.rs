@@ -11,13 +11,18 @@ use crate::block_on;
 use crate::error::{CliError, CliResult};
 use crate::raw::redact;
 
-pub fn run(url: &str, prefix: &str, json: bool) -> CliResult<()> {
+pub fn run(url: &str, key_prefix: Option<&str>, prefix: &str, json: bool) -> CliResult<()> {
     let options = ClientOptions {
         connect_timeout: Duration::from_secs(5),
         response_timeout: Duration::from_secs(5),
+        key_prefix: key_prefix.map(str::to_owned),
         ..ClientOptions::default()
     };
     let report = block_on(polylock::acl::check(url, options, prefix))?;
+    let rule = polylock::acl::rule_under_key_prefix(key_prefix.unwrap_or_default(), prefix);
+    // What the rule is for: the names under both prefixes.
+    let shown = format!("{}{prefix}", key_prefix.unwrap_or_default());
+    let prefix = shown.as_str();
     let required: Vec<&str> = report
         .missing
         .iter()
@@ -25,7 +30,7 @@ pub fn run(url: &str, prefix: &str, json: bool) -> CliResult<()> {
         .map(|missing| missing.grant.as_str())
         .collect();
     if json {
-        print_json(url, prefix, &report);
+        print_json(url, prefix, &report, rule);
     } else {
         print_text(url, prefix, &report, &required);
     }
@@ -40,7 +45,7 @@ pub fn run(url: &str, prefix: &str, json: bool) -> CliResult<()> {
     }
 }
 
-fn print_json(url: &str, prefix: &str, report: &Report) {
+fn print_json(url: &str, prefix: &str, report: &Report, rule: Vec<String>) {
     let missing: Vec<serde_json::Value> = report
         .missing
         .iter()
@@ -57,7 +62,7 @@ fn print_json(url: &str, prefix: &str, report: &Report) {
         "prefix": prefix,
         "cluster_pubsub": report.cluster_pubsub,
         "missing": missing,
-        "rule": polylock::acl::rule(prefix),
+        "rule": rule,
     });
     println!("{json}");
 }

@@ -73,20 +73,22 @@ pub fn redis_error(what: &str, err: redis::RedisError) -> CliError {
 /// A core client (for `Client::inspect`, `scan_names` and force-unlock) on any deployment the
 /// core connects to (one server, cluster, Sentinel), failing within a bounded time, with the
 /// same messages as [`connect`], when Redis cannot be reached.
-pub async fn client(url: &str) -> CliResult<polylock::Client> {
-    // A bad URL is the core's `InvalidArgument` ("bad Redis URL ..."): a usage error.
-    polylock::Client::builder(url)
+/// Under `key_prefix` (`ClientOptions::key_prefix`), names are those the locks' clients use.
+pub async fn client(url: &str, key_prefix: Option<&str>) -> CliResult<polylock::Client> {
+    // A bad URL or prefix is the core's `InvalidArgument`: a usage error.
+    let mut builder = polylock::Client::builder(url)
         .connect_timeout(CONNECT_TIMEOUT)
-        .response_timeout(RESPONSE_TIMEOUT)
-        .connect()
-        .await
-        .map_err(|err| match err.kind() {
-            polylock::ErrorKind::Connection | polylock::ErrorKind::Timeout => {
-                unreachable_error(url, err.message())
-            }
-            polylock::ErrorKind::InvalidArgument => CliError::Usage(err.message().to_owned()),
-            _ => err.into(),
-        })
+        .response_timeout(RESPONSE_TIMEOUT);
+    if let Some(prefix) = key_prefix {
+        builder = builder.key_prefix(prefix);
+    }
+    builder.connect().await.map_err(|err| match err.kind() {
+        polylock::ErrorKind::Connection | polylock::ErrorKind::Timeout => {
+            unreachable_error(url, err.message())
+        }
+        polylock::ErrorKind::InvalidArgument => CliError::Usage(err.message().to_owned()),
+        _ => err.into(),
+    })
 }
 
 /// Seconds with one decimal, for tables: `29.4 s`.

@@ -50,6 +50,10 @@ pub struct WatchArgs {
     /// Seconds between refreshes.
     #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
     pub interval: f64,
+    /// The clients' key prefix (`key_prefix`): the pattern matches the names under it, shown
+    /// without it.
+    #[arg(long, env = "POLYLOCK_KEY_PREFIX", value_name = "PREFIX")]
+    pub key_prefix: Option<String>,
 }
 
 fn parse_interval(text: &str) -> Result<f64, String> {
@@ -388,7 +392,7 @@ fn render_json(pattern: &str, refresh: &Refresh) -> String {
 
 pub fn run(args: WatchArgs) -> CliResult<()> {
     block_on(async {
-        let client = raw::client(&args.redis).await?;
+        let client = raw::client(&args.redis, args.key_prefix.as_deref()).await?;
         let clear = !args.once && !args.json && std::io::stdout().is_terminal();
         let mut tracker = RateTracker::default();
         loop {

@@ -13,7 +13,8 @@
 //!   counter is read and written through a cluster connection
 //! - `quit`
 //! - every lock command prefixed with `fair_` (e.g. `fair_acquire NAME 0 -`) works on the fair
-//!   lock of that name instead. `POLYLOCK_FAIR_QUEUE_TIMEOUT_MS` sets the fair queue timeout.
+//!   lock of that name instead. `POLYLOCK_FAIR_QUEUE_TIMEOUT_MS` sets the fair queue timeout,
+//!   `POLYLOCK_KEY_PREFIX` the client's key prefix (`ClientOptions::key_prefix`).
 //! - likewise `fenced_` (e.g. `fenced_acquire NAME 0 -`, `fenced_token NAME`): the fenced lock,
 //!   and `read_` / `write_` (e.g. `write_acquire NAME - -`): the read or the write lock of the
 //!   read-write lock NAME (one read-write lock per name, so the writer's reads are its own).
@@ -313,6 +314,9 @@ fn main() {
         .and_then(|ms| ms.parse().ok())
     {
         builder = builder.fair_queue_timeout(Duration::from_millis(ms));
+    }
+    if let Ok(prefix) = std::env::var("POLYLOCK_KEY_PREFIX") {
+        builder = builder.key_prefix(prefix);
     }
     if let Some(ms) = std::env::args().nth(2).and_then(|ms| ms.parse().ok()) {
         builder = builder.watchdog_timeout(Duration::from_millis(ms));

@@ -88,6 +88,12 @@ impl ClientBuilder {
         self
     }
 
+    /// See [`ClientOptions::key_prefix`]: a namespace for every key and channel.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.options.key_prefix = Some(prefix.into());
+        self
+    }
+
     /// Connects. See [`Client::connect_with`].
     pub async fn connect(self) -> Result<Client> {
         Client::connect_with(&self.url, self.options).await
@@ -477,7 +483,11 @@ impl Client {
     pub fn lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
         Ok(self.handle(
-            Arc::new(Reentrant::new(name, self.inner.publish)),
+            Arc::new(Reentrant::new(
+                name,
+                &self.inner.key_of(name),
+                self.inner.publish,
+            )),
             holder_id,
             metric_kind::LOCK,
         ))
@@ -494,7 +504,11 @@ impl Client {
     pub fn fair_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
         Ok(self.handle(
-            Arc::new(Fair::new(name, self.inner.publish)),
+            Arc::new(Fair::new(
+                name,
+                &self.inner.key_of(name),
+                self.inner.publish,
+            )),
             holder_id,
             metric_kind::FAIR_LOCK,
         ))
@@ -514,7 +528,11 @@ impl Client {
     pub fn fenced_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
         validate_name(name)?;
         Ok(self.handle(
-            Arc::new(Fenced::new(name, self.inner.publish)),
+            Arc::new(Fenced::new(
+                name,
+                &self.inner.key_of(name),
+                self.inner.publish,
+            )),
             holder_id,
             metric_kind::FENCED_LOCK,
         ))
@@ -532,12 +550,20 @@ impl Client {
         validate_name(name)?;
         Ok(ReadWriteLock::new(
             self.handle(
-                Arc::new(ReadLock::new(name, self.inner.publish)),
+                Arc::new(ReadLock::new(
+                    name,
+                    &self.inner.key_of(name),
+                    self.inner.publish,
+                )),
                 holder_id,
                 metric_kind::READ_WRITE_LOCK,
             ),
             self.handle(
-                Arc::new(WriteLock::new(name, self.inner.publish)),
+                Arc::new(WriteLock::new(
+                    name,
+                    &self.inner.key_of(name),
+                    self.inner.publish,
+                )),
                 holder_id,
                 metric_kind::READ_WRITE_LOCK,
             ),
@@ -588,7 +614,8 @@ impl Client {
         validate_fenced_write(key, token)?;
         self.inner.check_usable_for(&format!("key '{key}'"))?;
         let connection = self.inner.connection.clone();
-        let key = key.to_owned();
+        // A fenced key is named as a lock is: under the key prefix, as Redisson's buckets are.
+        let key = self.inner.key_of(key);
         runtime()
             .spawn(async move { fence::apply(connection, &key, token, write).await })
             .await

@@ -58,7 +58,7 @@ fn unix_ms(at: SystemTime) -> u64 {
 /// the task that keeps it.
 pub(crate) async fn start(client: &Arc<ClientInner>) {
     let identity = Identity {
-        key: keys::client_record(&client.id),
+        key: client.key_of(&keys::client_record(&client.id)),
         name: client.metrics.client_name().to_owned(),
         host: crate::ids::host_name(),
         pid: client.pid(),
@@ -230,10 +230,11 @@ impl RecordView {
 /// its own node). Ids without a record, or whose read failed, are left out.
 pub(crate) async fn read_records(
     connection: &Connection,
+    key_prefix: Option<&str>,
     client_ids: &[&str],
 ) -> HashMap<String, RecordView> {
     let reads = client_ids.iter().map(|id| {
-        let key = keys::client_record(id);
+        let key = crate::key_prefix::apply(key_prefix, &keys::client_record(id));
         let mut read = redis::cmd("HMGET");
         read.arg(&key).arg(&["name", "host", "pid", "holds"]);
         async move { (*id, connection.query_at(&key, read).await) }

@@ -127,7 +127,7 @@ impl ExpirableSemaphore {
             inner: Arc::new(Inner {
                 stats: client.metrics.lock(name, metric_kind::EXPIRABLE_SEMAPHORE),
                 counter: Semaphore::new(client.clone(), name),
-                kind: Arc::new(Permit::new(name, client.publish)),
+                kind: Arc::new(Permit::new(name, &client.key_of(name), client.publish)),
                 client,
                 name: name.to_owned(),
                 held: Mutex::new(HashMap::new()),

@@ -227,19 +227,21 @@ async fn inspect_with_records(
     validate_name(name)?;
     let what = format!("inspect '{name}'");
     client.check_usable_for(&what)?;
+    let key = &client.key_of(name);
     let mut call = INSPECT.prepare_invoke();
-    call.key(name)
-        .key(keys::fair_queue(name))
-        .key(keys::fair_timeouts(name))
-        .key(keys::fair_seen(name))
-        .key(keys::fenced_token(name))
-        .key(keys::rwlock_writers(name))
-        .key(keys::permit_timeouts(name));
+    call.key(key)
+        .key(keys::fair_queue(key))
+        .key(keys::fair_timeouts(key))
+        .key(keys::fair_seen(key))
+        .key(keys::fenced_token(key))
+        .key(keys::rwlock_writers(key))
+        .key(keys::permit_timeouts(key));
     let inner = client.clone();
     let name = name.to_owned();
     on_runtime(&what.clone(), async move {
         inner.check_usable_for(&what)?;
         let mut connection = inner.connection.clone();
+        let key_prefix = inner.options.key_prefix.as_deref();
         let reply: Value = call
             .invoke_async(&mut connection)
             .await
@@ -247,7 +249,8 @@ async fn inspect_with_records(
         let mut info = parse(name, reply)
             .ok_or_else(|| Error::redis(format!("{what}: unexpected reply from the script")))?;
         let records =
-            client_record::read_records(&connection, &holder_client_ids(&info.holders)).await;
+            client_record::read_records(&connection, key_prefix, &holder_client_ids(&info.holders))
+                .await;
         for holder in &mut info.holders {
             if let Some(record) = records.get(keys::owner_client_id(&holder.owner)) {
                 holder.client_name = Some(record.name.clone());
@@ -297,14 +300,21 @@ pub(crate) async fn scan_names(client: &Arc<ClientInner>, pattern: &str) -> Resu
     let what = format!("scan '{pattern}'");
     client.check_usable_for(&what)?;
     let inner = client.clone();
-    let pattern = pattern.to_owned();
+    // The pattern is of the user's names: under a key prefix, of the keys after it.
+    let pattern = client.key_of(pattern);
     on_runtime(&what.clone(), async move {
-        let mut names = inner
+        let found = inner
             .connection
             .scan(&pattern)
             .await
             .map_err(|err| Error::from_redis(&what, err))?;
-        names.retain(|name| !keys::is_auxiliary(name));
+        let prefix = inner.options.key_prefix.as_deref();
+        let mut names: Vec<String> = found
+            .iter()
+            .filter_map(|key| crate::key_prefix::strip(prefix, key))
+            .filter(|name| !keys::is_auxiliary(name))
+            .map(str::to_owned)
+            .collect();
         names.sort();
         names.dedup();
         Ok(names)
@@ -341,11 +351,15 @@ pub(crate) async fn client_records(
     client.check_usable_for(&what)?;
     let inner = client.clone();
     on_runtime(&what.clone(), async move {
+        let records_prefix = inner.key_of(keys::CLIENT_RECORD_PREFIX);
         let mut record_keys = match client_ids {
-            Some(ids) => ids.iter().map(|id| keys::client_record(id)).collect(),
+            Some(ids) => ids
+                .iter()
+                .map(|id| inner.key_of(&keys::client_record(id)))
+                .collect(),
             None => inner
                 .connection
-                .scan(&format!("{}*", keys::CLIENT_RECORD_PREFIX))
+                .scan(&format!("{records_prefix}*"))
                 .await
                 .map_err(|err| Error::from_redis(&what, err))?,
         };
@@ -376,7 +390,7 @@ pub(crate) async fn client_records(
                 continue; // gone since the scan, or nobody's record
             }
             records.push(ClientRecordFields {
-                client_id: key[keys::CLIENT_RECORD_PREFIX.len()..].to_owned(),
+                client_id: key[records_prefix.len()..].to_owned(),
                 fields,
             });
         }

@@ -33,7 +33,11 @@ pub struct CountDownLatch {
 
 struct Inner {
     client: Arc<ClientInner>,
+    /// The name as the user gave it (errors).
     name: String,
+    /// The name under the client's key prefix: the count's key, from which the channel
+    /// derives.
+    key: String,
     channel: String,
 }
 
@@ -79,9 +83,10 @@ impl CountDownLatch {
     pub(crate) fn new(client: Arc<ClientInner>, name: &str) -> CountDownLatch {
         CountDownLatch {
             inner: Arc::new(Inner {
+                key: client.key_of(name),
+                channel: keys::latch_channel(&client.key_of(name)),
                 client,
                 name: name.to_owned(),
-                channel: keys::latch_channel(name),
             }),
         }
     }
@@ -102,7 +107,7 @@ impl CountDownLatch {
     pub async fn try_set_count(&self, count: i64) -> Result<bool> {
         validate_count(count)?;
         let mut call = TRY_SET.prepare_invoke(self.inner.client.publish);
-        call.key(&self.inner.name)
+        call.key(&self.inner.key)
             .key(&self.inner.channel)
             .arg(count);
         let set = query::<i64>(&self.inner.client, self.what("set the count of"), call).await?;
@@ -114,7 +119,7 @@ impl CountDownLatch {
     /// retry after a lost reply could count down twice.
     pub async fn count_down(&self) -> Result<()> {
         let mut call = COUNT_DOWN.prepare_invoke(self.inner.client.publish);
-        call.key(&self.inner.name).key(&self.inner.channel);
+        call.key(&self.inner.key).key(&self.inner.channel);
         query::<i64>(&self.inner.client, self.what("count down"), call)
             .await
             .map(|_| ())
@@ -124,10 +129,10 @@ impl CountDownLatch {
     /// (which only another client can write) reads as 0: it is open to waiters too.
     pub async fn count(&self) -> Result<u64> {
         let client = self.inner.client.clone();
-        let name = self.inner.name.clone();
+        let key = self.inner.key.clone();
         let what = self.what("read the count of");
         on_runtime(&what.clone(), async move {
-            read_count(&client, &name, &what).await
+            read_count(&client, &key, &what).await
         })
         .await
     }
@@ -136,7 +141,7 @@ impl CountDownLatch {
     /// there was one.
     pub async fn delete(&self) -> Result<bool> {
         let mut call = DELETE.prepare_invoke(self.inner.client.publish);
-        call.key(&self.inner.name).key(&self.inner.channel);
+        call.key(&self.inner.key).key(&self.inner.channel);
         let deleted = query::<i64>(&self.inner.client, self.what("delete"), call).await?;
         Ok(deleted == 1)
     }
@@ -155,7 +160,7 @@ impl CountDownLatch {
         let what = self.what("wait for");
         on_runtime(&what.clone(), async move {
             let deadline = Instant::now() + timeout;
-            if read_count(&inner.client, &inner.name, &what).await? == 0 {
+            if read_count(&inner.client, &inner.key, &what).await? == 0 {
                 return Ok(true);
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -166,7 +171,7 @@ impl CountDownLatch {
             };
             loop {
                 let seen = subscription.messages();
-                if read_count(&inner.client, &inner.name, &what).await? == 0 {
+                if read_count(&inner.client, &inner.key, &what).await? == 0 {
                     // The zero message wakes one local waiter of this channel: it passes the
                     // wake-up on to the next.
                     subscription.pass_on();
@@ -183,12 +188,12 @@ impl CountDownLatch {
     }
 }
 
-/// `GET` of the count: 0 when there is no key, and when the count is negative.
-async fn read_count(client: &Arc<ClientInner>, name: &str, what: &str) -> Result<u64> {
+/// `GET` of the count at `key`: 0 when there is no key, and when the count is negative.
+async fn read_count(client: &Arc<ClientInner>, key: &str, what: &str) -> Result<u64> {
     client.check_usable_for(what)?;
     let mut connection = client.connection.clone();
     let value: Option<String> = redis::cmd("GET")
-        .arg(name)
+        .arg(key)
         .query_async(&mut connection)
         .await
         .map_err(|err| Error::from_redis(what, err))?;

@@ -40,6 +40,7 @@ mod explorer;
 mod hold;
 mod ids;
 mod inspect;
+pub mod key_prefix;
 pub mod keys;
 mod kinds;
 mod latch;

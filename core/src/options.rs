@@ -67,6 +67,15 @@ pub struct ClientOptions {
     /// How many lock names (per kind) metrics keep apart; the others are counted together as
     /// `_other`. Default 1000.
     pub metrics_max_lock_names: usize,
+    /// A namespace for every key and channel of this client, as Redisson's `NameMapper`: the
+    /// lock `orders:42` under the prefix `app:` is the key `app:orders:42`, and every key and
+    /// channel derived from a name derives from `app:orders:42` (`redisson_lock__channel:{app:orders:42}`,
+    /// ...), as does the client record (`app:polylock:client:<id>`). A Redisson client shares
+    /// the locks when its `NameMapper` adds the same prefix. Errors, metrics and `LockInfo` show
+    /// the name without it. 1 to [`crate::key_prefix::MAX_KEY_PREFIX_BYTES`] bytes, no whitespace,
+    /// control characters, `{ }` (cluster hash tags) or glob characters `* ? [ ] \`. Default
+    /// none.
+    pub key_prefix: Option<String>,
 }
 
 /// Longest client name accepted.
@@ -98,6 +107,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("name", &self.name)
             .field("metrics", &self.metrics)
             .field("metrics_max_lock_names", &self.metrics_max_lock_names)
+            .field("key_prefix", &self.key_prefix)
             .finish()
     }
 }
@@ -118,6 +128,7 @@ impl Default for ClientOptions {
             name: None,
             metrics: true,
             metrics_max_lock_names: 1000,
+            key_prefix: None,
         }
     }
 }
@@ -125,6 +136,9 @@ impl Default for ClientOptions {
 impl ClientOptions {
     /// Checks every option against its limits.
     pub fn validate(&self) -> Result<()> {
+        if let Some(prefix) = &self.key_prefix {
+            crate::key_prefix::validate(prefix)?;
+        }
         if let Some(name) = &self.name {
             if name.trim().is_empty() || name.len() > MAX_CLIENT_NAME_BYTES {
                 return Err(invalid(format!(
@@ -294,6 +308,7 @@ pub struct ClientOptionsInMillis {
     pub metrics: Option<bool>,
     /// A count, as a number (every binding's numbers are `f64` or fit one).
     pub metrics_max_lock_names: Option<f64>,
+    pub key_prefix: Option<String>,
 }
 
 impl ClientOptionsInMillis {
@@ -335,6 +350,7 @@ impl ClientOptionsInMillis {
                     )))
                 }
             },
+            key_prefix: self.key_prefix,
         })
     }
 }

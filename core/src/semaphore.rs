@@ -29,7 +29,11 @@ pub struct Semaphore {
 
 struct Inner {
     client: Arc<ClientInner>,
+    /// The name as the user gave it (errors, metrics).
     name: String,
+    /// The name under the client's key prefix: the counter's key, from which the channel and
+    /// latches derive.
+    key: String,
     channel: String,
     /// Taken at the first acquire or release: an expirable semaphore uses this handle for its
     /// counter only, and must not show as a semaphore in the metrics.
@@ -48,9 +52,10 @@ impl Semaphore {
     pub(crate) fn new(client: Arc<ClientInner>, name: &str) -> Semaphore {
         Semaphore {
             inner: Arc::new(Inner {
+                key: client.key_of(name),
+                channel: keys::semaphore_channel(&client.key_of(name)),
                 client,
                 name: name.to_owned(),
-                channel: keys::semaphore_channel(name),
                 stats: OnceLock::new(),
             }),
         }
@@ -77,7 +82,7 @@ impl Semaphore {
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
         validate_permits("permits", permits, 0)?;
         let mut call = TRY_SET.prepare_invoke(self.inner.client.publish);
-        call.key(&self.inner.name)
+        call.key(&self.inner.key)
             .key(&self.inner.channel)
             .arg(permits);
         // Not retried: a retry after a lost reply would find the key and answer false.
@@ -113,9 +118,9 @@ impl Semaphore {
     async fn add(&self, permits: i64, what: String) -> Result<()> {
         let mut call = ADD.prepare_invoke(self.inner.client.publish);
         let client = &self.inner.client;
-        call.key(&self.inner.name)
+        call.key(&self.inner.key)
             .key(&self.inner.channel)
-            .key(keys::unlock_latch(&self.inner.name, &request_id()))
+            .key(keys::unlock_latch(&self.inner.key, &request_id()))
             .arg(permits)
             .arg(latch_ms(client.options.response_timeout * 2));
         let inner = self.inner.clone();
@@ -135,6 +140,7 @@ impl Semaphore {
         validate_permits("permits", permits, 1)?;
         let kind = Arc::new(SemaphoreAcquisition::new(
             &self.inner.name,
+            &self.inner.key,
             permits,
             self.inner.client.publish,
         ));
@@ -155,7 +161,7 @@ impl Semaphore {
         let latches: Vec<String> = core
             .detach()
             .iter()
-            .map(|request| keys::acquire_latch(&self.inner.name, request))
+            .map(|request| keys::acquire_latch(&self.inner.key, request))
             .collect();
         let mut connection = self.inner.client.connection.clone();
         runtime().spawn(async move {
@@ -180,7 +186,7 @@ impl Semaphore {
     /// The permits available now (0 when never set).
     pub async fn available_permits(&self) -> Result<i64> {
         let mut call = AVAILABLE.prepare_invoke(self.inner.client.publish);
-        call.key(&self.inner.name);
+        call.key(&self.inner.key);
         query(&self.inner.client, self.what("count the permits of"), call).await
     }
 }

@@ -54,6 +54,15 @@ async fn outcome(case: &Value) -> Result<(), Error> {
                 .read_write_lock(case["name"].as_str().unwrap())
                 .map(drop)
         }
+        "connect" if case["option"] == "key_prefix" => {
+            let options = ClientOptions {
+                key_prefix: Some(case["value"].as_str().unwrap().to_owned()),
+                ..ClientOptions::default()
+            };
+            polylock::Client::connect_with("redis://127.0.0.1:1", options)
+                .await
+                .map(drop)
+        }
         "connect" => {
             let name = case["option"].as_str().unwrap();
             let value = option_from_millis(name, millis(&case["ms"]).unwrap())?;

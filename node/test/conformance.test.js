@@ -25,6 +25,7 @@ const OPTION = {
   response_timeout: 'responseTimeoutMs',
   fair_queue_timeout: 'fairQueueTimeoutMs',
   replica_sync_timeout: 'replicaSyncTimeoutMs',
+  key_prefix: 'keyPrefix',
 }
 
 const sleep = (delay) => new Promise((resolve) => setTimeout(resolve, delay))
@@ -58,7 +59,7 @@ describe('the bad-input table', () => {
         case 'connect': {
           // Nobody listens there: a connect that dialled would fail with ERR_CONNECTION instead.
           const url = `redis://127.0.0.1:${await freePort()}`
-          await assert.rejects(Client.connect(url, { [OPTION[c.option]]: ms(c.ms) }), expected)
+          await assert.rejects(Client.connect(url, { [OPTION[c.option]]: 'value' in c ? c.value : ms(c.ms) }), expected)
           break
         }
         case 'read_write_lock':

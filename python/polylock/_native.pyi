@@ -93,6 +93,7 @@ class _ClientOptions(TypedDict, total=False):
     name: str | None
     metrics: bool
     metrics_max_lock_names: int | None
+    key_prefix: str | None
 
 #: A metric event: (event, lock_name, lock_kind, start_unix_nanos, duration_nanos, a, b, c) with
 #: event "acquire" (a: result, b: attempts, c: woken_by or None), "hold" (a: lost), "release"

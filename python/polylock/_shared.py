@@ -56,6 +56,7 @@ class ClientOptions(TypedDict, total=False):
     name: Optional[str]
     metrics: bool
     metrics_max_lock_names: Optional[int]
+    key_prefix: Optional[str]
 
 
 def native_options(options: ClientOptions) -> dict[str, object]:

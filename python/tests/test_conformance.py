@@ -35,6 +35,11 @@ def unreachable_url() -> str:
         return f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
 
 
+def option_value(case: dict[str, Any]) -> Any:
+    """A connect case's option: a string `value` as it is, else `ms` in seconds."""
+    return case["value"] if "value" in case else seconds(case["ms"])
+
+
 def case_id(case: dict[str, Any]) -> str:
     return "-".join(f"{k}={v}" for k, v in case.items() if k not in ("kind", "message", "integer_ms"))
 
@@ -141,7 +146,7 @@ def test_blocking_api_gives_the_tables_error(case, url):
     call = case["call"]
     if call == "connect":
         with pytest.raises(polylock.LockError) as raised:
-            polylock.Client(unreachable_url(), **{case["option"]: seconds(case["ms"])})
+            polylock.Client(unreachable_url(), **{case["option"]: option_value(case)})
         check(raised, case)
         return
     with polylock.Client(url) as client:
@@ -156,7 +161,7 @@ def test_asyncio_api_gives_the_tables_error(case, url):
         call = case["call"]
         if call == "connect":
             with pytest.raises(polylock.LockError) as raised:
-                await polylock.AsyncClient.connect(unreachable_url(), **{case["option"]: seconds(case["ms"])})
+                await polylock.AsyncClient.connect(unreachable_url(), **{case["option"]: option_value(case)})
             check(raised, case)
             return
         async with await polylock.AsyncClient.connect(url) as client:

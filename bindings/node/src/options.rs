@@ -59,6 +59,9 @@ pub struct ConnectOptions {
     /// How many lock names (per kind) metrics keep apart; the others are counted together as
     /// `_other`. 1 to 100000, default 1000.
     pub metrics_max_lock_names: Option<f64>,
+    /// A namespace put before every lock name, and so in every key and channel (Redisson's
+    /// `NameMapper` with the same prefix shares the locks). Default none.
+    pub key_prefix: Option<String>,
 }
 
 /// The wait and lease of an acquire, and a lock's defaults (`client.lock(name, defaults)`).
@@ -212,5 +215,6 @@ pub(crate) fn connect_options(
     .into_options()?;
     options.metrics = metrics.metrics;
     options.metrics_max_lock_names = metrics.metrics_max_lock_names;
+    options.key_prefix = fields.get("keyPrefix", string)?;
     Ok((url, options))
 }

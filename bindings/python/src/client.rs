@@ -38,6 +38,7 @@ fn options(
     name: Option<String>,
     metrics: bool,
     metrics_max_lock_names: Option<f64>,
+    key_prefix: Option<String>,
 ) -> polylock::Result<polylock::ClientOptions> {
     let millis = |seconds: Option<f64>| seconds.map(|seconds| seconds * 1000.0);
     ClientOptionsInMillis {
@@ -54,6 +55,7 @@ fn options(
         name,
         metrics: Some(metrics),
         metrics_max_lock_names,
+        key_prefix,
     }
     .into_options()
 }
@@ -259,4 +261,5 @@ client_class!({
     name: [Option<String>] = None,
     metrics: [bool] = true,
     metrics_max_lock_names: [Option<f64>] = None,
+    key_prefix: [Option<String>] = None,
 );

@@ -62,6 +62,9 @@ client_options! {
     /// How many lock names (per kind) metrics keep apart; the others are counted together as
     /// `_other` (default 1 000).
     metrics_max_lock_names: i64,
+    /// A namespace put before every lock name, and so in every key and channel (Redisson's
+    /// `NameMapper` with the same prefix shares the locks); default none.
+    key_prefix: String,
 }
 
 /// A connection to one Redis server, shared by every lock made from it.
@@ -98,6 +101,7 @@ impl Client {
             name: options.name,
             metrics: options.metrics,
             metrics_max_lock_names: options.metrics_max_lock_names.map(|count| count as f64),
+            key_prefix: options.key_prefix,
         }
         .into_options()?;
         let inner = polylock::Client::connect_with(&url, options).await?;

@@ -42,7 +42,8 @@ pub fn probe_name(prefix: &str) -> String {
 static PROBE: std::sync::LazyLock<redis::Script> =
     std::sync::LazyLock::new(|| redis::Script::new(include_str!("probe.lua")));
 
-/// Tries, as the user of `url`, everything [`rule`] grants for the locks under `prefix`, and
+/// Tries, as the user of `url`, everything [`rule`] grants for the locks under `prefix` (after
+/// `options.key_prefix`, as [`rule_under_key_prefix`]), and
 /// [`sync_replicas_rule`] (reported as optional), harmlessly: each command the client sends,
 /// each command the lock scripts call (on a probe key, left empty), each derived key and
 /// channel of the lock `<prefix>polylock_acl_probe`. Needs no admin command (`ACL DRYRUN` needs
@@ -94,6 +95,9 @@ async fn check_on_runtime(
         }
     };
     let cluster_pubsub = cluster.then_some(if sharded { "sharded" } else { "broadcast" });
+    // Under a key prefix every name, and the client records, start with it.
+    let key_prefix = options.key_prefix.as_deref().unwrap_or_default();
+    let prefix = &format!("{key_prefix}{prefix}");
     let name = probe_name(prefix);
     let probe_key = format!("{{{name}}}");
 
@@ -124,7 +128,7 @@ async fn check_on_runtime(
         note(&err, &mut missing, "loading the lock scripts", false);
     }
     // The client record: written (then deleted) and read, on a probe record of its own.
-    let record = crate::keys::client_record(&name);
+    let record = format!("{key_prefix}{}", crate::keys::client_record(&name));
     let mut write = redis::pipe();
     write
         .cmd("HSET")
@@ -138,7 +142,7 @@ async fn check_on_runtime(
     if let Err(err) = write.query_async::<()>(&mut connection.clone()).await {
         if refusal(&err).is_some() && err.to_string().contains("key") {
             missing(
-                format!("~{CLIENT_RECORD_PATTERN}"),
+                format!("~{key_prefix}{CLIENT_RECORD_PATTERN}"),
                 "the client record (who holds a lock)",
                 false,
             );

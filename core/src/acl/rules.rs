@@ -119,6 +119,14 @@ pub fn channel_patterns(prefix: &str) -> Vec<String> {
 /// allow exactly what polylock needs for the locks named `<prefix>...`, on one server or a
 /// cluster, Redis 7+: `resetkeys resetchannels -@all +ping ... ~app:* ... &redisson_*:{app:* ...`.
 pub fn rule(prefix: &str) -> Vec<String> {
+    rule_under_key_prefix("", prefix)
+}
+
+/// [`rule`] for clients with `ClientOptions::key_prefix` `key_prefix` (empty: none): every
+/// name, and with it every key and channel, starts with `key_prefix` then `prefix`, and the
+/// client records are `<key_prefix>polylock:client:*`.
+pub fn rule_under_key_prefix(key_prefix: &str, prefix: &str) -> Vec<String> {
+    let prefix = &format!("{key_prefix}{prefix}");
     let mut args = vec![
         "resetkeys".to_owned(),
         "resetchannels".to_owned(),
@@ -135,7 +143,7 @@ pub fn rule(prefix: &str) -> Vec<String> {
     commands.dedup();
     args.extend(commands.iter().map(|command| format!("+{command}")));
     args.extend(key_patterns(prefix).iter().map(|key| format!("~{key}")));
-    args.push(format!("~{CLIENT_RECORD_PATTERN}"));
+    args.push(format!("~{key_prefix}{CLIENT_RECORD_PATTERN}"));
     args.extend(channel_patterns(prefix).iter().map(|c| format!("&{c}")));
     args
 }

@@ -574,7 +574,7 @@ impl LockCore {
             // A failed WAIT leaves it unknown whether the replicas have it: the same request is
             // retried, replays the acquisition, and waits again.
             let synced = sync
-                .wait(&self.client.connection, self.name())
+                .wait(&self.client.connection, self.kind.key())
                 .await
                 .map_err(|err| Error::from_redis(&self.what("wait for the replicas of"), err))?;
             if let Synced::NotAcked { replicas } = synced {

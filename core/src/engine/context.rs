@@ -249,6 +249,12 @@ impl ClientInner {
             sentinel.shutdown();
         }
     }
+
+    /// The name polylock works with for the user's `name`: the key prefix, then the name
+    /// (`ClientOptions::key_prefix`). Every key and channel derives from it.
+    pub(crate) fn key_of(&self, name: &str) -> String {
+        crate::key_prefix::apply(self.options.key_prefix.as_deref(), name)
+    }
 }
 
 impl Drop for ClientInner {

@@ -222,7 +222,7 @@ impl LockCore {
         self.client.check_usable(self.name())?;
         let mut connection = self.client.connection.clone();
         let pttl: i64 = INSPECT
-            .key(self.name())
+            .key(self.kind.key())
             .invoke_async(&mut connection)
             .await
             .map_err(|err| Error::from_redis(&self.what("inspect"), err))?;

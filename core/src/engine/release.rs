@@ -75,7 +75,7 @@ impl ReleaseRequest {
                 }
                 Ok(answer) => {
                     if let (Some(sync), Some(_)) = (&self.client.replica_sync, answer) {
-                        sync.confirm(&self.client.connection, self.kind.name(), "a release")
+                        sync.confirm(&self.client.connection, self.kind.key(), "a release")
                             .await;
                     }
                     return Ok(answer);

@@ -206,6 +206,10 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     /// The lock's name as the user gave it.
     fn name(&self) -> &str;
 
+    /// The lock's key: its name under the client's key prefix (`ClientOptions::key_prefix`),
+    /// from which every other key and channel of the kind derives.
+    fn key(&self) -> &str;
+
     /// The kind's name in metrics and the client record: `lock`, `fair_lock`, `fenced_lock`,
     /// `read_write_lock`, `semaphore`, `expirable_semaphore`.
     fn kind_name(&self) -> &'static str {

@@ -28,18 +28,22 @@ pub(crate) static AVAILABLE: LazyLock<LockScript> =
 
 /// The permits of one expirable semaphore; the owner of each hold is its permit id.
 pub(crate) struct Permit {
+    /// The name as the user gave it (errors, metrics).
     name: String,
+    /// The name under the client's key prefix, from which every key and channel derives.
+    key: String,
     timeouts: String,
     channel: String,
     publish: Publish,
 }
 
 impl Permit {
-    pub(crate) fn new(name: &str, publish: Publish) -> Permit {
+    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Permit {
         Permit {
             name: name.to_owned(),
-            timeouts: keys::permit_timeouts(name),
-            channel: keys::semaphore_channel(name),
+            key: key.to_owned(),
+            timeouts: keys::permit_timeouts(key),
+            channel: keys::semaphore_channel(key),
             publish,
         }
     }
@@ -47,7 +51,7 @@ impl Permit {
     /// The permits available now (expired ones come back first).
     pub(crate) fn available(&self) -> ScriptInvocation<'static> {
         let mut call = AVAILABLE.prepare_invoke(self.publish);
-        call.key(&self.name).key(&self.timeouts).key(&self.channel);
+        call.key(&self.key).key(&self.timeouts).key(&self.channel);
         call
     }
 }
@@ -61,16 +65,20 @@ impl LockKind for Permit {
         &self.name
     }
 
+    fn key(&self) -> &str {
+        &self.key
+    }
+
     fn wait_channel(&self, _owner: &str) -> String {
         self.channel.clone()
     }
 
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
         let mut call = ACQUIRE.prepare_invoke(self.publish);
-        call.key(&self.name)
+        call.key(&self.key)
             .key(&self.timeouts)
             .key(&self.channel)
-            .key(keys::acquire_latch(&self.name, args.request))
+            .key(keys::acquire_latch(&self.key, args.request))
             .arg(args.lease_ms)
             .arg(args.owner);
         call
@@ -78,10 +86,10 @@ impl LockKind for Permit {
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
         let mut call = UNDO.prepare_invoke(self.publish);
-        call.key(&self.name)
+        call.key(&self.key)
             .key(&self.timeouts)
             .key(&self.channel)
-            .key(keys::acquire_latch(&self.name, args.request))
+            .key(keys::acquire_latch(&self.key, args.request))
             .arg(args.owner)
             .arg(args.latch_ms);
         call
@@ -89,11 +97,11 @@ impl LockKind for Permit {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = RELEASE.prepare_invoke(self.publish);
-        call.key(&self.name)
+        call.key(&self.key)
             .key(&self.timeouts)
             .key(&self.channel)
-            .key(keys::unlock_latch(&self.name, args.request))
-            .key(keys::acquire_latch(&self.name, args.acquired_by))
+            .key(keys::unlock_latch(&self.key, args.request))
+            .key(keys::acquire_latch(&self.key, args.acquired_by))
             .arg(args.owner)
             .arg(0)
             .arg(args.final_latch_ms);

@@ -45,7 +45,10 @@ static FORCE_UNLOCK: LazyLock<LockScript> =
     lock_script!("../lock_hash.lua", "prelude.lua", "force_unlock.lua");
 
 pub(crate) struct Fair {
+    /// The name as the user gave it (errors, metrics).
     name: String,
+    /// The name under the client's key prefix, from which every key and channel derives.
+    key: String,
     queue: String,
     timeouts: String,
     seen: String,
@@ -57,15 +60,16 @@ pub(crate) struct Fair {
 }
 
 impl Fair {
-    pub(crate) fn new(name: &str, publish: Publish) -> Fair {
+    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Fair {
         Fair {
             name: name.to_owned(),
-            queue: keys::fair_queue(name),
-            timeouts: keys::fair_timeouts(name),
-            seen: keys::fair_seen(name),
-            grants: keys::fair_grants(name),
-            latch_prefix: keys::acquire_latch_prefix(name),
-            channel_prefix: keys::lock_channel(name),
+            key: key.to_owned(),
+            queue: keys::fair_queue(key),
+            timeouts: keys::fair_timeouts(key),
+            seen: keys::fair_seen(key),
+            grants: keys::fair_grants(key),
+            latch_prefix: keys::acquire_latch_prefix(key),
+            channel_prefix: keys::lock_channel(key),
             publish,
         }
     }
@@ -73,7 +77,7 @@ impl Fair {
     /// A call of `script` with the keys every fair script starts with.
     fn call(&self, script: &'static LockScript) -> ScriptInvocation<'static> {
         let mut call = script.prepare_invoke(self.publish);
-        call.key(&self.name)
+        call.key(&self.key)
             .key(&self.queue)
             .key(&self.timeouts)
             .key(&self.channel_prefix)
@@ -97,8 +101,12 @@ impl LockKind for Fair {
         &self.name
     }
 
+    fn key(&self) -> &str {
+        &self.key
+    }
+
     fn wait_channel(&self, owner: &str) -> String {
-        keys::fair_waiter_channel(&self.name, owner)
+        keys::fair_waiter_channel(&self.key, owner)
     }
 
     /// Told directly and kept subscribed; a waiter looks again before the queue timeout
@@ -116,7 +124,7 @@ impl LockKind for Fair {
     /// free for it to take), and still queued.
     fn nothing_missed(&self, owner: &str) -> Option<redis::Pipeline> {
         let mut pipe = redis::pipe();
-        pipe.exists(&self.name).zscore(&self.timeouts, owner);
+        pipe.exists(&self.key).zscore(&self.timeouts, owner);
         Some(pipe)
     }
 
@@ -126,7 +134,7 @@ impl LockKind for Fair {
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
         let mut call = self.call(&ACQUIRE);
-        call.key(keys::acquire_latch(&self.name, args.request))
+        call.key(keys::acquire_latch(&self.key, args.request))
             .arg(args.lease_ms)
             .arg(args.owner)
             .arg(options.fair_queue_timeout.as_millis() as u64)
@@ -145,7 +153,7 @@ impl LockKind for Fair {
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
         let mut call = self.call(&UNDO);
-        call.key(keys::acquire_latch(&self.name, args.request))
+        call.key(keys::acquire_latch(&self.key, args.request))
             .arg(args.owner)
             .arg(args.latch_ms)
             .arg(args.lease_ms)
@@ -157,8 +165,8 @@ impl LockKind for Fair {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = self.call(&RELEASE);
-        call.key(keys::unlock_latch(&self.name, args.request))
-            .key(keys::acquire_latch(&self.name, args.acquired_by))
+        call.key(keys::unlock_latch(&self.key, args.request))
+            .key(keys::acquire_latch(&self.key, args.acquired_by))
             .arg(args.lease_ms)
             .arg(args.owner)
             .arg(args.latch_ms)
@@ -175,7 +183,7 @@ impl LockKind for Fair {
         _: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
         let mut call = self.call(&CANCEL);
-        call.key(keys::acquire_latch(&self.name, request))
+        call.key(keys::acquire_latch(&self.key, request))
             .arg(owner)
             .arg(allowance_ms())
             .arg(latch_ms);
@@ -191,7 +199,7 @@ impl LockKind for Fair {
     fn renewal(&self, owner: &str) -> Renewal {
         Renewal {
             script: &HASH_RENEWAL,
-            key: self.name.clone(),
+            key: self.key.clone(),
             owner: owner.to_owned(),
         }
     }

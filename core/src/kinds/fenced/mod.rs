@@ -33,10 +33,10 @@ pub(crate) struct Fenced {
 }
 
 impl Fenced {
-    pub(crate) fn new(name: &str, publish: Publish) -> Fenced {
+    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Fenced {
         Fenced {
-            lock: Reentrant::new(name, publish),
-            token_counter: keys::fenced_token(name),
+            lock: Reentrant::new(name, key, publish),
+            token_counter: keys::fenced_token(key),
         }
     }
 }
@@ -48,6 +48,10 @@ impl LockKind for Fenced {
 
     fn name(&self) -> &str {
         self.lock.name()
+    }
+
+    fn key(&self) -> &str {
+        &self.lock.key
     }
 
     fn wait_channel(&self, owner: &str) -> String {
@@ -81,9 +85,9 @@ impl LockKind for Fenced {
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
         let mut call = ACQUIRE.prepare_invoke(self.lock.publish);
-        call.key(self.name())
+        call.key(&self.lock.key)
             .key(&self.token_counter)
-            .key(keys::acquire_latch(self.name(), args.request))
+            .key(keys::acquire_latch(&self.lock.key, args.request))
             .key(&self.lock.waiters)
             .key(&self.lock.reservation)
             .arg(args.lease_ms)

@@ -36,7 +36,10 @@ static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!("prelude.lua", "force_u
 
 /// Keys shared by both sides of one read-write lock.
 struct Names {
+    /// The name as the user gave it (errors, metrics).
     name: String,
+    /// The name under the client's key prefix, from which every key and channel derives.
+    key: String,
     channel: String,
     writers: String,
     readers: String,
@@ -45,14 +48,15 @@ struct Names {
 }
 
 impl Names {
-    fn new(name: &str, publish: Publish) -> Names {
+    fn new(name: &str, key: &str, publish: Publish) -> Names {
         Names {
             publish,
             name: name.to_owned(),
-            channel: keys::rwlock_channel(name),
-            writers: keys::rwlock_writers(name),
-            readers: keys::rwlock_readers(name),
-            since: keys::rwlock_since(name),
+            key: key.to_owned(),
+            channel: keys::rwlock_channel(key),
+            writers: keys::rwlock_writers(key),
+            readers: keys::rwlock_readers(key),
+            since: keys::rwlock_since(key),
         }
     }
 
@@ -81,8 +85,8 @@ fn registration(options: &ClientOptions) -> Duration {
 pub(crate) struct ReadLock(Names);
 
 impl ReadLock {
-    pub(crate) fn new(name: &str, publish: Publish) -> ReadLock {
-        ReadLock(Names::new(name, publish))
+    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> ReadLock {
+        ReadLock(Names::new(name, key, publish))
     }
 }
 
@@ -93,6 +97,10 @@ impl LockKind for ReadLock {
 
     fn name(&self) -> &str {
         &self.0.name
+    }
+
+    fn key(&self) -> &str {
+        &self.0.key
     }
 
     fn wait_channel(&self, _owner: &str) -> String {
@@ -113,9 +121,9 @@ impl LockKind for ReadLock {
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
         let mut call = READ_ACQUIRE.prepare_invoke(self.0.publish);
-        call.key(&self.0.name)
-            .key(keys::rwlock_timeout_prefix(&self.0.name, args.owner))
-            .key(keys::acquire_latch(&self.0.name, args.request))
+        call.key(&self.0.key)
+            .key(keys::rwlock_timeout_prefix(&self.0.key, args.owner))
+            .key(keys::acquire_latch(&self.0.key, args.request))
             .key(&self.0.writers)
             .key(&self.0.readers)
             .key(&self.0.since)
@@ -138,10 +146,10 @@ impl LockKind for ReadLock {
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
         let mut call = READ_UNDO.prepare_invoke(self.0.publish);
-        call.key(&self.0.name)
+        call.key(&self.0.key)
             .key(&self.0.channel)
-            .key(keys::rwlock_timeout_prefix(&self.0.name, args.owner))
-            .key(keys::acquire_latch(&self.0.name, args.request))
+            .key(keys::rwlock_timeout_prefix(&self.0.key, args.owner))
+            .key(keys::acquire_latch(&self.0.key, args.request))
             .key(&self.0.writers)
             .key(&self.0.readers)
             .key(&self.0.since)
@@ -152,11 +160,11 @@ impl LockKind for ReadLock {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = READ_RELEASE.prepare_invoke(self.0.publish);
-        call.key(&self.0.name)
+        call.key(&self.0.key)
             .key(&self.0.channel)
-            .key(keys::rwlock_timeout_prefix(&self.0.name, args.owner))
-            .key(keys::unlock_latch(&self.0.name, args.request))
-            .key(keys::acquire_latch(&self.0.name, args.acquired_by))
+            .key(keys::rwlock_timeout_prefix(&self.0.key, args.owner))
+            .key(keys::unlock_latch(&self.0.key, args.request))
+            .key(keys::acquire_latch(&self.0.key, args.acquired_by))
             .key(&self.0.writers)
             .arg(args.lease_ms)
             .arg(args.owner)
@@ -168,7 +176,7 @@ impl LockKind for ReadLock {
     /// Deletes the lock when readers hold it (as Redisson's read lock's `forceUnlock`).
     fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
         let mut call = FORCE_UNLOCK.prepare_invoke(self.0.publish);
-        call.key(&self.0.name)
+        call.key(&self.0.key)
             .key(&self.0.channel)
             .arg("read")
             .arg(0);
@@ -178,7 +186,7 @@ impl LockKind for ReadLock {
     fn renewal(&self, owner: &str) -> Renewal {
         Renewal {
             script: &READ_RENEWAL,
-            key: self.0.name.clone(),
+            key: self.0.key.clone(),
             owner: owner.to_owned(),
         }
     }
@@ -187,8 +195,8 @@ impl LockKind for ReadLock {
 pub(crate) struct WriteLock(Names);
 
 impl WriteLock {
-    pub(crate) fn new(name: &str, publish: Publish) -> WriteLock {
-        WriteLock(Names::new(name, publish))
+    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> WriteLock {
+        WriteLock(Names::new(name, key, publish))
     }
 }
 
@@ -199,6 +207,10 @@ impl LockKind for WriteLock {
 
     fn name(&self) -> &str {
         &self.0.name
+    }
+
+    fn key(&self) -> &str {
+        &self.0.key
     }
 
     fn wait_channel(&self, _owner: &str) -> String {
@@ -219,8 +231,8 @@ impl LockKind for WriteLock {
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
         let mut call = WRITE_ACQUIRE.prepare_invoke(self.0.publish);
-        call.key(&self.0.name)
-            .key(keys::acquire_latch(&self.0.name, args.request))
+        call.key(&self.0.key)
+            .key(keys::acquire_latch(&self.0.key, args.request))
             .key(&self.0.writers)
             .key(&self.0.readers)
             .key(&self.0.since)
@@ -232,9 +244,9 @@ impl LockKind for WriteLock {
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
         let mut call = WRITE_UNDO.prepare_invoke(self.0.publish);
-        call.key(&self.0.name)
+        call.key(&self.0.key)
             .key(&self.0.channel)
-            .key(keys::acquire_latch(&self.0.name, args.request))
+            .key(keys::acquire_latch(&self.0.key, args.request))
             .key(&self.0.writers)
             .key(&self.0.since)
             .arg(write_field(args.owner))
@@ -245,10 +257,10 @@ impl LockKind for WriteLock {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = WRITE_RELEASE.prepare_invoke(self.0.publish);
-        call.key(&self.0.name)
+        call.key(&self.0.key)
             .key(&self.0.channel)
-            .key(keys::unlock_latch(&self.0.name, args.request))
-            .key(keys::acquire_latch(&self.0.name, args.acquired_by))
+            .key(keys::unlock_latch(&self.0.key, args.request))
+            .key(keys::acquire_latch(&self.0.key, args.acquired_by))
             .arg(args.lease_ms)
             .arg(write_field(args.owner))
             .arg(args.latch_ms)
@@ -269,7 +281,7 @@ impl LockKind for WriteLock {
     /// Deletes the lock when a writer holds it (as Redisson's write lock's `forceUnlock`).
     fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
         let mut call = FORCE_UNLOCK.prepare_invoke(self.0.publish);
-        call.key(&self.0.name)
+        call.key(&self.0.key)
             .key(&self.0.channel)
             .arg("write")
             .arg(1);
@@ -279,7 +291,7 @@ impl LockKind for WriteLock {
     fn renewal(&self, owner: &str) -> Renewal {
         Renewal {
             script: &HASH_RENEWAL,
-            key: self.0.name.clone(),
+            key: self.0.key.clone(),
             owner: write_field(owner),
         }
     }

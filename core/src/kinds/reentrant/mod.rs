@@ -41,7 +41,11 @@ static FORCE_UNLOCK: LazyLock<LockScript> =
     lock_script!("../lock_hash.lua", "waiters.lua", "force_unlock.lua");
 
 pub(crate) struct Reentrant {
+    /// The name as the user gave it (errors, metrics).
     name: String,
+    /// The name under the client's key prefix: the lock's key, from which every other key and
+    /// channel derives.
+    pub(super) key: String,
     channel: String,
     pub(super) waiters: String,
     pub(super) reservation: String,
@@ -53,16 +57,17 @@ pub(crate) struct Reentrant {
 }
 
 impl Reentrant {
-    pub(crate) fn new(name: &str, publish: Publish) -> Reentrant {
+    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Reentrant {
         Reentrant {
             name: name.to_owned(),
-            channel: keys::lock_channel(name),
-            waiters: keys::lock_waiters(name),
-            reservation: keys::lock_reservation(name),
-            told_prefix: keys::lock_told_prefix(name),
-            listening: keys::lock_listening_channel(name),
-            grants: keys::lock_grants(name),
-            latch_prefix: keys::acquire_latch_prefix(name),
+            key: key.to_owned(),
+            channel: keys::lock_channel(key),
+            waiters: keys::lock_waiters(key),
+            reservation: keys::lock_reservation(key),
+            told_prefix: keys::lock_told_prefix(key),
+            listening: keys::lock_listening_channel(key),
+            grants: keys::lock_grants(key),
+            latch_prefix: keys::acquire_latch_prefix(key),
             publish,
         }
     }
@@ -70,7 +75,7 @@ impl Reentrant {
     /// A call of `script` with the keys every waking script starts with: the lock, its channel.
     fn waking_call(&self, script: &'static LockScript) -> ScriptInvocation<'static> {
         let mut call = script.prepare_invoke(self.publish);
-        call.key(&self.name).key(&self.channel);
+        call.key(&self.key).key(&self.channel);
         call
     }
 
@@ -105,12 +110,16 @@ impl LockKind for Reentrant {
         &self.name
     }
 
+    fn key(&self) -> &str {
+        &self.key
+    }
+
     fn wait_channel(&self, _owner: &str) -> String {
         self.channel.clone()
     }
 
     fn told_channel(&self, owner: &str) -> Option<String> {
-        Some(keys::lock_told_channel(&self.name, owner))
+        Some(keys::lock_told_channel(&self.key, owner))
     }
 
     fn listening_channel(&self) -> Option<String> {
@@ -136,7 +145,7 @@ impl LockKind for Reentrant {
     /// not yet listening dropped it from the list).
     fn nothing_missed(&self, owner: &str) -> Option<redis::Pipeline> {
         let mut pipe = redis::pipe();
-        pipe.exists(&self.name).zscore(&self.waiters, owner);
+        pipe.exists(&self.key).zscore(&self.waiters, owner);
         Some(pipe)
     }
 
@@ -146,8 +155,8 @@ impl LockKind for Reentrant {
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
         let mut call = ACQUIRE.prepare_invoke(self.publish);
-        call.key(&self.name)
-            .key(keys::acquire_latch(&self.name, args.request))
+        call.key(&self.key)
+            .key(keys::acquire_latch(&self.key, args.request))
             .key(&self.waiters)
             .key(&self.reservation)
             .key(&self.grants)
@@ -164,7 +173,7 @@ impl LockKind for Reentrant {
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
         let mut call = self.waking_call(&UNDO);
-        call.key(keys::acquire_latch(&self.name, args.request));
+        call.key(keys::acquire_latch(&self.key, args.request));
         self.with_waiter_keys(&mut call);
         call.arg(args.owner)
             .arg(args.latch_ms)
@@ -176,8 +185,8 @@ impl LockKind for Reentrant {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = self.waking_call(&RELEASE);
-        call.key(keys::unlock_latch(&self.name, args.request))
-            .key(keys::acquire_latch(&self.name, args.acquired_by));
+        call.key(keys::unlock_latch(&self.key, args.request))
+            .key(keys::acquire_latch(&self.key, args.acquired_by));
         self.with_waiter_keys(&mut call);
         call.arg(args.lease_ms)
             .arg(args.owner)
@@ -196,7 +205,7 @@ impl LockKind for Reentrant {
     ) -> Option<ScriptInvocation<'static>> {
         let mut call = self.waking_call(&LEAVE);
         self.with_waiter_keys(&mut call);
-        call.key(keys::acquire_latch(&self.name, request))
+        call.key(keys::acquire_latch(&self.key, request))
             .arg(owner)
             .arg(reservation_ms())
             .arg(latch_ms);
@@ -213,7 +222,7 @@ impl LockKind for Reentrant {
     fn renewal(&self, owner: &str) -> Renewal {
         Renewal {
             script: &HASH_RENEWAL,
-            key: self.name.clone(),
+            key: self.key.clone(),
             owner: owner.to_owned(),
         }
     }

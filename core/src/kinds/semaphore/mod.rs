@@ -27,17 +27,26 @@ pub(crate) static AVAILABLE: LazyLock<LockScript> = lock_script!("prelude.lua", 
 
 /// One acquisition of `permits` permits.
 pub(crate) struct SemaphoreAcquisition {
+    /// The name as the user gave it (errors, metrics).
     name: String,
+    /// The name under the client's key prefix, from which every key and channel derives.
+    key: String,
     channel: String,
     permits: i64,
     publish: Publish,
 }
 
 impl SemaphoreAcquisition {
-    pub(crate) fn new(name: &str, permits: i64, publish: Publish) -> SemaphoreAcquisition {
+    pub(crate) fn new(
+        name: &str,
+        key: &str,
+        permits: i64,
+        publish: Publish,
+    ) -> SemaphoreAcquisition {
         SemaphoreAcquisition {
             name: name.to_owned(),
-            channel: keys::semaphore_channel(name),
+            key: key.to_owned(),
+            channel: keys::semaphore_channel(key),
             permits,
             publish,
         }
@@ -53,6 +62,10 @@ impl LockKind for SemaphoreAcquisition {
         &self.name
     }
 
+    fn key(&self) -> &str {
+        &self.key
+    }
+
     fn wait_channel(&self, _owner: &str) -> String {
         self.channel.clone()
     }
@@ -60,8 +73,8 @@ impl LockKind for SemaphoreAcquisition {
     /// The lease is the lifetime of the request's latch (permits do not expire).
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
         let mut call = ACQUIRE.prepare_invoke(self.publish);
-        call.key(&self.name)
-            .key(keys::acquire_latch(&self.name, args.request))
+        call.key(&self.key)
+            .key(keys::acquire_latch(&self.key, args.request))
             .arg(args.lease_ms)
             .arg(self.permits);
         call
@@ -69,9 +82,9 @@ impl LockKind for SemaphoreAcquisition {
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
         let mut call = UNDO.prepare_invoke(self.publish);
-        call.key(&self.name)
+        call.key(&self.key)
             .key(&self.channel)
-            .key(keys::acquire_latch(&self.name, args.request))
+            .key(keys::acquire_latch(&self.key, args.request))
             .arg(args.latch_ms)
             .arg(self.permits);
         call
@@ -80,10 +93,10 @@ impl LockKind for SemaphoreAcquisition {
     /// Gives the permits back (only for an acquisition whose caller went away).
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = GIVE_BACK.prepare_invoke(self.publish);
-        call.key(&self.name)
+        call.key(&self.key)
             .key(&self.channel)
-            .key(keys::unlock_latch(&self.name, args.request))
-            .key(keys::acquire_latch(&self.name, args.acquired_by))
+            .key(keys::unlock_latch(&self.key, args.request))
+            .key(keys::acquire_latch(&self.key, args.acquired_by))
             .arg(self.permits)
             .arg(args.final_latch_ms);
         call
@@ -96,7 +109,7 @@ impl LockKind for SemaphoreAcquisition {
     fn renewal(&self, owner: &str) -> Renewal {
         Renewal {
             script: &HELD,
-            key: self.name.clone(),
+            key: self.key.clone(),
             owner: owner.to_owned(),
         }
     }

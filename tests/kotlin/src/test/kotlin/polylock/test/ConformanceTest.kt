@@ -69,7 +69,11 @@ class ConformanceTest {
         "connect" -> {
             // Nobody listens there: a connect that dialled would fail with Connection instead.
             val url = "redis://127.0.0.1:${freePort()}/0"
-            val options = option(case.getString("option"), case.getLong("ms"))
+            val options = if (case.has("value")) {
+                ClientOptions(keyPrefix = case.getString("value"))
+            } else {
+                option(case.getString("option"), case.getLong("ms"))
+            }
             listOf(
                 expectThrows<LockException> { runBlocking { Client.connectWith(url, options) } },
                 expectThrows<LockException> { Client.connectBlocking(url, options) },

@@ -76,6 +76,17 @@ final class Peer implements AutoCloseable {
                 Map.of("POLYLOCK_FAIR_QUEUE_TIMEOUT_MS", String.valueOf(fairQueueTimeout.toMillis())));
     }
 
+    /**
+     * Starts a peer whose client puts {@code keyPrefix} before every lock name (key_prefix), with
+     * the fair queue timeout of {@link #startWithFairQueueTimeout} (a prompt wake-up is then a
+     * message's doing).
+     */
+    static Peer startWithKeyPrefix(String redisUrl, String keyPrefix, Duration fairQueueTimeout)
+            throws IOException, InterruptedException {
+        return start(redisUrl, List.of(), Map.of("POLYLOCK_KEY_PREFIX", keyPrefix,
+                "POLYLOCK_FAIR_QUEUE_TIMEOUT_MS", String.valueOf(fairQueueTimeout.toMillis())));
+    }
+
     private static Peer start(String redisUrl, List<String> options, Map<String, String> environment)
             throws IOException, InterruptedException {
         Path binary = Path.of(System.getProperty("polylock.peer", "../../target/debug/examples/peer"));
