@@ -175,6 +175,11 @@ export declare class Client {
   runJob<T>(name: string, routine: () => Promise<T> | T, options: JobLockOptions): Promise<JobRun<T>>
   /** A handle on the count-down latch `name` (Redisson's RCountDownLatch layout). No I/O. */
   countDownLatch(name: string): CountDownLatch
+  /**
+   * The leader election `name`: candidates campaign on the fenced lock `name`, whose token is
+   * each leader's term. No I/O.
+   */
+  election(name: string): Election
 }
 
 /**
@@ -400,4 +405,42 @@ export declare class CountDownLatch {
   awaitZero(timeoutMs: number): Promise<boolean>
   /** Deletes the latch whatever its count (it is open then); resolves `true` when there was one. */
   delete(): Promise<boolean>
+}
+
+/** The leader of an election: its announced value, term, lock owner and client name. */
+export type Leader = native.Leader
+
+/** A leader election (`client.election(name)`). */
+export declare class Election {
+  readonly name: string
+  /**
+   * Waits until this candidate leads, announcing `value`. Resolves `null` when a `waitMs` bound
+   * runs out; rejects with the signal's reason when `signal` aborts, holding nothing.
+   */
+  campaign(value: string, options?: { waitMs?: number | null, signal?: AbortSignal } | null): Promise<Leadership | null>
+  /** The current leader, or `null` when nobody leads (a dead leader is never reported). */
+  leader(): Promise<Leader | null>
+  /** The leader now, then each change (`null`: nobody leads). */
+  observe(): AsyncGenerator<Leader | null, void, undefined>
+}
+
+/** This candidate's term as leader. `await using` resigns at the end. */
+export declare class Leadership {
+  /** The term: higher than every earlier leader's (pass it to {@link Client.fencedSet}). */
+  readonly term: number
+  /** The value this leader announced last. */
+  readonly value: string
+  readonly owner: string
+  /**
+   * Aborted when the leadership ends: its lease lost (reason: an `ERR_LOCK_LOST` error, no
+   * later than the lease can have ended on the server) or resigned.
+   */
+  readonly signal: AbortSignal
+  /** Whether this candidate still leads, as far as it knows (no I/O; reads the clock). */
+  isLeader(): boolean
+  /** Announces `value` instead; rejects with `ERR_LOCK_LOST` when no longer leading. */
+  proclaim(value: string): Promise<void>
+  /** Steps down: the next candidate is woken, and `signal` aborts. */
+  resign(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
 }

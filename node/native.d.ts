@@ -71,6 +71,8 @@ export declare class Client {
   jobLock(name: string, options: JobLockOptions): JobLock
   /** A handle on the count-down latch `name`. No I/O. */
   countDownLatch(name: string): CountDownLatch
+  /** The leader election `name`. No I/O. */
+  election(name: string): Election
 }
 
 /** A count-down latch: a count set once, counted down by anyone, awaited to reach zero. */
@@ -86,6 +88,26 @@ export declare class CountDownLatch {
   awaitZero(timeoutMs: number): Promise<boolean>
   /** Deletes the latch whatever its count; resolves `true` when there was one. */
   delete(): Promise<boolean>
+}
+
+/** A leader election (`client.election(name)`). */
+export declare class Election {
+  get name(): string
+  /**
+   * Waits until this candidate leads, announcing `value`; resolves `null` when `waitMs`
+   * runs out or `cancellation` fires (then nothing is held).
+   */
+  campaign(value: string, options?: { waitMs?: number | null } | null, cancellation?: Cancellation | null): Promise<Leadership | null>
+  /** The current leader, or `null` when nobody leads. */
+  leader(): Promise<Leader | null>
+  /** Subscribes to the election's changes. */
+  observe(): Promise<ElectionObserver>
+}
+
+/** The changes of an election's leader. */
+export declare class ElectionObserver {
+  /** The leader now on the first call, then each change (`null`: nobody leads). */
+  next(): Promise<Leader | null>
 }
 
 /** A semaphore of permits with ids and leases (Redisson RPermitExpirableSemaphore layout). */
@@ -137,6 +159,23 @@ export declare class JobLock {
    * another node holds the lock.
    */
   tryAcquire(): Promise<JobHold | null>
+}
+
+/** This candidate's term as leader. */
+export declare class Leadership {
+  get term(): number
+  get value(): string
+  get owner(): string
+  /** Whether this candidate still leads, as far as it knows (no I/O; reads the clock). */
+  isLeader(): boolean
+  /** Whether the leadership ended by a lost lease. */
+  isLost(): boolean
+  /** Calls `callback` with an `ERR_LOCK_LOST` error when the lease is lost. */
+  onLost(callback: (error: Error) => void): void
+  /** Announces `value` instead; rejects with `ERR_LOCK_LOST` when no longer leading. */
+  proclaim(value: string): Promise<void>
+  /** Steps down; the next candidate is woken. */
+  resign(): Promise<void>
 }
 
 /** One owner's handle on one lock (reentrant). Dropping it while held releases in the background. */
@@ -367,6 +406,14 @@ export interface JobLockOptions {
    * lags by less skips). 0 (the default) to `atMostMs`.
    */
   atLeastMs?: number
+}
+
+/** The leader of an election: its announced value, term, lock owner and client name. */
+export interface Leader {
+  value: string
+  term: number
+  owner: string
+  clientName: string
 }
 
 /** The counters of one lock name and kind. Counts are cumulative; `holds` and `waiters` are now. */

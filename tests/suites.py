@@ -36,7 +36,7 @@ BUILD = ["test-build"]
 LANES = {
     "rust": (0, ["test-core", "test-cli", "test-protocol"]),
     "jvm": (0, ["test-interop", "test-interop-redisson4", "test-kotlin", "test-swift", "test-matrix-smoke", "test-dist-kotlin"]),
-    "scripts": (0, ["test-python", "test-node", "test-parity", "test-demo", "test-history", "bench-smoke"]),
+    "scripts": (0, ["test-python", "test-node", "test-parity", "test-demo", "test-history", "bench-smoke", "test-election"]),
     # Both build in target/lint: the clippy check, then the packaged crate.
     "lint": (15, ["lint", "test-rust-package@build"]),
     "release": (15, ["dist-python", "test-dist-python@build", "test-dist-node"]),

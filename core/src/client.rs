@@ -722,6 +722,13 @@ impl Client {
         validate_name(name)?;
         Ok(crate::CountDownLatch::new(self.inner.clone(), name))
     }
+
+    /// The leader election `name` (see [`crate::Election`]): candidates campaign on the
+    /// fenced lock `name`, whose fencing token is each leader's term. No I/O.
+    pub fn election(&self, name: &str) -> Result<crate::Election> {
+        validate_name(name)?;
+        Ok(crate::Election::new(self.clone(), name))
+    }
 }
 
 #[cfg(test)]

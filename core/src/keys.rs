@@ -155,6 +155,18 @@ pub fn fair_waiter_channel(name: &str, owner: &str) -> String {
     format!("{}:{owner}", lock_channel(name))
 }
 
+/// polylock's record of an election's leader (a HASH: `owner`, `value`, `term`, `client`),
+/// beside the election's fenced lock `name`; read only while `owner` holds that lock.
+pub fn election_record(name: &str) -> String {
+    tagged("polylock_election", name)
+}
+
+/// The channel on which an election's changes are published (a new leader's term, `0` on a
+/// resign), for observers to look again.
+pub fn election_channel(name: &str) -> String {
+    tagged("polylock_election_channel", name)
+}
+
 /// The prefix of the client records, `polylock:client:<client-id>`.
 pub const CLIENT_RECORD_PREFIX: &str = "polylock:client:";
 

@@ -176,7 +176,7 @@ impl CountDownLatch {
                             return Ok(false);
                         }
                         tokio::time::sleep(backoff.next_sleep().min(left)).await;
-                        if read_count(&inner.client, &inner.name, &what).await? == 0 {
+                        if read_count(&inner.client, &inner.key, &what).await? == 0 {
                             return Ok(true);
                         }
                     }

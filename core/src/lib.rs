@@ -30,6 +30,7 @@ pub mod acl;
 mod client;
 mod client_record;
 mod connection;
+mod election;
 mod engine;
 mod error;
 mod expirable_semaphore;
@@ -60,6 +61,7 @@ mod shrinking;
 mod tls;
 
 pub use client::{Client, ClientBuilder};
+pub use election::{Election, Leader, Leadership, Observer, OBSERVE_POLL};
 pub use error::{Error, ErrorKind, Result};
 pub use expirable_semaphore::ExpirableSemaphore;
 pub use hold::{Guard, Hold};

@@ -232,6 +232,18 @@ async fn every_kind_works(url: &str) {
     assert!(a.fenced_delete("app:stock", token).await.unwrap());
     fenced.release().await.unwrap();
 
+    // Election: its record and change channel are polylock keys under the prefix.
+    let election = a.election("app:election").unwrap();
+    let observer = b.election("app:election").unwrap().observe().await.unwrap();
+    assert_eq!(observer.next().await.unwrap(), None);
+    let leadership = election.campaign("a", None).await.unwrap().unwrap();
+    leadership.proclaim("a2").await.unwrap();
+    let leader = b.election("app:election").unwrap().leader().await.unwrap();
+    assert_eq!(leader.unwrap().value, "a2");
+    assert!(observer.next().await.unwrap().is_some());
+    leadership.resign().await.unwrap();
+    assert_eq!(observer.next().await.unwrap(), None);
+
     a.close();
     b.close();
 }

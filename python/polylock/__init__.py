@@ -35,6 +35,15 @@ from ._job import AsyncJobHold, AsyncJobLock, JobHold, JobLock
 from ._multi import AsyncMultiLock, AsyncRedLock, MultiLock, RedLock
 from ._sync import Client, ExpirableSemaphore, Lock, ReadWriteLock, Semaphore
 from .metrics import ConnectionMetrics, Histogram, LockMetrics, MetricsSnapshot
+from ._election import (
+    AsyncElection,
+    AsyncLeadership,
+    AsyncLostSignal,
+    Election,
+    Leader,
+    Leadership,
+    LostSignal,
+)
 from ._async import AsyncCountDownLatch
 from ._sync import CountDownLatch
 
@@ -74,6 +83,13 @@ __all__ = [
     "AsyncJobLock",
     "JobHold",
     "JobLock",
+    "AsyncElection",
+    "AsyncLeadership",
+    "AsyncLostSignal",
+    "Election",
+    "Leader",
+    "Leadership",
+    "LostSignal",
     "AsyncCountDownLatch",
     "CountDownLatch",
 ]

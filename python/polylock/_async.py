@@ -9,6 +9,7 @@ import inspect
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional, TypeVar, Union
 
 from . import _native
+from ._election import AsyncElection
 from ._native import DEFAULT
 from ._shared import ClientBase, ClientOptions, ExpirableSemaphoreBase, Holders, LockBase
 from ._shared import LockedKind, ReadWriteLockBase, Seconds, SemaphoreBase, TaskHolders, as_bytes
@@ -254,6 +255,10 @@ class AsyncClient(ClientBase[AsyncLock, AsyncReadWriteLock, AsyncSemaphore, Asyn
     async def fenced_delete(self, key: str, token: int) -> bool:
         """As :meth:`polylock.Client.fenced_delete`."""
         return await self._native.fenced_delete_async(key, token)
+
+    def election(self, name: str) -> AsyncElection:
+        """The leader election ``name`` (see :class:`polylock.AsyncElection`). No I/O."""
+        return AsyncElection(self._native.election(name))
 
     def count_down_latch(self, name: str) -> AsyncCountDownLatch:
         """As :meth:`polylock.Client.count_down_latch`. No I/O."""

@@ -8,6 +8,7 @@ import inspect
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 from . import _native
+from ._election import Election
 from ._native import DEFAULT
 from ._shared import ClientBase, ExpirableSemaphoreBase, Holders, LockBase, ReadWriteLockBase
 from ._shared import LockedKind, Seconds, SemaphoreBase, ThreadHolders, as_bytes, raise_timed_out
@@ -303,6 +304,10 @@ class Client(ClientBase[Lock, ReadWriteLock, Semaphore, ExpirableSemaphore]):
         result, or None when another node holds the lock (the function did not run). An
         ``async def`` function raises TypeError (use :meth:`polylock.AsyncClient.job`)."""
         return job_decorator(self.job_lock(name, at_most=at_most, at_least=at_least))
+
+    def election(self, name: str) -> Election:
+        """The leader election ``name`` (see :class:`polylock.Election`). No I/O."""
+        return Election(self._native.election(name))
 
     def count_down_latch(self, name: str) -> CountDownLatch:
         """A count-down latch named ``name`` (Redisson RCountDownLatch). No I/O."""

@@ -256,4 +256,14 @@ impl Client {
             })
         })
     }
+
+    /// The leader election `name`. No I/O.
+    #[napi(ts_args_type = "name: string")]
+    pub fn election(&self, env: &Env, name: Unknown) -> napi::Result<crate::election::Election> {
+        self.named(env, name, "election name", |client, name| {
+            Ok(crate::election::Election {
+                inner: client.election(name)?,
+            })
+        })
+    }
 }

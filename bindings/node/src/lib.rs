@@ -9,6 +9,7 @@
 mod args;
 mod cancellation;
 mod client;
+mod election;
 mod error;
 mod expirable_semaphore;
 mod group;

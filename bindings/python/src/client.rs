@@ -258,6 +258,14 @@ client_class!({
             .map(CountDownLatchHandle::new)
             .map_err(|err| to_py_err(py, err))
     }
+
+    /// The leader election `name`. No I/O.
+    fn election(&self, py: Python<'_>, name: &str) -> PyResult<crate::election::ElectionHandle> {
+        self.inner
+            .election(name)
+            .map(crate::election::ElectionHandle::new)
+            .map_err(|err| to_py_err(py, err))
+    }
 }
     watchdog_timeout: [Option<f64>] = None,
     connect_timeout: [Option<f64>] = None,

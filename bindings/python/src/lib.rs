@@ -6,6 +6,7 @@ mod acquisition;
 mod args;
 mod asyncio;
 mod client;
+mod election;
 mod errors;
 mod expirable_semaphore;
 mod group;
@@ -35,6 +36,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<expirable_semaphore::ExpirableSemaphoreHandle>()?;
     module.add_class::<job_lock::JobLockHandle>()?;
     module.add_class::<job_lock::JobHoldHandle>()?;
+    module.add_class::<election::ElectionHandle>()?;
+    module.add_class::<election::LeadershipHandle>()?;
+    module.add_class::<election::ObserverHandle>()?;
     module.add_class::<latch::CountDownLatchHandle>()?;
     errors::register(module)?;
     interpreter::register(module)?;

@@ -219,6 +219,12 @@ impl Client {
         let inner = self.inner.count_down_latch(&name)?;
         Ok(Arc::new(crate::latch::CountDownLatch { inner }))
     }
+
+    /// The leader election `name`. No I/O.
+    pub fn election(&self, name: String) -> Result<Arc<crate::election::Election>, LockError> {
+        let inner = self.inner.election(&name)?;
+        Ok(Arc::new(crate::election::Election { inner }))
+    }
 }
 
 /// Exports on `Client` one call a kind of lock with the `Lock` API (`$kind`, also the name of

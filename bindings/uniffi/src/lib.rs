@@ -12,6 +12,7 @@
 
 mod arguments;
 mod client;
+mod election;
 mod error;
 mod expirable_semaphore;
 mod held;

@@ -14,6 +14,7 @@ macro_rules! lock_script {
     };
 }
 
+pub(crate) mod election;
 pub(crate) mod expirable_semaphore;
 pub(crate) mod fair;
 pub(crate) mod fenced;

@@ -13,6 +13,8 @@ package polylock
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
 import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.flow.Flow
+import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.withContext
 
 /** A lock's wait or lease for `acquireWith`: null is the lock's default, INFINITE no bound. */
@@ -226,6 +228,11 @@ suspend fun <T> Client.runJob(
     atLeast: Duration = Duration.ZERO,
     block: suspend () -> T,
 ): T? = jobLock(name, atMost, atLeast).use { job -> job.tryRun(block) }
+
+/** The leader now, then each change of the election (`null`: nobody leads), as a cold [Flow]. */
+fun ElectionObserver.changes(): Flow<Leader?> = flow {
+    while (true) emit(next())
+}
 
 // ---- CountDownLatch ----
 
