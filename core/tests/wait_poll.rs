@@ -635,3 +635,38 @@ fn the_example_runs() {
     assert!(stdout.contains("acquired=true"), "{stdout}");
     assert!(stdout.contains("subscribed channels: 0"), "{stdout}");
 }
+
+/// Under a key prefix a polling latch waiter reads the prefixed count: it waits while the count
+/// is 1 and sees it open after the count down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_polling_latch_waiter_reads_the_prefixed_count() {
+    let server = RedisServer::start();
+    let prefixed = |mode: WaitMode| polylock::ClientOptions {
+        wait_mode: mode,
+        key_prefix: Some("p:".to_owned()),
+        connect_timeout: Duration::from_secs(3),
+        response_timeout: Duration::from_secs(3),
+        ..polylock::ClientOptions::default()
+    };
+    let counter = Client::connect_with(&server.url(), prefixed(WaitMode::PubSub))
+        .await
+        .unwrap();
+    let waiter = Client::connect_with(&server.url(), prefixed(WaitMode::poll()))
+        .await
+        .unwrap();
+    let counted = counter.count_down_latch("ready").unwrap();
+    assert!(counted.try_set_count(1).await.unwrap());
+    let awaiting = waiter.count_down_latch("ready").unwrap();
+    assert!(
+        !within("latch", awaiting.await_zero(SHORT_WAIT))
+            .await
+            .unwrap(),
+        "a polling waiter saw the latch open while its count was 1"
+    );
+    let count_down = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        counted.count_down().await.unwrap();
+    };
+    let (opened, ()) = tokio::join!(within("latch", awaiting.await_zero(NO_HANG)), count_down);
+    assert!(opened.unwrap(), "latch: not seen open");
+}
