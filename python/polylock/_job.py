@@ -18,9 +18,8 @@ if TYPE_CHECKING:
 Result = TypeVar("Result")
 
 
-class JobHold:
-    """A held job lock, from :meth:`JobLock.try_acquire`. Call :meth:`finish` after the job
-    (or use it as a context manager); one collected unfinished is finished in the background."""
+class _JobHoldBase:
+    """What the blocking and the asyncio hold share: the native hold and its state."""
 
     def __init__(self, native: _native.JobHoldHandle) -> None:
         self._native = native
@@ -30,21 +29,9 @@ class JobHold:
         """Whether the hold is still within its at_most lease (no I/O); False once finished."""
         return self._native.is_held
 
-    def finish(self) -> None:
-        """Keeps the lock until at_least from the job's start (its TTL cut to what is left,
-        only while this hold owns it), or releases it when that moment has passed. A job that
-        outlived at_most finds its lock lapsed: a warning is logged, nothing is written."""
-        self._native.finish()
 
-    def __enter__(self) -> JobHold:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.finish()
-
-
-class JobLock:
-    """A run-once job lock: :meth:`polylock.Client.job_lock`."""
+class _JobLockBase:
+    """What the blocking and the asyncio job lock share: the native lock and its options."""
 
     def __init__(self, native: _native.JobLockHandle) -> None:
         self._native = native
@@ -60,6 +47,30 @@ class JobLock:
     @property
     def at_least(self) -> float:
         return self._native.at_least
+
+    def __repr__(self) -> str:
+        return f"<polylock.{type(self).__name__} name={self.name!r} at_most={self.at_most} at_least={self.at_least}>"
+
+
+class JobHold(_JobHoldBase):
+    """A held job lock, from :meth:`JobLock.try_acquire`. Call :meth:`finish` after the job
+    (or use it as a context manager); one collected unfinished is finished in the background."""
+
+    def finish(self) -> None:
+        """Keeps the lock until at_least from the job's start (its TTL cut to what is left,
+        only while this hold owns it), or releases it when that moment has passed. A job that
+        outlived at_most finds its lock lapsed: a warning is logged, nothing is written."""
+        self._native.finish()
+
+    def __enter__(self) -> JobHold:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.finish()
+
+
+class JobLock(_JobLockBase):
+    """A run-once job lock: :meth:`polylock.Client.job_lock`."""
 
     def try_acquire(self) -> Optional[JobHold]:
         """One look, never waiting: a :class:`JobHold` (lease: at_most, never renewed), or None
@@ -78,19 +89,9 @@ class JobLock:
         with hold:
             return function(*args, **kwargs)
 
-    def __repr__(self) -> str:
-        return f"<polylock.JobLock name={self.name!r} at_most={self.at_most} at_least={self.at_least}>"
 
-
-class AsyncJobHold:
+class AsyncJobHold(_JobHoldBase):
     """:class:`JobHold` for asyncio."""
-
-    def __init__(self, native: _native.JobHoldHandle) -> None:
-        self._native = native
-
-    @property
-    def is_held(self) -> bool:
-        return self._native.is_held
 
     async def finish(self) -> None:
         """As :meth:`JobHold.finish`."""
@@ -103,23 +104,8 @@ class AsyncJobHold:
         await self.finish()
 
 
-class AsyncJobLock:
+class AsyncJobLock(_JobLockBase):
     """:class:`JobLock` for asyncio: :meth:`polylock.AsyncClient.job_lock`."""
-
-    def __init__(self, native: _native.JobLockHandle) -> None:
-        self._native = native
-
-    @property
-    def name(self) -> str:
-        return self._native.name
-
-    @property
-    def at_most(self) -> float:
-        return self._native.at_most
-
-    @property
-    def at_least(self) -> float:
-        return self._native.at_least
 
     async def try_acquire(self) -> Optional[AsyncJobHold]:
         """As :meth:`JobLock.try_acquire`."""
@@ -138,9 +124,6 @@ class AsyncJobLock:
             return None
         async with hold:
             return await function(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<polylock.AsyncJobLock name={self.name!r} at_most={self.at_most} at_least={self.at_least}>"
 
 
 def job_decorator(
