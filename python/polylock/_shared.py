@@ -5,6 +5,7 @@ or awaitables, and whether a holder is a thread or an asyncio task."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import threading
 import warnings
@@ -227,6 +228,23 @@ class ThreadHolders(Holders[int, Handle]):
                 del self._handles[thread]
 
 
+# A task's holder id: a number no other task of this process gets, kept for the task's life.
+# Not id(task): a collected task's address comes back for a later task, whose owner string
+# would then be the dead task's, and the dead task's background release or undo would take off
+# the new task's level (its release then fails with LockLost).
+_task_ids: "weakref.WeakKeyDictionary[asyncio.Task[object], int]" = weakref.WeakKeyDictionary()
+_next_task_id = itertools.count(1)
+_task_ids_mutex = threading.Lock()
+
+
+def task_holder_id(task: "asyncio.Task[object]") -> int:
+    with _task_ids_mutex:
+        holder_id = _task_ids.get(task)
+        if holder_id is None:
+            holder_id = _task_ids[task] = next(_next_task_id)
+        return holder_id
+
+
 class TaskHolders(Holders["asyncio.Task[object]", Handle]):
     """Holders that are asyncio tasks. A task that is garbage-collected drops its handle (the
     core then releases what it held, in the background)."""
@@ -242,7 +260,7 @@ class TaskHolders(Holders["asyncio.Task[object]", Handle]):
         return asyncio.current_task()
 
     def _holder_id(self, holder: asyncio.Task[object]) -> int:
-        return id(holder)
+        return task_holder_id(holder)
 
     def forget_if_idle(self, handle: Handle) -> None:
         """Drops the calling task's handle when it holds nothing."""

@@ -9,6 +9,7 @@ import time
 import pytest
 
 import polylock
+from polylock._shared import task_holder_id
 from helpers import hash_count, wait_until
 
 
@@ -64,7 +65,7 @@ def test_task_reentrancy_and_ownership(url, redis, name):
     async def main() -> None:
         async with polylock.AsyncClient(url) as client:
             lock = client.lock(name)
-            owner = f"{client.id}:{id(asyncio.current_task())}"
+            owner = f"{client.id}:{task_holder_id(asyncio.current_task())}"
             assert await lock.acquire()
             assert await lock.acquire()
             assert lock.hold_count() == 2 and lock.owned()

@@ -12,6 +12,7 @@ import time
 import pytest
 
 import polylock
+from polylock._shared import task_holder_id
 from helpers import RedisConnection, counter_worker, hash_count, wait_until
 
 
@@ -122,7 +123,7 @@ def test_a_cancelled_task_leaves_the_queue_at_once(url, redis, name):
                 )
 
             cancelled = asyncio.create_task(lock.acquire())
-            cancelled_owner = f"{client.id}:{id(cancelled)}"
+            cancelled_owner = f"{client.id}:{task_holder_id(cancelled)}"
             assert await in_queue(cancelled_owner)
 
             async def acquire_and_release() -> float:
@@ -132,7 +133,7 @@ def test_a_cancelled_task_leaves_the_queue_at_once(url, redis, name):
                 return acquired
 
             patient = asyncio.create_task(acquire_and_release())
-            patient_owner = f"{client.id}:{id(patient)}"
+            patient_owner = f"{client.id}:{task_holder_id(patient)}"
             assert await in_queue(patient_owner)
             assert queued(redis, name) == [cancelled_owner, patient_owner]
 
@@ -189,7 +190,7 @@ def test_async_fair_lock_reentrancy(url, redis, name):
     async def main() -> None:
         async with polylock.AsyncClient(url) as client:
             lock = client.fair_lock(name)
-            owner = f"{client.id}:{id(asyncio.current_task())}"
+            owner = f"{client.id}:{task_holder_id(asyncio.current_task())}"
             async with lock:
                 assert await lock.acquire()
                 assert hash_count(redis, name, owner) == 2
