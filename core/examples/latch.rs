@@ -24,11 +24,13 @@ async fn main() -> polylock::Result<()> {
         tokio::spawn(async move {
             let client: Client = Client::connect(&url).await?;
             tokio::time::sleep(Duration::from_millis(100 * worker)).await;
+            // Print before counting down: the last count down lets main print `opened` and
+            // exit, which may end this task before a later print.
+            println!("worker {worker} ready");
             client
                 .count_down_latch("example:workers-ready")?
                 .count_down()
                 .await?;
-            println!("worker {worker} ready");
             Ok::<(), polylock::Error>(())
         });
     }
