@@ -588,9 +588,18 @@ fn count(value: &str) -> Option<u64> {
 }
 
 /// The holders of a lock hash, or `None` when a field is not an owner with a count.
+/// The prefix of the fields polylock keeps in a lock hash beside the owners' (see
+/// `kinds/lock_hash.lua`).
+const POLYLOCK_FIELD_PREFIX: &str = "polylock:";
+
 fn lock_holders(fields: &[(&str, &str)]) -> Option<Vec<LockHolder>> {
     let mut holders = Vec::with_capacity(fields.len());
     for (field, value) in fields {
+        // polylock's own fields beside the owners' (`docs/PROTOCOL.md`): a level's record, the
+        // waiters mark.
+        if field.starts_with(POLYLOCK_FIELD_PREFIX) {
+            continue;
+        }
         if !is_owner(field) {
             return None;
         }

@@ -66,8 +66,17 @@ pub fn unlock_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", tagged("redisson_unlock_latch", name))
 }
 
-/// polylock's own latch of one acquire request: `1` once it acquired, `0` once it was undone.
-/// It makes an acquire whose reply was lost safe to retry and possible to undo.
+/// The trace of a final release of a reentrant, fenced or fair lock: the released lock hash,
+/// renamed (the level's acquire request names it), which a retry of that release finds. It
+/// keeps the lock's TTL.
+pub fn release_trace(name: &str, acquired_by: &str) -> String {
+    format!("{}:{acquired_by}", tagged("polylock_released", name))
+}
+
+/// polylock's own latch of one acquire request: `0` once it was undone (a tombstone), and for
+/// the semaphores and the read-write lock `1` once it acquired (the reentrant, fenced and fair
+/// locks record an acquisition in the lock hash instead). It makes an acquire whose reply was
+/// lost safe to retry and possible to undo.
 pub fn acquire_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", acquire_latch_prefix(name))
 }
@@ -218,6 +227,8 @@ mod tests {
         assert_eq!(lock_listening_channel("x"), "polylock_lock_listening:{x}");
         assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
         assert_eq!(acquire_latch("x", "ab"), "polylock_acquire_latch:{x}:ab");
+        assert_eq!(release_trace("x", "ab"), "polylock_released:{x}:ab");
+        assert_eq!(release_trace("{t}x", "ab"), "polylock_released:{t}x:ab");
         assert_eq!(fenced_token("f"), "redisson_lock_token:{f}");
         assert_eq!(fenced_token("a{b}c"), "redisson_lock_token:a{b}c");
         assert_eq!(fence("stock:7"), "polylock_fence:{stock:7}");

@@ -465,7 +465,7 @@ async fn a_skewed_clock_breaks_no_fair_queue() {
     first.release().await.unwrap();
 }
 
-// ---- 1. a release's latch outlives every retry of that release ----
+// ---- 1. a release retried long after it ran releases once ----
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_retried_after_a_long_outage_releases_once() {
@@ -507,18 +507,59 @@ async fn a_release_retried_after_a_long_outage_releases_once() {
     assert!(!exists(&mut con, "latched").await);
 }
 
-/// True once the release script ran on the server (the unlock latch is written with it).
+/// A final release whose reply is cut off is retried: the retry finds the level's field gone
+/// and the release trace there, and answers released, not lost. Without the trace (a plain
+/// `DEL`) the retry would find no lock and report `LockLost`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_final_release_retried_after_its_reply_was_cut_answers_released() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(2),
+    )
+    .await;
+    cache_scripts(&client).await;
+    let lock = client.lock("traced").unwrap();
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    proxy.set(Fault::CutAfterForward);
+    let releasing = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.release().await })
+    };
+    let mut con = raw(&server).await;
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            !exists(&mut raw(&server).await, "traced").await
+        })
+        .await
+    );
+    proxy.set(Fault::Pass);
+    releasing
+        .await
+        .unwrap()
+        .expect("the retried final release answers released");
+    assert!(!lock.is_held());
+    use redis::AsyncCommands;
+    let traces: Vec<String> = con.keys("polylock_released:{traced}:*").await.unwrap();
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    // The trace keeps what was left of the lease: it expires on its own.
+    let ttl: i64 = con.pttl(&traces[0]).await.unwrap();
+    assert!(ttl > 0 && ttl <= 30_000, "{ttl}");
+}
+
+/// True once the release script ran on the server: of the two levels' fields in the lock hash
+/// (`polylock:level:<request>`), the released one is gone.
 async fn release_ran(server: &RedisServer) -> bool {
     use redis::AsyncCommands;
     let mut con = raw(server).await;
-    let latches: Vec<String> = con
-        .keys(format!(
-            "{}:*",
-            polylock::keys::tagged("redisson_unlock_latch", "latched")
-        ))
-        .await
-        .unwrap();
-    !latches.is_empty()
+    let fields: Vec<String> = con.hkeys("latched").await.unwrap();
+    fields
+        .iter()
+        .filter(|field| field.starts_with("polylock:level:"))
+        .count()
+        == 1
 }
 
 // ---- 7. a release that fails is never renewed again ----

@@ -1564,3 +1564,55 @@ async fn a_waiter_whose_leave_failed_is_never_granted_that_request_later() {
         "released, the lock is still held"
     );
 }
+
+/// The server cost of an uncontended cycle (`docs/PROTOCOL.md`, "What each call of an
+/// uncontended cycle is for"): INFO commandstats, each call inside a script included, per
+/// acquire and release of a free lock nobody waits for: 8 for the lock and the fenced lock's
+/// release path (2 EVALSHA, EXISTS, HSET, PEXPIRE, HMGET, RENAME, PUBLISH), 9 for the fair lock
+/// (LINDEX in both scripts, no PUBLISH: nobody is queued).
+#[tokio::test]
+async fn an_uncontended_cycle_costs_eight_commands_and_a_fair_one_nine() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+    let cycles = 10;
+    let calls = |con: &mut redis::aio::MultiplexedConnection| {
+        let mut con = con.clone();
+        async move {
+            command_calls(&mut con, |name| {
+                name != "info" && !name.starts_with("config")
+            })
+            .await
+        }
+    };
+    let reset = |con: &mut redis::aio::MultiplexedConnection| {
+        let mut con = con.clone();
+        async move {
+            let _: () = redis::cmd("CONFIG")
+                .arg("RESETSTAT")
+                .query_async(&mut con)
+                .await
+                .unwrap();
+        }
+    };
+    let lock = client.lock("cost").unwrap();
+    let fair = client.fair_lock("cost-fair").unwrap();
+    // Scripts loaded first: a cold cycle also sends SCRIPT LOAD.
+    for handle in [&lock, &fair] {
+        assert!(handle.acquire(AcquireOptions::new()).await.unwrap());
+        handle.release().await.unwrap();
+    }
+    for (handle, per_cycle) in [(&lock, 8), (&fair, 9)] {
+        reset(&mut con).await;
+        for _ in 0..cycles {
+            assert!(handle.acquire(AcquireOptions::new()).await.unwrap());
+            handle.release().await.unwrap();
+        }
+        assert_eq!(
+            calls(&mut con).await,
+            per_cycle * cycles,
+            "{}",
+            handle.name()
+        );
+    }
+}

@@ -304,6 +304,7 @@ fn derived_keys(name: &str) -> Vec<String> {
         keys::lock_grants(name),
         keys::unlock_latch(name, "r"),
         keys::acquire_latch(name, "r"),
+        keys::release_trace(name, "r"),
         keys::fenced_token(name),
         keys::fence(name),
         format!("{}:1", keys::rwlock_timeout_prefix(name, "u:1")),

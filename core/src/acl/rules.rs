@@ -63,6 +63,7 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
     "pttl",
     "publish",
     "pubsub|numsub",
+    "rename",
     "rpush",
     "set",
     "time",

@@ -1,10 +1,21 @@
 -- The lock hash (owner -> levels) of the reentrant and fair locks: what their scripts share,
 -- prepended before the kind's own prelude.
 
--- Takes one level of `owner` off `lock`: the last deletes it, else the levels left get the TTL
--- `ttl_ms` again (unless '0'). True when the lock is now free.
-local function take_level_off(lock, owner, ttl_ms)
+-- The field of the lock hash that records one polylock acquisition (a level) of `request`:
+-- `1`, or the fenced lock's token. It lives exactly as long as that level: a retry of the
+-- acquire finds it (and does not count the level twice), an undo learns from it whether the
+-- request acquired, and a release of the level takes it off, so a retry or a late copy of that
+-- release finds it gone and takes nothing off twice. Redisson's scripts read the hash only by
+-- their own owner's field (HEXISTS, HINCRBY) or as a whole (EXISTS, DEL), so they never see it.
+local function level_field(request)
+  return 'polylock:level:' .. request
+end
+
+-- Takes the level of `owner` recorded under `field` off `lock`: the last deletes it, else the
+-- levels left get the TTL `ttl_ms` again (unless '0'). True when the lock is now free.
+local function take_level_off(lock, owner, field, ttl_ms)
   if redis.call('hincrby', lock, owner, -1) > 0 then
+    redis.call('hdel', lock, field)
     if tonumber(ttl_ms) > 0 then
       redis.call('pexpire', lock, ttl_ms)
     end
@@ -14,33 +25,47 @@ local function take_level_off(lock, owner, ttl_ms)
   return true
 end
 
--- Releases the level of `owner` that the acquire latch `latch` records, given `levels`, the
--- owner's count the caller read: above 1, one level comes off and the TTL is `ttl_ms` again;
--- the last level deletes the lock, the latch and the other keys given (`...`) in one call.
--- True when the lock is now free.
-local function release_level(lock, owner, levels, ttl_ms, latch, ...)
+-- Releases the level of `owner` recorded under `field`, given `levels`, the owner's count the
+-- caller read: above 1, one level comes off and the TTL is `ttl_ms` again; the last level
+-- renames the hash to `trace` (one command for the delete and the trace a retry of this
+-- release reads). The trace keeps the lock's TTL, which outlasts every retry: a release is
+-- retried only while the lease it guarded may last. True when the lock is now free.
+local function release_level(lock, owner, levels, ttl_ms, field, trace)
   if tonumber(levels) > 1 then
-    take_level_off(lock, owner, ttl_ms)
-    redis.call('del', latch)
+    take_level_off(lock, owner, field, ttl_ms)
     return false
   end
-  redis.call('del', lock, latch, ...)
+  redis.call('rename', lock, trace)
   return true
+end
+
+-- The answer to a release whose level's field is gone (`levels`: the owner's count, or false):
+-- a retry or a late copy of a release that went through replays its answer, 0 while the owner
+-- keeps other levels, 1 when the trace of the final release is there; else the level was not
+-- held (nil).
+local function released_before(levels, trace)
+  if levels then
+    return 0
+  end
+  if redis.call('exists', trace) == 1 then
+    return 1
+  end
+  return nil
 end
 
 -- Gives the free `lock` to the waiter `owner` under its grant entry `entry`
 -- (`<request>:<look>:<lease ms>`, written by that waiter's look number <look>), and tells it
--- `g:<request>:<look>` on `channel`. The lock and the request's latch (`latch_prefix:request`)
--- get the waiter's whole lease from now, which is after that look ran, so the waiter counts
--- the lease from when it sent that look, by its own clock. The latch is set NX, so a request
--- undone or left meanwhile (latch `0`) is not granted. False, with nothing written, when it
--- was undone, when nobody received the message (the waiter is not listening), or when a
--- PUBLISH reply cannot tell that. Nothing sees the lock before the script ends, so the message
--- may go before the writes.
+-- `g:<request>:<look>` on `channel`. The lock gets the waiter's level field and its whole lease
+-- from now, which is after that look ran, so the waiter counts the lease from when it sent that
+-- look, by its own clock; `mark` adds a field to the hash (the reentrant lock's waiters mark,
+-- or nil). A request undone or left meanwhile (its tombstone `latch_prefix:request` exists) is
+-- not granted. False, with nothing written, when it was undone, when nobody received the
+-- message (the waiter is not listening), or when a PUBLISH reply cannot tell that. Nothing sees
+-- the lock before the script ends, so the message may go before the writes.
 -- PUBLISH_COUNTS_EVERY_LISTENER (set by the script's form, `kinds/script.rs`) is false in a
 -- cluster without sharded pub/sub: there a PUBLISH counts the subscribers of one node only,
 -- while the message reaches the others through the cluster bus, so a zero proves nothing.
-local function grant(lock, latch_prefix, channel, owner, entry)
+local function grant(lock, latch_prefix, channel, owner, entry, mark)
   if not PUBLISH_COUNTS_EVERY_LISTENER then
     return false
   end
@@ -48,15 +73,17 @@ local function grant(lock, latch_prefix, channel, owner, entry)
   if not request then
     return false
   end
-  local latch = latch_prefix .. ':' .. request
-  if not redis.call('set', latch, '1', 'px', lease_ms, 'nx') then
+  if redis.call('exists', latch_prefix .. ':' .. request) == 1 then
     return false
   end
   if publish(channel, 'g:' .. request .. ':' .. look) == 0 then
-    redis.call('del', latch)
     return false
   end
-  redis.call('hset', lock, owner, 1)
+  if mark then
+    redis.call('hset', lock, owner, 1, level_field(request), 1, mark, 1)
+  else
+    redis.call('hset', lock, owner, 1, level_field(request), 1)
+  end
   redis.call('pexpire', lock, lease_ms)
   return true
 end

@@ -1,37 +1,44 @@
--- Fair lock: acquire, re-enter, or queue. KEYS[8] acquire latch of this request.
+-- Fair lock: acquire, re-enter, or queue. KEYS[8] tombstone of this request.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] queue timeout ms, ARGV[4] wait allowance W ms
 -- (Redisson's fairLockWaitTimeout), ARGV[5] the grant entry `<request>:<look>` when the waiter
--- accepts the lock directly from a release ('' when not). The latch of an acquisition lives as
--- long as its lease.
+-- accepts the lock directly from a release ('' when not), ARGV[6] the request. The level is
+-- recorded in the hash (`level_field`), so it lives as long as its lease.
 -- Replies nil when acquired (or already acquired by this request), UNDONE when the request was
 -- undone, else how long to wait at most before looking again (ms), or {that wait} for a waiter
 -- that accepts a grant.
-local latch = redis.call('get', KEYS[8])
-if latch == '0' then
-  return redis.status_reply('UNDONE')
-end
-if latch == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  -- A retry of a request that acquired: the lease starts again now, as the client counts it.
+local field = level_field(ARGV[6])
+local allowance = tonumber(ARGV[4])
+-- Nobody queued, and neither the lock nor this request's tombstone exists (one call): the
+-- level is written at once.
+if not head and redis.call('exists', KEYS[1], KEYS[8]) == 0 then
+  redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('pexpire', KEYS[8], ARGV[1])
   return nil
 end
-local allowance = tonumber(ARGV[4])
+if redis.call('exists', KEYS[8]) == 1 then
+  return redis.status_reply('UNDONE')
+end
+local levels, mine = unpack(redis.call('hmget', KEYS[1], ARGV[2], field))
+if mine then
+  -- A retry of a request that acquired: the lease starts again now, as the client counts it.
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if levels then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('hset', KEYS[1], field, 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
 if ((not head) or head == ARGV[2]) and redis.call('exists', KEYS[1]) == 0 then
   if head then
     head_takes_lock(allowance)
   end
-  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[8], '1', 'px', ARGV[1])
   return nil
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[8], '1', 'px', ARGV[1])
-  return nil
-end
+read_clock()
 local deadline = tonumber(redis.call('zscore', KEYS[3], ARGV[2]))
 local position = nil
 if head == ARGV[2] then

@@ -139,7 +139,8 @@ impl LockKind for Fair {
             .arg(args.owner)
             .arg(options.fair_queue_timeout.as_millis() as u64)
             .arg(allowance_ms())
-            .arg(args.grant_entry());
+            .arg(args.grant_entry())
+            .arg(args.request);
         call
     }
 
@@ -159,18 +160,17 @@ impl LockKind for Fair {
             .arg(args.lease_ms)
             .arg(allowance_ms())
             .arg(if args.keeps_place { "1" } else { "0" })
-            .arg(options.fair_queue_timeout.as_millis() as u64);
+            .arg(options.fair_queue_timeout.as_millis() as u64)
+            .arg(args.request);
         call
     }
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = self.call(&RELEASE);
-        call.key(keys::unlock_latch(&self.key, args.request))
-            .key(keys::acquire_latch(&self.key, args.acquired_by))
+        call.key(keys::release_trace(&self.key, args.acquired_by))
             .arg(args.lease_ms)
             .arg(args.owner)
-            .arg(args.latch_ms)
-            .arg(args.final_latch_ms)
+            .arg(args.acquired_by)
             .arg(allowance_ms());
         call
     }
@@ -186,7 +186,8 @@ impl LockKind for Fair {
         call.key(keys::acquire_latch(&self.key, request))
             .arg(owner)
             .arg(allowance_ms())
-            .arg(latch_ms);
+            .arg(latch_ms)
+            .arg(request);
         Some(call)
     }
 

@@ -4,13 +4,22 @@
 -- polylock-only "seen" ZSET (owner -> last look + queue timeout), KEYS[6] the polylock-only
 -- grants HASH (owner -> `<request>:<look>:<lease ms>`, for waiters that accept the lock
 -- directly: see `grant`),
--- KEYS[7] the prefix of the acquire latches (a grant writes the latch of the request granted).
+-- KEYS[7] the prefix of the tombstones (a grant is refused to a request undone or left).
 -- Times are the server's clock, so clients with skewed clocks agree on polylock's records;
 -- Redisson's deadlines carry a 5-minute allowance, which absorbs their clients' skew.
-local clock = redis.call('time')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local seen_key = KEYS[5]
 local grants_key = KEYS[6]
+
+-- The server's clock in ms, read only when a queue is there to judge (an empty queue needs no
+-- clock: the uncontended cycle does without the call).
+local now
+local function read_clock()
+  if not now then
+    local clock = redis.call('time')
+    now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  end
+  return now
+end
 
 -- Stale heads (deadline passed, or a polylock waiter that stopped looking) leave the queue.
 -- The live head that remains (false: the queue is empty), its deadline and its liveness record
@@ -19,6 +28,7 @@ local head, head_deadline, head_seen
 while true do
   head = redis.call('lindex', KEYS[2], 0)
   if not head then break end
+  read_clock()
   head_deadline = tonumber(redis.call('zscore', KEYS[3], head))
   head_seen = tonumber(redis.call('zscore', seen_key, head))
   if head_deadline ~= nil and head_deadline > now and (head_seen == nil or head_seen > now) then
@@ -101,6 +111,7 @@ end
 -- replicas did not confirm it), takes the head of the queue back, with the deadline of a head:
 -- the reverse of `head_takes_lock`, so it keeps its place in line.
 local function rejoin_at_head(owner, allowance, queue_timeout_ms)
+  read_clock()
   if redisson_queued() then
     for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
       redis.call('zincrby', KEYS[3], allowance, waiter)

@@ -1,17 +1,18 @@
 -- Fair lock: undo an acquire request whose reply was lost, or whose acquisition the replicas
--- did not confirm. KEYS[8] its acquire latch.
--- ARGV[1] owner, ARGV[2] latch lifetime ms, ARGV[3] TTL to restore when the owner keeps other
+-- did not confirm. KEYS[8] its tombstone.
+-- ARGV[1] owner, ARGV[2] tombstone lifetime ms, ARGV[3] TTL to restore when the owner keeps other
 -- levels (0: leave it), ARGV[4] wait allowance W ms, ARGV[5] '1' when the owner tries again at
--- once and keeps its place at the head, ARGV[6] queue timeout ms.
+-- once and keeps its place at the head, ARGV[6] queue timeout ms, ARGV[7] the request undone.
 -- Releases the level if the request acquired (by its own script or a release's grant), else
--- leaves the queue; either way the latch becomes a tombstone so the request, should it still
+-- leaves the queue; either way the request gets a tombstone so that it, should it still
 -- arrive or be granted the lock, does nothing. An owner that tries again and whose undone
 -- acquisition freed the lock takes the head of the queue back (it was first in line).
 local undone = 0
 local allowance = tonumber(ARGV[4])
-if redis.call('get', KEYS[8]) == '1' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+local field = level_field(ARGV[7])
+if redis.call('hexists', KEYS[1], field) == 1 then
   undone = 1
-  if take_level_off(KEYS[1], ARGV[1], ARGV[3]) then
+  if take_level_off(KEYS[1], ARGV[1], field, ARGV[3]) then
     if ARGV[5] == '1' then
       rejoin_at_head(ARGV[1], allowance, tonumber(ARGV[6]))
     end

@@ -92,7 +92,8 @@ impl LockKind for Fenced {
             .key(&self.lock.reservation)
             .arg(args.lease_ms)
             .arg(args.owner)
-            .arg(reentrant::place_ms(args, options));
+            .arg(reentrant::place_ms(args, options))
+            .arg(args.request);
         call
     }
 
@@ -113,7 +114,7 @@ impl LockKind for Fenced {
         }
     }
 
-    /// The reentrant undo: it takes off a level whose latch is set (here, to its token).
+    /// The reentrant undo: it takes off a level whose field is in the hash (here, its token).
     fn undo_acquire(
         &self,
         args: &UndoArgs<'_>,

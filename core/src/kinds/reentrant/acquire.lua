@@ -1,40 +1,60 @@
 -- Reentrant lock (Redisson RLock): acquire or re-enter.
--- KEYS[1] lock hash, KEYS[2] acquire latch of this request, KEYS[3] waiter list,
--- KEYS[4] reservation, KEYS[5] grants.
+-- KEYS[1] lock hash, KEYS[2] tombstone of this request, KEYS[3] waiter list, KEYS[4]
+-- reservation, KEYS[5] grants.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] how long a place in the waiter list lasts without a
 -- look (0: the caller will not wait, so it does not register), ARGV[4] the grant entry
--- `<request>:<look>` when the waiter accepts the lock directly from a release ('' when not).
--- The latch of an acquisition lives as long as its lease: once that level has expired, nothing
--- may undo it in the name of this request.
+-- `<request>:<look>` when the waiter accepts the lock directly from a release ('' when not),
+-- ARGV[5] the request.
+-- The level is recorded in the hash (`level_field`), so it lives as long as its lease.
 -- Replies nil when acquired (or when this request already acquired: a retry), how long to wait
 -- at most when busy (the holder's PTTL, or the reservation's), or {wait} when it listed a
 -- waiter that accepts the lock directly, UNDONE when the request was undone before it ran.
-local latch, reserved = unpack(redis.call('mget', KEYS[2], KEYS[4]))
-if latch == '0' then
+local field = level_field(ARGV[5])
+-- None of the four keys exists (one call): the lock is free, kept for nobody, nobody waits,
+-- and this request was not undone. The level is written at once.
+if redis.call('exists', KEYS[1], KEYS[2], KEYS[3], KEYS[4]) == 0 then
+  redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+local tombstone, reserved = unpack(redis.call('mget', KEYS[2], KEYS[4]))
+if tombstone then
   return redis.status_reply('UNDONE')
 end
-if latch == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+local levels, mine = unpack(redis.call('hmget', KEYS[1], ARGV[2], field))
+if mine then
   -- A retry of a request that acquired: the lease starts again now, as the client counts it.
   redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('pexpire', KEYS[2], ARGV[1])
   return nil
 end
 local take
-take, reserved = may_take(KEYS[1], reserved, ARGV[2])
+if levels then
+  take, reserved = true, false
+else
+  take, reserved = may_take(KEYS[1], reserved, ARGV[2])
+end
 if take then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[2], '1', 'px', ARGV[1])
   if redis.call('zrem', KEYS[3], ARGV[2]) == 1 then
     redis.call('hdel', KEYS[5], ARGV[2])
   end
+  if not levels and redis.call('exists', KEYS[3]) == 1 then
+    redis.call('hset', KEYS[1], field, 1, WAITERS_MARK, 1)
+  else
+    redis.call('hset', KEYS[1], field, 1)
+  end
+  redis.call('pexpire', KEYS[1], ARGV[1])
   if reserved then
     redis.call('del', KEYS[4])
   end
   return nil
 end
 local wait = longest_wait(KEYS[1], KEYS[4], reserved)
-if register(KEYS[3], ARGV[2], ARGV[3], wait, KEYS[5], ARGV[4], ARGV[1]) and ARGV[4] ~= '' then
+local listed = register(KEYS[3], ARGV[2], ARGV[3], wait, KEYS[5], ARGV[4], ARGV[1])
+if listed and not reserved then
+  redis.call('hset', KEYS[1], WAITERS_MARK, 1)
+end
+if listed and ARGV[4] ~= '' then
   return {wait}
 end
 return wait

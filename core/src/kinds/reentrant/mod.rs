@@ -163,7 +163,8 @@ impl LockKind for Reentrant {
             .arg(args.lease_ms)
             .arg(args.owner)
             .arg(place_ms(args, options))
-            .arg(args.grant_entry());
+            .arg(args.grant_entry())
+            .arg(args.request);
         call
     }
 
@@ -185,13 +186,11 @@ impl LockKind for Reentrant {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = self.waking_call(&RELEASE);
-        call.key(keys::unlock_latch(&self.key, args.request))
-            .key(keys::acquire_latch(&self.key, args.acquired_by));
+        call.key(keys::release_trace(&self.key, args.acquired_by));
         self.with_waiter_keys(&mut call);
         call.arg(args.lease_ms)
             .arg(args.owner)
-            .arg(args.latch_ms)
-            .arg(args.final_latch_ms)
+            .arg(args.acquired_by)
             .arg(reservation_ms());
         call
     }
@@ -208,7 +207,8 @@ impl LockKind for Reentrant {
         call.key(keys::acquire_latch(&self.key, request))
             .arg(owner)
             .arg(reservation_ms())
-            .arg(latch_ms);
+            .arg(latch_ms)
+            .arg(request);
         Some(call)
     }
 

@@ -10,8 +10,13 @@
 -- reads it as 0 (wake one of its waiters), polylock ignores it. A release among polylock clients
 -- only thus wakes one process, not every one. With no polylock waiter listening the shared
 -- channel gets `0`, as Redisson sends it.
+-- While the list may hold anyone, the lock hash carries the field WAITERS_MARK (set by a
+-- waiter that registers beside a holder, by a grant, and by an acquisition that finds the list
+-- there), so a release without it skips the list: an uncontended release reads one hash.
 -- The list outlives the waiter's sleep (at most `wait_ms`, the wait replied; -1: no expiry, at
 -- most an hour) by `place_ms`: a waiter that looks no more (gone) is dropped with it.
+
+local WAITERS_MARK = 'polylock:waiters'
 
 -- The waiter list's keys, which waking scripts take from KEYS[first] on, in this order.
 local function line_keys(first)
@@ -82,7 +87,8 @@ local function tell_next(line, lock, shared, reserve_ms)
     local told
     if entry then
       redis.call('hdel', line.grants, next_owner)
-      told = grant(lock, line.latch_prefix, line.told_prefix .. ':' .. next_owner, next_owner, entry)
+      local mark = redis.call('exists', line.waiters) == 1 and WAITERS_MARK or nil
+      told = grant(lock, line.latch_prefix, line.told_prefix .. ':' .. next_owner, next_owner, entry, mark)
     end
     if not told and publish(line.told_prefix .. ':' .. next_owner, 0) > 0 then
       redis.call('set', line.reservation, next_owner, 'px', reserve_ms)

@@ -113,8 +113,20 @@ final class Interop {
         return reply.substring("ok ".length());
     }
 
-    /** The hash at {@code name} exactly as stored (HGETALL), fields and values as strings. */
+    /**
+     * The owners' fields of the hash at {@code name} (HGETALL), fields and values as strings:
+     * what Redisson reads. polylock's own fields beside them ({@code polylock:level:<request>},
+     * {@code polylock:waiters}, docs/PROTOCOL.md), which no Redisson script reads, are left
+     * out; {@link #storedHash} has them.
+     */
     static Map<String, String> rawHash(RedissonClient observer, String name) {
+        Map<String, String> owners = new java.util.HashMap<>(storedHash(observer, name));
+        owners.keySet().removeIf(field -> field.startsWith("polylock:"));
+        return owners;
+    }
+
+    /** The hash at {@code name} exactly as stored (HGETALL), fields and values as strings. */
+    static Map<String, String> storedHash(RedissonClient observer, String name) {
         return observer.<String, String>getMap(name, StringCodec.INSTANCE).readAllMap();
     }
 

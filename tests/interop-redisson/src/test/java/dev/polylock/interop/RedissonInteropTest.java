@@ -149,7 +149,10 @@ class RedissonInteropTest {
         assertTrue(OWNER.matcher(peerOwner).matches(), "owner field '" + peerOwner + "' is not <uuid>:<id>");
         assertTrue(peerOwner.startsWith(peer.clientId() + ":"), "owner field must start with the client id");
         assertEquals(RType.MAP, observer.getKeys().getType(name), "the lock is a Redis hash");
-        assertEquals(Map.of(peerOwner, "2"), Interop.rawHash(observer, name), "one field, the owner, holding the count");
+        assertEquals(Map.of(peerOwner, "2"), Interop.rawHash(observer, name), "one owner field, holding the count");
+        Map<String, String> stored = Interop.storedHash(observer, name);
+        assertEquals(3, stored.size(), "the owner and one level field per acquisition: " + stored);
+        assertEquals(2, stored.keySet().stream().filter(field -> field.startsWith("polylock:level:")).count(), stored.toString());
         long ttl = observer.getMap(name, StringCodec.INSTANCE).remainTimeToLive();
         assertTrue(ttl > 0 && ttl <= 30_000, "watchdog lease of 30 s expected, PTTL " + ttl);
 
@@ -270,6 +273,9 @@ class RedissonInteropTest {
                 .addListener(String.class, (channel, message) -> toldMessages.add(message));
         awaitSubscribers(told, 1);
         observer.getScoredSortedSet(tagged("polylock_lock_waiters", name), StringCodec.INSTANCE).add(0, "ghost");
+        // ... and marks the lock hash as a waiter registering beside a holder does (PROTOCOL.md,
+        // "The waiters mark"): a release reads the list only when the mark is there.
+        observer.getMap(name, StringCodec.INSTANCE).put("polylock:waiters", "1");
 
         Future<Woken> waiter = javaThreads.submit(() ->
                 Woken.now(redisson.getLock(name).tryLock(BOUND.toSeconds(), LEASE_S, SECONDS)));
