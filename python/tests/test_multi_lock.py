@@ -20,11 +20,13 @@ def clients(servers: list[RedisServer], watchdog: float = 30) -> list[polylock.C
 
 
 def holders(servers: list[RedisServer], name: str) -> list[int]:
-    """How many owners hold `name` on each server."""
+    """How many owners hold `name` on each server: the lock hash's fields, polylock's own
+    (`polylock:level:*`, `polylock:waiters`; docs/PROTOCOL.md) left out."""
     counts = []
     for server in servers:
         with server.client() as redis:
-            counts.append(int(redis("HLEN", name)))
+            fields = [f.decode() if isinstance(f, bytes) else f for f in redis("HKEYS", name)]
+            counts.append(sum(1 for field in fields if not field.startswith("polylock:")))
     return counts
 
 
