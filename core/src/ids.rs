@@ -128,7 +128,7 @@ fn fallback_start() -> u128 {
 /// How many times this process's ancestry forked since the fork hook was set: a child sees one
 /// more than its parent did.
 #[cfg(unix)]
-fn generation() -> u64 {
+pub(crate) fn generation() -> u64 {
     use std::sync::atomic::AtomicBool;
     use std::sync::Once;
 
@@ -157,7 +157,7 @@ fn generation() -> u64 {
 
 /// No fork without unix.
 #[cfg(not(unix))]
-fn generation() -> u64 {
+pub(crate) fn generation() -> u64 {
     0
 }
 

@@ -7,43 +7,60 @@
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 use std::task::{Context, Poll};
 
 use tokio::runtime::Runtime;
 
 struct Owned {
-    pid: u32,
+    /// The fork generation (`ids::generation`) of the process that built it.
+    generation: u64,
     runtime: &'static Runtime,
 }
 
-static RUNTIME: Mutex<Option<Owned>> = Mutex::new(None);
+/// The runtime of the current generation, read without a lock: every lock and release asks for
+/// it, and a global mutex (with a `getpid` per call) made 64 concurrent holders queue on it.
+static CURRENT: AtomicPtr<Owned> = AtomicPtr::new(std::ptr::null_mut());
+/// Serialises building a runtime (at first use, and once in each forked child).
+static BUILDING: Mutex<()> = Mutex::new(());
 
 /// The runtime of this process, built on first use (and again after a fork).
 pub fn runtime() -> &'static Runtime {
-    let pid = std::process::id();
-    let mut slot = RUNTIME
+    let generation = crate::ids::generation();
+    if let Some(runtime) = current(generation) {
+        return runtime;
+    }
+    let _building = BUILDING
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    match &*slot {
-        Some(owned) if owned.pid == pid => owned.runtime,
-        _ => {
-            // The parent's runtime (if any) is leaked, never dropped: dropping it in the child
-            // would join threads that do not exist here.
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("polylock")
-                .enable_all()
-                .build()
-                .expect("polylock: cannot start the tokio runtime (out of threads?)");
-            let runtime: &'static Runtime = Box::leak(Box::new(runtime));
-            *slot = Some(Owned { pid, runtime });
-            runtime
-        }
+    if let Some(runtime) = current(generation) {
+        return runtime;
     }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("polylock")
+        .enable_all()
+        .build()
+        .expect("polylock: cannot start the tokio runtime (out of threads?)");
+    let runtime: &'static Runtime = Box::leak(Box::new(runtime));
+    // Leaked, as the runtime is: one per process generation, read by any thread at any time.
+    let owned = Box::leak(Box::new(Owned {
+        generation,
+        runtime,
+    }));
+    CURRENT.store(owned, Ordering::Release);
+    runtime
 }
 
-/// The id of the process this code runs in; a client compares it with its creator's.
+/// The runtime built in `generation`, if the latest one was.
+fn current(generation: u64) -> Option<&'static Runtime> {
+    let owned = CURRENT.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer was stored from a leaked Box, never freed.
+    let owned = unsafe { owned.as_ref() }?;
+    (owned.generation == generation).then_some(owned.runtime)
+}
+
 pub(crate) fn current_pid() -> u32 {
     std::process::id()
 }
