@@ -10,13 +10,7 @@
 -- at most when busy (the holder's PTTL, or the reservation's), or {wait} when it listed a
 -- waiter that accepts the lock directly, UNDONE when the request was undone before it ran.
 local field = level_field(ARGV[5])
--- None of the four keys exists (one call): the lock is free, kept for nobody, nobody waits,
--- and this request was not undone. The level is written at once.
-if redis.call('exists', KEYS[1], KEYS[2], KEYS[3], KEYS[4]) == 0 then
-  redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
+-- A free lock was taken by `acquire_uncontended.lua`, which runs first.
 local tombstone, reserved = unpack(redis.call('mget', KEYS[2], KEYS[4]))
 if tombstone then
   return redis.status_reply('UNDONE')

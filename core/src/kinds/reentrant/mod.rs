@@ -31,10 +31,18 @@ use crate::options::ClientOptions;
 /// lock after this.
 const RESERVATION: Duration = Duration::from_secs(1);
 
-static ACQUIRE: LazyLock<LockScript> =
-    lock_script!("../lock_hash.lua", "waiters.lua", "acquire.lua");
-static RELEASE: LazyLock<LockScript> =
-    lock_script!("../lock_hash.lua", "waiters.lua", "release.lua");
+static ACQUIRE: LazyLock<LockScript> = lock_script!(
+    "acquire_uncontended.lua",
+    "../lock_hash.lua",
+    "waiters.lua",
+    "acquire.lua"
+);
+static RELEASE: LazyLock<LockScript> = lock_script!(
+    "release_uncontended.lua",
+    "../lock_hash.lua",
+    "waiters.lua",
+    "release.lua"
+);
 static UNDO: LazyLock<LockScript> = lock_script!("../lock_hash.lua", "waiters.lua", "undo.lua");
 static LEAVE: LazyLock<LockScript> = lock_script!("../lock_hash.lua", "waiters.lua", "leave.lua");
 static FORCE_UNLOCK: LazyLock<LockScript> =

@@ -6,7 +6,7 @@
 -- Replies nil (not held by the owner), 0 (still held), 1 (released); a retry or a late copy
 -- of a release that went through finds the level's field gone and replays its answer
 -- (`released_before`).
-local levels, mine, waiting = unpack(redis.call('hmget', KEYS[1], ARGV[2], level_field(ARGV[3]), WAITERS_MARK))
+-- `levels`, `mine`, `waiting`: read by `release_uncontended.lua`, which runs first.
 if not mine then
   return released_before(levels, KEYS[3])
 end
