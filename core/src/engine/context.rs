@@ -29,7 +29,11 @@ pub(crate) struct Registry {
 
 pub(crate) struct ClientInner {
     pub(crate) id: String,
+    /// The process that made it, named in the error a forked child gets.
     pid: u32,
+    /// The fork generation (`ids::generation`) it was made in: a forked child sees another,
+    /// told by an atomic load instead of a `getpid` per call.
+    generation: u64,
     pub(crate) connection: Connection,
     /// How this deployment's lock scripts publish (PUBLISH, or SPUBLISH on a cluster).
     pub(crate) publish: Publish,
@@ -76,6 +80,7 @@ impl ClientInner {
             metrics,
             id: crate::ids::client_id(),
             pid: current_pid(),
+            generation: crate::ids::generation(),
             connection,
             publish,
             replica_sync,
@@ -151,6 +156,10 @@ impl ClientInner {
 
     /// Fails when the client was closed, or was made by the parent of this forked process.
     pub(crate) fn check_usable(&self, name: &str) -> Result<()> {
+        // Every acquire and release asks: the error's text is made only when there is one.
+        if !self.forked() && !self.is_closed() {
+            return Ok(());
+        }
         self.check_usable_for(&format!("lock '{name}'"))
     }
 
@@ -172,7 +181,7 @@ impl ClientInner {
     /// Whether this is a forked child of the process that made the client: its connections,
     /// upkeep task and pub/sub hub are the parent's, and run only there.
     pub(crate) fn forked(&self) -> bool {
-        self.pid != current_pid()
+        self.generation != crate::ids::generation()
     }
 
     pub(crate) fn next_handle_id(&self) -> u64 {
