@@ -1,5 +1,5 @@
 -- The lock hash (owner -> levels) of the reentrant and fair locks: what their scripts share,
--- prepended before the kind's own prelude.
+-- prepended (after `lock_fields.lua`) before the kind's own prelude.
 
 -- The field of the lock hash that records one polylock acquisition (a level) of `request`:
 -- `1`, or the fenced lock's token. It lives exactly as long as that level: a retry of the
@@ -8,7 +8,7 @@
 -- release finds it gone and takes nothing off twice. Redisson's scripts read the hash only by
 -- their own owner's field (HEXISTS, HINCRBY) or as a whole (EXISTS, DEL), so they never see it.
 local function level_field(request)
-  return 'polylock:level:' .. request
+  return LEVEL_FIELD_PREFIX .. request
 end
 
 -- Takes the level of `owner` recorded under `field` off `lock`: the last deletes it, else the

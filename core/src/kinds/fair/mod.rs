@@ -35,14 +35,36 @@ use crate::options::ClientOptions;
 /// the deadlines behind it, and which each acquisition from the head subtracts again.
 const WAIT_ALLOWANCE: Duration = Duration::from_secs(300);
 
-static ACQUIRE: LazyLock<LockScript> =
-    lock_script!("../lock_hash.lua", "prelude.lua", "acquire.lua");
-static RELEASE: LazyLock<LockScript> =
-    lock_script!("../lock_hash.lua", "prelude.lua", "release.lua");
-static UNDO: LazyLock<LockScript> = lock_script!("../lock_hash.lua", "prelude.lua", "undo.lua");
-static CANCEL: LazyLock<LockScript> = lock_script!("../lock_hash.lua", "prelude.lua", "cancel.lua");
-static FORCE_UNLOCK: LazyLock<LockScript> =
-    lock_script!("../lock_hash.lua", "prelude.lua", "force_unlock.lua");
+static ACQUIRE: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "prelude.lua",
+    "acquire.lua"
+);
+static RELEASE: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "prelude.lua",
+    "release.lua"
+);
+static UNDO: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "prelude.lua",
+    "undo.lua"
+);
+static CANCEL: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "prelude.lua",
+    "cancel.lua"
+);
+static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "prelude.lua",
+    "force_unlock.lua"
+);
 
 pub(crate) struct Fair {
     /// The name as the user gave it (errors, metrics).

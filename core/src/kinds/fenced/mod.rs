@@ -22,6 +22,7 @@ use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArg
 use crate::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
     "../lock_hash.lua",
     "../reentrant/waiters.lua",
     "acquire.lua"

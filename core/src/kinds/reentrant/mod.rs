@@ -32,21 +32,37 @@ use crate::options::ClientOptions;
 const RESERVATION: Duration = Duration::from_secs(1);
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
     "acquire_uncontended.lua",
     "../lock_hash.lua",
     "waiters.lua",
     "acquire.lua"
 );
 static RELEASE: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
     "release_uncontended.lua",
     "../lock_hash.lua",
     "waiters.lua",
     "release.lua"
 );
-static UNDO: LazyLock<LockScript> = lock_script!("../lock_hash.lua", "waiters.lua", "undo.lua");
-static LEAVE: LazyLock<LockScript> = lock_script!("../lock_hash.lua", "waiters.lua", "leave.lua");
-static FORCE_UNLOCK: LazyLock<LockScript> =
-    lock_script!("../lock_hash.lua", "waiters.lua", "force_unlock.lua");
+static UNDO: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "waiters.lua",
+    "undo.lua"
+);
+static LEAVE: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "waiters.lua",
+    "leave.lua"
+);
+static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "waiters.lua",
+    "force_unlock.lua"
+);
 
 pub(crate) struct Reentrant {
     /// The name as the user gave it (errors, metrics).

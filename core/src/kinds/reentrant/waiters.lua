@@ -16,8 +16,6 @@
 -- The list outlives the waiter's sleep (at most `wait_ms`, the wait replied; -1: no expiry, at
 -- most an hour) by `place_ms`: a waiter that looks no more (gone) is dropped with it.
 
-local WAITERS_MARK = 'polylock:waiters'
-
 -- The waiter list's keys, which waking scripts take from KEYS[first] on, in this order.
 local function line_keys(first)
   return {
@@ -104,13 +102,13 @@ local function tell_next(line, lock, shared, reserve_ms)
   publish(shared, 0)
 end
 
--- Whether `owner` may take the lock now: it holds it (re-entry), or nobody does and it is not
--- kept for another waiter (`reserved`, the reservation the caller read: false when none). Also
--- returns the reservation when it counts (false when the lock is held). A free lock is seen
--- with one call.
+-- Whether `owner`, which holds no level (the caller read its count), may take the lock now:
+-- nobody holds it and it is not kept for another waiter (`reserved`, the reservation the
+-- caller read: false when none). Also returns the reservation when it counts (false when the
+-- lock is held). A free lock is seen with one call.
 local function may_take(lock, reserved, owner)
   if redis.call('exists', lock) == 1 then
-    return redis.call('hexists', lock, owner) == 1, false
+    return false, false
   end
   return not reserved or reserved == owner, reserved
 end
