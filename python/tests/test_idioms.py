@@ -258,7 +258,11 @@ def test_a_log_handler_may_call_back_into_polylock(client, name, caplog):
     try:
         assert lock.acquire()
         assert wait_until(lambda: answers, timeout=5)
-        assert answers[0] is None  # the lease ran out: nobody holds it
+        # The call from the handler came back (no deadlock) with the server's view of the lease:
+        # gone, or the last moment of it (the client declares the loss at the earliest moment the
+        # lease can have ended, counted from when it sent the acquire, so the server may expire
+        # the key a millisecond later); never a renewed lease.
+        assert answers[0] is None or answers[0] < 0.05, answers
     finally:
         logger.removeHandler(handler)
 
