@@ -50,15 +50,17 @@ bench: bench-deps bench-python-polylock bench-node-polylock
 # The smoke run only checks that every contender runs and loses nothing, so it uses the builds
 # the test suites made: the debug Python package and Rust worker (sharing target/debug), and
 # the Node addon of build-node.
+# The Python package is python/'s editable one (PYTHONPATH): build-python made it, and a second
+# `maturin develop` would rewrite its extension under the suites of other lanes.
 bench-smoke: bench-smoke-build
-	BENCH_RUST_BIN=$(CURDIR)/target/debug/polylock-bench $(BENCH_PY) bench/run.py --smoke --out target/bench-smoke
+	BENCH_RUST_BIN=$(CURDIR)/target/debug/polylock-bench PYTHONPATH=$(CURDIR)/python \
+	  $(BENCH_PY) bench/run.py --smoke --out target/bench-smoke
 
 ## bench-smoke-build: the peers and the debug workers bench-smoke runs
-bench-smoke-build: $(BENCH_VENV)/bin/python build-node bench-java
+bench-smoke-build: $(BENCH_VENV)/bin/python build-node build-python bench-java
 	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check $(BENCH_PYPI)
 	cd bench && npm ci --no-audit --no-fund
 	@# target/ (not target/bench-rust): the debug dependencies the test suites compiled are reused.
 	cd bench/rust && CARGO_TARGET_DIR=$(CURDIR)/target cargo build --locked
 	@# The test kit's launcher, which starts the redis-server the drivers measure on.
 	cargo build -p polylock-testkit --bins
-	cd python && VIRTUAL_ENV=$(CURDIR)/$(BENCH_VENV) $(CURDIR)/$(BENCH_VENV)/bin/maturin develop --quiet

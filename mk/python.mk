@@ -22,10 +22,27 @@ PY_RUN := $(CURDIR)/$(PY_VENV)/bin/python
 $(PY_VENV)/bin/python:
 	$(PYTHON) -m venv $(PY_VENV)
 
-build-python: $(PY_VENV)/bin/python
-	$(PY_RUN) -m pip install --quiet --disable-pip-version-check "maturin>=1.9,<2" "pytest>=8" "mypy>=1.10" "redis>=5" \
-	  "opentelemetry-api>=1.24" "opentelemetry-sdk>=1.24" "opentelemetry-exporter-prometheus>=0.45b0" "prometheus-client>=0.20"
+PY_DEV_TOOLS := "maturin>=1.9,<2" "pytest>=8" "mypy>=1.10" "redis>=5" \
+  "opentelemetry-api>=1.24" "opentelemetry-sdk>=1.24" "opentelemetry-exporter-prometheus>=0.45b0" "prometheus-client>=0.20"
+
+# build-python installs the tools and builds the extension again only when a source changed or
+# the extension is gone: `maturin develop` rewrites python/polylock/_native.abi3.so in place,
+# which would pull it from under the suites of other lanes that import it (six suites ask for
+# build-python). The package's .py files are installed editable, so they need no rebuild.
+PY_TOOLS_STAMP := $(PY_VENV)/.installed-dev-tools
+PY_NATIVE_STAMP := target/python-native.stamp
+PY_NATIVE_SOURCES := $(wildcard $(shell git ls-files -- core bindings/python workspace-hack Cargo.toml Cargo.lock python/pyproject.toml 2>/dev/null))
+
+$(PY_TOOLS_STAMP): $(PY_VENV)/bin/python mk/python.mk
+	$(PY_RUN) -m pip install --quiet --disable-pip-version-check $(PY_DEV_TOOLS)
+	touch $@
+
+build-python: $(PY_TOOLS_STAMP)
+	@ls python/polylock/_native*.so >/dev/null 2>&1 || rm -f $(PY_NATIVE_STAMP)
+	@$(MAKE) --no-print-directory $(PY_NATIVE_STAMP)
+$(PY_NATIVE_STAMP): $(PY_TOOLS_STAMP) $(PY_NATIVE_SOURCES)
 	cd python && VIRTUAL_ENV=$(CURDIR)/$(PY_VENV) $(CURDIR)/$(PY_VENV)/bin/maturin develop --quiet
+	mkdir -p target && touch $@
 
 # The Rust holder used by the cross-language test, and the Rust fleet worker of test_job_fleet.py.
 python-peer:

@@ -6,8 +6,9 @@ Why this shape: the builds are CPU-bound and share target/, so they run first, o
 other, each exactly as its suite will ask for it (the suites' own cargo, maturin and napi calls
 then find nothing to do). The suites mostly wait (on Redis, on sleeps of fault tests, on child
 processes), so they run in lanes at once. A lane runs its suites one after the other, and the
-suites that share a working copy (node/'s addon, the Python venv, the Maven projects) are in
-the same lane. The release builds and the lint, which only need CPU, run in lanes of their own
+suites that write a shared working copy (the Maven projects) are in the same lane; the Python
+venv and node/'s addon are rebuilt only when a source changed, so after the build every suite
+only reads them. The release builds and the lint, which only need CPU, run in lanes of their own
 under `nice`, so they take what the suites leave; those lanes start with the build (what they
 do first needs nothing it makes: the lint's own target dir, the wheel's own target dir), so they
 also fill the build's idle moments (downloads, Maven, links).
@@ -35,8 +36,12 @@ BUILD = ["test-build"]
 # ends the JVM lane (which has room), under `nice` as the other release builds.
 LANES = {
     "rust": (0, ["test-core", "test-cli", "test-protocol"]),
-    "jvm": (0, ["test-interop", "test-interop-redisson4", "test-kotlin", "test-swift", "test-matrix-smoke", "test-dist-kotlin"]),
-    "scripts": (0, ["test-python", "test-node", "test-parity", "test-demo", "test-history", "bench-smoke", "test-election"]),
+    # The demo, history and election suites run the Python venv and the Node addon, which
+    # build-python and build-node rebuild only when a source changed: after test-build they are
+    # read-only, so those suites need not share the scripts lane (the longest).
+    "jvm": (0, ["test-interop", "test-interop-redisson4", "test-kotlin", "test-swift", "test-matrix-smoke",
+                "test-demo", "test-history", "test-election", "test-dist-kotlin"]),
+    "scripts": (0, ["test-python", "test-node", "test-parity", "bench-smoke"]),
     # Both build in target/lint: the clippy check, then the packaged crate.
     "lint": (15, ["lint", "test-rust-package@build"]),
     "release": (15, ["dist-python", "test-dist-python@build", "test-dist-node"]),
