@@ -202,18 +202,56 @@ class Holders(Generic[Holder, Handle]):
         return any(handle.is_held() for handle in list(self._handles.values()))
 
 
+# Holder ids: a number no other thread or task of this process gets, kept for the holder's
+# life (threads and tasks draw from one count, so a thread's owner string is never a task's).
+# Not a thread's ident nor id(task): both come back for a later thread or task, whose owner
+# string would then be the ended one's: it would inherit what the ended one left held, and a
+# dead task's background release or undo would take off the new task's level (its release then
+# fails with LockLostError).
+_next_holder_id = itertools.count(1)
+_holder_ids_mutex = threading.Lock()
+_task_ids: "weakref.WeakKeyDictionary[asyncio.Task[object], int]" = weakref.WeakKeyDictionary()
+_thread_ids = threading.local()
+
+
+def _new_holder_id() -> int:
+    with _holder_ids_mutex:
+        return next(_next_holder_id)
+
+
+def task_holder_id(task: "asyncio.Task[object]") -> int:
+    with _holder_ids_mutex:
+        holder_id = _task_ids.get(task)
+        if holder_id is None:
+            holder_id = _task_ids[task] = next(_next_holder_id)
+        return holder_id
+
+
+def thread_holder_id() -> int:
+    """The calling thread's holder id."""
+    holder_id: Optional[int] = getattr(_thread_ids, "holder_id", None)
+    if holder_id is None:
+        holder_id = _thread_ids.holder_id = _new_holder_id()
+    return holder_id
+
+
 class ThreadHolders(Holders[int, Handle]):
-    """Holders that are threads."""
+    """Holders that are threads, by holder id (:func:`thread_holder_id`)."""
 
     def __init__(self, make: Callable[[int], Handle]) -> None:
         super().__init__(make)
         self._handles = {}
+        # The thread of each holder id that has a handle: ended ones are forgotten.
+        self._threads: dict[int, threading.Thread] = {}
 
     def _caller(self) -> int:
-        return threading.get_ident()
+        holder_id = thread_holder_id()
+        if holder_id not in self._threads:
+            self._threads[holder_id] = threading.current_thread()
+        return holder_id
 
     def _caller_if_any(self) -> Optional[int]:
-        return threading.get_ident()
+        return thread_holder_id()
 
     def _holder_id(self, holder: int) -> int:
         return holder
@@ -222,27 +260,11 @@ class ThreadHolders(Holders[int, Handle]):
         """Threads that come and go leave nothing behind. A live thread keeps its handle: a
         fair lock's handle keeps its own queue channel subscribed between waits, which saves two
         commands per acquisition."""
-        alive = {thread.ident for thread in threading.enumerate()}
-        for thread, handle in list(self._handles.items()):
-            if thread not in alive and handle.hold_count() == 0:
-                del self._handles[thread]
-
-
-# A task's holder id: a number no other task of this process gets, kept for the task's life.
-# Not id(task): a collected task's address comes back for a later task, whose owner string
-# would then be the dead task's, and the dead task's background release or undo would take off
-# the new task's level (its release then fails with LockLost).
-_task_ids: "weakref.WeakKeyDictionary[asyncio.Task[object], int]" = weakref.WeakKeyDictionary()
-_next_task_id = itertools.count(1)
-_task_ids_mutex = threading.Lock()
-
-
-def task_holder_id(task: "asyncio.Task[object]") -> int:
-    with _task_ids_mutex:
-        holder_id = _task_ids.get(task)
-        if holder_id is None:
-            holder_id = _task_ids[task] = next(_next_task_id)
-        return holder_id
+        for holder_id, thread in list(self._threads.items()):
+            handle = self._handles.get(holder_id)
+            if not thread.is_alive() and (handle is None or handle.hold_count() == 0):
+                self._handles.pop(holder_id, None)
+                del self._threads[holder_id]
 
 
 class TaskHolders(Holders["asyncio.Task[object]", Handle]):

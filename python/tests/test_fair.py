@@ -12,7 +12,7 @@ import time
 import pytest
 
 import polylock
-from polylock._shared import task_holder_id
+from polylock._shared import task_holder_id, thread_holder_id
 from helpers import RedisConnection, counter_worker, hash_count, wait_until
 
 
@@ -36,9 +36,11 @@ def test_waiting_threads_get_the_lock_in_arrival_order(url, redis, name):
         order: list[int] = []
         inside = {"now": 0, "max": 0}
         errors: list[BaseException] = []
+        owners: dict[int, str] = {}
 
         def wait_my_turn(index: int) -> None:
             try:
+                owners[index] = lock.owner
                 assert lock.acquire(timeout=60)
                 inside["now"] += 1
                 inside["max"] = max(inside["max"], inside["now"])
@@ -54,10 +56,9 @@ def test_waiting_threads_get_the_lock_in_arrival_order(url, redis, name):
             thread = threading.Thread(target=wait_my_turn, args=(index,))
             thread.start()
             threads.append(thread)
-            owner = f"{client.id}:{thread.ident}"
             # The next waiter starts only once this one has its place in the queue.
-            assert wait_until(lambda: owner in queued(redis, name), 10), queued(redis, name)
-        assert queued(redis, name) == [f"{client.id}:{t.ident}" for t in threads]
+            assert wait_until(lambda: owners.get(index) in queued(redis, name), 10), queued(redis, name)
+        assert queued(redis, name) == [owners[index] for index in range(10)]
         lock.release()
         for thread in threads:
             thread.join(timeout=60)
@@ -75,6 +76,7 @@ def test_a_waiter_whose_timeout_runs_out_leaves_the_queue_at_once(url, redis, na
         results: dict[str, object] = {}
 
         def acquire(role: str, timeout: float) -> None:
+            results[f"{role} owner"] = lock.owner
             started = time.monotonic()
             try:
                 results[role] = lock.acquire(timeout=timeout)
@@ -87,12 +89,12 @@ def test_a_waiter_whose_timeout_runs_out_leaves_the_queue_at_once(url, redis, na
 
         impatient = threading.Thread(target=acquire, args=("impatient", 2.0))
         impatient.start()
-        impatient_owner = f"{client.id}:{impatient.ident}"
-        assert wait_until(lambda: impatient_owner in queued(redis, name), 10)
+        assert wait_until(lambda: results.get("impatient owner") in queued(redis, name), 10)
+        impatient_owner = results["impatient owner"]
         patient = threading.Thread(target=acquire, args=("patient", 50.0))
         patient.start()
-        patient_owner = f"{client.id}:{patient.ident}"
-        assert wait_until(lambda: patient_owner in queued(redis, name), 10)
+        assert wait_until(lambda: results.get("patient owner") in queued(redis, name), 10)
+        patient_owner = results["patient owner"]
         assert queued(redis, name) == [impatient_owner, patient_owner]
 
         impatient.join(timeout=30)
@@ -158,7 +160,7 @@ def test_a_cancelled_task_leaves_the_queue_at_once(url, redis, name):
 def test_fair_lock_reentrancy_matches_the_redis_hash_count(url, redis, name):
     with polylock.Client(url) as client:
         lock = client.fair_lock(name)
-        owner = f"{client.id}:{threading.get_ident()}"
+        owner = f"{client.id}:{thread_holder_id()}"
         assert lock.acquire()
         assert lock.acquire(blocking=False)
         with lock:

@@ -12,6 +12,7 @@ import threading
 import pytest
 
 import polylock
+from polylock._shared import thread_holder_id
 from helpers import wait_until
 
 
@@ -123,7 +124,7 @@ def test_bad_defaults_are_refused_by_the_factory_with_the_acquire_message(
 
 def test_owner_is_the_hash_field_of_the_calling_thread(client, redis, name):
     lock = client.lock(name)
-    assert lock.owner == f"{client.id}:{threading.get_ident()}"
+    assert lock.owner == f"{client.id}:{thread_holder_id()}"
     with lock:
         assert redis("HEXISTS", name, lock.owner) == 1
     seen = []

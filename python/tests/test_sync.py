@@ -11,6 +11,7 @@ import time
 import pytest
 
 import polylock
+from polylock._shared import thread_holder_id
 from helpers import RedisConnection, hash_count, wait_until
 
 
@@ -21,7 +22,7 @@ def client(url: str):
 
 
 def owner_of(client: polylock.Client) -> str:
-    return f"{client.id}:{threading.get_ident()}"
+    return f"{client.id}:{thread_holder_id()}"
 
 
 def test_threads_sharing_one_lock_exclude_each_other(client, redis_server, name):
@@ -135,7 +136,7 @@ def test_lost_notification_when_the_key_is_deleted(url, redis, name):
 
         def on_lost(error: polylock.LockLostError) -> None:
             received.append(error)
-            threads.append(threading.get_ident())
+            threads.append(thread_holder_id())
             called.set()
 
         lock.on_lost(on_lost)
@@ -146,7 +147,7 @@ def test_lost_notification_when_the_key_is_deleted(url, redis, name):
         assert lock.lost
         assert not lock.owned()
         assert len(received) == 1 and isinstance(received[0], polylock.LockLostError)
-        assert threads[0] != threading.get_ident()
+        assert threads[0] != thread_holder_id()
         with pytest.raises(polylock.LockLostError):
             lock.release()
 
