@@ -67,12 +67,14 @@ NODE_PLATFORM_TARBALL = $(DIST_DIR)/polylock-polylock-$(NODE_PLATFORM)-$(NODE_VE
 
 ## dist-node: dist/polylock-polylock-<v>.tgz and dist/polylock-polylock-<platform>-<v>.tgz (release addon)
 dist-node: node-deps
+	@# The release addon of build-node (`npm run build`), which test-build made for the suites: a
+	@# second `napi build` into another directory recompiles and links the binding crate again
+	@# (several minutes of `make test`'s CPU) for the same library.
+	@$(MAKE) --no-print-directory build-node NODE_BUILD=build
 	rm -rf $(NODE_STAGE) && mkdir -p $(NODE_STAGE)/addon $(NODE_STAGE)/polylock $(NODE_STAGE)/platform $(DIST_DIR)
-	@# No --strip: it changes RUSTFLAGS, which would make dist-kotlin's release build of the same
-	@# dependencies start over; the addon is stripped afterwards instead.
-	cd node && npx napi build --platform --release --manifest-path ../bindings/node/Cargo.toml \
-	  --output-dir ../$(NODE_STAGE)/addon --no-js --dts native.d.ts
-	strip --strip-unneeded $(NODE_STAGE)/addon/polylock.$(NODE_PLATFORM).node
+	@# Stripped here, not built with --strip: that changes RUSTFLAGS, which would make
+	@# dist-kotlin's release build of the same dependencies start over.
+	strip --strip-unneeded -o $(NODE_STAGE)/addon/polylock.$(NODE_PLATFORM).node node/polylock.$(NODE_PLATFORM).node
 	@# (node/native.js and node/native.d.ts are the committed ones, drift-checked by test-node.)
 	cp node/package.json node/README.md node/index.js node/index.d.ts node/native.js node/native.d.ts node/otel.js node/otel.d.ts \
 	  $(NODE_STAGE)/polylock/
