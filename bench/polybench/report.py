@@ -199,16 +199,21 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
               "on the same server: " + ", ".join(
                   f"{name}: {fmt(rate, 0)} EVALSHA/s" for name, rate in
                   info.get("benchmarks", {}).items()) + ".", "",
+              "Server CPU/cycle is the redis-server process's CPU (INFO cpu, user + system) over "
+              "the run divided by the cycles; script µs/cycle the part of it in EVAL/EVALSHA "
+              "(INFO commandstats `usec`, each script's own calls included).", "",
               "| contender | cycles/s | scripts/cycle | commands/cycle | "
-              "% of ceiling ÷ scripts/cycle |", "|---|---:|---:|---:|---:|"]
+              "% of ceiling ÷ scripts/cycle | server CPU µs/cycle | script µs/cycle |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
 
     def m_cells(_key, row) -> str:
         spc = row["scripts_per_cycle"] or 2
         share = row["rate"] / (ceiling / spc) * 100 if ceiling else float("nan")
         return (f"{fmt(row['rate'], 0)} | {fmt(row['scripts_per_cycle'])} | "
-                f"{fmt(row['commands_per_cycle'])} | {fmt(share, 0)} % |")
+                f"{fmt(row['commands_per_cycle'])} | {fmt(share, 0)} % | "
+                f"{fmt(row['server_cpu_us_per_cycle'], 1)} | {fmt(row['script_us_per_cycle'], 1)} |")
 
-    lines += contender_rows(m, 3, m_cells)
+    lines += contender_rows(m, 5, m_cells)
 
     lines += ["", "## R: renewal cost", ""]
     problem = status(r["run"])

@@ -68,6 +68,22 @@ class RedisServer:
                 stats[name[len("cmdstat_"):]] = int(calls[len("calls="):])
         return stats
 
+    def cpu_seconds(self) -> float:
+        """The server process's CPU so far (INFO cpu: user + system), in seconds."""
+        fields = dict(line.split(":", 1) for line in self.command("INFO", "cpu").splitlines()
+                      if ":" in line)
+        return float(fields["used_cpu_user"]) + float(fields["used_cpu_sys"])
+
+    def script_usec(self) -> int:
+        """Microseconds the server spent in script calls so far (commandstats `usec` of EVAL
+        and EVALSHA, each including the calls its script made)."""
+        total = 0
+        for line in self.command("INFO", "commandstats").splitlines():
+            name, _, rest = line.partition(":")
+            if name in ("cmdstat_evalsha", "cmdstat_eval"):
+                total += int(next(f for f in rest.split(",") if f.startswith("usec="))[5:])
+        return total
+
     def version(self) -> str:
         for line in self.command("INFO", "server").splitlines():
             if line.startswith("redis_version:"):

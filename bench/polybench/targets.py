@@ -72,6 +72,7 @@ def targets(u, c, m, ceiling, r, workers) -> list[str]:
                                    row["rate"] >= bound,
                                    f"{row['rate']:,.0f} cycles/s vs {bound:,.0f} needed "
                                    f"({row['rate'] / (ceiling / spc) * 100:.0f} %)"))
+    out += server_work_targets(u, m)
     if r and not status(r["run"]):
         out.append(target_line("R ≤ 1 script call per 100 locks per tick",
                                r["calls_per_100_locks_per_tick"] <= 1,
@@ -174,4 +175,32 @@ def anchor_targets(u: dict, c: dict, workers: list) -> list:
                 f"C fair {lang}: commandstats/CS flat in W (W={high_w} within 10 % of W={low_w})",
                 high <= low * 1.1,
                 ", ".join(f"W={count}: {value:.1f}" for count, value in fair)))
+    return out
+
+
+def server_work_targets(u: dict, m: dict) -> list:
+    """Server work (issue 32): commands per uncontended cycle, and M against rslock with the
+    server's CPU per cycle beside each rate."""
+    out = []
+    for contender, bound in (("polylock", 7), ("polylock-fair", 9)):
+        for lang in ("rust", "python", "node"):
+            row = u.get((lang, contender))
+            if row and not status(row["run"]) and row.get("commands_per_cycle") is not None:
+                out.append(target_line(
+                    f"U {lang} {contender}: ≤ {bound} commandstats/cycle",
+                    row["commands_per_cycle"] <= bound + 0.005,
+                    f"{row['commands_per_cycle']:.2f} commandstats/cycle"))
+    peer = m.get(("rust", "rslock"))
+    if not peer or status(peer["run"]) or not peer.get("rate"):
+        return out
+    for lang in ("rust", "python", "node"):
+        row = m.get((lang, "polylock"))
+        if not row or status(row["run"]) or not row.get("rate"):
+            continue
+        out.append(target_line(
+            f"M {lang}: polylock ≥ rslock", row["rate"] >= peer["rate"],
+            f"{row['rate'] / peer['rate']:.2f}× ({row['rate']:,.0f} vs {peer['rate']:,.0f} "
+            f"cycles/s); server CPU {row['server_cpu_us_per_cycle']:.1f} vs "
+            f"{peer['server_cpu_us_per_cycle']:.1f} µs/cycle, in scripts "
+            f"{row['script_us_per_cycle']:.1f} vs {peer['script_us_per_cycle']:.1f}"))
     return out
