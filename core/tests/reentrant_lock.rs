@@ -1616,3 +1616,26 @@ async fn an_uncontended_cycle_costs_eight_commands_and_a_fair_one_nine() {
         );
     }
 }
+
+/// A release that begins after a fixed lease ended reports the hold lost (`LockLost`), as the
+/// upkeep reports it at the lease's end, whichever of the two runs first. It was a `Timeout`
+/// ("the lease it guarded has ended") when the release came first (Kotlin's semaphore test saw
+/// it on a loaded machine).
+#[tokio::test]
+async fn a_release_after_a_fixed_lease_ended_reports_the_lock_lost() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let lock = client.lock("lapsed").unwrap();
+    let lease = Duration::from_millis(20);
+    for round in 0..100 {
+        assert!(lock
+            .acquire(AcquireOptions::new().lease(lease))
+            .await
+            .unwrap());
+        // The lease, counted from before the acquire was sent, has ended when this sleep does.
+        tokio::time::sleep(lease).await;
+        let err = lock.release().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LockLost, "round {round}: {err}");
+        assert!(!lock.is_held());
+    }
+}

@@ -150,6 +150,12 @@ impl LockCore {
             .upkeep
             .horizon(self.id)
             .unwrap_or_else(|| Instant::now() + lease);
+        if Instant::now() >= horizon {
+            // The lease ended before this release began (counted, as the upkeep counts it, from
+            // the last confirmed acquisition or renewal): the hold is lost, exactly as when the
+            // upkeep reports it a moment later. Nothing is sent, as after the upkeep's report.
+            return (self.lost_before_release(reserved, true), 0);
+        }
         let callers_retries = self.client.options.response_timeout * 2;
         let in_callers_time = (Instant::now() + callers_retries).min(horizon);
         let call = ReleaseRequest {
@@ -177,23 +183,7 @@ impl LockCore {
                 self.end_level(reserved.level, false);
                 Ok(())
             }
-            Ok(None) => {
-                // Already counted when the upkeep found it lost during this release.
-                if !self.is_lost() {
-                    let expired = Instant::now() >= horizon;
-                    self.lost_for(Some(if expired {
-                        LostReason::Expired
-                    } else {
-                        LostReason::Taken
-                    }));
-                }
-                self.forget_hold(&reserved, true);
-                self.end_level(reserved.level, true);
-                Err(Error::lock_lost(format!(
-                    "lock '{}' was lost before release: its lease ran out or another client took or deleted it",
-                    self.name()
-                )))
-            }
+            Ok(None) => self.lost_before_release(reserved, Instant::now() >= horizon),
             Err(err) if err.is_transient() => {
                 // Never renew a lock whose release may have happened: give the hold up now.
                 if !self.is_current(&reserved) {
@@ -220,6 +210,25 @@ impl LockCore {
             }
         };
         (released, retries)
+    }
+
+    /// The hold of `reserved` was lost before its release: its lease had `expired`, or another
+    /// client took or deleted the lock. Counted once (not again when the upkeep found it lost
+    /// during this release).
+    fn lost_before_release(&self, reserved: Reserved, expired: bool) -> Result<()> {
+        if !self.is_lost() {
+            self.lost_for(Some(if expired {
+                LostReason::Expired
+            } else {
+                LostReason::Taken
+            }));
+        }
+        self.forget_hold(&reserved, true);
+        self.end_level(reserved.level, true);
+        Err(Error::lock_lost(format!(
+            "lock '{}' was lost before release: its lease ran out or another client took or deleted it",
+            self.name()
+        )))
     }
 
     /// Runs the kind's release for this owner although this handle holds nothing (an
