@@ -35,12 +35,14 @@ BUILD = ["test-build"]
 # The Kotlin package's Maven build must not share ~/.m2 with the JVM lane's downloads, so it
 # ends the JVM lane (which has room), under `nice` as the other release builds.
 LANES = {
-    "rust": (0, ["test-core", "test-cli", "test-protocol"]),
+    # test-cli (about 50 s) runs in the JVM lane, which has room: test-build plus the rust lane
+    # was the critical path (747 + 487 s of CI's 1,233).
+    "rust": (0, ["test-core", "test-protocol"]),
     # The demo, history and election suites run the Python venv and the Node addon, which
     # build-python and build-node rebuild only when a source changed: after test-build they are
     # read-only, so those suites need not share the scripts lane (the longest).
     "jvm": (0, ["test-interop", "test-interop-redisson4", "test-kotlin", "test-swift", "test-matrix-smoke",
-                "test-demo", "test-history", "test-election", "test-dist-kotlin"]),
+                "test-demo", "test-history", "test-election", "test-cli", "test-dist-kotlin"]),
     "scripts": (0, ["test-python", "test-node", "test-parity", "bench-smoke"]),
     # Both build in target/lint: the clippy check, then the packaged crate.
     "lint": (15, ["lint", "test-rust-package@build"]),
