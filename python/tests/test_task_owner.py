@@ -41,6 +41,21 @@ def test_a_task_at_a_collected_tasks_address_gets_another_owner(url, redis, name
     asyncio.run(asyncio.wait_for(main(), timeout=60))
 
 
+def _wait_until_os_thread_ended(thread) -> None:
+    """`join()` returns before the OS thread is gone; glibc gives its stack (and so its ident)
+    to a new thread only after that. Wait for the kernel to drop its task (Linux), or a moment."""
+    import os
+    import time
+
+    task = f"/proc/self/task/{thread.native_id}"
+    deadline = time.monotonic() + 5
+    if not os.path.isdir("/proc/self/task"):
+        time.sleep(0.05)
+        return
+    while os.path.exists(task) and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
 def test_a_thread_with_an_ended_threads_ident_gets_another_owner(url, name):
     """Threads too: the OS gives a later thread an ended thread's ident. A thread that ended
     holding the lock leaves its hold behind; a later thread with its ident must not find that
@@ -48,30 +63,33 @@ def test_a_thread_with_an_ended_threads_ident_gets_another_owner(url, name):
     import threading
 
     with polylock.Client(url) as client:
-        lock = client.lock(name)
-        idents: list[int] = []
-        seen: list[int] = []
+        # The next thread usually gets the ended one's ident (glibc reuses the newest freed
+        # stack); a miss caches another thread's stack in front, so each try is a new pair.
+        for attempt in range(20):
+            lock = client.lock(f"{name}:{attempt}")
+            idents: list[int] = []
+            seen: list[int] = []
 
-        def leave_held() -> None:
-            idents.append(threading.get_ident())
-            assert lock.acquire()
+            def leave_held() -> None:
+                idents.append(threading.get_ident())
+                assert lock.acquire()
 
-        def look() -> None:
-            idents.append(threading.get_ident())
-            seen.append(lock.hold_count())
+            def look() -> None:
+                idents.append(threading.get_ident())
+                seen.append(lock.hold_count())
 
-        first = threading.Thread(target=leave_held)
-        first.start()
-        first.join()
-        # The next thread usually gets the ended one's ident (glibc reuses its stack); try a
-        # few, so that the test checks something.
-        for _ in range(50):
+            first = threading.Thread(target=leave_held)
+            first.start()
+            first.join()
+            _wait_until_os_thread_ended(first)
             later = threading.Thread(target=look)
             later.start()
             later.join()
-            if idents[-1] == idents[0]:
+            _wait_until_os_thread_ended(later)
+            if idents[1] == idents[0]:
                 break
-        assert idents[-1] == idents[0], "no thread got the ended thread's ident: nothing was checked"
-        assert seen[-1] == 0, "a later thread found the ended thread's hold its own"
+            lock.force_unlock()
+        assert idents[1] == idents[0], "no thread got the ended thread's ident: nothing was checked"
+        assert seen[0] == 0, "a later thread found the ended thread's hold its own"
         assert lock.locked(), "the ended thread's hold is still there"
         lock.force_unlock()
