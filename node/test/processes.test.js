@@ -6,6 +6,7 @@ const path = require('node:path')
 const readline = require('node:readline')
 const { after, before, test } = require('node:test')
 
+const { Client } = require('..')
 const { startRedis } = require('./redis.js')
 
 const fixtures = path.join(__dirname, 'fixtures')
@@ -79,3 +80,36 @@ for (const mode of ['close', 'keep-open']) {
     assert.equal(await exited, 0)
   })
 }
+
+test('a pending acquire alone keeps the process alive until the lock comes', async () => {
+  const name = `node:pending:${process.pid}`
+  const holder = await Client.connect(redis.url)
+  const lock = holder.lock(name)
+  assert.equal(await lock.acquire(), true)
+  const { child, exited } = run('pending-wait.js', [redis.url, name], 40_000)
+  try {
+    const lines = readline.createInterface({ input: child.stdout })
+    const seen = []
+    lines.on('line', (line) => seen.push(line))
+    for (let i = 0; i < 100 && !seen.includes('waiting'); i += 1) await sleep(50)
+    assert.deepEqual(seen, ['waiting'])
+    // Long enough for a process with nothing keeping its loop alive to have exited.
+    await sleep(1_000)
+    assert.equal(child.exitCode, null, 'the process exited while its acquire was pending')
+    await lock.release()
+    assert.equal(await exited, 0)
+    assert.deepEqual(seen, ['waiting', 'acquired'])
+  } finally {
+    child.kill('SIGKILL')
+    await exited.catch(() => {})
+    await holder.close()
+  }
+})
+
+test('a worker thread ended with a call under way neither crashes nor hangs the process, and the lock that call got is let go', async () => {
+  const { child, exited } = run('worker-exit.js', [redis.url, `node:worker:${process.pid}`], 30_000)
+  const lines = []
+  readline.createInterface({ input: child.stdout }).on('line', (line) => lines.push(line))
+  assert.equal(await exited, 0)
+  assert.deepEqual(lines, ['done'])
+})
