@@ -138,8 +138,9 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
     lines += ["", "## C: contended, W processes on one lock", "",
               f"Each of W worker processes loops for {durations['c']:g} s: acquire, GET counter, "
               f"hold {HOLD_US / 1000:g} ms, SET counter+1, release. Utilisation = sum of hold "
-              "times / wall time. Gap = from one holder's release call to the next holder's "
-              "acquisition. Wait = one acquire call. Jain = fairness of the acquisition counts "
+              "times / wall time. Hold = one critical section, from the acquire's return to "
+              "the release call (the GET, the hold and the SET). Gap = from one holder's "
+              "release call to the next holder's acquisition. Wait = one acquire call. Jain = fairness of the acquisition counts "
               "of the W workers (1 = equal). Commands sent/CS = the commands the lock sends "
               "to Redis (counted with MONITOR; scripts count once, subscriptions included) per "
               "critical section, the workload's own GET and SET subtracted; commandstats/CS = "
@@ -147,15 +148,15 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
               "inside a script. "
               "Lost = increments lost (critical sections minus the final counter).", ""]
     header = ("| W | contender | CS/s (median) | min–max | utilisation (median) | min–max | "
-              "gap p50 ms | gap p99 ms | wait p50 ms | "
+              "hold p50 ms | gap p50 ms | gap p99 ms | wait p50 ms | "
               "wait p99 ms | wait max ms | Jain | commands sent/CS | scripts/CS | "
               "(un)subscribes/CS | commandstats/CS | lost (all rounds) | "
               "noise: load, steal %, other CPU % |")
-    lines += [header, "|---:|---|" + "---:|" * 16]
+    lines += [header, "|---:|---|" + "---:|" * 17]
     for (count, lang, contender), row in c.items():
         problem = status(row["run"])
         if problem:
-            lines.append(f"| {count} | {label(lang, contender)} | {problem} |" + " |" * 15)
+            lines.append(f"| {count} | {label(lang, contender)} | {problem} |" + " |" * 16)
             continue
         lost_all = sum(r.get("lost", 0) for r in row.get("rounds", [row]))
         lost = f"**{lost_all}**" if lost_all else "0"
@@ -164,7 +165,8 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
         lines.append(
             f"| {count} | {label(lang, contender)} | {fmt(row['rate'], 0)} | "
             f"{spread(row, 'rate', 0)} | {fmt(row['utilisation'], 3)} | "
-            f"{spread(row, 'utilisation', 3)} | {fmt(row['gap_p50_ms'])} | {fmt(row['gap_p99_ms'])} | "
+            f"{spread(row, 'utilisation', 3)} | {fmt(row['hold_p50_ms'])} | "
+            f"{fmt(row['gap_p50_ms'])} | {fmt(row['gap_p99_ms'])} | "
             f"{fmt(row['wait_p50_ms'])} | {fmt(row['wait_p99_ms'])} | {fmt(row['wait_max_ms'])} | "
             f"{fmt(row['jain'], 3)} | {fmt(row['commands_per_cs'])} | {fmt(row['scripts_per_cs'])} | "
             f"{fmt(row['subscriptions_per_cs'])} | {fmt(row['all_commands_per_cs'])} | {lost} | "
