@@ -16,10 +16,11 @@ export type Histogram = native.Histogram
 export type ConnectionMetrics = native.ConnectionMetrics
 
 /**
- * A lock's defaults ({@link Client.lock}): the wait and lease its acquires, `using` and
- * `await using` take when they leave them out. Declared in Rust; times in milliseconds.
+ * A lock's own options ({@link Client.lock}): the wait and lease its acquires, `using` and
+ * `await using` take when they leave them out, and how its waiters wait (`waitMode`,
+ * `pollMinMs`, `pollMaxMs`; left out: the client's). Declared in Rust; times in milliseconds.
  */
-export type LockOptions = native.AcquireOptions
+export type LockOptions = native.LockOptions
 
 /**
  * Options of {@link Lock.acquire} and {@link Lock.using}. Times in milliseconds. An option left
@@ -112,6 +113,8 @@ export declare class Client {
    * for `defaults` an acquire would reject (the same message). `defaults` are the wait and
    * lease of its acquires when they leave them out, `client.lock(name, { waitMs: 5000,
    * leaseMs: 30000 })`; `waitMs: Infinity` in one call still waits without bound.
+   * `waitMode: 'poll'` (with `pollMinMs`, `pollMaxMs`) or `'pubsub'` makes this lock's waiters
+   * wait so instead of as the client's `waitMode` says.
    */
   lock(name: string, defaults?: LockOptions): Lock
   /**
@@ -144,7 +147,7 @@ export declare class Client {
    * A new owner's handle on the read-write lock `name` (Redisson's RReadWriteLock layout). No I/O.
    * `defaults` are those of both its locks (see {@link Client.lock}).
    */
-  readWriteLock(name: string, defaults?: LockOptions): ReadWriteLock
+  readWriteLock(name: string, defaults?: native.AcquireOptions): ReadWriteLock
   /**
    * A handle on the semaphore `name` (Redisson's RSemaphore layout). Permits belong to nobody
    * and never expire: permits taken by a process that dies are lost. No I/O.
@@ -192,7 +195,7 @@ export declare class Lock {
   /** `<client-id>:<holder-id>`, the owner this handle writes. */
   readonly owner: string
   /** The lock's defaults from `client.lock(name, defaults)`; a field is absent when none was set. */
-  readonly defaults: LockOptions
+  readonly defaults: native.AcquireOptions
   /** Whether the current hold's lease was lost (no I/O). */
   isLost(): boolean
   /**
@@ -277,7 +280,7 @@ export declare abstract class LockGroup {
  * `ERR_INVALID_ARGUMENT` for no locks or one given twice.
  */
 export declare class MultiLock extends LockGroup {
-  constructor(locks: Lock[], defaults?: LockOptions | null)
+  constructor(locks: Lock[], defaults?: native.AcquireOptions | null)
 }
 
 /**
@@ -286,7 +289,7 @@ export declare class MultiLock extends LockGroup {
  * assumptions: use a fenced lock where correctness matters.
  */
 export declare class RedLock extends LockGroup {
-  constructor(locks: Lock[], defaults?: LockOptions | null)
+  constructor(locks: Lock[], defaults?: native.AcquireOptions | null)
 }
 
 /**

@@ -101,7 +101,7 @@ class Client {
   /**
    * A new handle, and so a new owner, on the lock `name`. No I/O.
    * @param {string} name
-   * @param {import('./index').LockOptions} [defaults] the wait and lease of its acquires
+   * @param {import('./index').LockOptions} [defaults] the wait and lease of its acquires, and its own wait mode
    * @returns {Lock}
    */
   lock(name, defaults) {
@@ -112,7 +112,7 @@ class Client {
    * A new handle on the fair lock `name` (Redisson's RFairLock layout): waiters are served in
    * arrival order and a release wakes only the next one. Same handle API as `lock`. No I/O.
    * @param {string} name
-   * @param {import('./index').LockOptions} [defaults] the wait and lease of its acquires
+   * @param {import('./index').LockOptions} [defaults] the wait and lease of its acquires, and its own wait mode
    * @returns {Lock}
    */
   fairLock(name, defaults) {
@@ -123,7 +123,7 @@ class Client {
    * A new handle on the fenced lock `name` (Redisson's RFencedLock layout): the lock API, plus
    * `lock.token`, a number that grows on every acquisition. No I/O.
    * @param {string} name
-   * @param {import('./index').LockOptions} [defaults] the wait and lease of its acquires
+   * @param {import('./index').LockOptions} [defaults] the wait and lease of its acquires, and its own wait mode
    * @returns {Lock}
    */
   fencedLock(name, defaults) {
@@ -182,7 +182,7 @@ class Client {
   /**
    * A new owner's handle on the read-write lock `name` (Redisson's RReadWriteLock layout). No I/O.
    * @param {string} name
-   * @param {import('./index').LockOptions} [defaults] those of both its locks
+   * @param {import('./native').AcquireOptions} [defaults] the wait and lease of both its locks
    * @returns {ReadWriteLock}
    */
   readWriteLock(name, defaults) {
@@ -453,7 +453,7 @@ class LockGroup {
   /**
    * @param {'multi' | 'red'} kind
    * @param {Lock[]} locks
-   * @param {import('./index').LockOptions | null | undefined} defaults
+   * @param {import('./native').AcquireOptions | null | undefined} defaults
    */
   constructor(kind, locks, defaults) {
     if (!Array.isArray(locks) || !locks.every((lock) => lock instanceof Lock)) {

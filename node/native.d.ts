@@ -33,19 +33,19 @@ export declare class Client {
   drainMetricEvents(): Array<MetricEvent>
   /**
    * A new handle (a new owner) on the lock `name`, with per-lock `defaults` for its acquires
-   * (checked now). No I/O.
+   * and, optionally, its own wait mode (checked now). No I/O.
    */
-  lock(name: string, defaults?: AcquireOptions | null): Lock
+  lock(name: string, defaults?: LockOptions | null): Lock
   /**
    * A new handle (a new owner) on the fair lock `name`: FIFO, a release wakes only the next
    * waiter. No I/O.
    */
-  fairLock(name: string, defaults?: AcquireOptions | null): Lock
+  fairLock(name: string, defaults?: LockOptions | null): Lock
   /**
    * A new handle (a new owner) on the fenced lock `name`: the lock API plus a token per
    * acquisition (`token`). No I/O.
    */
-  fencedLock(name: string, defaults?: AcquireOptions | null): Lock
+  fencedLock(name: string, defaults?: LockOptions | null): Lock
   /**
    * A new owner's handle on the read-write lock `name`. No I/O.
    * `defaults` are those of both its locks.
@@ -461,6 +461,34 @@ export interface LockMetrics {
   releaseFailures: number
   /** Releases retried in the background after the call returned. */
   releaseRetries: number
+}
+
+/**
+ * A lock's own options (`client.lock(name, options)`): the defaults of its acquires and how
+ * its waiters wait. Times in milliseconds.
+ */
+export interface LockOptions {
+  /**
+   * The default longest wait of its acquires: `Infinity` = no bound, 0 = one attempt.
+   * Left out: no bound.
+   */
+  waitMs?: number
+  /**
+   * The default fixed lease of its acquires (1 ms to 10 years). Left out: the
+   * watchdog-renewed lease.
+   */
+  leaseMs?: number
+  /**
+   * `'pubsub'` or `'poll'`: how this lock's waiters wait, instead of the client's
+   * `waitMode` (as Redisson's `RSpinLock` beside `RLock`). Left out: the client's.
+   * `'pubsub'` on a client connected with `waitMode: 'poll'` rejects each acquire with
+   * `ERR_INVALID_ARGUMENT` (that client opened no pub/sub connection).
+   */
+  waitMode?: string
+  /** With `waitMode: 'poll'`: the first backoff step, doubling from there. Default 1. */
+  pollMinMs?: number
+  /** With `waitMode: 'poll'`: the longest sleep between two looks. Default 128. */
+  pollMaxMs?: number
 }
 
 /** One finished operation, for `@polylock/polylock/otel` (not part of the public API). */

@@ -159,6 +159,9 @@ class Client:
         holder_id: int,
         timeout: float | None = None,
         lease: float | None = None,
+        wait_mode: str | None = None,
+        poll_min: float | None = None,
+        poll_max: float | None = None,
     ) -> LockHandle: ...
     def semaphore(self, name: str) -> SemaphoreHandle: ...
     def expirable_semaphore(self, name: str) -> ExpirableSemaphoreHandle: ...

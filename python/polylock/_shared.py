@@ -32,6 +32,9 @@ LockKind = Literal["lock", "fair", "fenced", "read", "write"]
 #: The kinds of lock a ``@client.locked`` function runs under: which client method makes it.
 LockedKind = Literal["lock", "fair_lock", "fenced_lock"]
 
+#: A lock's own wait mode: "pubsub" or "poll", and for "poll" its bounds in seconds.
+WaitOptions = tuple[Optional[Literal["pubsub", "poll"]], Optional[float], Optional[float]]
+
 #: An ``acquire`` argument: seconds, None (no bound / the watchdog lease), or left out
 #: (:data:`polylock.DEFAULT`: the lock's own default).
 Seconds = Union[float, None, UseDefault]
@@ -81,10 +84,15 @@ def handle_maker(
     name: str,
     timeout: Optional[float],
     lease: Optional[float],
+    wait: Optional[WaitOptions] = None,
 ) -> Callable[[int], _native.LockHandle]:
     """The native constructor of ``kind``'s handles on ``name`` with the per-lock defaults
-    ``timeout`` and ``lease``, called with a holder id."""
-    return lambda holder: client.lock_handle(kind, name, holder, timeout, lease)
+    ``timeout`` and ``lease`` and wait mode ``wait`` (None: the client's), called with a
+    holder id."""
+    mode, poll_min, poll_max = wait or (None, None, None)
+    return lambda holder: client.lock_handle(
+        kind, name, holder, timeout, lease, mode, poll_min, poll_max
+    )
 
 
 def raise_timed_out(hold: _native.LockHandle | _native.GroupHandle, timeout: Optional[float]) -> NoReturn:
@@ -305,8 +313,9 @@ class LockBase(WarnsIfCollectedHolding):
         kind: LockKind = "lock",
         timeout: Optional[float] = None,
         lease: Optional[float] = None,
+        wait: Optional[WaitOptions] = None,
     ) -> None:
-        make_handle = handle_maker(client, kind, name, timeout, lease)
+        make_handle = handle_maker(client, kind, name, timeout, lease, wait)
         # Holder 0 is never a thread or task id; this handle only asks Redis, and checks the
         # name and the defaults now.
         self._probe = make_handle(0)
@@ -512,30 +521,62 @@ class ClientBase(Generic[AnyLock, AnyReadWriteLock, AnySemaphore, AnyExpirableSe
         return self._native.drain_metric_events()
 
     def lock(
-        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+        self,
+        name: str,
+        *,
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+        wait_mode: Optional[Literal["pubsub", "poll"]] = None,
+        poll_min: Optional[float] = None,
+        poll_max: Optional[float] = None,
     ) -> AnyLock:
         """A reentrant lock named ``name``, owned by whichever thread (or asyncio task)
         acquires it. No I/O.
 
         ``timeout`` and ``lease`` are the lock's defaults, used by ``with lock:`` and by
         ``acquire`` when it leaves them out (None: wait without bound / a lease renewed by the
-        watchdog). Bad values raise InvalidArgumentError here."""
-        return self._lock_type(self._native, name, timeout=timeout, lease=lease)
+        watchdog). ``wait_mode`` ("pubsub" or "poll", with ``poll_min`` and ``poll_max`` as
+        the client's options take them) is how this lock's waiters wait instead of the
+        client's ``wait_mode`` (None: the client's); "pubsub" on a client connected with
+        ``wait_mode="poll"`` fails each acquire with InvalidArgumentError, as that client has
+        no pub/sub connection. Bad values raise InvalidArgumentError here."""
+        wait = (wait_mode, poll_min, poll_max)
+        return self._lock_type(self._native, name, timeout=timeout, lease=lease, wait=wait)
 
     def fair_lock(
-        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+        self,
+        name: str,
+        *,
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+        wait_mode: Optional[Literal["pubsub", "poll"]] = None,
+        poll_min: Optional[float] = None,
+        poll_max: Optional[float] = None,
     ) -> AnyLock:
         """A reentrant fair lock named ``name`` (Redisson RFairLock): waiting threads (or tasks)
         are served in arrival order. Same API and defaults as :meth:`lock`. No I/O."""
-        return self._lock_type(self._native, name, kind="fair", timeout=timeout, lease=lease)
+        wait = (wait_mode, poll_min, poll_max)
+        return self._lock_type(
+            self._native, name, kind="fair", timeout=timeout, lease=lease, wait=wait
+        )
 
     def fenced_lock(
-        self, name: str, *, timeout: Optional[float] = None, lease: Optional[float] = None
+        self,
+        name: str,
+        *,
+        timeout: Optional[float] = None,
+        lease: Optional[float] = None,
+        wait_mode: Optional[Literal["pubsub", "poll"]] = None,
+        poll_min: Optional[float] = None,
+        poll_max: Optional[float] = None,
     ) -> AnyLock:
         """A reentrant fenced lock named ``name`` (Redisson RFencedLock): each acquisition,
         reentry included, gets a fencing token (``token``) higher than any earlier one of the
         name, whoever held it. Same API and defaults as :meth:`lock`. No I/O."""
-        return self._lock_type(self._native, name, kind="fenced", timeout=timeout, lease=lease)
+        wait = (wait_mode, poll_min, poll_max)
+        return self._lock_type(
+            self._native, name, kind="fenced", timeout=timeout, lease=lease, wait=wait
+        )
 
     def _lock_for_call(
         self, name: str, kind: LockedKind, timeout: Optional[float], lease: Optional[float]

@@ -10,7 +10,7 @@ use crate::expirable_semaphore::ExpirableSemaphore;
 use crate::latch::CountDownLatch;
 use crate::lock::Lock;
 use crate::metrics::{MetricEvent, MetricsSnapshot};
-use crate::options::{connect_options, lock_defaults};
+use crate::options::{connect_options, lock_defaults, lock_wait_mode};
 use crate::promise::promise;
 use crate::read_write_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
@@ -44,7 +44,10 @@ impl Client {
         make: fn(&polylock::Client, &str) -> polylock::Result<polylock::Lock>,
     ) -> napi::Result<Lock> {
         self.named(env, name, "lock name", |client, name| {
-            let inner = make(client, name)?.with_defaults(lock_defaults(defaults)?)?;
+            let mut inner = make(client, name)?.with_defaults(lock_defaults(defaults)?)?;
+            if let Some(mode) = lock_wait_mode(defaults)? {
+                inner = inner.with_wait_mode(mode)?;
+            }
             Ok(Lock { inner })
         })
     }
@@ -116,15 +119,15 @@ impl Client {
     }
 
     /// A new handle (a new owner) on the lock `name`, with per-lock `defaults` for its acquires
-    /// (checked now). No I/O.
-    #[napi(ts_args_type = "name: string, defaults?: AcquireOptions | null")]
+    /// and, optionally, its own wait mode (checked now). No I/O.
+    #[napi(ts_args_type = "name: string, defaults?: LockOptions | null")]
     pub fn lock(&self, env: &Env, name: Unknown, defaults: Option<Unknown>) -> napi::Result<Lock> {
         self.lock_handle(env, name, defaults, polylock::Client::lock)
     }
 
     /// A new handle (a new owner) on the fair lock `name`: FIFO, a release wakes only the next
     /// waiter. No I/O.
-    #[napi(ts_args_type = "name: string, defaults?: AcquireOptions | null")]
+    #[napi(ts_args_type = "name: string, defaults?: LockOptions | null")]
     pub fn fair_lock(
         &self,
         env: &Env,
@@ -136,7 +139,7 @@ impl Client {
 
     /// A new handle (a new owner) on the fenced lock `name`: the lock API plus a token per
     /// acquisition (`token`). No I/O.
-    #[napi(ts_args_type = "name: string, defaults?: AcquireOptions | null")]
+    #[napi(ts_args_type = "name: string, defaults?: LockOptions | null")]
     pub fn fenced_lock(
         &self,
         env: &Env,

@@ -15,6 +15,7 @@ use polylock::options::{
     lease_from_millis, option_from_millis, wait_from_millis, ClientOptionsInMillis,
 };
 use polylock::AcquireOptions as CoreAcquireOptions;
+use polylock::WaitMode;
 
 use crate::args::{boolean, integer, number, string, Fields};
 
@@ -83,6 +84,45 @@ pub struct AcquireOptions {
     /// A fixed lease, never renewed (1 ms to 10 years). Left out: the lock's default lease,
     /// which is the watchdog-renewed lease unless `client.lock` set one.
     pub lease_ms: Option<f64>,
+}
+
+/// A lock's own options (`client.lock(name, options)`): the defaults of its acquires and how
+/// its waiters wait. Times in milliseconds.
+#[napi(object)]
+#[derive(Default)]
+pub struct LockOptions {
+    /// The default longest wait of its acquires: `Infinity` = no bound, 0 = one attempt.
+    /// Left out: no bound.
+    pub wait_ms: Option<f64>,
+    /// The default fixed lease of its acquires (1 ms to 10 years). Left out: the
+    /// watchdog-renewed lease.
+    pub lease_ms: Option<f64>,
+    /// `'pubsub'` or `'poll'`: how this lock's waiters wait, instead of the client's
+    /// `waitMode` (as Redisson's `RSpinLock` beside `RLock`). Left out: the client's.
+    /// `'pubsub'` on a client connected with `waitMode: 'poll'` rejects each acquire with
+    /// `ERR_INVALID_ARGUMENT` (that client opened no pub/sub connection).
+    pub wait_mode: Option<String>,
+    /// With `waitMode: 'poll'`: the first backoff step, doubling from there. Default 1.
+    pub poll_min_ms: Option<f64>,
+    /// With `waitMode: 'poll'`: the longest sleep between two looks. Default 128.
+    pub poll_max_ms: Option<f64>,
+}
+
+/// How the waiters of a lock made with `options` (`client.lock(name, options)`) wait: `None`
+/// when as the client's. Checked by the core, so its messages are every language's.
+pub(crate) fn lock_wait_mode(options: Option<Unknown>) -> polylock::Result<Option<WaitMode>> {
+    let fields = Fields::of(options, "defaults")?;
+    let given = LockOptions {
+        wait_mode: fields.get("waitMode", string)?,
+        poll_min_ms: fields.get("pollMinMs", number)?,
+        poll_max_ms: fields.get("pollMaxMs", number)?,
+        ..LockOptions::default()
+    };
+    polylock::options::wait_mode_from_millis(
+        given.wait_mode.as_deref(),
+        given.poll_min_ms,
+        given.poll_max_ms,
+    )
 }
 
 /// The options of a `Semaphore` acquire. Times in milliseconds.

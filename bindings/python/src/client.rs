@@ -113,8 +113,10 @@ client_class!({
     /// A handle of `kind` (`lock`, `fair`, `fenced`, `read`, `write`: the read or write lock of
     /// a read-write lock) on `name` for the holder `holder_id` (a thread or task id), with
     /// per-lock defaults `timeout` and `lease` (seconds; `None`: no bound / the watchdog
-    /// lease). No I/O.
-    #[pyo3(signature = (kind, name, holder_id, timeout = None, lease = None))]
+    /// lease), waiting in `wait_mode` (`"pubsub"` or `"poll"` with its bounds `poll_min` and
+    /// `poll_max` in seconds; `None`: the client's). No I/O.
+    #[pyo3(signature = (kind, name, holder_id, timeout = None, lease = None, wait_mode = None, poll_min = None, poll_max = None))]
+    #[allow(clippy::too_many_arguments)]
     fn lock_handle(
         &self,
         py: Python<'_>,
@@ -123,6 +125,9 @@ client_class!({
         holder_id: u64,
         timeout: Option<f64>,
         lease: Option<f64>,
+        wait_mode: Option<&str>,
+        poll_min: Option<f64>,
+        poll_max: Option<f64>,
     ) -> PyResult<LockHandle> {
         let client = &self.inner;
         let lock = match kind {
@@ -137,6 +142,13 @@ client_class!({
                 .map(|rw| rw.write_lock()),
             other => return Err(invalid_argument(py, format!("unknown lock kind '{other}'"))),
         };
+        let millis = |seconds: Option<f64>| seconds.map(|seconds| seconds * 1000.0);
+        let lock = lock.and_then(|lock| {
+            match polylock::options::wait_mode_from_millis(wait_mode, millis(poll_min), millis(poll_max))? {
+                Some(mode) => lock.with_wait_mode(mode),
+                None => Ok(lock),
+            }
+        });
         with_defaults(py, lock, timeout, lease).map(|lock| LockHandle { lock })
     }
 

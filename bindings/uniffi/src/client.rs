@@ -235,14 +235,32 @@ macro_rules! lock_kinds {
         impl Client {
             $(
                 $(#[$doc])*
-                #[uniffi::method(default(wait_ms = None, lease_ms = None))]
+                #[uniffi::method(default(
+                    wait_ms = None,
+                    lease_ms = None,
+                    wait_mode = None,
+                    poll_min_ms = None,
+                    poll_max_ms = None
+                ))]
                 pub fn $kind(
                     &self,
                     name: String,
                     wait_ms: Option<i64>,
                     lease_ms: Option<i64>,
+                    wait_mode: Option<String>,
+                    poll_min_ms: Option<i64>,
+                    poll_max_ms: Option<i64>,
                 ) -> Result<Arc<Lock>, LockError> {
-                    Lock::with_defaults(self.inner.$kind(&name)?, wait_ms, lease_ms)
+                    let lock = self.inner.$kind(&name)?;
+                    let lock = match polylock::options::wait_mode_from_millis(
+                        wait_mode.as_deref(),
+                        poll_min_ms.map(|ms| ms as f64),
+                        poll_max_ms.map(|ms| ms as f64),
+                    )? {
+                        Some(mode) => lock.with_wait_mode(mode)?,
+                        None => lock,
+                    };
+                    Lock::with_defaults(lock, wait_ms, lease_ms)
                 }
             )*
         }
@@ -255,7 +273,12 @@ lock_kinds! {
     /// default out of bounds.
     ///
     /// `waitMs`, `leaseMs`: the handle's defaults, used by every `acquire` that leaves them out
-    /// (`null`: wait without bound, the watchdog lease). Also for `fairLock`, `fencedLock`.
+    /// (`null`: wait without bound, the watchdog lease). `waitMode` (`"pubsub"` or `"poll"`,
+    /// with `pollMinMs` and `pollMaxMs` as `ClientOptions` takes them): how this handle's
+    /// waiters wait instead of as the client's `waitMode` says (`null`: the client's);
+    /// `"pubsub"` on a client connected with `waitMode = "poll"` fails each acquire with
+    /// `InvalidArgument` (that client opened no pub/sub connection). Also for `fairLock`,
+    /// `fencedLock`.
     lock;
     /// A handle on the fair lock `name` (Redisson's RFairLock layout): waiters are served in
     /// arrival order and a release wakes only the next one. Same handle API as `lock`. No I/O.
