@@ -3,6 +3,7 @@
 #               SDK and Prometheus exporter (test_otel.py, docs/python.md), and the package
 #               installed into it (`maturin develop`: a debug build sharing target/).
 # test-python:  pytest against real redis-servers (some through the test kit's fault proxy),
+#               the job fleet test with Node workers too (so it needs build-node),
 #               plus the stub check (mypy.stubtest).
 # A plain `pip install ./python` builds a release wheel from source (needs Rust); users install the wheel of dist-python.
 # dist-python:      the abi3 wheel (CPython 3.9+, manylinux_2_17 through zig, release profile)
@@ -48,7 +49,7 @@ $(PY_NATIVE_STAMP): $(PY_TOOLS_STAMP) $(PY_NATIVE_SOURCES)
 python-peer:
 	cargo build --quiet -p polylock --example peer --example job_lock
 
-test-python: redis-server build-python python-peer
+test-python: redis-server build-python build-node python-peer
 	cargo build -p polylock-testkit --bins
 	cd python && $(PY_RUN) -m pytest -q tests
 	cd python && $(PY_RUN) -m mypy.stubtest polylock._native

@@ -1,4 +1,4 @@
-"""The run-once job lock across a fleet: Python and Rust processes fire the same schedule (a
+"""The run-once job lock across a fleet: Python, Node and Rust processes fire the same schedule (a
 slot every second, each firing late by a jitter of up to a fifth of a slot, as lagging clocks and
 schedulers do); a Redis list records each run's slot. Each slot must run exactly once, also
 when the node running a job is SIGKILLed in the middle of it."""
@@ -53,6 +53,42 @@ PYTHON_WORKER = textwrap.dedent(
 )
 
 
+# The same fleet worker in Node, with `client.runJob`; it records through ioredis (node/'s dev
+# dependency), as the Python one through the test kit's connection.
+NODE_WORKER = textwrap.dedent(
+    """
+    const { Client } = require('.')
+    const Redis = require('ioredis')
+
+    async function main() {
+      const [url, port, name, worker, ...schedule] = process.argv.slice(1)
+      const [firstSlot, slots, slotMs, jobMs, atMostMs, atLeastMs] = schedule.map(Number)
+      const records = new Redis({ port: Number(port), host: '127.0.0.1' })
+      const client = await Client.connect(url)
+      const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
+      for (let slot = 0; slot < slots; slot += 1) {
+        const fireAt = firstSlot + slot * slotMs + Math.random() * (slotMs / 5)
+        if (Date.now() > fireAt + slotMs / 5) continue // not up at that moment: skipped
+        await sleep(fireAt - Date.now())
+        await client.runJob(name, async () => {
+          await records.rpush(`${name}:runs`, `${slot}:${worker}`)
+          await sleep(jobMs)
+        }, { atMostMs, atLeastMs })
+      }
+      await client.close()
+      records.disconnect()
+    }
+
+    main().catch((error) => {
+      console.error(error)
+      process.exit(1)
+    })
+    """
+)
+
+NODE_PACKAGE = REPO_ROOT / "node"
+
+
 def rust_worker() -> Path:
     path = REPO_ROOT / "target" / "debug" / "examples" / "job_lock"
     if not os.access(path, os.X_OK):
@@ -61,17 +97,24 @@ def rust_worker() -> Path:
 
 
 def start_fleet(redis_server, name: str, job_ms: int) -> dict[str, subprocess.Popen]:
-    """Three Python and two Rust workers, the first slot 3 s from now (time to start, also on a
-    loaded machine; a worker not up by then skips the slots it missed)."""
+    """Two Python, two Node and two Rust workers, the first slot 3 s from now (time to start,
+    also on a loaded machine; a worker not up by then skips the slots it missed)."""
+    if not any(NODE_PACKAGE.glob("polylock.*.node")):
+        raise RuntimeError(f"the Node addon is missing in {NODE_PACKAGE}: run `make build-node`")
     first_slot = int(time.time() * 1000) + 3000
     schedule = [str(first_slot), str(SLOTS), str(SLOT_MS), str(job_ms), str(AT_MOST_MS), str(AT_LEAST_MS)]
     tests_dir = Path(__file__).resolve().parent
     fleet = {}
-    for worker in ["py1", "py2", "py3"]:
+    for worker in ["py1", "py2"]:
         fleet[worker] = subprocess.Popen(
             [sys.executable, "-c", PYTHON_WORKER, redis_server.url, str(redis_server.port), name, worker, *schedule],
             cwd=tests_dir,
             env={**os.environ, "PYTHONPATH": str(tests_dir)},
+        )
+    for worker in ["js1", "js2"]:
+        fleet[worker] = subprocess.Popen(
+            ["node", "-e", NODE_WORKER, redis_server.url, str(redis_server.port), name, worker, *schedule],
+            cwd=NODE_PACKAGE,
         )
     for worker in ["rs1", "rs2"]:
         fleet[worker] = subprocess.Popen(
