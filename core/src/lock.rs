@@ -178,6 +178,22 @@ impl Lock {
         Ok(self)
     }
 
+    /// [`Lock::with_wait_mode`] as the bindings receive a mode
+    /// ([`wait_mode_from_millis`](crate::options::wait_mode_from_millis): `"pubsub"` or
+    /// `"poll"` with its bounds in milliseconds); unchanged when neither a mode nor a bound is
+    /// given. No I/O.
+    pub fn with_wait_mode_from_millis(
+        self,
+        mode: Option<&str>,
+        poll_min_ms: Option<f64>,
+        poll_max_ms: Option<f64>,
+    ) -> Result<Lock> {
+        match crate::options::wait_mode_from_millis(mode, poll_min_ms, poll_max_ms)? {
+            Some(mode) => self.with_wait_mode(mode),
+            None => Ok(self),
+        }
+    }
+
     /// This handle's wait mode, `None` when it is the client's.
     pub fn wait_mode(&self) -> Option<WaitMode> {
         self.wait_mode

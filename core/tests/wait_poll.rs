@@ -575,6 +575,40 @@ async fn poll_bounds_are_validated_in_the_core() {
     );
 }
 
+/// The bindings' per-lock wait mode (`client.lock(name, wait_mode=...)` and the like): a mode
+/// and bounds in milliseconds, checked by the core, or nothing given: the client's mode.
+#[tokio::test]
+async fn a_lock_takes_its_wait_mode_as_the_bindings_give_it() {
+    let server = RedisServer::start();
+    let client = connect(&server.url(), WaitMode::PubSub).await;
+    let lock = || client.lock("own-mode").unwrap();
+    assert_eq!(
+        lock()
+            .with_wait_mode_from_millis(None, None, None)
+            .unwrap()
+            .wait_mode(),
+        None
+    );
+    assert_eq!(
+        lock()
+            .with_wait_mode_from_millis(Some("poll"), Some(10.0), Some(20.0))
+            .unwrap()
+            .wait_mode(),
+        Some(WaitMode::Poll {
+            min: Duration::from_millis(10),
+            max: Duration::from_millis(20),
+        })
+    );
+    let err = lock()
+        .with_wait_mode_from_millis(None, Some(5.0), None)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        err.to_string(),
+        "invalid argument: poll_min and poll_max apply only with wait_mode 'poll'"
+    );
+}
+
 /// `polylock check`'s permission probe asks for SUBSCRIBE only of a client that will use it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_permission_check_wants_subscribe_only_in_pubsub_mode() {

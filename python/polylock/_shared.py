@@ -84,15 +84,12 @@ def handle_maker(
     name: str,
     timeout: Optional[float],
     lease: Optional[float],
-    wait: Optional[WaitOptions] = None,
+    wait: WaitOptions = (None, None, None),
 ) -> Callable[[int], _native.LockHandle]:
     """The native constructor of ``kind``'s handles on ``name`` with the per-lock defaults
-    ``timeout`` and ``lease`` and wait mode ``wait`` (None: the client's), called with a
+    ``timeout`` and ``lease`` and wait mode ``wait`` (all None: the client's), called with a
     holder id."""
-    mode, poll_min, poll_max = wait or (None, None, None)
-    return lambda holder: client.lock_handle(
-        kind, name, holder, timeout, lease, mode, poll_min, poll_max
-    )
+    return lambda holder: client.lock_handle(kind, name, holder, timeout, lease, *wait)
 
 
 def raise_timed_out(hold: _native.LockHandle | _native.GroupHandle, timeout: Optional[float]) -> NoReturn:
@@ -313,7 +310,7 @@ class LockBase(WarnsIfCollectedHolding):
         kind: LockKind = "lock",
         timeout: Optional[float] = None,
         lease: Optional[float] = None,
-        wait: Optional[WaitOptions] = None,
+        wait: WaitOptions = (None, None, None),
     ) -> None:
         make_handle = handle_maker(client, kind, name, timeout, lease, wait)
         # Holder 0 is never a thread or task id; this handle only asks Redis, and checks the

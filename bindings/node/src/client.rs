@@ -10,7 +10,7 @@ use crate::expirable_semaphore::ExpirableSemaphore;
 use crate::latch::CountDownLatch;
 use crate::lock::Lock;
 use crate::metrics::{MetricEvent, MetricsSnapshot};
-use crate::options::{connect_options, lock_defaults, lock_wait_mode};
+use crate::options::{connect_options, lock_defaults, with_lock_wait_mode};
 use crate::promise::promise;
 use crate::read_write_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
@@ -44,10 +44,8 @@ impl Client {
         make: fn(&polylock::Client, &str) -> polylock::Result<polylock::Lock>,
     ) -> napi::Result<Lock> {
         self.named(env, name, "lock name", |client, name| {
-            let mut inner = make(client, name)?.with_defaults(lock_defaults(defaults)?)?;
-            if let Some(mode) = lock_wait_mode(defaults)? {
-                inner = inner.with_wait_mode(mode)?;
-            }
+            let inner = with_lock_wait_mode(make(client, name)?, defaults)?
+                .with_defaults(lock_defaults(defaults)?)?;
             Ok(Lock { inner })
         })
     }

@@ -15,7 +15,6 @@ use polylock::options::{
     lease_from_millis, option_from_millis, wait_from_millis, ClientOptionsInMillis,
 };
 use polylock::AcquireOptions as CoreAcquireOptions;
-use polylock::WaitMode;
 
 use crate::args::{boolean, integer, number, string, Fields};
 
@@ -108,17 +107,22 @@ pub struct LockOptions {
     pub poll_max_ms: Option<f64>,
 }
 
-/// How the waiters of a lock made with `options` (`client.lock(name, options)`) wait: `None`
-/// when as the client's. Checked by the core, so its messages are every language's.
-pub(crate) fn lock_wait_mode(options: Option<Unknown>) -> polylock::Result<Option<WaitMode>> {
+/// `lock` waiting as its `options` say (`client.lock(name, options)`: `waitMode`, `pollMinMs`,
+/// `pollMaxMs`; none of them: as the client). Checked by the core, so its messages are every
+/// language's.
+pub(crate) fn with_lock_wait_mode(
+    lock: polylock::Lock,
+    options: Option<Unknown>,
+) -> polylock::Result<polylock::Lock> {
     let fields = Fields::of(options, "defaults")?;
+    // Its acquires' defaults are `lock_defaults`' to read.
     let given = LockOptions {
         wait_mode: fields.get("waitMode", string)?,
         poll_min_ms: fields.get("pollMinMs", number)?,
         poll_max_ms: fields.get("pollMaxMs", number)?,
         ..LockOptions::default()
     };
-    polylock::options::wait_mode_from_millis(
+    lock.with_wait_mode_from_millis(
         given.wait_mode.as_deref(),
         given.poll_min_ms,
         given.poll_max_ms,

@@ -10,18 +10,23 @@ use pyo3::prelude::*;
 
 use crate::errors::{invalid_argument, to_py_err};
 
+/// Python seconds as the core's milliseconds (the core checks the value).
+pub(crate) fn millis(seconds: Option<f64>) -> Option<f64> {
+    seconds.map(|seconds| seconds * 1000.0)
+}
+
 /// The core's wait for the Python argument `timeout` (seconds). What is Python idiom is
 /// decided here, as `threading.Lock.acquire` does: `timeout=None` or `-1` waits without bound.
 /// Everything else is the core's: seconds become milliseconds and the core checks them
 /// (infinity waits without bound there), so the errors are those of every binding.
 pub(crate) fn wait_arg(py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Duration>> {
     let timeout = timeout.filter(|&seconds| seconds != -1.0);
-    wait_from_millis(timeout.map(|seconds| seconds * 1000.0)).map_err(|err| to_py_err(py, err))
+    wait_from_millis(millis(timeout)).map_err(|err| to_py_err(py, err))
 }
 
 /// The core's lease for the Python argument `lease` (seconds; `None`: renewed by the watchdog).
 pub(crate) fn lease_arg(py: Python<'_>, lease: Option<f64>) -> PyResult<Option<Duration>> {
-    lease_from_millis(lease.map(|seconds| seconds * 1000.0)).map_err(|err| to_py_err(py, err))
+    lease_from_millis(millis(lease)).map_err(|err| to_py_err(py, err))
 }
 
 /// The type of `polylock.DEFAULT`, the value of an `acquire` argument left out: the lock's own

@@ -4,7 +4,7 @@ use polylock::options::ClientOptionsInMillis;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::args::with_defaults;
+use crate::args::{millis, with_defaults};
 use crate::asyncio::awaitable;
 use crate::errors::{invalid_argument, to_py_err};
 use crate::expirable_semaphore::ExpirableSemaphoreHandle;
@@ -44,7 +44,6 @@ fn options(
     poll_min: Option<f64>,
     poll_max: Option<f64>,
 ) -> polylock::Result<polylock::ClientOptions> {
-    let millis = |seconds: Option<f64>| seconds.map(|seconds| seconds * 1000.0);
     ClientOptionsInMillis {
         watchdog_timeout: millis(watchdog_timeout),
         connect_timeout: millis(connect_timeout),
@@ -142,13 +141,8 @@ client_class!({
                 .map(|rw| rw.write_lock()),
             other => return Err(invalid_argument(py, format!("unknown lock kind '{other}'"))),
         };
-        let millis = |seconds: Option<f64>| seconds.map(|seconds| seconds * 1000.0);
-        let lock = lock.and_then(|lock| {
-            match polylock::options::wait_mode_from_millis(wait_mode, millis(poll_min), millis(poll_max))? {
-                Some(mode) => lock.with_wait_mode(mode),
-                None => Ok(lock),
-            }
-        });
+        let lock = lock
+            .and_then(|lock| lock.with_wait_mode_from_millis(wait_mode, millis(poll_min), millis(poll_max)));
         with_defaults(py, lock, timeout, lease).map(|lock| LockHandle { lock })
     }
 

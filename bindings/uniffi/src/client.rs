@@ -251,15 +251,11 @@ macro_rules! lock_kinds {
                     poll_min_ms: Option<i64>,
                     poll_max_ms: Option<i64>,
                 ) -> Result<Arc<Lock>, LockError> {
-                    let lock = self.inner.$kind(&name)?;
-                    let lock = match polylock::options::wait_mode_from_millis(
+                    let lock = self.inner.$kind(&name)?.with_wait_mode_from_millis(
                         wait_mode.as_deref(),
                         poll_min_ms.map(|ms| ms as f64),
                         poll_max_ms.map(|ms| ms as f64),
-                    )? {
-                        Some(mode) => lock.with_wait_mode(mode)?,
-                        None => lock,
-                    };
+                    )?;
                     Lock::with_defaults(lock, wait_ms, lease_ms)
                 }
             )*
