@@ -264,6 +264,39 @@ async fn a_user_with_exactly_the_rule_runs_every_lock_kind_on_a_cluster() {
     every_kind_works(&url).await;
 }
 
+/// The optional addition `restore_rule`: a user with it has a free lock written with one
+/// RESTORE; a user with the rule alone (above: every kind works) is refused it once, at its
+/// client's first free-lock acquire, and its locks are written with HSET and PEXPIRE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_restore_addition_a_free_lock_is_written_by_one_restore() {
+    init_tracing();
+    let server = RedisServer::start();
+    make_user(&server, "app", &polylock::acl::rule(PREFIX));
+    let mut with_restore = polylock::acl::rule(PREFIX);
+    with_restore.extend(polylock::acl::restore_rule());
+    make_user(&server, "fast", &with_restore);
+    let restores = || {
+        let stats = server.command(&["INFO", "commandstats"]).unwrap();
+        stats
+            .lines()
+            .find_map(|line| line.strip_prefix("cmdstat_restore:calls="))
+            .and_then(|rest| rest.split(',').next()?.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    for (user, restored) in [("app", 0), ("fast", 3)] {
+        let client = connect(&user_url(&server, user)).await.unwrap();
+        let before = restores();
+        for round in 0..3 {
+            let lock = client.lock(&format!("app:{user}:{round}")).unwrap();
+            assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+            lock.release().await.unwrap();
+        }
+        assert_eq!(restores() - before, restored, "{user}");
+        client.close();
+    }
+    assert_eq!(server.command(&["ACL", "LOG"]).as_deref(), Some("*1"));
+}
+
 /// What managed services take away: INFO, CONFIG, CLIENT and DEBUG.
 const MANAGED: &[&str] = &[
     "--rename-command",

@@ -549,6 +549,62 @@ async fn a_final_release_retried_after_its_reply_was_cut_answers_released() {
     assert!(ttl > 0 && ttl <= 30_000, "{ttl}");
 }
 
+/// A free lock's acquire whose server refused RESTORE writes with HSET and PEXPIRE and says so
+/// (`WRITTEN_WITHOUT_RESTORE`); when that reply is cut off, the retry of the same request finds
+/// its level and answers acquired, and the client, never told, tries RESTORE once more at its
+/// next free lock, then no more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_whose_reply_about_a_refused_restore_was_cut_acquires_once() {
+    let server = RedisServer::start();
+    let rule = [
+        "ACL",
+        "SETUSER",
+        "no_restore",
+        "on",
+        ">secret",
+        "+@all",
+        "-restore",
+        "~*",
+        "&*",
+    ];
+    assert_eq!(server.command(&rule).as_deref(), Some("+OK"));
+    // The scripts loaded by another client, which RESTORE is not refused to.
+    cache_scripts(&client(&server).await).await;
+    let proxy = FaultProxy::start(server.port());
+    let url = proxy
+        .url()
+        .replacen("redis://", "redis://no_restore:secret@", 1);
+    let client = client_with(&url, Duration::from_secs(30), Duration::from_secs(2)).await;
+    let mut con = raw(&server).await;
+    let lock = client.lock("refused").unwrap();
+    proxy.set(Fault::CutAfterForward);
+    let acquiring = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.acquire(AcquireOptions::new()).await })
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            exists(&mut raw(&server).await, "refused").await
+        })
+        .await
+    );
+    proxy.set(Fault::Pass);
+    assert!(acquiring
+        .await
+        .unwrap()
+        .expect("the retry answers acquired"));
+    assert_eq!(hget(&mut con, "refused", lock.owner()).await, Some(1));
+    assert_eq!(restore_refusals(&mut con, "no_restore").await, 1);
+    lock.release().await.unwrap();
+    assert!(!exists(&mut con, "refused").await);
+    for round in 0..3 {
+        let lock = client.lock(&format!("refused:{round}")).unwrap();
+        assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+        lock.release().await.unwrap();
+    }
+    assert_eq!(restore_refusals(&mut con, "no_restore").await, 2);
+}
+
 /// True once the release script ran on the server: of the two levels' fields in the lock hash
 /// (`polylock:level:<request>`), the released one is gone.
 async fn release_ran(server: &RedisServer) -> bool {

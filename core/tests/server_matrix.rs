@@ -232,3 +232,72 @@ async fn every_lock_kind_on_a_three_primary_cluster() {
     }
     every_kind(&cluster.url(), "matrix").await;
 }
+
+/// A free reentrant lock is written with one RESTORE of a payload in RDB version 9
+/// (`kinds/reentrant/restore.rs`): this server takes it, without the script falling back to
+/// HSET, as the same hash, in the same encoding, as HSET writes here, with the lease as TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_free_lock_is_restored_as_this_server_writes_the_hash() {
+    let server = RedisServer::start();
+    assert_expected_server(&server);
+    let client = connect(&server.url(), Duration::from_secs(30)).await;
+    let mut con = server.connection().unwrap();
+    let lock = client.lock("matrix:restored").unwrap();
+    // Loads the scripts, so that the counted acquire below is the only one.
+    assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
+    lock.release().await.unwrap();
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query::<()>(&mut con)
+        .unwrap();
+    assert!(lock
+        .acquire(AcquireOptions::new().no_wait().lease(LONG_LEASE))
+        .await
+        .unwrap());
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut con)
+        .unwrap();
+    assert!(
+        stats.contains("cmdstat_restore:calls=1,") && !stats.contains("cmdstat_hset:"),
+        "not written by one RESTORE: {stats}"
+    );
+    let hash: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg("matrix:restored")
+        .query(&mut con)
+        .unwrap();
+    let level = hash
+        .keys()
+        .find(|field| field.starts_with("polylock:level:"))
+        .expect("a level field")
+        .clone();
+    assert_eq!(hash.len(), 2, "{hash:?}");
+    assert!(hash.values().all(|value| value == "1"), "{hash:?}");
+    let owner = hash.keys().find(|field| **field != level).unwrap().clone();
+    redis::cmd("HSET")
+        .arg("matrix:written")
+        .arg(&owner)
+        .arg(1)
+        .arg(&level)
+        .arg(1)
+        .query::<()>(&mut con)
+        .unwrap();
+    let encoding = |con: &mut redis::Connection, key: &str| -> String {
+        redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(key)
+            .query(con)
+            .unwrap()
+    };
+    assert_eq!(
+        encoding(&mut con, "matrix:restored"),
+        encoding(&mut con, "matrix:written")
+    );
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg("matrix:restored")
+        .query(&mut con)
+        .unwrap();
+    assert!(pttl > 50_000 && pttl <= 60_000, "PTTL {pttl}");
+    lock.release().await.unwrap();
+    client.close();
+}

@@ -44,7 +44,7 @@ static PROBE: std::sync::LazyLock<redis::Script> =
 
 /// Tries, as the user of `url`, everything [`rule`] grants for the locks under `prefix` (after
 /// `options.key_prefix`, as [`rule_under_key_prefix`]), and
-/// [`sync_replicas_rule`] (reported as optional), harmlessly: each command the client sends,
+/// [`sync_replicas_rule`] and [`restore_rule`] (reported as optional), harmlessly: each command the client sends,
 /// each command the lock scripts call (on a probe key, left empty), each derived key and
 /// channel of the lock `<prefix>polylock_acl_probe`. Needs no admin command (`ACL DRYRUN` needs
 /// one, and Redis 6.2 lacks it). An error only when it cannot even connect (a refused `PING` or
@@ -199,6 +199,11 @@ async fn check_on_runtime(
                             .unwrap_or_else(|| channel.to_owned());
                         missing(format!("&{grant}"), "the channels of the locks", false);
                     }
+                    None if RESTORE_COMMANDS.contains(&item.as_str()) => missing(
+                        format!("+{item}"),
+                        "one server call fewer per lock acquire",
+                        true,
+                    ),
                     None => missing(format!("+{item}"), "the lock scripts", false),
                 }
             }

@@ -4,6 +4,8 @@
 -- tests that the user may name KEYS[1]), 'plain' or 'sharded' (the cluster's pub/sub mode);
 -- ARGV[2..]: channels to publish an empty message on (nobody listens on the probe's channels).
 -- Returns the refused command names (`pubsub|numsub`) and `&<channel>` for refused channels.
+-- RESTORE is optional (`acl::RESTORE_COMMANDS`): its payload here is no payload, which a user
+-- who may run it gets a payload error for, and one who may not a refusal.
 if ARGV[1] == 'keys' then
   return {}
 end
@@ -31,7 +33,7 @@ local calls = {
   {'zincrby', 'zincrby', key, 0, 'm'}, {'zpopmin', 'zpopmin', key},
   {'zrange', 'zrange', key, 0, 0}, {'zrangebyscore', 'zrangebyscore', key, 0, 0},
   {'zrem', 'zrem', key, 'm'}, {'zremrangebyscore', 'zremrangebyscore', key, 0, 0},
-  {'zscore', 'zscore', key, 'm'},
+  {'zscore', 'zscore', key, 'm'}, {'restore', 'restore', key, 0, 'not a payload'},
 }
 local publish, count = 'publish', {'pubsub|numsub', 'pubsub', 'numsub', channel}
 if ARGV[1] == 'sharded' then

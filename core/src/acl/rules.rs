@@ -84,6 +84,12 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
 /// (at most once a second per primary) to learn how many replicas to wait for.
 pub const SYNC_REPLICAS_COMMANDS: &[&str] = &["wait", "info"];
 
+/// The optional addition that saves a server call per lock cycle: a free reentrant lock's
+/// acquire writes the lock hash and its TTL with one `RESTORE` (`kinds/reentrant/restore.rs`).
+/// Without it the script writes them with `HSET` and `PEXPIRE`, and the client, told once,
+/// stops trying.
+pub const RESTORE_COMMANDS: &[&str] = &["restore"];
+
 /// The channel of the connect-time `SPUBLISH` on a cluster (nobody listens on it): its answer
 /// tells whether the cluster has sharded pub/sub and the user may use it.
 pub const PROBE_CHANNEL: &str = "polylock_pubsub_probe";
@@ -114,6 +120,14 @@ pub fn channel_patterns(prefix: &str) -> Vec<String> {
         format!("polylock_*:{prefix}*"),
         PROBE_CHANNEL.to_owned(),
     ]
+}
+
+/// The arguments to add to [`rule`] for the one-call lock write.
+pub fn restore_rule() -> Vec<String> {
+    RESTORE_COMMANDS
+        .iter()
+        .map(|command| format!("+{command}"))
+        .collect()
 }
 
 /// The `ACL SETUSER <user>` arguments (after the user name, before `on` and the password) that

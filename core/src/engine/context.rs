@@ -14,6 +14,7 @@ use crate::connection::{Connection, Publish, ReplicaSync};
 use crate::engine::renew::{Scheduler, TrackedHold, Upkeep};
 use crate::error::{Error, Result};
 use crate::kinds::messages::LockHub;
+use crate::kinds::restore::HashWrites;
 use crate::metrics::Metrics;
 use crate::options::ClientOptions;
 use crate::runtime::{current_pid, on_runtime};
@@ -53,6 +54,9 @@ pub(crate) struct ClientInner {
     holds_changed: AtomicBool,
     /// Wakes the client record's task for a change of holds (once per look, not per change).
     pub(crate) holds_wake: Arc<Notify>,
+    /// Whether its reentrant and fair locks' uncontended acquires may use RESTORE (until the server
+    /// refuses it once).
+    pub(crate) hash_writes: Arc<HashWrites>,
 }
 
 /// A hold as the client record lists it.
@@ -93,6 +97,7 @@ impl ClientInner {
             next_handle: AtomicU64::new(1),
             holds_changed: AtomicBool::new(false),
             holds_wake: Arc::new(Notify::new()),
+            hash_writes: Arc::default(),
         }
     }
 

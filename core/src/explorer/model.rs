@@ -27,8 +27,18 @@ pub(crate) enum Side {
 impl Side {
     pub(crate) fn kind(self, publish: Publish) -> Arc<dyn LockKind> {
         match self {
-            Side::Reentrant => Arc::new(kinds::reentrant::Reentrant::new(LOCK, LOCK, publish)),
-            Side::Fair => Arc::new(kinds::fair::Fair::new(LOCK, LOCK, publish)),
+            Side::Reentrant => Arc::new(kinds::reentrant::Reentrant::new(
+                LOCK,
+                LOCK,
+                publish,
+                Default::default(),
+            )),
+            Side::Fair => Arc::new(kinds::fair::Fair::new(
+                LOCK,
+                LOCK,
+                publish,
+                Default::default(),
+            )),
             Side::Read => Arc::new(kinds::read_write::ReadLock::new(LOCK, LOCK, publish)),
             Side::Write => Arc::new(kinds::read_write::WriteLock::new(LOCK, LOCK, publish)),
             Side::Permit => Arc::new(kinds::semaphore::SemaphoreAcquisition::new(

@@ -22,6 +22,7 @@ pub(crate) mod latch;
 pub(crate) mod messages;
 pub(crate) mod read_write;
 pub(crate) mod reentrant;
+pub(crate) mod restore;
 pub(crate) mod script;
 pub(crate) mod semaphore;
 

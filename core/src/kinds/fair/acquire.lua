@@ -1,18 +1,25 @@
 -- Fair lock: acquire, re-enter, or queue. KEYS[8] tombstone of this request.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] queue timeout ms, ARGV[4] wait allowance W ms
 -- (Redisson's fairLockWaitTimeout), ARGV[5] the grant entry `<request>:<look>` when the waiter
--- accepts the lock directly from a release ('' when not), ARGV[6] the request. The level is
--- recorded in the hash (`level_field`), so it lives as long as its lease.
+-- accepts the lock directly from a release ('' when not), ARGV[6] the request, ARGV[7] the new
+-- lock hash as a DUMP payload (`restore.rs`), or '' once the server refused RESTORE. The level
+-- is recorded in the hash (`level_field`), so it lives as long as its lease.
 -- Replies nil when acquired (or already acquired by this request), UNDONE when the request was
 -- undone, else how long to wait at most before looking again (ms), or {that wait} for a waiter
--- that accepts a grant.
+-- that accepts a grant; WRITTEN_WITHOUT_RESTORE when acquired after RESTORE was refused.
 local field = level_field(ARGV[6])
 local allowance = tonumber(ARGV[4])
 -- Nobody queued, and neither the lock nor this request's tombstone exists (one call): the
--- level is written at once.
+-- level is written at once, with its TTL, as the reentrant lock's uncontended acquire writes it.
 if not head and redis.call('exists', KEYS[1], KEYS[8]) == 0 then
+  if ARGV[7] ~= '' and not redis.pcall('restore', KEYS[1], ARGV[1], ARGV[7]).err then
+    return nil
+  end
   redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  if ARGV[7] ~= '' then
+    return redis.status_reply('WRITTEN_WITHOUT_RESTORE')
+  end
   return nil
 end
 if redis.call('exists', KEYS[8]) == 1 then

@@ -17,17 +17,17 @@
 //! holds it without an acquire of its own. Any other head (Redisson's,
 //! or a fixed lease) is told the lock is free and comes to take it, as in Redisson.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
 use crate::connection::Publish;
 use crate::keys;
+use crate::kinds::restore::HashWrites;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
-    read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
-    WaitPolicy, HASH_RENEWAL,
+    AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy, HASH_RENEWAL,
 };
 use crate::options::ClientOptions;
 
@@ -79,10 +79,17 @@ pub(crate) struct Fair {
     /// `redisson_lock__channel:{name}`; each waiter listens on `<prefix>:<owner>`.
     channel_prefix: String,
     publish: Publish,
+    /// Whether the uncontended acquire may write the lock hash with RESTORE (the client's).
+    hash_writes: Arc<HashWrites>,
 }
 
 impl Fair {
-    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Fair {
+    pub(crate) fn new(
+        name: &str,
+        key: &str,
+        publish: Publish,
+        hash_writes: Arc<HashWrites>,
+    ) -> Fair {
         Fair {
             name: name.to_owned(),
             key: key.to_owned(),
@@ -93,6 +100,7 @@ impl Fair {
             latch_prefix: keys::acquire_latch_prefix(key),
             channel_prefix: keys::lock_channel(key),
             publish,
+            hash_writes,
         }
     }
 
@@ -162,12 +170,13 @@ impl LockKind for Fair {
             .arg(options.fair_queue_timeout.as_millis() as u64)
             .arg(allowance_ms())
             .arg(args.grant_entry())
-            .arg(args.request);
+            .arg(args.request)
+            .arg(self.hash_writes.payload(args.owner, args.request));
         call
     }
 
     fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
-        read_queued_acquire(reply)
+        self.hash_writes.read_acquire(reply)
     }
 
     fn undo_acquire(

@@ -36,7 +36,8 @@ pub(crate) struct Fenced {
 impl Fenced {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Fenced {
         Fenced {
-            lock: Reentrant::new(name, key, publish),
+            // Its own acquire script writes the hash: no RESTORE to allow.
+            lock: Reentrant::new(name, key, publish, Default::default()),
             token_counter: keys::fenced_token(key),
         }
     }

@@ -12,17 +12,17 @@
 //! moves. They still listen there for Redisson's releases. The lock is not fair: a Redisson
 //! client, or a polylock one whose look finds it free and unreserved, may take it first.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
 use crate::connection::Publish;
 use crate::keys;
+use crate::kinds::restore::HashWrites;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
-    read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs,
-    WaitPolicy, HASH_RENEWAL,
+    AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy, HASH_RENEWAL,
 };
 use crate::options::ClientOptions;
 
@@ -78,10 +78,17 @@ pub(crate) struct Reentrant {
     grants: String,
     latch_prefix: String,
     pub(super) publish: Publish,
+    /// Whether the uncontended acquire may write the lock hash with RESTORE (the client's).
+    hash_writes: Arc<HashWrites>,
 }
 
 impl Reentrant {
-    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Reentrant {
+    pub(crate) fn new(
+        name: &str,
+        key: &str,
+        publish: Publish,
+        hash_writes: Arc<HashWrites>,
+    ) -> Reentrant {
         Reentrant {
             name: name.to_owned(),
             key: key.to_owned(),
@@ -93,6 +100,7 @@ impl Reentrant {
             grants: keys::lock_grants(key),
             latch_prefix: keys::acquire_latch_prefix(key),
             publish,
+            hash_writes,
         }
     }
 
@@ -188,12 +196,13 @@ impl LockKind for Reentrant {
             .arg(args.owner)
             .arg(place_ms(args, options))
             .arg(args.grant_entry())
-            .arg(args.request);
+            .arg(args.request)
+            .arg(self.hash_writes.payload(args.owner, args.request));
         call
     }
 
     fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
-        read_queued_acquire(reply)
+        self.hash_writes.read_acquire(reply)
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
