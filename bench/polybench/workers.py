@@ -53,6 +53,11 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
+# Wall-clock time minus CLOCK_MONOTONIC, read once: Node workers add it to their monotonic
+# clock (`clock_offset_us`), so that the timestamps of all of them agree (see node_worker.js).
+CLOCK_OFFSET_US = time.time_ns() // 1000 - time.monotonic_ns() // 1000
+
+
 class Spawned:
     """A worker process for one run: stdin closing ends it."""
 
@@ -237,8 +242,9 @@ def run_workers(server: RedisServer, lang: str, contender: str, scenario: str, n
             worker.begin([scenario, contender, server.url, name,
                           json.dumps(dict(java_run_options, **own_options(index)))])
     else:
+        clock = {"clock_offset_us": CLOCK_OFFSET_US} if lang == "node" else {}
         workers = [Spawned(LANGS[lang]() + [scenario, contender, server.url, name,
-                                            json.dumps(own_options(index))])
+                                            json.dumps(dict(own_options(index), **clock))])
                    for index in range(processes)]
     # Nothing may hang: a stuck run is killed, and its empty replies become an error.
     budget = 180 + duration * 3 + processes * 2

@@ -24,7 +24,16 @@ const TRIVIAL_SCRIPT = 'return 1'
 // A writer's weight in the rwmix gauge (a reader's is 1): alone it reads exactly this.
 const WRITER_WEIGHT = 1000000
 
-const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000)
+// Wall-clock µs, comparable across processes: CLOCK_MONOTONIC (process.hrtime) plus the offset
+// to wall-clock time the driver read once and gives every worker (`clock_offset_us`). Each
+// process's own performance.timeOrigin is read at its start from two clocks, and on a loaded
+// machine a process preempted between the two reads is off by a millisecond or more, which
+// made the holds of two processes seem to overlap.
+let clockOffsetUs = null
+const nowUs = () =>
+  clockOffsetUs === null
+    ? Math.round((performance.timeOrigin + performance.now()) * 1000)
+    : Number(process.hrtime.bigint() / 1000n) + clockOffsetUs
 const sleepCell = new Int32Array(new SharedArrayBuffer(4))
 // A blocking sleep, as the Python and Rust workers hold the lock: nothing else runs meanwhile.
 const blockFor = (ms) => Atomics.wait(sleepCell, 0, 0, ms)
@@ -235,6 +244,7 @@ async function kindScenario(scenario, kind, url, name, options) {
 async function main() {
   const [scenario, kind, url, name, optionsText] = process.argv.slice(2)
   const options = optionsText ? JSON.parse(optionsText) : {}
+  if (typeof options.clock_offset_us === 'number') clockOffsetUs = options.clock_offset_us
   let result
   if (scenario === 'rwmix' || scenario === 'permits') {
     result = await kindScenario(scenario, kind, url, name, options)
