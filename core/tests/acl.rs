@@ -275,23 +275,20 @@ async fn with_the_restore_addition_a_free_lock_is_written_by_one_restore() {
     let mut with_restore = polylock::acl::rule(PREFIX);
     with_restore.extend(polylock::acl::restore_rule());
     make_user(&server, "fast", &with_restore);
+    let con = common::raw(&server).await;
     let restores = || {
-        let stats = server.command(&["INFO", "commandstats"]).unwrap();
-        stats
-            .lines()
-            .find_map(|line| line.strip_prefix("cmdstat_restore:calls="))
-            .and_then(|rest| rest.split(',').next()?.parse::<i64>().ok())
-            .unwrap_or(0)
+        let mut con = con.clone();
+        async move { common::command_calls(&mut con, |name| name == "restore").await }
     };
     for (user, restored) in [("app", 0), ("fast", 3)] {
         let client = connect(&user_url(&server, user)).await.unwrap();
-        let before = restores();
+        let before = restores().await;
         for round in 0..3 {
             let lock = client.lock(&format!("app:{user}:{round}")).unwrap();
             assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
             lock.release().await.unwrap();
         }
-        assert_eq!(restores() - before, restored, "{user}");
+        assert_eq!(restores().await - before, restored, "{user}");
         client.close();
     }
     assert_eq!(server.command(&["ACL", "LOG"]).as_deref(), Some("*1"));

@@ -234,7 +234,7 @@ async fn every_lock_kind_on_a_three_primary_cluster() {
 }
 
 /// A free reentrant lock is written with one RESTORE of a payload in RDB version 9
-/// (`kinds/reentrant/restore.rs`): this server takes it, without the script falling back to
+/// (`kinds/restore.rs`): this server takes it, without the script falling back to
 /// HSET, as the same hash, in the same encoding, as HSET writes here, with the lease as TTL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_free_lock_is_restored_as_this_server_writes_the_hash() {

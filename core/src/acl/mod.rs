@@ -43,8 +43,8 @@ static PROBE: std::sync::LazyLock<redis::Script> =
     std::sync::LazyLock::new(|| redis::Script::new(include_str!("probe.lua")));
 
 /// Tries, as the user of `url`, everything [`rule`] grants for the locks under `prefix` (after
-/// `options.key_prefix`, as [`rule_under_key_prefix`]), and
-/// [`sync_replicas_rule`] and [`restore_rule`] (reported as optional), harmlessly: each command the client sends,
+/// `options.key_prefix`, as [`rule_under_key_prefix`]), and [`sync_replicas_rule`] and
+/// [`restore_rule`] (reported as optional), harmlessly: each command the client sends,
 /// each command the lock scripts call (on a probe key, left empty), each derived key and
 /// channel of the lock `<prefix>polylock_acl_probe`. Needs no admin command (`ACL DRYRUN` needs
 /// one, and Redis 6.2 lacks it). An error only when it cannot even connect (a refused `PING` or

@@ -84,8 +84,8 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
 /// (at most once a second per primary) to learn how many replicas to wait for.
 pub const SYNC_REPLICAS_COMMANDS: &[&str] = &["wait", "info"];
 
-/// The optional addition that saves a server call per lock cycle: a free reentrant lock's
-/// acquire writes the lock hash and its TTL with one `RESTORE` (`kinds/reentrant/restore.rs`).
+/// The optional addition that saves a server call per lock cycle: a free reentrant or fair
+/// lock's acquire writes the lock hash and its TTL with one `RESTORE` (`kinds/restore.rs`).
 /// Without it the script writes them with `HSET` and `PEXPIRE`, and the client, told once,
 /// stops trying.
 pub const RESTORE_COMMANDS: &[&str] = &["restore"];
