@@ -1,8 +1,8 @@
 //! The demo's private redis-server: a free loopback port, no persistence, stopped on drop.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::io::BufReader;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -41,16 +41,23 @@ fn server_program() -> CliResult<PathBuf> {
         })
 }
 
-fn ping(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+/// Whether our own child answers on `port`: a PONG, and INFO's `process_id` is the child's. The
+/// port was free when picked, but another process may have taken it since; then our child
+/// fails to bind and the demo must not run on the stranger's server.
+fn answers_as(port: u16, child: u32) -> bool {
+    let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}")) else {
         return false;
     };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-    if stream.write_all(b"PING\r\n").is_err() {
+    let Ok(mut connection) = client.get_connection_with_timeout(Duration::from_secs(1)) else {
         return false;
-    }
-    let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).is_ok() && line.starts_with("+PONG")
+    };
+    let _ = connection.set_read_timeout(Some(Duration::from_secs(1)));
+    let info: redis::RedisResult<String> = redis::cmd("INFO").arg("server").query(&mut connection);
+    info.is_ok_and(|info| {
+        info.lines()
+            .find_map(|line| line.trim().strip_prefix("process_id:"))
+            .is_some_and(|pid| pid == child.to_string())
+    })
 }
 
 impl EmbeddedRedis {
@@ -59,47 +66,52 @@ impl EmbeddedRedis {
         let mut last_error = String::from("it exited at once");
         // A port free a moment ago can be taken meanwhile: try a few.
         for _ in 0..5 {
-            let port = free_port()?;
-            let dir =
-                std::env::temp_dir().join(format!("polylock-demo-{}-{port}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|err| {
-                CliError::Failed(format!("cannot create {}: {err}", dir.display()))
-            })?;
-            let mut command = Command::new(&program);
-            command
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-                .args(["--loglevel", "warning"])
-                .current_dir(&dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped());
-            signals::die_with_parent(&mut command);
-            let child = command.spawn().map_err(|err| {
-                CliError::Failed(format!("cannot start {}: {err}", program.display()))
-            })?;
-            let mut server = EmbeddedRedis { port, dir, child };
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if ping(port) {
-                    return Ok(server);
-                }
-                if let Ok(Some(status)) = server.child.try_wait() {
-                    let mut stderr = String::new();
-                    if let Some(pipe) = server.child.stderr.take() {
-                        let _ =
-                            std::io::Read::read_to_string(&mut BufReader::new(pipe), &mut stderr);
-                    }
-                    last_error = format!("it exited with {status}: {}", stderr.trim());
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+            match Self::start_on(&program, free_port()?)? {
+                Ok(server) => return Ok(server),
+                Err(error) => last_error = error,
             }
         }
         Err(CliError::Failed(format!(
             "the private redis-server ({}) did not start: {last_error}",
             program.display()
         )))
+    }
+
+    /// Starts the server on `port`: `Ok(Err(why))` when it did not come up there (the caller
+    /// tries another port).
+    fn start_on(program: &Path, port: u16) -> CliResult<Result<EmbeddedRedis, String>> {
+        let dir = std::env::temp_dir().join(format!("polylock-demo-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|err| CliError::Failed(format!("cannot create {}: {err}", dir.display())))?;
+        let mut command = Command::new(program);
+        command
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .args(["--loglevel", "warning"])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        signals::die_with_parent(&mut command);
+        let child = command.spawn().map_err(|err| {
+            CliError::Failed(format!("cannot start {}: {err}", program.display()))
+        })?;
+        let mut server = EmbeddedRedis { port, dir, child };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if answers_as(port, server.child.id()) {
+                return Ok(Ok(server));
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                let mut stderr = String::new();
+                if let Some(pipe) = server.child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut BufReader::new(pipe), &mut stderr);
+                }
+                return Ok(Err(format!("it exited with {status}: {}", stderr.trim())));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Err("it did not answer within 10 s".into()))
     }
 
     pub fn port(&self) -> u16 {
@@ -116,5 +128,22 @@ impl Drop for EmbeddedRedis {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_server_is_not_started_on_a_port_another_server_took_meanwhile() {
+        let stranger = polylock_testkit::RedisServer::start();
+        let started = EmbeddedRedis::start_on(&server_program().unwrap(), stranger.port())
+            .expect("the launch itself works");
+        let error = started
+            .err()
+            .expect("the stranger's server was taken for the demo's");
+        assert!(error.starts_with("it exited with"), "{error}");
+        assert_eq!(stranger.command(&["PING"]).as_deref(), Some("+PONG"));
     }
 }

@@ -289,7 +289,10 @@ impl RedisServer {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if self.command(&["PING"]).as_deref() == Some("+PONG") {
+            // The port was free when picked, but another process may have taken it since: a
+            // PONG counts only when it comes from our own child, else the caller would run its
+            // test against a stranger's server while our child fails to bind.
+            if self.command(&["PING"]).as_deref() == Some("+PONG") && self.answers_as_child() {
                 return true;
             }
             if let Some(child) = self.child.as_mut() {
@@ -302,6 +305,23 @@ impl RedisServer {
         }
         self.kill();
         false
+    }
+
+    /// Whether the server on our port is our child process (`process_id` of INFO server). A
+    /// server that refuses INFO is taken at its word, as before the check.
+    fn answers_as_child(&self) -> bool {
+        let Some(child) = self.child.as_ref() else {
+            return false;
+        };
+        let Some(info) = self.command(&["INFO", "server"]) else {
+            return false;
+        };
+        if info.starts_with('-') {
+            return true;
+        }
+        info.lines()
+            .find_map(|line| line.trim().strip_prefix("process_id:"))
+            .is_some_and(|pid| pid == child.id().to_string())
     }
 
     pub fn port(&self) -> u16 {

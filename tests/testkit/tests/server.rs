@@ -1,5 +1,6 @@
 //! `RedisServer`: the reply conventions of `command`/`int` (core and CLI tests rely on them),
-//! and the server-side faults `pause`, `kill_clients` and `restart`.
+//! the server-side faults `pause`, `kill_clients` and `restart`, and that the launcher only
+//! takes a server for its own when it is its child.
 
 use std::time::{Duration, Instant};
 
@@ -92,4 +93,18 @@ fn restart_comes_back_on_the_same_port_with_the_same_arguments_and_no_data() {
         .query(&mut server.connection().unwrap())
         .unwrap();
     assert_eq!(config.pop().as_deref(), Some("123"));
+}
+
+#[test]
+fn a_server_is_not_started_on_a_port_another_server_took_meanwhile() {
+    // Another process's server got the port between `free_port` and our launch: its PONG must
+    // not pass for our child's (ours fails to bind and exits), or a test would run on it.
+    let stranger = RedisServer::start();
+    let started = RedisServer::start_on(stranger.port(), &[]);
+    assert!(
+        started.is_none(),
+        "the launcher took the stranger's server on port {} for its own",
+        stranger.port()
+    );
+    assert_eq!(stranger.command(&["PING"]).as_deref(), Some("+PONG"));
 }

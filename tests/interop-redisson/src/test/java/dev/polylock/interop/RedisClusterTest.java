@@ -31,11 +31,32 @@ class RedisClusterTest {
                     bucket.set("value of " + key);
                     assertEquals("value of " + key, bucket.get());
                     // The value is on the primary that serves the key's slot.
-                    assertEquals("value of " + key, cluster.server(cluster.primaryForKey(key)).command("GET", key));
+                    int primary = cluster.primaryForKey(key);
+                    assertEquals("value of " + key, cluster.server(primary).command("GET", key),
+                            "GET " + key + " on " + primary + "; every node: " + everyNode(cluster, key));
                 }
             } finally {
                 redisson.shutdown();
             }
         }
+    }
+
+    /** What each node answers to GET key, and the cluster as the first node sees it. */
+    private static String everyNode(RedisCluster cluster, String key) {
+        StringBuilder seen = new StringBuilder();
+        try {
+            for (RedisCluster.Node node : cluster.nodes()) {
+                Object value;
+                try {
+                    value = cluster.server(node.port()).command("GET", key);
+                } catch (Exception refused) {
+                    value = refused.getMessage();
+                }
+                seen.append('\n').append(node).append(" GET: ").append(value);
+            }
+        } catch (Exception failed) {
+            seen.append(failed);
+        }
+        return seen.toString();
     }
 }
