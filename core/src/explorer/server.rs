@@ -16,6 +16,7 @@ const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 pub(crate) const EPOCH_S: u64 = 1_767_225_600;
 
 pub(crate) struct Server {
+    port: u16,
     child: Child,
     time_file: PathBuf,
     connection: redis::Connection,
@@ -70,13 +71,25 @@ fn faketime_stamp(ms: u64) -> String {
 
 impl Server {
     pub(crate) fn start() -> Server {
-        let port = free_port();
+        // A port free when picked may be taken by another process's server before ours binds
+        // it: then ours exits, and the explorer must not take (and FLUSHALL) the stranger.
+        for _ in 0..5 {
+            if let Some(server) = Self::start_on(free_port()) {
+                return server;
+            }
+        }
+        panic!("valkey-server did not start on any of 5 free ports");
+    }
+
+    /// The server on `port`, once its `INFO server` names our child's pid; `None` if our
+    /// child exited (its port was taken) or did not answer in 10 s.
+    fn start_on(port: u16) -> Option<Server> {
         let dir =
             std::env::temp_dir().join(format!("polylock-explorer-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("explorer temp dir");
         let time_file = dir.join("faketime");
         std::fs::write(&time_file, faketime_stamp(0)).expect("faketime file");
-        let child = Command::new(server_binary())
+        let mut child = Command::new(server_binary())
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--dir"])
             .arg(&dir)
@@ -89,24 +102,39 @@ impl Server {
             .spawn()
             .expect("start valkey-server");
         let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+        let pid = format!("process_id:{}", child.id());
         let started = Instant::now();
         let connection = loop {
-            match client.get_connection() {
-                Ok(connection) => break connection,
-                Err(_) if started.elapsed() < Duration::from_secs(10) => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Err(err) => panic!("valkey-server on port {port} did not start: {err}"),
+            let ours = client.get_connection().ok().and_then(|mut connection| {
+                let info: String = redis::cmd("INFO")
+                    .arg("server")
+                    .query(&mut connection)
+                    .ok()?;
+                info.lines()
+                    .any(|line| line.trim() == pid)
+                    .then_some(connection)
+            });
+            if let Some(connection) = ours {
+                break connection;
             }
+            let exited = matches!(child.try_wait(), Ok(Some(_)));
+            if exited || started.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = std::fs::remove_dir_all(&dir);
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         };
         let mut server = Server {
+            port,
             child,
             time_file,
             connection,
             now_ms: 0,
         };
         server.reset();
-        server
+        Some(server)
     }
 
     /// An empty server at explorer time 0: where every replay starts.
@@ -180,5 +208,31 @@ mod tests {
             .unwrap();
         assert_eq!(value, None);
         assert_eq!(server.server_time_ms(), 1001);
+    }
+
+    /// Another server took the port between `free_port` and the launch: it is neither taken
+    /// for the explorer's nor flushed.
+    #[test]
+    fn a_port_another_server_took_is_left_alone() {
+        let mut stranger = Server::start();
+        let port = stranger.port;
+        let _: () = redis::cmd("SET")
+            .arg("theirs")
+            .arg("1")
+            .query(stranger.connection())
+            .unwrap();
+        assert!(
+            Server::start_on(port).is_none(),
+            "took the stranger's server on {port}"
+        );
+        let value: Option<String> = redis::cmd("GET")
+            .arg("theirs")
+            .query(stranger.connection())
+            .unwrap();
+        assert_eq!(
+            value.as_deref(),
+            Some("1"),
+            "the stranger's data was flushed"
+        );
     }
 }
