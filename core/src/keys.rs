@@ -66,11 +66,12 @@ pub fn unlock_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", tagged("redisson_unlock_latch", name))
 }
 
-/// The trace of a final release of a reentrant, fenced or fair lock: the released lock hash,
-/// renamed (the level's acquire request names it), which a retry of that release finds. It
-/// keeps the lock's TTL.
-pub fn release_trace(name: &str, acquired_by: &str) -> String {
-    format!("{}:{acquired_by}", tagged("polylock_released", name))
+/// The trace of an owner's last final release of a reentrant, fenced or fair lock: the released
+/// lock hash, renamed, whose level field a retry of that release finds. One per lock and owner
+/// (the next final release replaces it; `engine/release_gate.rs` keeps the owner's next acquire
+/// back until a release has its answer). It keeps the lock's TTL.
+pub fn release_trace(name: &str, owner: &str) -> String {
+    format!("{}:{owner}", tagged("polylock_released", name))
 }
 
 /// polylock's own latch of one acquire request: `0` once it was undone (a tombstone), and for
@@ -227,8 +228,8 @@ mod tests {
         assert_eq!(lock_listening_channel("x"), "polylock_lock_listening:{x}");
         assert_eq!(unlock_latch("x", "ab"), "redisson_unlock_latch:{x}:ab");
         assert_eq!(acquire_latch("x", "ab"), "polylock_acquire_latch:{x}:ab");
-        assert_eq!(release_trace("x", "ab"), "polylock_released:{x}:ab");
-        assert_eq!(release_trace("{t}x", "ab"), "polylock_released:{t}x:ab");
+        assert_eq!(release_trace("x", "u:1"), "polylock_released:{x}:u:1");
+        assert_eq!(release_trace("{t}x", "u:1"), "polylock_released:{t}x:u:1");
         assert_eq!(fenced_token("f"), "redisson_lock_token:{f}");
         assert_eq!(fenced_token("a{b}c"), "redisson_lock_token:a{b}c");
         assert_eq!(fence("stock:7"), "polylock_fence:{stock:7}");

@@ -1748,3 +1748,76 @@ async fn a_release_after_a_fixed_lease_ended_reports_the_lock_lost() {
         assert!(!lock.is_held());
     }
 }
+
+/// A final release renames the hash to the owner's trace of the lock, which replaces the
+/// owner's previous one: however many cycles run, a lock keeps one trace per owner (each with
+/// what was left of its lease), not one per cycle. The reentrant, fenced and fair locks alike.
+#[tokio::test]
+async fn cycles_leave_one_release_trace_per_lock_and_owner() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+    let kinds = [
+        (
+            "plain",
+            client.lock("plain").unwrap(),
+            client.lock("plain").unwrap(),
+        ),
+        (
+            "fenced",
+            client.fenced_lock("fenced").unwrap(),
+            client.fenced_lock("fenced").unwrap(),
+        ),
+        (
+            "fair",
+            client.fair_lock("fair").unwrap(),
+            client.fair_lock("fair").unwrap(),
+        ),
+    ];
+    for (name, first, second) in kinds {
+        assert_ne!(first.owner(), second.owner());
+        for handle in [&first, &second, &first, &first, &second] {
+            assert!(handle.acquire(AcquireOptions::new()).await.unwrap());
+            handle.release().await.unwrap();
+        }
+        let mut traces: Vec<String> = con
+            .keys(format!("polylock_released:{{{name}}}:*"))
+            .await
+            .unwrap();
+        traces.sort();
+        let mut expected = vec![
+            format!("polylock_released:{{{name}}}:{}", first.owner()),
+            format!("polylock_released:{{{name}}}:{}", second.owner()),
+        ];
+        expected.sort();
+        assert_eq!(traces, expected, "{name}");
+        for trace in &traces {
+            let ttl: i64 = con.pttl(trace).await.unwrap();
+            assert!(ttl > 0 && ttl <= 30_000, "{name}: {trace} {ttl}");
+        }
+    }
+}
+
+/// The owner's trace of its previous cycle does not answer for a later level: a hold deleted
+/// behind its owner's back (here by a `DEL`, as a force-unlock or an eviction would) is
+/// reported lost at its release, although the owner's trace of an earlier final release is
+/// still there. The trace answers only for the level whose field it holds.
+#[tokio::test]
+async fn a_lost_hold_is_reported_lost_beside_the_owners_earlier_trace() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+    for (name, lock) in [
+        ("plain", client.lock("plain").unwrap()),
+        ("fair", client.fair_lock("fair").unwrap()),
+    ] {
+        assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+        lock.release().await.unwrap();
+        let trace = format!("polylock_released:{{{name}}}:{}", lock.owner());
+        assert!(exists(&mut con, &trace).await, "{name}");
+        assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+        let _: () = con.del(name).await.unwrap();
+        let err = lock.release().await.expect_err(name);
+        assert_eq!(err.kind(), ErrorKind::LockLost, "{name}: {err}");
+    }
+}

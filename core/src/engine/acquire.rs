@@ -616,6 +616,10 @@ impl LockCore {
         will_wait: bool,
         grant_look: Option<u64>,
     ) -> Result<Attempt> {
+        self.client
+            .release_gate
+            .cleared(self.kind.key(), &self.owner)
+            .await;
         let mut connection = self.client.connection.clone();
         let lease = self.lease_of(lease);
         let args = AcquireArgs {

@@ -11,6 +11,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::connection::sentinel::Sentinel;
 use crate::connection::{Connection, Publish, ReplicaSync};
+use crate::engine::release_gate::ReleaseGate;
 use crate::engine::renew::{Scheduler, TrackedHold, Upkeep};
 use crate::error::{Error, Result};
 use crate::kinds::messages::LockHub;
@@ -57,6 +58,8 @@ pub(crate) struct ClientInner {
     /// Whether its reentrant and fair locks' uncontended acquires may use RESTORE (until the server
     /// refuses it once).
     pub(crate) hash_writes: Arc<HashWrites>,
+    /// Holds an owner's acquire of a lock while its release of it awaits an answer.
+    pub(crate) release_gate: Arc<ReleaseGate>,
 }
 
 /// A hold as the client record lists it.
@@ -98,6 +101,7 @@ impl ClientInner {
             holds_changed: AtomicBool::new(false),
             holds_wake: Arc::new(Notify::new()),
             hash_writes: Arc::default(),
+            release_gate: Arc::default(),
         }
     }
 

@@ -169,7 +169,9 @@ impl LockCore {
             retries: AtomicU32::new(0),
         };
         let sent_at = Instant::now();
+        let in_flight = self.client.release_gate.enter(self.kind.key(), &self.owner);
         let answer = call.run(in_callers_time).await;
+        drop(in_flight);
         let retries = call.retries.load(Ordering::Relaxed);
         let released = match answer {
             Ok(Some(0)) if self.hold_count() > 0 && self.is_current(&reserved) => {

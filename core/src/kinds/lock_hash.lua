@@ -41,13 +41,13 @@ end
 
 -- The answer to a release whose level's field is gone (`levels`: the owner's count, or false):
 -- a retry or a late copy of a release that went through replays its answer, 0 while the owner
--- keeps other levels, 1 when the trace of the final release is there; else the level was not
--- held (nil).
-local function released_before(levels, trace)
+-- keeps other levels, 1 when the owner's trace (its last final release of this lock) holds the
+-- level's field `field`; else the level was not held (nil).
+local function released_before(levels, trace, field)
   if levels then
     return 0
   end
-  if redis.call('exists', trace) == 1 then
+  if redis.call('hexists', trace, field) == 1 then
     return 1
   end
   return nil

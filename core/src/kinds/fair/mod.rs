@@ -198,7 +198,7 @@ impl LockKind for Fair {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = self.call(&RELEASE);
-        call.key(keys::release_trace(&self.key, args.acquired_by))
+        call.key(keys::release_trace(&self.key, args.owner))
             .arg(args.lease_ms)
             .arg(args.owner)
             .arg(args.acquired_by)

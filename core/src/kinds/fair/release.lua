@@ -1,4 +1,4 @@
--- Fair lock: release one level. KEYS[8] the release trace of the level released.
+-- Fair lock: release one level. KEYS[8] the owner's release trace of this lock.
 -- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] the acquire request
 -- of the level released, ARGV[4] wait allowance W ms.
 -- Replies nil (not held), 0 (still held), 1 (released); a retry or a late copy of a release
@@ -9,7 +9,7 @@
 local field = level_field(ARGV[3])
 local levels, mine = unpack(redis.call('hmget', KEYS[1], ARGV[2], field))
 if not mine then
-  local answer = released_before(levels, KEYS[8])
+  local answer = released_before(levels, KEYS[8], field)
   if not levels and redis.call('exists', KEYS[1]) == 0 then
     pass_on(tonumber(ARGV[4]))
   end

@@ -219,7 +219,7 @@ impl LockKind for Reentrant {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = self.waking_call(&RELEASE);
-        call.key(keys::release_trace(&self.key, args.acquired_by));
+        call.key(keys::release_trace(&self.key, args.owner));
         self.with_waiter_keys(&mut call);
         call.arg(args.lease_ms)
             .arg(args.owner)

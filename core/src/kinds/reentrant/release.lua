@@ -1,5 +1,5 @@
 -- Reentrant lock: release one level.
--- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] the release trace of the level released,
+-- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] the owner's release trace of this lock,
 -- KEYS[4..9] the waiter list's keys (`line_keys`).
 -- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] the acquire request of
 -- the level released, ARGV[4] how long the lock is reserved for the waiter told.
@@ -8,7 +8,7 @@
 -- (`released_before`).
 -- `levels`, `mine`, `waiting`: read by `release_uncontended.lua`, which runs first.
 if not mine then
-  return released_before(levels, KEYS[3])
+  return released_before(levels, KEYS[3], level_field(ARGV[3]))
 end
 if not release_level(KEYS[1], ARGV[2], levels, ARGV[1], level_field(ARGV[3]), KEYS[3]) then
   return 0

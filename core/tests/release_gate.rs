@@ -1,0 +1,94 @@
+//! The release gate (`engine/release_gate.rs`), in a test binary of its own: it reads the
+//! engine's trace events (target `polylock::handoff`) in the order they happened, which a
+//! global subscriber records for every test of its binary.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use polylock::AcquireOptions;
+use polylock_testkit::{Fault, FaultProxy};
+
+/// A final release whose reply is lost keeps the same owner's next acquire of the lock back
+/// until it has its answer. The trace its retry reads is one per lock and owner: had that
+/// owner's next whole cycle run in the retry's backoff (50 ms), its final release would have
+/// replaced the trace, and the retry would answer "not held" (the lock reported lost) for a
+/// release that went through. The engine's events show the order: the next cycle's first
+/// attempt is sent only after the release's retry has its reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_next_cycle_waits_while_its_release_of_the_lock_awaits_its_answer() {
+    recorded_logs(tracing::Level::TRACE);
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(2),
+    )
+    .await;
+    let lock = client.lock("gated").unwrap();
+    // Scripts loaded, so that every call below is one EVALSHA.
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    lock.release().await.unwrap();
+    let mut con = raw(&server).await;
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    let events_before = handoff_events().len();
+    proxy.set(Fault::DropReplies);
+    let releasing = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.release().await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while exists(&mut con, "gated").await {
+        assert!(Instant::now() < deadline, "the release never ran");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // The release ran; its reply is lost with the connection, and its retry waits out its
+    // backoff. The same handle (so the same owner) starts a whole cycle from another task.
+    proxy.set(Fault::Pass);
+    proxy.cut();
+    let next_cycle = {
+        let lock = lock.clone();
+        tokio::spawn(async move {
+            assert!(lock.acquire(AcquireOptions::new()).await?);
+            lock.release().await
+        })
+    };
+    releasing
+        .await
+        .unwrap()
+        .expect("the retried final release answers released");
+    next_cycle.await.unwrap().expect("then the next cycle runs");
+    assert!(!exists(&mut con, "gated").await);
+    use redis::AsyncCommands;
+    let traces: Vec<String> = con.keys("polylock_released:{gated}:*").await.unwrap();
+    assert_eq!(
+        traces,
+        vec![format!("polylock_released:{{gated}}:{}", lock.owner())]
+    );
+    // Up to the next cycle's first attempt: the release sent twice (the call whose reply was
+    // lost, then its retry) and had both replies (the error, then the answer).
+    let events = handoff_events()[events_before..].to_vec();
+    let first_attempt = events
+        .iter()
+        .position(|event| event == "attempt sent")
+        .expect("the next cycle's attempt");
+    let before = &events[..first_attempt];
+    let count = |name: &str| before.iter().filter(|event| *event == name).count();
+    assert_eq!(
+        (count("release sent"), count("release reply")),
+        (2, 2),
+        "the next cycle's attempt went out while the release awaited its answer: {events:?}"
+    );
+}
+
+/// The engine's hand-off events recorded so far, in order (`release sent`, `attempt sent`, ...).
+fn handoff_events() -> Vec<String> {
+    recorded_logs(tracing::Level::TRACE)
+        .lines()
+        .filter(|line| line.contains("polylock::handoff"))
+        .filter_map(|line| line.rsplit("polylock::handoff: ").next())
+        .map(|event| event.trim().to_owned())
+        .collect()
+}
