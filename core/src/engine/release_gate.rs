@@ -50,9 +50,12 @@ impl ReleaseGate {
             let notified = self.cleared.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let key = (lock.to_owned(), owner.to_owned());
-            if !self.counts().contains_key(&key) {
-                return;
+            {
+                let counts = self.counts();
+                // No release in flight at all (the usual case): no key to build.
+                if counts.is_empty() || !counts.contains_key(&(lock.to_owned(), owner.to_owned())) {
+                    return;
+                }
             }
             notified.await;
         }

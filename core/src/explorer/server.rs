@@ -102,20 +102,12 @@ impl Server {
             .spawn()
             .expect("start valkey-server");
         let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
-        let pid = format!("process_id:{}", child.id());
         let started = Instant::now();
         let connection = loop {
-            let ours = client.get_connection().ok().and_then(|mut connection| {
-                let info: String = redis::cmd("INFO")
-                    .arg("server")
-                    .query(&mut connection)
-                    .ok()?;
-                info.lines()
-                    .any(|line| line.trim() == pid)
-                    .then_some(connection)
-            });
-            if let Some(connection) = ours {
-                break connection;
+            if polylock_testkit::server_pid(port) == Some(child.id()) {
+                if let Ok(connection) = client.get_connection() {
+                    break connection;
+                }
             }
             let exited = matches!(child.try_wait(), Ok(Some(_)));
             if exited || started.elapsed() > Duration::from_secs(10) {

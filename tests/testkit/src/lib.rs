@@ -66,6 +66,22 @@ pub fn free_port() -> u16 {
         .expect("no free loopback port")
 }
 
+/// The process id the server on loopback `port` reports (`process_id` of INFO server), or
+/// `None` when INFO cannot be read: how a launcher tells its own child from a server of another
+/// process that took the port first.
+pub fn server_pid(port: u16) -> Option<u32> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).ok()?;
+    let mut connection = client.get_connection_with_timeout(COMMAND_TIMEOUT).ok()?;
+    connection.set_read_timeout(Some(COMMAND_TIMEOUT)).ok()?;
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut connection)
+        .ok()?;
+    info.lines()
+        .find_map(|line| line.trim().strip_prefix("process_id:"))
+        .and_then(|pid| pid.parse().ok())
+}
+
 impl RedisServer {
     /// Starts a server on a free port and waits until it answers PING.
     pub fn start() -> RedisServer {
@@ -307,21 +323,13 @@ impl RedisServer {
         false
     }
 
-    /// Whether the server on our port is our child process (`process_id` of INFO server). A
-    /// server that refuses INFO is taken at its word, as before the check.
+    /// Whether the server on our port is our child process ([`server_pid`]). A server whose
+    /// INFO cannot be read (a test may rename it) is taken at its PONG, as before the check.
     fn answers_as_child(&self) -> bool {
         let Some(child) = self.child.as_ref() else {
             return false;
         };
-        let Some(info) = self.command(&["INFO", "server"]) else {
-            return false;
-        };
-        if info.starts_with('-') {
-            return true;
-        }
-        info.lines()
-            .find_map(|line| line.trim().strip_prefix("process_id:"))
-            .is_some_and(|pid| pid == child.id().to_string())
+        server_pid(self.port).is_none_or(|pid| pid == child.id())
     }
 
     pub fn port(&self) -> u16 {
