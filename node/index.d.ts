@@ -34,8 +34,8 @@ export interface AcquireOptions extends native.AcquireOptions {
 
 /** Options of {@link Client.withLock}: {@link Lock.using}'s, plus which kind of lock. */
 export interface WithLockOptions extends AcquireOptions {
-  /** `'lock'` (the default), `'fairLock'` or `'fencedLock'`: which client method makes the handle. */
-  kind?: 'lock' | 'fairLock' | 'fencedLock'
+  /** `'lock'` (the default), `'fairLock'`, `'fifoLock'` or `'fencedLock'`: which client method makes the handle. */
+  kind?: 'lock' | 'fairLock' | 'fifoLock' | 'fencedLock'
 }
 
 /** Options of {@link Client.jobLock} and {@link Client.runJob} (declared in Rust). Times in milliseconds. */
@@ -122,6 +122,14 @@ export declare class Client {
    * arrival order and a release wakes only the next one. Same handle API as `lock`. No I/O.
    */
   fairLock(name: string, defaults?: LockOptions): Lock
+  /**
+   * A new handle on the FIFO lock `name` (polylock's own layout, not Redisson's): waiters are
+   * served in arrival order and a release hands the lock to the next one directly, at about
+   * half the server calls of {@link Client.fairLock}. It excludes every other lock of the same
+   * name ({@link Client.lock}, Redisson's RLock), but Redisson clients do not see its line
+   * (Redisson's RFairLock clients do not wait in it). Same handle API as `lock`. No I/O.
+   */
+  fifoLock(name: string, defaults?: LockOptions): Lock
   /**
    * A new handle on the fenced lock `name` (Redisson's RFencedLock layout): the lock API, plus
    * `lock.token`, which grows on every acquisition (across holders, and on reentry). No I/O.

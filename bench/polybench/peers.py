@@ -38,13 +38,16 @@ LANGS = {
 
 # (language, contender) in table order; "raw" is the two-EVALSHA limit of that language.
 # "polylock-metrics-off": the plain lock with `ClientOptions.metrics` false, beside "polylock"
-# (metrics on, the default), so the tables show what counting costs.
+# (metrics on, the default), so the tables show what counting costs. "polylock-fair": the fair lock
+# (Redisson's RFairLock layout); "polylock-fifo": the FIFO lock (polylock's own layout).
 U_CONTENDERS = [
     ("rust", "polylock"), ("rust", "polylock-metrics-off"), ("rust", "polylock-fair"),
-    ("rust", "rslock"), ("rust", "raw"),
-    ("python", "polylock"), ("python", "polylock-fair"), ("python", "redis-py"),
+    ("rust", "polylock-fifo"), ("rust", "rslock"), ("rust", "raw"),
+    ("python", "polylock"), ("python", "polylock-fair"), ("python", "polylock-fifo"),
+    ("python", "redis-py"),
     ("python", "python-redis-lock"), ("python", "pottery"), ("python", "raw"),
-    ("node", "polylock"), ("node", "polylock-fair"), ("node", "redlock"),
+    ("node", "polylock"), ("node", "polylock-fair"), ("node", "polylock-fifo"),
+    ("node", "redlock"),
     ("node", "redis-semaphore"), ("node", "raw"),
     ("java", "redisson"), ("java", "redisson-fair"),
 ]

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Optional
 
 from .measure import HOLD_US
 from .peers import REDISSON, REDISSON_FAIR, label
 from .workers import status
+
+
+# The fair-lock goals apply to both fair locks: Redisson's layout and polylock's FIFO lock
+# (contender, label in the target names).
+FAIR_KINDS = (("polylock-fair", "fair"), ("polylock-fifo", "fifo"))
+
+
+def good(row) -> bool:
+    """A row of a run that went through, with a rate."""
+    return bool(row) and not status(row["run"]) and row.get("rate") is not None
 
 
 def target_line(name: str, met: Optional[bool], detail: str) -> str:
@@ -42,9 +53,9 @@ def targets(u, c, m, ceiling, r, workers) -> list[str]:
                 row["utilisation"] >= 0.9 and row["lost"] == 0,
                 f"utilisation {row['utilisation']:.3f}, lost {row['lost']}"))
     hold_ms = HOLD_US / 1000
-    for lang in ("rust", "python", "node"):
+    for lang, (contender, kind) in itertools.product(("rust", "python", "node"), FAIR_KINDS):
         for count in workers:
-            row = c.get((count, lang, "polylock-fair"))
+            row = c.get((count, lang, contender))
             if not row or status(row["run"]):
                 continue
             p99_bound, max_bound = 1.5 * (count - 1) * hold_ms, 2.5 * (count - 1) * hold_ms
@@ -58,7 +69,7 @@ def targets(u, c, m, ceiling, r, workers) -> list[str]:
             }
             missed = [name for name, ok in checks.items() if not ok]
             out.append(target_line(
-                f"C {lang} fair W={count}", not missed,
+                f"C {lang} {kind} W={count}", not missed,
                 f"utilisation {row['utilisation']:.3f}, Jain {row['jain']:.3f}, wait p99 "
                 f"{row['wait_p99_ms']:.1f} / max {row['wait_max_ms']:.1f} ms, "
                 f"{row['commands_per_cs']:.2f} commands/CS, lost {row['lost']}"
@@ -85,9 +96,6 @@ def anchor_targets(u: dict, c: dict, workers: list) -> list:
     """Targets relative to the best peers and to Redisson, each a ratio measured in this run
     (medians over the rounds): U per language, C plain and fair at every W."""
     out = []
-
-    def good(row) -> bool:
-        return bool(row) and not status(row["run"]) and row.get("rate") is not None
 
     def is_peer(contender: str) -> bool:
         return not contender.startswith("polylock") and contender != "raw"
@@ -144,37 +152,46 @@ def anchor_targets(u: dict, c: dict, workers: list) -> list:
                     f"({plain['utilisation'] / best_util:.2f}×), Jain {plain['jain']:.3f}, "
                     f"{plain['scripts_per_cs']:.2f} scripts/CS"
                     + (f"; missed: {', '.join(missed)}" if missed else "")))
-            fair = c.get((count, lang, "polylock-fair"))
-            versus_anchor(f"C fair W={count} {lang}: CS/s and utilisation ≥ Redisson RFairLock's",
-                          fair, fair_anchor)
-            if good(fair) and best_util is not None:
-                checks = {"Jain ≥ 0.99": fair["jain"] >= 0.99,
-                          f"utilisation ≥ every peer's ({best_name})":
-                          fair["utilisation"] >= best_util,
-                          "commandstats/CS ≤ 20": fair["all_commands_per_cs"] <= 20}
-                detail = (f"Jain {fair['jain']:.3f}, utilisation {fair['utilisation']:.3f} vs "
-                          f"{best_util:.3f} ({fair['utilisation'] / best_util:.2f}×), "
-                          f"{fair['all_commands_per_cs']:.1f} commandstats/CS")
-                if good(blpop):
-                    checks["gap p50 ≤ python-redis-lock's"] = \
-                        fair["gap_p50_ms"] <= blpop["gap_p50_ms"]
-                    detail += (f", gap p50 {fair['gap_p50_ms']:.2f} vs "
-                               f"{blpop['gap_p50_ms']:.2f} ms")
-                missed = [name for name, ok in checks.items() if not ok]
-                out.append(target_line(
-                    f"C fair W={count} {lang}: Jain ≥ 0.99, utilisation ≥ every peer's, gap p50 "
-                    "≤ BLPOP's, commandstats/CS ≤ 20", not missed,
-                    detail + (f"; missed: {', '.join(missed)}" if missed else "")))
-    # The fair lock's server work per critical section must not grow with the queue.
-    for lang in ("rust", "python", "node"):
-        fair = [(count, c.get((count, lang, "polylock-fair"))) for count in sorted(workers)]
+            for contender, kind in FAIR_KINDS:
+                out += fair_targets(c.get((count, lang, contender)), kind, count, lang,
+                                    fair_anchor, best_util, best_name, blpop, versus_anchor)
+    # The fair locks' server work per critical section must not grow with the queue.
+    for lang, (contender, kind) in itertools.product(("rust", "python", "node"), FAIR_KINDS):
+        fair = [(count, c.get((count, lang, contender))) for count in sorted(workers)]
         fair = [(count, row["all_commands_per_cs"]) for count, row in fair if good(row)]
         if len(fair) >= 2:
             (low_w, low), (high_w, high) = fair[0], fair[-1]
             out.append(target_line(
-                f"C fair {lang}: commandstats/CS flat in W (W={high_w} within 10 % of W={low_w})",
+                f"C {kind} {lang}: commandstats/CS flat in W (W={high_w} within 10 % of W={low_w})",
                 high <= low * 1.1,
                 ", ".join(f"W={count}: {value:.1f}" for count, value in fair)))
+    return out
+
+
+def fair_targets(fair, kind, count, lang, fair_anchor, best_util, best_name, blpop,
+                 versus_anchor) -> list:
+    """The issue's fair-lock goals for one cell of the fair lock (Redisson's layout) or the FIFO
+    lock (polylock's): Jain, utilisation against every peer, gap against BLPOP's, server calls;
+    `versus_anchor` adds the line against Redisson's RFairLock."""
+    out = []
+    versus_anchor(f"C {kind} W={count} {lang}: CS/s and utilisation ≥ Redisson RFairLock's",
+                  fair, fair_anchor)
+    if not good(fair) or best_util is None:
+        return out
+    checks = {"Jain ≥ 0.99": fair["jain"] >= 0.99,
+              f"utilisation ≥ every peer's ({best_name})": fair["utilisation"] >= best_util,
+              "commandstats/CS ≤ 20": fair["all_commands_per_cs"] <= 20}
+    detail = (f"Jain {fair['jain']:.3f}, utilisation {fair['utilisation']:.3f} vs "
+              f"{best_util:.3f} ({fair['utilisation'] / best_util:.2f}×), "
+              f"{fair['all_commands_per_cs']:.1f} commandstats/CS")
+    if good(blpop):
+        checks["gap p50 ≤ python-redis-lock's"] = fair["gap_p50_ms"] <= blpop["gap_p50_ms"]
+        detail += f", gap p50 {fair['gap_p50_ms']:.2f} vs {blpop['gap_p50_ms']:.2f} ms"
+    missed = [name for name, ok in checks.items() if not ok]
+    out.append(target_line(
+        f"C {kind} W={count} {lang}: Jain ≥ 0.99, utilisation ≥ every peer's, gap p50 "
+        "≤ BLPOP's, commandstats/CS ≤ 20", not missed,
+        detail + (f"; missed: {', '.join(missed)}" if missed else "")))
     return out
 
 
@@ -182,7 +199,7 @@ def server_work_targets(u: dict, m: dict) -> list:
     """Server work (issue 32): commands per uncontended cycle, and M against rslock with the
     server's CPU per cycle beside each rate."""
     out = []
-    for contender, bound in (("polylock", 7), ("polylock-fair", 9)):
+    for contender, bound in (("polylock", 7), ("polylock-fair", 9), ("polylock-fifo", 9)):
         for lang in ("rust", "python", "node"):
             row = u.get((lang, contender))
             if row and not status(row["run"]) and row.get("commands_per_cycle") is not None:

@@ -3,7 +3,7 @@
 //
 // Usage: node node_worker.js <scenario> <contender> <redis-url> <lock-name> [options as JSON]
 //   scenario:  uncontended | contended | many | rwmix | permits
-//   contender: polylock | polylock-fair | redlock | redis-semaphore | raw
+//   contender: polylock | polylock-fair | polylock-fifo | redlock | redis-semaphore | raw
 //              (rwmix: polylock only; permits: polylock and redis-semaphore)
 //
 // Protocol (the same as the Rust and Python workers): connect and warm up, print `ready` (or
@@ -58,14 +58,15 @@ function unsupported(reason) {
 
 /** Returns a factory: lock name -> { acquire(): token, release(token) } for one holder. */
 async function makeContender(kind, url) {
-  if (kind === 'polylock' || kind === 'polylock-fair') {
+  if (kind === 'polylock' || kind === 'polylock-fair' || kind === 'polylock-fifo') {
     const { Client } = require(path.join(benchDir, '..', 'node'))
     const client = await Client.connect(url)
-    if (kind === 'polylock-fair' && typeof client.fairLock !== 'function') {
-      unsupported('the Node binding has no fairLock')
+    const factory = { polylock: 'lock', 'polylock-fair': 'fairLock', 'polylock-fifo': 'fifoLock' }[kind]
+    if (typeof client[factory] !== 'function') {
+      unsupported(`the Node binding has no ${factory}`)
     }
     return (name) => {
-      const lock = kind === 'polylock-fair' ? client.fairLock(name) : client.lock(name)
+      const lock = client[factory](name)
       return { acquire: () => lock.acquire({}), release: () => lock.release() }
     }
   }

@@ -2,7 +2,7 @@
 
 Usage: py_worker.py <scenario> <contender> <redis-url> <lock-name> [options as JSON]
   scenario:  uncontended | contended | many | rwmix | permits
-  contender: polylock | polylock-fair | redis-py | python-redis-lock | pottery | raw
+  contender: polylock | polylock-fair | polylock-fifo | redis-py | python-redis-lock | pottery | raw
              (rwmix and permits: polylock only)
 
 Protocol (the same as the Rust and Node workers): connect and warm up, print "ready" (or
@@ -42,15 +42,18 @@ def unsupported(reason: str) -> None:
 
 def make_contender(kind: str, url: str) -> Callable[[str], Cycle]:
     """Returns a factory: lock name -> (acquire, release) for one holder."""
-    if kind in ("polylock", "polylock-fair"):
+    if kind in ("polylock", "polylock-fair", "polylock-fifo"):
         import polylock
 
         client = polylock.Client(url)
-        if kind == "polylock-fair" and not hasattr(client, "fair_lock"):
-            unsupported("the Python binding has no fair_lock")
+        factory = {"polylock": "lock", "polylock-fair": "fair_lock",
+                   "polylock-fifo": "fifo_lock"}[kind]
+        if not hasattr(client, factory):
+            unsupported(f"the Python binding has no {factory}")
+        make_lock = getattr(client, factory)
 
         def polylock_handle(name: str) -> Cycle:
-            lock = client.fair_lock(name) if kind == "polylock-fair" else client.lock(name)
+            lock = make_lock(name)
             return (lambda: lock.acquire(), lambda _: lock.release())
 
         return polylock_handle

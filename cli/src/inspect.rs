@@ -83,7 +83,7 @@ pub struct LockState {
     /// False for a key without an expiry (a lock never written by polylock or Redisson, or a
     /// semaphore), or no key.
     pub expires: bool,
-    /// Fair lock waiters in queue order.
+    /// Fair lock waiters in queue order (a FIFO lock's, in line order).
     pub queue: Vec<Waiter>,
     /// A read-write lock's mode (`read` or `write`) while held.
     pub mode: Option<&'static str>,
@@ -107,6 +107,8 @@ pub enum Kind {
     Plain,
     /// A lock whose fair queue or timeout set exists.
     Fair,
+    /// A lock whose FIFO line exists (polylock's own layout).
+    Fifo,
     /// A lock whose fencing token counter exists.
     Fenced,
     /// A read-write lock (a hash with a `mode` field, or waiting writers).
@@ -126,6 +128,7 @@ impl Kind {
         match self {
             Kind::Plain => "plain",
             Kind::Fair => "fair",
+            Kind::Fifo => "fifo",
             Kind::Fenced => "fenced",
             Kind::ReadWrite => "read-write",
             Kind::Semaphore => "semaphore",
@@ -139,7 +142,7 @@ impl Kind {
     pub fn is_lock(self) -> bool {
         matches!(
             self,
-            Kind::Plain | Kind::Fair | Kind::Fenced | Kind::ReadWrite
+            Kind::Plain | Kind::Fair | Kind::Fifo | Kind::Fenced | Kind::ReadWrite
         )
     }
 
@@ -251,6 +254,7 @@ impl From<LockInfo> for LockState {
             InspectedKind::None => Kind::None,
             InspectedKind::Reentrant => Kind::Plain,
             InspectedKind::Fair => Kind::Fair,
+            InspectedKind::Fifo => Kind::Fifo,
             InspectedKind::Fenced => Kind::Fenced,
             InspectedKind::ReadWrite => Kind::ReadWrite,
             InspectedKind::Semaphore => Kind::Semaphore,
@@ -383,7 +387,7 @@ fn print_state(state: &LockState) {
     let kind = match state.kind {
         Kind::NotALock => format!("not-a-lock (Redis type: {})", state.redis_type),
         Kind::None if state.queue.is_empty() => "none (no such key: not held)".to_owned(),
-        Kind::Fair | Kind::Fenced | Kind::ReadWrite if !state.is_held() => {
+        Kind::Fair | Kind::Fifo | Kind::Fenced | Kind::ReadWrite if !state.is_held() => {
             format!("{} (not held now)", state.kind.label())
         }
         Kind::ReadWrite => format!("read-write (mode: {})", state.mode.unwrap_or("?")),
@@ -434,7 +438,7 @@ fn print_state(state: &LockState) {
             println!("  {}", waiter_text(writer, &deadline));
         }
     }
-    if state.kind == Kind::Fair {
+    if matches!(state.kind, Kind::Fair | Kind::Fifo) {
         if state.queue.is_empty() {
             println!("queue:  empty");
         } else {
@@ -545,6 +549,7 @@ pub fn run_force_unlock(args: ForceUnlockArgs) -> CliResult<()> {
         let name = &args.name;
         let lock = match state.kind {
             Kind::Fair => client.fair_lock(name)?,
+            Kind::Fifo => client.fifo_lock(name)?,
             Kind::Fenced => client.fenced_lock(name)?,
             // Redisson's rule: each side deletes the hash only in its own mode.
             Kind::ReadWrite if state.mode == Some("write") => {

@@ -138,6 +138,7 @@ fn kind_label_of_metrics(kind: &str) -> String {
     match kind {
         "lock" => "plain",
         "fair_lock" => "fair",
+        "fifo_lock" => "fifo",
         "fenced_lock" => "fenced",
         "read_write_lock" => "read-write",
         "expirable_semaphore" => "expirable-semaphore",

@@ -897,6 +897,52 @@ fn force_unlock_of_a_fair_lock_hands_it_to_the_head_of_the_queue() {
 }
 
 #[test]
+fn inspect_shows_the_fifo_line_and_force_unlock_hands_the_lock_to_its_head() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let holder_client = connect(&server);
+    let waiter_client = connect(&server);
+    let holder = holder_client.fifo_lock("fifo-stuck").expect("lock");
+    hold(&holder);
+    let waiter = waiter_client.fifo_lock("fifo-stuck").expect("lock");
+    let waiter_owner = waiter.owner().to_owned();
+    let waiting = {
+        let waiter = waiter.clone();
+        polylock::runtime().spawn(async move {
+            waiter
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
+                .await
+        })
+    };
+    let queued = Instant::now() + Duration::from_secs(20);
+    while server.int(&["LLEN", "polylock_fifo_line:{fifo-stuck}"]) < 1 {
+        assert!(Instant::now() < queued, "the waiter never got in line");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = polylock(&["inspect", "fifo-stuck", "--redis", &url, "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "fifo");
+    assert_eq!(state["holders"][0]["owner"], holder.owner());
+    assert_eq!(state["queue"][0]["owner"], waiter_owner.as_str());
+    let out = polylock(&["inspect", "fifo-stuck", "--redis", &url]);
+    assert!(out.stdout.contains("queue:  1 waiting"), "{}", out.stdout);
+
+    let out = polylock(&["force-unlock", "fifo-stuck", "--redis", &url, "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("force-unlocked fifo lock"),
+        "{}",
+        out.stdout
+    );
+    // Passed to the head, long before the holder's 30 s lease would have run out.
+    let started = Instant::now();
+    assert!(block_on(waiting).expect("join").expect("acquire"));
+    assert!(started.elapsed() < Duration::from_secs(20));
+    block_on(waiter.release()).expect("release");
+}
+
+#[test]
 fn force_unlock_needs_yes_without_a_terminal() {
     let server = RedisServer::start();
     let url = server.url();

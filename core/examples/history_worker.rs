@@ -2,6 +2,9 @@
 //!
 //! Usage: `history_worker <redis-url> <journal-path> <worker-id> [seconds]`
 //!
+//! The environment variable `POLYLOCK_HISTORY_KIND` picks the kind of lock: `lock` (the
+//! default, `Client::lock`) or `fifo` (`Client::fifo_lock`).
+//!
 //! Until stdin closes (or `seconds` pass): acquire the lock `history` (watchdog lease of
 //! 1500 ms, response timeout 500 ms, wait bound 10 s), append `enter` to the journal, hold for
 //! 1-20 ms (one time in 100: 500-1500 ms, so renewals meet the faults too), append `leave` with
@@ -24,6 +27,8 @@ use std::time::{Duration, Instant};
 use polylock::{AcquireOptions, Client, ErrorKind};
 
 const LOCK_NAME: &str = "history";
+/// The kind of lock (set by run.py's `--kind`): `lock` or `fifo`.
+const KIND_VARIABLE: &str = "POLYLOCK_HISTORY_KIND";
 const WATCHDOG_TIMEOUT: Duration = Duration::from_millis(1500);
 const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
 const WAIT_BOUND: Duration = Duration::from_secs(10);
@@ -120,7 +125,7 @@ fn transient(kind: ErrorKind) -> bool {
     matches!(kind, ErrorKind::Connection | ErrorKind::Timeout)
 }
 
-async fn run(url: String, journal: Journal, stop: impl Fn() -> bool) -> i32 {
+async fn run(url: String, fifo: bool, journal: Journal, stop: impl Fn() -> bool) -> i32 {
     let client = loop {
         if stop() {
             return 0;
@@ -142,7 +147,12 @@ async fn run(url: String, journal: Journal, stop: impl Fn() -> bool) -> i32 {
             }
         }
     };
-    let lock = match client.lock(LOCK_NAME) {
+    let made = if fifo {
+        client.fifo_lock(LOCK_NAME)
+    } else {
+        client.lock(LOCK_NAME)
+    };
+    let lock = match made {
         Ok(lock) => lock,
         Err(err) => {
             eprintln!("{}: {err}", journal.worker);
@@ -192,6 +202,19 @@ fn main() {
         let seconds: f64 = seconds.parse().expect("seconds must be a number");
         Instant::now() + Duration::from_secs_f64(seconds)
     });
+    let kind = std::env::var(KIND_VARIABLE).unwrap_or_else(|_| "lock".to_string());
+    let fifo = match kind.as_str() {
+        "lock" => false,
+        "fifo" => true,
+        other => {
+            eprintln!(
+                "{}: {KIND_VARIABLE} must be lock or fifo, not {other}",
+                args[3]
+            );
+            std::process::exit(2);
+        }
+    };
+    eprintln!("{}: kind {kind}", args[3]);
     let file = OpenOptions::new()
         .append(true)
         .create(true)
@@ -213,6 +236,6 @@ fn main() {
     }
     let stop =
         move || closed.load(Ordering::SeqCst) || deadline.is_some_and(|at| Instant::now() >= at);
-    let code = polylock::runtime().block_on(run(args[1].clone(), journal, stop));
+    let code = polylock::runtime().block_on(run(args[1].clone(), fifo, journal, stop));
     std::process::exit(code);
 }

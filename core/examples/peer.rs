@@ -15,7 +15,8 @@
 //! - every lock command prefixed with `fair_` (e.g. `fair_acquire NAME 0 -`) works on the fair
 //!   lock of that name instead. `POLYLOCK_FAIR_QUEUE_TIMEOUT_MS` sets the fair queue timeout,
 //!   `POLYLOCK_KEY_PREFIX` the client's key prefix (`ClientOptions::key_prefix`).
-//! - likewise `fenced_` (e.g. `fenced_acquire NAME 0 -`, `fenced_token NAME`): the fenced lock,
+//! - likewise `fifo_` (e.g. `fifo_acquire NAME - -`): the FIFO lock, with the same queue timeout;
+//!   `fenced_` (e.g. `fenced_acquire NAME 0 -`, `fenced_token NAME`): the fenced lock,
 //!   and `read_` / `write_` (e.g. `write_acquire NAME - -`): the read or the write lock of the
 //!   read-write lock NAME (one read-write lock per name, so the writer's reads are its own).
 //! - `sem_acquire NAME PERMITS WAIT_MS|-` -> `ok true` / `ok false`; `sem_release NAME PERMITS`,
@@ -71,7 +72,7 @@ async fn run(
     let mut words = line.split_whitespace();
     let word = words.next().unwrap_or("");
     let (kind, command) = [
-        "fair_", "fenced_", "read_", "write_", "sem_", "xsem_", "latch_",
+        "fair_", "fifo_", "fenced_", "read_", "write_", "sem_", "xsem_", "latch_",
     ]
     .into_iter()
     .find_map(|kind| word.strip_prefix(kind).map(|command| (kind, command)))
@@ -102,6 +103,7 @@ async fn run(
     if !handles.locks.contains_key(&key) {
         let lock = match kind {
             "fair_" => client.fair_lock(&name),
+            "fifo_" => client.fifo_lock(&name),
             "fenced_" => client.fenced_lock(&name),
             "read_" | "write_" => {
                 if !handles.read_write.contains_key(&name) {

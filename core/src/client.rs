@@ -17,6 +17,7 @@ use crate::hold::{Guard, Hold};
 use crate::inspect::LockInfo;
 use crate::kinds::fair::Fair;
 use crate::kinds::fenced::{fence, Fenced};
+use crate::kinds::fifo::Fifo;
 use crate::kinds::messages::LockHub;
 use crate::kinds::read_write::{ReadLock, WriteLock};
 use crate::kinds::reentrant::Reentrant;
@@ -518,6 +519,31 @@ impl Client {
             )),
             holder_id,
             metric_kind::FAIR_LOCK,
+        ))
+    }
+
+    /// A handle on the FIFO lock `name` (polylock's own layout, not Redisson's): waiters are
+    /// served in arrival order, and a release hands the lock to the next one directly, at about
+    /// half the server calls of [`Client::fair_lock`]. It excludes every other hash lock of the
+    /// same name (a [`Client::lock`], Redisson's RLock), but Redisson clients do not see its line.
+    /// Same handle API as [`Client::lock`].
+    pub fn fifo_lock(&self, name: &str) -> Result<Lock> {
+        let holder = self.inner.next_handle_id();
+        self.fifo_lock_with_holder(name, holder)
+    }
+
+    /// [`Client::fifo_lock`] for the given holder id (a thread or task id). No I/O.
+    pub fn fifo_lock_with_holder(&self, name: &str, holder_id: u64) -> Result<Lock> {
+        validate_name(name)?;
+        Ok(self.handle(
+            Arc::new(Fifo::new(
+                name,
+                &self.inner.key_of(name),
+                self.inner.publish,
+                self.inner.hash_writes.clone(),
+            )),
+            holder_id,
+            metric_kind::FIFO_LOCK,
         ))
     }
 

@@ -34,6 +34,8 @@ pub enum InspectedKind {
     Reentrant,
     /// A fair lock (Redisson `RFairLock`): its queue or its deadlines exist.
     Fair,
+    /// A FIFO lock (polylock's own layout): its line exists.
+    Fifo,
     /// A fenced lock (Redisson `RFencedLock`): its token counter exists.
     Fenced,
     /// A read-write lock (Redisson `RReadWriteLock`): a hash with a `mode` field, or only
@@ -50,13 +52,14 @@ pub enum InspectedKind {
 }
 
 impl InspectedKind {
-    /// A short lowercase label: `none`, `reentrant`, `fair`, `fenced`, `read-write`,
+    /// A short lowercase label: `none`, `reentrant`, `fair`, `fifo`, `fenced`, `read-write`,
     /// `semaphore`, `expirable-semaphore`, `unknown`.
     pub fn label(self) -> &'static str {
         match self {
             InspectedKind::None => "none",
             InspectedKind::Reentrant => "reentrant",
             InspectedKind::Fair => "fair",
+            InspectedKind::Fifo => "fifo",
             InspectedKind::Fenced => "fenced",
             InspectedKind::ReadWrite => "read-write",
             InspectedKind::Semaphore => "semaphore",
@@ -71,6 +74,7 @@ impl InspectedKind {
             self,
             InspectedKind::Reentrant
                 | InspectedKind::Fair
+                | InspectedKind::Fifo
                 | InspectedKind::Fenced
                 | InspectedKind::ReadWrite
         )
@@ -125,14 +129,16 @@ pub enum KeyTtl {
     Remaining(Duration),
 }
 
-/// A waiter in a fair lock's queue.
+/// A waiter in a fair lock's queue or a FIFO lock's line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FairWaiter {
     pub owner: String,
-    /// Its deadline in the shared deadlines ZSET (epoch ms): skipped once passed.
+    /// Its deadline in the fair lock's shared deadlines ZSET (epoch ms): skipped once passed.
+    /// `None` in a FIFO lock's line.
     pub deadline_ms: Option<i64>,
     /// polylock's liveness record (epoch ms, the server's clock): a polylock waiter is skipped
-    /// once it passes (it stopped looking). `None` for Redisson waiters.
+    /// once it passes (it stopped looking); for a FIFO lock, when its record lapses (the
+    /// snapshot's time when it has already lapsed). `None` for Redisson waiters.
     pub seen_deadline_ms: Option<i64>,
 }
 
@@ -182,7 +188,8 @@ pub struct LockInfo {
     pub holders: Vec<LockHolder>,
     /// A read-write lock's `mode` field while it is held.
     pub mode: Option<LockMode>,
-    /// A fair lock's waiters, head first.
+    /// A fair lock's or a FIFO lock's waiters, head first (a FIFO line may still list waiters
+    /// whose record lapsed: they leave it when they reach the head).
     pub queue: Vec<FairWaiter>,
     /// A read-write lock's waiting polylock writers, earliest registration end first.
     pub waiting_writers: Vec<WaitingWriter>,
@@ -235,7 +242,9 @@ async fn inspect_with_records(
         .key(keys::fair_seen(key))
         .key(keys::fenced_token(key))
         .key(keys::rwlock_writers(key))
-        .key(keys::permit_timeouts(key));
+        .key(keys::permit_timeouts(key))
+        .key(keys::fifo_line(key))
+        .key(keys::fifo_waiter_prefix(key));
     let inner = client.clone();
     let name = name.to_owned();
     on_runtime(&what.clone(), async move {
@@ -406,14 +415,18 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
     let redis_type = text(parts.next()?)?;
     let pttl = int(parts.next()?)?;
     let contents = strings(parts.next()?)?;
-    let mut aux = Vec::with_capacity(6);
-    for part in parts {
+    let mut aux = Vec::with_capacity(7);
+    for part in parts.by_ref().take(7) {
         let mut pair = array(part)?.into_iter();
         let kind = text(pair.next()?)?;
         let items = strings(pair.next()?)?;
         aux.push((kind, items));
     }
-    let [queue, deadlines, seen, token, writers, permits]: [(String, Vec<Vec<u8>>); 6] =
+    let record_ttls: Vec<i64> = array(parts.next()?)?
+        .into_iter()
+        .map(int)
+        .collect::<Option<_>>()?;
+    let [queue, deadlines, seen, token, writers, permits, line]: [(String, Vec<Vec<u8>>); 7] =
         aux.try_into().ok()?;
     let typed = |(kind, items): (String, Vec<Vec<u8>>), want: &str| {
         if kind == want {
@@ -426,6 +439,18 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
     let has_token = token.0 == "string";
     let has_writers = writers.0 == "zset";
     let has_permits = permits.0 == "zset";
+    let has_line = line.0 == "list";
+    let fifo_line: Vec<FairWaiter> = typed(line, "list")
+        .iter()
+        .zip(&record_ttls)
+        .filter_map(|(owner, ttl)| {
+            Some(FairWaiter {
+                owner: utf8(owner)?.to_owned(),
+                deadline_ms: None,
+                seen_deadline_ms: Some(server_time_ms + (*ttl).max(0)),
+            })
+        })
+        .collect();
     let queue = typed(queue, "list");
     let deadlines = scores(&typed(deadlines, "zset"));
     let seen = scores(&typed(seen, "zset"));
@@ -490,6 +515,8 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
     // A lock kind with no hash at the name: free, told apart by its other keys.
     let free_lock_kind = if has_fair_keys {
         Some(InspectedKind::Fair)
+    } else if has_line {
+        Some(InspectedKind::Fifo)
     } else if has_token {
         Some(InspectedKind::Fenced)
     } else if has_writers {
@@ -507,6 +534,8 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
                 info.kind = kind;
                 if kind == InspectedKind::Fair {
                     info.queue = fair_queue();
+                } else if kind == InspectedKind::Fifo {
+                    info.queue = fifo_line;
                 }
             }
         }
@@ -531,6 +560,9 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
                         info.kind = if has_fair_keys {
                             info.queue = fair_queue();
                             InspectedKind::Fair
+                        } else if has_line {
+                            info.queue = fifo_line;
+                            InspectedKind::Fifo
                         } else if has_token {
                             InspectedKind::Fenced
                         } else {

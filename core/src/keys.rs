@@ -165,6 +165,34 @@ pub fn fair_waiter_channel(name: &str, owner: &str) -> String {
     format!("{}:{owner}", lock_channel(name))
 }
 
+/// polylock's FIFO lock: its line of waiting owners (a LIST, arrival order). Entries of waiters
+/// whose record lapsed (see [`fifo_waiter_record`]) leave it at the next look or release.
+pub fn fifo_line(name: &str) -> String {
+    tagged("polylock_fifo_line", name)
+}
+
+/// The prefix of a FIFO lock's waiter records (`<prefix>:<owner>`).
+pub fn fifo_waiter_prefix(name: &str) -> String {
+    tagged("polylock_fifo_waiter", name)
+}
+
+/// A FIFO lock waiter's record: a STRING whose TTL (the fair queue timeout, renewed at every
+/// look) is the waiter's liveness, holding its grant entry `<request>:<look>:<lease ms>`, or `-`
+/// when it accepts no grant.
+pub fn fifo_waiter_record(name: &str, owner: &str) -> String {
+    format!("{}:{owner}", fifo_waiter_prefix(name))
+}
+
+/// The prefix of the channels on which a FIFO lock's release tells or grants its head.
+pub fn fifo_channel_prefix(name: &str) -> String {
+    tagged("polylock_fifo_channel", name)
+}
+
+/// The channel on which a FIFO lock's release tells (or grants) the waiter `owner`.
+pub fn fifo_waiter_channel(name: &str, owner: &str) -> String {
+    format!("{}:{owner}", fifo_channel_prefix(name))
+}
+
 /// polylock's record of an election's leader (a HASH: `owner`, `value`, `term`, `client`),
 /// beside the election's fenced lock `name`; read only while `owner` holds that lock.
 pub fn election_record(name: &str) -> String {
@@ -253,6 +281,15 @@ mod tests {
         assert_eq!(fair_timeouts("q"), "redisson_lock_timeout:{q}");
         assert_eq!(fair_seen("q"), "redisson_lock_timeout:{q}:polylock_seen");
         assert_eq!(fair_grants("q"), "polylock_fair_grants:{q}");
+        assert_eq!(fifo_line("q"), "polylock_fifo_line:{q}");
+        assert_eq!(
+            fifo_waiter_record("q", "u:1"),
+            "polylock_fifo_waiter:{q}:u:1"
+        );
+        assert_eq!(
+            fifo_waiter_channel("q", "u:1"),
+            "polylock_fifo_channel:{q}:u:1"
+        );
         assert_eq!(
             fair_waiter_channel("q", "u:1"),
             "redisson_lock__channel:{q}:u:1"

@@ -100,7 +100,7 @@ async fn settle() {
 }
 
 /// The main path of every lock kind for two clients of `url`: acquire, wait and wake-up, fair
-/// handoff in order, watchdog renewal, release, read-write, both semaphores, fenced lock and
+/// and FIFO handoff in order, watchdog renewal, release, read-write, both semaphores, fenced lock and
 /// fenced write.
 async fn every_kind_works(url: &str) {
     let a = connect(url).await.expect("connect as the rule's user");
@@ -126,33 +126,46 @@ async fn every_kind_works(url: &str) {
     .await;
     waiter.release().await.unwrap();
 
-    // Fair: two waiters queued in order get it in that order.
-    let holder = a.fair_lock("app:fair").unwrap();
-    assert!(holder
-        .acquire(AcquireOptions::new().no_wait().lease(LONG_LEASE))
-        .await
-        .unwrap());
-    let first = b.fair_lock_with_holder("app:fair", 1).unwrap();
-    let second = b.fair_lock_with_holder("app:fair", 2).unwrap();
-    let queue = |lock: &polylock::Lock| {
-        let lock = lock.clone();
-        tokio::spawn(async move {
-            lock.acquire(AcquireOptions::new().wait(LONG_LEASE).lease(LONG_LEASE))
-                .await
-        })
-    };
-    let first_waits = queue(&first);
-    settle().await;
-    let second_waits = queue(&second);
-    settle().await;
-    let started = Instant::now();
-    holder.release().await.unwrap();
-    assert!(first_waits.await.unwrap().unwrap());
-    assert!(!second.is_held(), "the second waiter went before the first");
-    first.release().await.unwrap();
-    assert!(second_waits.await.unwrap().unwrap());
-    assert!(started.elapsed() < LONG_LEASE / 2, "handed off by expiry");
-    second.release().await.unwrap();
+    // Fair and FIFO: two waiters queued in order get it in that order.
+    type Make = fn(&polylock::Client, &str, u64) -> polylock::Result<polylock::Lock>;
+    let kinds: [(&str, Make); 2] = [
+        ("app:fair", polylock::Client::fair_lock_with_holder),
+        ("app:fifo", polylock::Client::fifo_lock_with_holder),
+    ];
+    for (name, make) in kinds {
+        let holder = make(&a, name, 1).unwrap();
+        assert!(holder
+            .acquire(AcquireOptions::new().no_wait().lease(LONG_LEASE))
+            .await
+            .unwrap());
+        let first = make(&b, name, 1).unwrap();
+        let second = make(&b, name, 2).unwrap();
+        let queue = |lock: &polylock::Lock| {
+            let lock = lock.clone();
+            tokio::spawn(async move {
+                lock.acquire(AcquireOptions::new().wait(LONG_LEASE).lease(LONG_LEASE))
+                    .await
+            })
+        };
+        let first_waits = queue(&first);
+        settle().await;
+        let second_waits = queue(&second);
+        settle().await;
+        let started = Instant::now();
+        holder.release().await.unwrap();
+        assert!(first_waits.await.unwrap().unwrap(), "{name}");
+        assert!(
+            !second.is_held(),
+            "{name}: the second waiter went before the first"
+        );
+        first.release().await.unwrap();
+        assert!(second_waits.await.unwrap().unwrap(), "{name}");
+        assert!(
+            started.elapsed() < LONG_LEASE / 2,
+            "{name}: handed off by expiry"
+        );
+        second.release().await.unwrap();
+    }
 
     // Read-write: readers share, a writer waits for them and is woken.
     let reader = a.read_write_lock("app:rw").unwrap().read_lock();

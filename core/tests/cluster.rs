@@ -130,6 +130,39 @@ async fn locks_exclude_across_slots_wake_by_messages_and_follow_a_slot_migration
     );
     waiter.release().await.unwrap();
 
+    // The FIFO lock: its scripts build each waiter's record key from a prefix in KEYS (in the
+    // lock's slot); two waiters are served in arrival order, long before the 60 s lease.
+    let name = "cluster:fifo";
+    let line = polylock::keys::fifo_line(name);
+    let in_line = |count: usize| {
+        let node = cluster.node(cluster.primary_for_key(name));
+        let line = line.clone();
+        move || {
+            let mut connection = node.connection().unwrap();
+            let length: usize = redis::cmd("LLEN")
+                .arg(&line)
+                .query(&mut connection)
+                .unwrap();
+            async move { length == count }
+        }
+    };
+    let holder = first.fifo_lock(name).unwrap();
+    assert!(holder.acquire(held_for(LONG_LEASE)).await.unwrap());
+    let one = second.fifo_lock(name).unwrap();
+    let one_waits = wait_for(&one);
+    assert!(common::eventually(Duration::from_secs(5), in_line(1)).await);
+    let two = first.fifo_lock(name).unwrap();
+    let two_waits = wait_for(&two);
+    assert!(common::eventually(Duration::from_secs(5), in_line(2)).await);
+    holder.release().await.unwrap();
+    let (acquired, waited) = one_waits.await.unwrap();
+    assert!(acquired.unwrap());
+    assert!(waited < LONG_LEASE / 4, "passed on by the release");
+    assert!(!two.is_held(), "the second in line went before the first");
+    one.release().await.unwrap();
+    assert!(two_waits.await.unwrap().0.unwrap());
+    two.release().await.unwrap();
+
     // The slot moves to another primary while the lock is held (watchdog) and waited on: the
     // holder keeps renewing it there, and the waiter, subscribed again where the slot lives
     // now, is woken by the release.

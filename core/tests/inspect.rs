@@ -130,6 +130,72 @@ async fn a_fair_lock_shows_its_queue_in_order_with_deadlines() {
 }
 
 #[tokio::test]
+async fn a_fifo_lock_shows_its_line_in_order_with_each_waiters_liveness() {
+    let server = RedisServer::start();
+    let holder_client = client(&server).await;
+    let waiter_client = client(&server).await;
+    let holder = holder_client.fifo_lock("inspect:fifo").unwrap();
+    assert!(holder
+        .acquire(AcquireOptions::new().no_wait())
+        .await
+        .unwrap());
+    let first = waiter_client.fifo_lock("inspect:fifo").unwrap();
+    let second = waiter_client.fifo_lock("inspect:fifo").unwrap();
+    let mut con = raw(&server).await;
+    let line = polylock::keys::fifo_line("inspect:fifo");
+    let mut waits = Vec::new();
+    for (place, waiter) in [&first, &second].into_iter().enumerate() {
+        let waiter = waiter.clone();
+        waits.push(tokio::spawn(async move {
+            waiter
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
+                .await
+        }));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let len: usize = con.llen(&line).await.unwrap();
+            if len > place {
+                break;
+            }
+            assert!(Instant::now() < deadline, "waiter {place} never in line");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    // A waiter that died long ago, still listed: its record has lapsed.
+    let dead = "6b1f1f5e-0000-4000-8000-000000000009:1";
+    let _: () = con.rpush(&line, dead).await.unwrap();
+
+    let info = holder_client.inspect("inspect:fifo").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Fifo);
+    assert_eq!(info.kind.label(), "fifo");
+    assert_eq!(info.holders[0].owner, holder.owner());
+    let owners: Vec<&str> = info.queue.iter().map(|w| w.owner.as_str()).collect();
+    assert_eq!(owners, [first.owner(), second.owner(), dead]);
+    for waiter in &info.queue[..2] {
+        assert_eq!(waiter.deadline_ms, None);
+        let alive_until = waiter.seen_deadline_ms.expect("a liveness record");
+        assert!(alive_until > info.server_time_ms, "{info:?}");
+    }
+    assert_eq!(info.queue[2].seen_deadline_ms, Some(info.server_time_ms));
+
+    holder.release().await.unwrap();
+    assert!(waits.remove(0).await.unwrap().unwrap());
+    first.release().await.unwrap();
+    assert!(waits.remove(0).await.unwrap().unwrap());
+    // The last release, looking for a head, drops the dead waiter: nothing is left.
+    second.release().await.unwrap();
+    let info = holder_client.inspect("inspect:fifo").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::None);
+    assert!(info.queue.is_empty());
+    // A line alone (its waiters gone, nobody released since) is a free FIFO lock.
+    let _: () = con.rpush(&line, dead).await.unwrap();
+    let info = holder_client.inspect("inspect:fifo").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Fifo);
+    assert!(!info.is_held());
+    assert_eq!(info.queue.len(), 1);
+}
+
+#[tokio::test]
 async fn a_fenced_lock_shows_its_token_counter_held_or_free() {
     let server = RedisServer::start();
     let client = client(&server).await;

@@ -175,12 +175,14 @@ async fn every_key_and_channel_of_a_cycle_with_a_waiter_derives_from_the_prefixe
     for (kind, name) in [
         ("lock", "job-lock"),
         ("fair", "job-fair"),
+        ("fifo", "job-fifo"),
         ("fenced", "job-fenced"),
         ("rw", "job-rw"),
     ] {
         let make = |client: &Client| match kind {
             "lock" => client.lock(name).unwrap(),
             "fair" => client.fair_lock(name).unwrap(),
+            "fifo" => client.fifo_lock(name).unwrap(),
             "fenced" => client.fenced_lock(name).unwrap(),
             _ => client.read_write_lock(name).unwrap().write_lock(),
         };
@@ -290,6 +292,9 @@ async fn every_key_and_channel_of_a_cycle_with_a_waiter_derives_from_the_prefixe
     for expected in [
         "polylock_lock_told:{tenant7:job-lock}:",
         "redisson_lock_queue:{tenant7:job-fair}",
+        "polylock_fifo_line:{tenant7:job-fifo}",
+        "polylock_fifo_waiter:{tenant7:job-fifo}:",
+        "polylock_fifo_channel:{tenant7:job-fifo}:",
         "redisson_lock_token:{tenant7:job-fenced}",
         "redisson_rwlock:{tenant7:job-rw}",
         "redisson_sc:{tenant7:job-permits}",

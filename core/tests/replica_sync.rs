@@ -184,13 +184,37 @@ async fn a_primary_cut_off_from_its_replica_still_waits_for_it() {
     }
 }
 
-/// The length of the fair queue of `name` on `server`, as `LLEN` answers it (`:2`).
-fn fair_queue_length(server: &RedisServer, name: &str) -> Option<String> {
-    server.command(&["LLEN", &format!("redisson_lock_queue:{{{name}}}")])
+/// The fair lock (`fifo` false) or the FIFO lock `name` of `client`.
+fn fair_or_fifo(client: &Client, name: &str, fifo: bool) -> polylock::Lock {
+    if fifo {
+        client.fifo_lock(name).unwrap()
+    } else {
+        client.fair_lock(name).unwrap()
+    }
+}
+
+/// The length of the fair queue (or the FIFO lock's line) of `name` on `server`, as `LLEN`
+/// answers it (`:2`).
+fn line_length(server: &RedisServer, name: &str, fifo: bool) -> Option<String> {
+    let line = if fifo {
+        polylock::keys::fifo_line(name)
+    } else {
+        polylock::keys::fair_queue(name)
+    };
+    server.command(&["LLEN", &line])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fair_waiter_whose_acquisition_is_undone_keeps_its_place_at_the_head() {
+    undone_waiter_keeps_its_place(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_waiter_whose_acquisition_is_undone_keeps_its_place_at_the_head() {
+    undone_waiter_keeps_its_place(true).await;
+}
+
+async fn undone_waiter_keeps_its_place(fifo: bool) {
     let primary = RedisServer::start_with(&PRIMARY);
     let replica = replica_of(&primary).await;
     let plain = || async {
@@ -199,16 +223,17 @@ async fn a_fair_waiter_whose_acquisition_is_undone_keeps_its_place_at_the_head()
             .await
             .expect("connect to the test server")
     };
-    let holder = plain().await.fair_lock("in-line").unwrap();
+    let holder = fair_or_fifo(&plain().await, "in-line", fifo);
     assert!(holder
         .acquire(AcquireOptions::new().lease(Duration::from_secs(60)))
         .await
         .unwrap());
     // First in line: a client whose acquisitions the replicas must confirm.
-    let first = synced_client(&primary, Duration::from_millis(200))
-        .await
-        .fair_lock("in-line")
-        .unwrap();
+    let first = fair_or_fifo(
+        &synced_client(&primary, Duration::from_millis(200)).await,
+        "in-line",
+        fifo,
+    );
     let first_waiting = tokio::spawn({
         let first = first.clone();
         async move {
@@ -219,11 +244,11 @@ async fn a_fair_waiter_whose_acquisition_is_undone_keeps_its_place_at_the_head()
     });
     let queued = |count: &'static str| {
         let primary = &primary;
-        move || async move { fair_queue_length(primary, "in-line").as_deref() == Some(count) }
+        move || async move { line_length(primary, "in-line", fifo).as_deref() == Some(count) }
     };
     assert!(eventually(Duration::from_secs(5), queued(":1")).await);
     // Second in line: a client of its own, which must not overtake the first.
-    let second = plain().await.fair_lock("in-line").unwrap();
+    let second = fair_or_fifo(&plain().await, "in-line", fifo);
     let second_waiting = tokio::spawn({
         let second = second.clone();
         async move {
@@ -248,7 +273,7 @@ async fn a_fair_waiter_whose_acquisition_is_undone_keeps_its_place_at_the_head()
     assert_eq!(err.kind(), ErrorKind::NotSynced, "{err}");
     // Having given up, the first left the line.
     assert_eq!(
-        fair_queue_length(&primary, "in-line").as_deref(),
+        line_length(&primary, "in-line", fifo).as_deref(),
         Some(":0")
     );
 }

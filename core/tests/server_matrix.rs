@@ -193,6 +193,11 @@ async fn every_kind(url: &str, prefix: &str) {
         holder.fair_lock(&name("fair")).unwrap(),
         waiter.fair_lock(&name("fair")).unwrap(),
     );
+    let fifo = lock_round(
+        "FIFO lock",
+        holder.fifo_lock(&name("fifo")).unwrap(),
+        waiter.fifo_lock(&name("fifo")).unwrap(),
+    );
     let fenced = lock_round(
         "fenced lock",
         holder.fenced_lock(&name("fenced")).unwrap(),
@@ -206,8 +211,8 @@ async fn every_kind(url: &str, prefix: &str) {
     );
     let semaphore = semaphore_round(&holder, &waiter, name("semaphore"));
     let expirable = expirable_semaphore_round(&holder, &waiter, name("expirable"));
-    let (_, _, (first_token, second_token), _, (), ()) =
-        tokio::join!(reentrant, fair, fenced, read_write, semaphore, expirable);
+    let (_, _, _, (first_token, second_token), _, (), ()) =
+        tokio::join!(reentrant, fair, fifo, fenced, read_write, semaphore, expirable);
     let (first_token, second_token) = (first_token.unwrap(), second_token.unwrap());
     assert!(
         second_token > first_token,

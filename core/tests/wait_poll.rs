@@ -117,6 +117,7 @@ async fn every_kind(holder: &Client, waiter: &Client, tag: &str) {
             Client::lock as fn(&Client, &str) -> polylock::Result<_>,
         ),
         ("fair_lock", Client::fair_lock),
+        ("fifo_lock", Client::fifo_lock),
         ("fenced_lock", Client::fenced_lock),
     ] {
         let (h, w) = (
@@ -442,6 +443,7 @@ async fn pubsub_and_poll_waiters_on_one_lock_both_get_it() {
             Client::lock as fn(&Client, &str) -> polylock::Result<_>,
         ),
         ("mixed-fair", Client::fair_lock),
+        ("mixed-fifo", Client::fifo_lock),
     ] {
         let held = make(&pubsub, name).unwrap();
         assert!(held.acquire(AcquireOptions::new().no_wait()).await.unwrap());

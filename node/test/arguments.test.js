@@ -94,7 +94,7 @@ describe('Client.connect', () => {
 })
 
 describe('the makers of lock handles', () => {
-  for (const maker of ['lock', 'fairLock', 'fencedLock', 'readWriteLock']) {
+  for (const maker of ['lock', 'fairLock', 'fifoLock', 'fencedLock', 'readWriteLock']) {
     test(`client.${maker}`, async () => {
       await refuses(() => client[maker](42), wrong('lock name', 'a string', 'number'))
       await refuses(() => client[maker](null), wrong('lock name', 'a string', 'null'))
@@ -125,6 +125,7 @@ describe('acquire options', () => {
   const handles = {
     lock: () => client.lock(fresh('lock')),
     fairLock: () => client.fairLock(fresh('fair')),
+    fifoLock: () => client.fifoLock(fresh('fifo')),
     fencedLock: () => client.fencedLock(fresh('fenced')),
     readLock: () => client.readWriteLock(fresh('rw')).readLock(),
     writeLock: () => client.readWriteLock(fresh('rw')).writeLock(),

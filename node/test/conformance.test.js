@@ -147,6 +147,7 @@ describe('accepted values', () => {
       const expected = { code: 'ERR_INVALID_ARGUMENT', message: c.message }
       assert.throws(() => client.lock(fresh('defaults'), defaults), expected)
       assert.throws(() => client.fairLock(fresh('defaults'), defaults), expected)
+      assert.throws(() => client.fifoLock(fresh('defaults'), defaults), expected)
       assert.throws(() => client.fencedLock(fresh('defaults'), defaults), expected)
       assert.throws(() => client.readWriteLock(fresh('defaults'), defaults), expected)
     }

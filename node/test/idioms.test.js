@@ -64,7 +64,7 @@ describe('per-lock defaults', () => {
     await lock.release()
   })
 
-  test('fairLock, fencedLock and readWriteLock take defaults too', async () => {
+  test('fairLock, fifoLock, fencedLock and readWriteLock take defaults too', async () => {
     const fenced = client.fencedLock(fresh('fenced'), { leaseMs: 3000 })
     assert.equal(await fenced.acquire(), true)
     const pttl = await redis.command('PTTL', fenced.name)
@@ -77,6 +77,14 @@ describe('per-lock defaults', () => {
     assert.equal(await fairHolder.acquire(), true)
     assert.equal(await client.fairLock(fairName, { waitMs: 0 }).acquire(), false, 'the fair default: one attempt')
     await fairHolder.release()
+
+    const fifoName = fresh('fifo')
+    const fifoHolder = client.fifoLock(fifoName, { leaseMs: 3000 })
+    assert.equal(await fifoHolder.acquire(), true)
+    const fifoPttl = await redis.command('PTTL', fifoName)
+    assert.ok(fifoPttl > 0 && fifoPttl <= 3000, `fifo default lease: ${fifoPttl}`)
+    assert.equal(await client.fifoLock(fifoName, { waitMs: 0 }).acquire(), false, 'the fifo default: one attempt')
+    await fifoHolder.release()
 
     const rwName = fresh('rw')
     const writer = client.readWriteLock(rwName).writeLock()

@@ -73,6 +73,7 @@ test('every kind is counted under its own name', async () => {
     const name = fresh('kinds')
     const handles = [
       [client.fairLock(`${name}:fair`), 'fair_lock'],
+      [client.fifoLock(`${name}:fifo`), 'fifo_lock'],
       [client.fencedLock(`${name}:fenced`), 'fenced_lock'],
       [client.readWriteLock(`${name}:rw`).writeLock(), 'read_write_lock'],
     ]

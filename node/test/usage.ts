@@ -35,7 +35,9 @@ async function main(): Promise<void> {
   const fair: Lock = client.fairLock('orders:queue')
   const served: string = await fair.using(async () => 'in turn', { waitMs: 5000 })
   if (await fair.acquire({ waitMs: 0 })) await fair.release()
-  console.log(served)
+  const fifo: Lock = client.fifoLock('orders:line', { waitMs: 5000, waitMode: 'poll' })
+  const inLine: string = await fifo.using(async () => 'in line')
+  console.log(served, inLine)
 
   const controller = new AbortController()
   const options: AcquireOptions = { waitMs: 5000, leaseMs: 10000, signal: controller.signal }
@@ -60,6 +62,9 @@ async function main(): Promise<void> {
     return 'built'
   }, { waitMs: 5000, leaseMs: 60000, kind: 'fairLock' })
   const withLockOptions: WithLockOptions = { kind: 'fencedLock', waitMs: 0 }
+  const fifoOptions: WithLockOptions = { kind: 'fifoLock', waitMs: 5000 }
+  const lined: number = await client.withLock('reports:nightly', () => 2, fifoOptions)
+  console.log(lined)
   const count: number = await client.withLock('reports:nightly', () => 1, withLockOptions)
   // @ts-expect-error: a kind that is not a lock's
   await client.withLock('reports:nightly', () => 1, { kind: 'semaphore' })
@@ -207,6 +212,10 @@ async function main(): Promise<void> {
   await Client.connect('redis://127.0.0.1:6379/0', { fairQueueTimeoutMs: '10s' })
   // @ts-expect-error a fair lock has a name
   client.fairLock()
+  // @ts-expect-error a FIFO lock has a name
+  client.fifoLock()
+  // @ts-expect-error a FIFO lock's name is a string
+  client.fifoLock(42)
   // @ts-expect-error the option is waitMs
   await lock.acquire({ wait: 5 })
   // @ts-expect-error handles come from client.lock

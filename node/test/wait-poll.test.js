@@ -75,7 +75,7 @@ test('bad poll options reject with the core message', async () => {
   }
 })
 
-for (const kind of ['lock', 'fairLock', 'fencedLock']) {
+for (const kind of ['lock', 'fairLock', 'fifoLock', 'fencedLock']) {
   test(`a ${kind} of its own poll mode waits without subscribing on a pub/sub client`, async () => {
     // The per-lock wait mode: the user and client whose pub/sub waiter is refused above get the
     // lock by polling when only the lock says 'poll'.

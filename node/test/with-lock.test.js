@@ -40,7 +40,7 @@ describe('client.withLock', () => {
     assert.equal(most, 1)
   })
 
-  for (const kind of [undefined, 'lock', 'fairLock', 'fencedLock']) {
+  for (const kind of [undefined, 'lock', 'fairLock', 'fifoLock', 'fencedLock']) {
     test(`the result and the error pass through and the lock is released (kind ${kind})`, async () => {
       const name = fresh('through')
       const options = kind === undefined ? undefined : { kind, waitMs: 5000 }
@@ -80,7 +80,8 @@ describe('client.withLock', () => {
       code: 'ERR_INVALID_ARGUMENT', message: /routine must be a function/,
     })
     await assert.rejects(client.withLock(fresh('bad'), () => 1, { kind: 'semaphore' }), {
-      code: 'ERR_INVALID_ARGUMENT', message: /kind must be/,
+      code: 'ERR_INVALID_ARGUMENT',
+      message: `withLock: kind must be 'lock', 'fairLock', 'fifoLock' or 'fencedLock', not "semaphore"`,
     })
     await assert.rejects(client.withLock('', () => 1), { code: 'ERR_INVALID_ARGUMENT' })
   })

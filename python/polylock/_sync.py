@@ -216,14 +216,15 @@ class Client(ClientBase[Lock, ReadWriteLock, Semaphore, ExpirableSemaphore]):
     option left out (or None) takes the core's default. ``watchdog_timeout`` (default 30) is the
     lease of locks acquired without one; it is renewed every third of it while held.
     ``connect_timeout`` and ``response_timeout`` (default 5 each) bound connecting and each
-    command. ``fair_queue_timeout`` (default 10) is how long a fair-lock waiter that stopped
-    answering (its process died) keeps its place in the queue. ``sync_replicas`` (default False)
-    follows every acquire, renewal and release with Redis ``WAIT`` for the primary's replicas,
-    waiting at most ``replica_sync_timeout`` (default 1) each time, so a lock survives a failover
-    to a replica: an acquisition no replica acknowledged is undone and tried again within the
-    acquire's timeout, then raises :class:`NotSyncedError`. A server that refuses ``WAIT`` turns
-    it off for this client (with a warning in the log); locks keep working. Bad values raise
-    InvalidArgumentError with the core's message, the same in every polylock language.
+    command. ``fair_queue_timeout`` (default 10) is how long a fair-lock (or FIFO-lock) waiter
+    that stopped answering (its process died) keeps its place in the queue.
+    ``sync_replicas`` (default False) follows every acquire, renewal and release with Redis
+    ``WAIT`` for the primary's replicas, waiting at most ``replica_sync_timeout`` (default 1)
+    each time, so a lock survives a failover to a replica: an acquisition no replica
+    acknowledged is undone and tried again within the acquire's timeout, then raises
+    :class:`NotSyncedError`. A server that refuses ``WAIT`` turns it off for this client (with
+    a warning in the log); locks keep working. Bad values raise InvalidArgumentError with the
+    core's message, the same in every polylock language.
 
     ``name`` (default ``"host:pid"``) is recorded on the server beside this client's locks, so
     that ``polylock inspect`` and a timed-out ``with`` of another client name the holder.
@@ -250,12 +251,12 @@ class Client(ClientBase[Lock, ReadWriteLock, Semaphore, ExpirableSemaphore]):
         kind: LockedKind = "lock",
     ) -> Callable[[Callable[Params, Result]], Callable[Params, Result]]:
         """A decorator: each call of the function runs inside ``with client.lock(name,
-        timeout=timeout, lease=lease):`` (or ``fair_lock``, ``fenced_lock`` as ``kind`` says),
-        so calls from any thread or process exclude each other. Same defaults as :meth:`lock`;
-        :class:`polylock.TimeoutError` (and the function does not run) when ``timeout`` runs
-        out. The function's result and exceptions pass through; the lock is released either
-        way. Bad values raise InvalidArgumentError here; an ``async def`` function raises
-        TypeError (use :meth:`polylock.AsyncClient.locked`)."""
+        timeout=timeout, lease=lease):`` (or ``fair_lock``, ``fifo_lock``, ``fenced_lock`` as
+        ``kind`` says), so calls from any thread or process exclude each other. Same defaults
+        as :meth:`lock`; :class:`polylock.TimeoutError` (and the function does not run) when
+        ``timeout`` runs out. The function's result and exceptions pass through; the lock is
+        released either way. Bad values raise InvalidArgumentError here; an ``async def``
+        function raises TypeError (use :meth:`polylock.AsyncClient.locked`)."""
         # Checks the name and times now, not at the first call.
         self._lock_for_call(name, kind, timeout, lease)
 

@@ -32,8 +32,9 @@ class Histogram:
 
 @dataclass(frozen=True)
 class LockMetrics:
-    """The counters of one lock name and kind (``lock``, ``fair_lock``, ``fenced_lock``,
-    ``read_write_lock``, ``semaphore``, ``expirable_semaphore``, ``multi_lock``, ``red_lock``)."""
+    """The counters of one lock name and kind (``lock``, ``fair_lock``, ``fifo_lock``,
+    ``fenced_lock``, ``read_write_lock``, ``semaphore``, ``expirable_semaphore``, ``multi_lock``,
+    ``red_lock``)."""
 
     name: str
     kind: str

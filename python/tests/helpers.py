@@ -42,14 +42,25 @@ def wait_until(predicate, timeout: float, interval: float = 0.02) -> bool:
 
 
 def counter_worker(
-    url: str, port: int, lock_name: str, counter_key: str, rounds: int, fair: bool = False
+    url: str,
+    port: int,
+    lock_name: str,
+    counter_key: str,
+    rounds: int,
+    fair: bool = False,
+    fifo: bool = False,
 ) -> None:
     """Increments a Redis counter non-atomically (GET, pause, SET) under the lock (the fair
-    lock when `fair`)."""
+    lock when `fair`, the FIFO lock when `fifo`)."""
     import polylock
 
     with polylock.Client(url) as client, RedisConnection(port) as redis:
-        lock = client.fair_lock(lock_name) if fair else client.lock(lock_name)
+        if fair:
+            lock = client.fair_lock(lock_name)
+        elif fifo:
+            lock = client.fifo_lock(lock_name)
+        else:
+            lock = client.lock(lock_name)
         for _ in range(rounds):
             with lock:
                 value = int(redis("GET", counter_key) or 0)

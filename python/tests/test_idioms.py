@@ -92,7 +92,9 @@ def test_explicit_timeout_wins_over_the_default(client, other, name):
     assert lock.acquire(timeout=0.1) is False
 
 
-@pytest.mark.parametrize("kind", ["lock", "fair_lock", "fenced_lock", "read_write_lock"])
+@pytest.mark.parametrize(
+    "kind", ["lock", "fair_lock", "fifo_lock", "fenced_lock", "read_write_lock"]
+)
 def test_every_factory_takes_defaults(client, redis, name, kind):
     made = getattr(client, kind)(name, timeout=5.0, lease=3.0)
     lock = made.write_lock() if kind == "read_write_lock" else made
@@ -210,6 +212,7 @@ def test_async_factories_take_defaults(url, name):
     async def main() -> None:
         async with await polylock.AsyncClient.connect(url) as client:
             for lock in (client.fair_lock(name, timeout=1.0, lease=2.0),
+                         client.fifo_lock(f"{name}:fifo", timeout=1.0, lease=2.0),
                          client.fenced_lock(f"{name}:f", timeout=1.0, lease=2.0),
                          client.read_write_lock(f"{name}:rw", timeout=1.0, lease=2.0).read_lock()):
                 assert (lock.default_timeout, lock.default_lease) == (1.0, 2.0)

@@ -83,7 +83,7 @@ def test_sync_calls_from_threads_never_overlap(client, name):
     assert inside.most == 1
 
 
-@pytest.mark.parametrize("kind", ["lock", "fair_lock", "fenced_lock"])
+@pytest.mark.parametrize("kind", ["lock", "fair_lock", "fifo_lock", "fenced_lock"])
 def test_sync_result_and_exception_pass_through_and_the_lock_is_released(client, redis, name, kind):
     @client.locked(name, kind=kind)
     def divide(a: int, b: int) -> float:
@@ -158,7 +158,7 @@ def test_async_calls_from_tasks_never_overlap(url, name):
     assert inside.most == 1
 
 
-@pytest.mark.parametrize("kind", ["lock", "fair_lock", "fenced_lock"])
+@pytest.mark.parametrize("kind", ["lock", "fair_lock", "fifo_lock", "fenced_lock"])
 def test_async_result_and_exception_pass_through_and_the_lock_is_released(url, redis, name, kind):
     async def main() -> None:
         client = await polylock.AsyncClient.connect(url)
@@ -232,7 +232,7 @@ def test_mypy_sees_the_decorated_functions_signature(tmp_path: Path):
             assert_type(divide(1, b=2), float)
 
             aclient = polylock.AsyncClient("redis://127.0.0.1:1")
-            @aclient.locked("n")
+            @aclient.locked("n", kind="fifo_lock")
             async def name(a: int) -> str:
                 return str(a)
             pending = name(1)

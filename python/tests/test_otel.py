@@ -167,6 +167,8 @@ def test_metrics_snapshot_counts_acquires_holds_and_waits(client, name):
 def test_every_kind_is_counted_under_its_kind(client, name):
     with client.fair_lock(f"{name}:fair"):
         pass
+    with client.fifo_lock(f"{name}:fifo"):
+        pass
     with client.fenced_lock(f"{name}:fenced"):
         pass
     with client.read_write_lock(f"{name}:rw").write_lock():
@@ -183,6 +185,7 @@ def test_every_kind_is_counted_under_its_kind(client, name):
     counted = {(lock.name, lock.kind): lock.acquired for lock in client.metrics().locks}
     assert counted == {
         (f"{name}:fair", "fair_lock"): 1,
+        (f"{name}:fifo", "fifo_lock"): 1,
         (f"{name}:fenced", "fenced_lock"): 1,
         (f"{name}:rw", "read_write_lock"): 1,
         (f"{name}:semaphore", "semaphore"): 1,

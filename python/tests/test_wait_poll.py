@@ -87,7 +87,7 @@ def test_bad_poll_options_give_the_cores_error(
     assert str(refused.value) == f"invalid argument: {message}"
 
 
-@pytest.mark.parametrize("kind", ["lock", "fair_lock", "fenced_lock"])
+@pytest.mark.parametrize("kind", ["lock", "fair_lock", "fifo_lock", "fenced_lock"])
 def test_a_lock_of_its_own_poll_mode_waits_without_subscribing_on_a_pubsub_client(
     redis_server: RedisServer, kind: str
 ) -> None:

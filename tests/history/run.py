@@ -3,12 +3,13 @@ of it, Rust, Python and Node workers taking the lock `history` through the proxy
 every 1-3 s, all of it written to one journal; then the checker (check.py) judges the journal.
 With `--deployment cluster-broadcast`: a Redis Cluster of 3 primaries instead, with SPUBLISH
 renamed away, so that the workers use plain PUBLISH (broadcast mode), as on Redis 6.2; they log
-in as a user that may not run INFO, as on a managed service.
+in as a user that may not run INFO, as on a managed service. With `--kind fifo` the workers take
+the FIFO lock `history` (`fifo_lock` / `fifoLock`) instead of the plain lock (`lock`).
 
 Usage (from the repository root, after `make test-history` built the workers once):
 
     python/.venv/bin/python tests/history/run.py [--seconds 60] [--seed N] [--workers 2]
-        [--deployment single|cluster-broadcast]
+        [--deployment single|cluster-broadcast] [--kind lock|fifo]
 
 The seed is printed first; `--seed N` replays the same fault schedule (kinds, targets, gaps and
 durations; the interleaving of the workers is up to the machine).
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -70,6 +72,17 @@ CLUSTER_USER, CLUSTER_PASSWORD = "history", "history-pw"
 GRANTS_KEY = "polylock_lock_grants:{history}"
 WAITERS_KEY = "polylock_lock_waiters:{history}"
 
+# The kind of lock the workers take, which they read from this environment variable: `lock`
+# (`client.lock`, the default) or `fifo` (`client.fifo_lock` / `fifoLock`).
+LOCK_KINDS = ("lock", "fifo")
+KIND_VARIABLE = "POLYLOCK_HISTORY_KIND"
+# The FIFO lock's keys beside its hash `history` (docs/PROTOCOL.md, "FIFO lock"): the line of
+# waiting owners, and each waiter's record, which holds its grant entry
+# `<request>:<look>:<lease ms>` when it accepts the lock from a release, else `-`.
+FIFO_LINE_KEY = "polylock_fifo_line:{history}"
+FIFO_RECORD_PATTERN = "polylock_fifo_waiter:{history}:*"
+FIFO_GRANT_ENTRY = re.compile(r"[0-9a-f]+:[0-9]+:[0-9]+")
+
 
 class Journal:
     """The runner's side of the journal: one os.write() per line on an O_APPEND descriptor."""
@@ -100,7 +113,8 @@ def now_ns() -> int:
 
 
 class Worker:
-    def __init__(self, slot: str, incarnation: int, url: str, journal: Journal, logs: Path) -> None:
+    def __init__(self, slot: str, incarnation: int, url: str, journal: Journal, logs: Path,
+                 kind: str) -> None:
         self.slot = slot
         self.id = f"{slot}.{incarnation}"
         self.incarnation = incarnation
@@ -111,6 +125,7 @@ class Worker:
             self.process = subprocess.Popen(
                 [*COMMANDS[lang], url, str(journal.path), self.id],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, cwd=REPO,
+                env={**os.environ, KIND_VARIABLE: kind},
             )
         journal.write("spawn", self.id, self.process.pid, now_ns())
 
@@ -133,10 +148,17 @@ class Run:
         self.in_section: set[str] = set()  # worker ids between enter and leave (journal tail)
         self.entered_at: dict[str, int] = {}  # worker id -> its latest `enter` time (ns)
         self.quiet_until = 0.0  # no fault before this (time.monotonic())
-        # The publish-mode probe: how often the lock's grants HASH and waiter list were seen.
+        # The publish-mode probe: how often the lock's grants HASH and waiter list were seen;
+        # for the FIFO lock, how often its line, its waiter records (by what they held) and
+        # any plain-lock key were seen.
         self.probe: Optional[RedisConnection] = None
         self.next_probe = 0.0
-        self.probes = {"samples": 0, "grants": 0, "waiters": 0, "errors": 0}
+        if args.kind == "fifo":
+            self.probes = {"samples": 0, "line": 0, "records": 0, "grant-entries": 0,
+                           "no-grant": 0, "malformed": 0, "plain-keys": 0, "errors": 0}
+            self.malformed: list[str] = []  # the first few record values of no known form
+        else:
+            self.probes = {"samples": 0, "grants": 0, "waiters": 0, "errors": 0}
         self.pending: list[tuple[float, str, Callable[[], None]]] = []
         self.cycle: list[str] = []
         self.injected: dict[str, int] = {kind: 0 for kind in self.kinds}
@@ -151,7 +173,8 @@ class Run:
     def spawn(self, slot: str) -> None:
         previous = self.workers.get(slot)
         incarnation = previous.incarnation + 1 if previous is not None else 1
-        self.workers[slot] = Worker(slot, incarnation, self.url, self.journal, self.out)
+        self.workers[slot] = Worker(slot, incarnation, self.url, self.journal, self.out,
+                                    self.args.kind)
 
     def reap(self) -> None:
         """Journals every worker exit; one the runner did not cause is a crash (not restarted,
@@ -353,7 +376,8 @@ class Run:
 
     def sample_probe(self) -> None:
         """Every 50 ms, whether the lock's grants HASH and waiter list exist (on the node that
-        serves the lock's slot; errors, as after a client-kill or a restart, are counted)."""
+        serves the lock's slot; errors, as after a client-kill or a restart, are counted); for
+        the FIFO lock, its line and waiter records instead (`sample_fifo`)."""
         now = time.monotonic()
         if now < self.next_probe:
             return
@@ -361,6 +385,9 @@ class Run:
         try:
             if self.probe is None:
                 self.probe = RedisConnection(self.probe_port, timeout=1)
+            if self.args.kind == "fifo":
+                self.sample_fifo(self.probe)
+                return
             grants, waiters = self.probe("EXISTS", GRANTS_KEY), self.probe("EXISTS", WAITERS_KEY)
         except Exception:  # the server restarted or killed the connection: count, go on
             self.probes["errors"] += 1
@@ -372,9 +399,38 @@ class Run:
         self.probes["grants"] += grants
         self.probes["waiters"] += waiters
 
+    def sample_fifo(self, redis: RedisConnection) -> None:
+        """One sample of the FIFO lock's keys: whether the line is non-empty, and what the
+        waiter records hold (a grant entry, `-`, or anything else, which is malformed); and
+        whether a plain-lock key exists (a worker that took the plain lock would show there)."""
+        line = redis("LLEN", FIFO_LINE_KEY)
+        records: list[bytes] = []
+        cursor = b"0"
+        while True:  # the node has a few dozen keys at most: one or two SCAN calls
+            cursor, keys = redis("SCAN", cursor, "MATCH", FIFO_RECORD_PATTERN, "COUNT", 1000)
+            records.extend(keys)
+            if cursor in (b"0", "0", 0):
+                break
+        values = [value for value in (redis("MGET", *records) if records else [])
+                  if value is not None]  # a record that lapsed since the SCAN is not counted
+        plain = redis("EXISTS", GRANTS_KEY, WAITERS_KEY)
+        seen = self.probes
+        seen["samples"] += 1
+        seen["line"] += line > 0
+        seen["records"] += bool(values)
+        texts = [v.decode() if isinstance(v, bytes) else str(v) for v in values]
+        seen["grant-entries"] += any(FIFO_GRANT_ENTRY.fullmatch(t) for t in texts)
+        seen["no-grant"] += any(t == "-" for t in texts)
+        odd = [t for t in texts if t != "-" and not FIFO_GRANT_ENTRY.fullmatch(t)]
+        seen["malformed"] += bool(odd)
+        self.malformed.extend(odd[: max(0, 5 - len(self.malformed))])
+        seen["plain-keys"] += plain > 0
+
     def publish_mode_problems(self) -> list[str]:
         """Broadcast mode: waiters queue (the list is seen) and none registers for grants (the
         HASH is never seen). Single server: grant entries are seen, so the probe can tell."""
+        if self.args.kind == "fifo":
+            return self.fifo_probe_problems()
         seen = self.probes
         problems = []
         if seen["waiters"] == 0:
@@ -384,6 +440,45 @@ class Run:
         if self.args.deployment == "single" and seen["grants"] == 0:
             problems.append(f"no grant entry ({GRANTS_KEY}) was ever seen on one server: {seen}")
         return problems
+
+    def fifo_probe_problems(self) -> list[str]:
+        """The FIFO lock: waiters queue (the line is seen non-empty), every waiter record holds
+        a grant entry or `-`, and no plain-lock key appears. One server: a record holding a
+        grant entry is seen (waiters accept grants). Broadcast mode: records are seen and none
+        ever holds a grant entry (the client writes `-`: it accepts no grant, since no script
+        can tell that a PUBLISH reached the waiter, see `grant` in kinds/lock_hash.lua)."""
+        seen = self.probes
+        problems = []
+        if seen["line"] == 0:
+            problems.append(f"the line {FIFO_LINE_KEY} was never seen non-empty: {seen}")
+        if seen["malformed"] > 0:
+            problems.append(f"waiter records ({FIFO_RECORD_PATTERN}) held neither a grant entry "
+                            f"nor '-', e.g. {self.malformed}: {seen}")
+        if seen["plain-keys"] > 0:
+            problems.append(f"plain-lock keys ({GRANTS_KEY} or {WAITERS_KEY}) in a FIFO run: "
+                            f"{seen}")
+        if self.args.deployment == "single" and seen["grant-entries"] == 0:
+            problems.append(f"no waiter record ({FIFO_RECORD_PATTERN}) held a grant entry on one "
+                            f"server: {seen}")
+        if self.args.deployment == "cluster-broadcast":
+            if seen["records"] == 0:
+                problems.append(f"no waiter record ({FIFO_RECORD_PATTERN}) was ever seen: {seen}")
+            if seen["grant-entries"] > 0:
+                problems.append(f"waiter records holding grant entries in broadcast mode: {seen}")
+        return problems
+
+    def probe_summary(self) -> str:
+        """The probe's line in the report: in how many samples each thing was seen."""
+        seen = self.probes
+        where = self.args.deployment
+        if self.args.kind != "fifo":
+            return (f"publish-mode probe ({where}): {seen['samples']} samples, grants HASH seen "
+                    f"{seen['grants']}, waiter list seen {seen['waiters']}, "
+                    f"errors {seen['errors']}")
+        return (f"publish-mode probe ({where}, fifo): {seen['samples']} samples, line non-empty "
+                f"{seen['line']}, waiter records {seen['records']} (a grant entry "
+                f"{seen['grant-entries']}, '-' {seen['no-grant']}, malformed {seen['malformed']}), "
+                f"plain-lock keys {seen['plain-keys']}, errors {seen['errors']}")
 
     def run(self) -> None:
         args = self.args
@@ -398,7 +493,7 @@ class Run:
             where = f"redis-server on {self.server.port}, proxy on {self.proxy.port}"
         self.journal.write("run-start", now_ns(), f"seed={args.seed}", f"seconds={args.seconds}",
                            f"workers={args.workers}", f"languages={args.languages}",
-                           f"deployment={args.deployment}")
+                           f"deployment={args.deployment}", f"kind={args.kind}")
         for lang in args.languages.split(","):
             for n in range(1, args.workers + 1):
                 self.spawn(f"{lang}-{n}")
@@ -473,6 +568,9 @@ def main() -> int:
     parser.add_argument("--deployment", choices=DEPLOYMENTS, default="single",
                         help="one server behind the fault proxy (default), or a 3-primary "
                              "cluster without SPUBLISH (broadcast pub/sub), reached as a user without INFO")
+    parser.add_argument("--kind", choices=LOCK_KINDS, default="lock",
+                        help="the kind of lock the workers take: the plain lock (default) or "
+                             "the FIFO lock (fifo_lock / fifoLock)")
     parser.add_argument("--faults", default="",
                         help="only these fault kinds, comma-separated (default: every kind the "
                              "deployment has)")
@@ -494,6 +592,7 @@ def main() -> int:
         args.seed = random.SystemRandom().randrange(1, 2**31)
     replay = (f"{Path(sys.argv[0]).as_posix()} --seconds {args.seconds:g} --seed {args.seed}"
               f"{' --deployment ' + args.deployment if args.deployment != 'single' else ''}"
+              f"{' --kind ' + args.kind if args.kind != 'lock' else ''}"
               f"{' --faults ' + args.faults if args.faults else ''}")
     print(f"history: seed {args.seed} (replay: {replay})", flush=True)
     if "rust" in args.languages.split(",") and not os.access(args.rust_worker, os.X_OK):
@@ -504,8 +603,9 @@ def main() -> int:
     unknown = set(filter(None, args.faults.split(","))) - set(check.FAULT_KINDS)
     if unknown:
         parser.error(f"unknown fault kinds: {sorted(unknown)}")
-    out = args.out or REPO / "target" / "history" / (
-        str(args.seed) if args.deployment == "single" else f"{args.deployment}-{args.seed}")
+    prefix = "".join(f"{word}-" for word in (args.deployment, args.kind)
+                     if word not in ("single", "lock"))
+    out = args.out or REPO / "target" / "history" / f"{prefix}{args.seed}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
 
@@ -517,9 +617,7 @@ def main() -> int:
 
     result = check.check(run.journal.path.read_text(), args.min_rate, run.kinds)
     result.problems.extend(run.publish_mode_problems())
-    print(f"publish-mode probe ({args.deployment}): {run.probes['samples']} samples, grants HASH "
-          f"seen {run.probes['grants']}, waiter list seen {run.probes['waiters']}, "
-          f"errors {run.probes['errors']}")
+    print(run.probe_summary())
     check.report(result)
     print(f"journal and worker logs: {out}")
     if not result.ok:

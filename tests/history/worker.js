@@ -5,6 +5,9 @@
 //
 // Usage: node tests/history/worker.js <redis-url> <journal-path> <worker-id> [seconds]
 //
+// The environment variable POLYLOCK_HISTORY_KIND picks the kind of lock: `lock` (the default,
+// `client.lock`) or `fifo` (`client.fifoLock`).
+//
 // Until stdin closes (or `seconds` pass): acquire the lock `history` (watchdog lease 1500 ms,
 // response timeout 500 ms, wait bound 10 s), journal `enter`, hold 1-20 ms (one time in 100:
 // 500-1500 ms, so renewals meet the faults too), journal `leave` with the lock's lost flag,
@@ -18,6 +21,9 @@ const path = require('node:path')
 const { Client } = require(path.join(__dirname, '..', '..', 'node'))
 
 const LOCK_NAME = 'history'
+// The kind of lock (set by run.py's --kind): `lock` or `fifo`.
+const KIND_VARIABLE = 'POLYLOCK_HISTORY_KIND'
+const LOCK_KINDS = ['lock', 'fifo']
 const WATCHDOG_TIMEOUT_MS = 1500
 const RESPONSE_TIMEOUT_MS = 500
 const WAIT_BOUND_MS = 10_000
@@ -52,6 +58,11 @@ async function main() {
     return 2
   }
   const [url, journalPath, worker] = args
+  const lockKind = process.env[KIND_VARIABLE] ?? 'lock'
+  if (!LOCK_KINDS.includes(lockKind)) {
+    console.error(`${worker}: ${KIND_VARIABLE} must be ${LOCK_KINDS.join(' or ')}, not ${lockKind}`)
+    return 2
+  }
   const deadline = args.length === 4 ? Date.now() + Number(args[3]) * 1000 : undefined
   const fd = fs.openSync(journalPath, 'a')
   const journal = (event, seq, ...rest) => {
@@ -84,7 +95,8 @@ async function main() {
     }
   }
 
-  const lock = client.lock(LOCK_NAME)
+  const lock = lockKind === 'fifo' ? client.fifoLock(LOCK_NAME) : client.lock(LOCK_NAME)
+  console.error(`${worker}: kind ${lockKind}`)
   let seq = 0
   while (!stop()) {
     seq += 1

@@ -3,6 +3,9 @@
 
 Usage: python/.venv/bin/python tests/history/worker.py <redis-url> <journal-path> <worker-id> [seconds]
 
+The environment variable POLYLOCK_HISTORY_KIND picks the kind of lock: `lock` (the default,
+`client.lock`) or `fifo` (`client.fifo_lock`).
+
 Until stdin closes (or `seconds` pass): acquire the lock `history` (watchdog lease 1.5 s,
 response timeout 0.5 s, wait bound 10 s), journal `enter`, hold 1-20 ms (one time in 100:
 500-1500 ms, so renewals meet the faults too), journal `leave` with the lock's lost flag,
@@ -22,6 +25,9 @@ import time
 import polylock
 
 LOCK_NAME = "history"
+# The kind of lock (set by run.py's --kind): `lock` or `fifo`.
+KIND_VARIABLE = "POLYLOCK_HISTORY_KIND"
+KINDS = ("lock", "fifo")
 WATCHDOG_TIMEOUT = 1.5
 RESPONSE_TIMEOUT = 0.5
 WAIT_BOUND = 10.0
@@ -58,6 +64,11 @@ def main() -> int:
         print(__doc__, file=sys.stderr)
         return 2
     url, journal_path, worker = sys.argv[1:4]
+    lock_kind = os.environ.get(KIND_VARIABLE, "lock")
+    if lock_kind not in KINDS:
+        print(f"{worker}: {KIND_VARIABLE} must be one of {KINDS}, not {lock_kind!r}",
+              file=sys.stderr)
+        return 2
     deadline = time.monotonic() + float(sys.argv[4]) if len(sys.argv) == 5 else None
     journal = Journal(journal_path, worker)
 
@@ -85,7 +96,8 @@ def main() -> int:
             print(f"{worker}: connect failed, retrying: {error}", file=sys.stderr)
             time.sleep(0.1)
 
-    lock = client.lock(LOCK_NAME)
+    lock = client.fifo_lock(LOCK_NAME) if lock_kind == "fifo" else client.lock(LOCK_NAME)
+    print(f"{worker}: kind {lock_kind}", file=sys.stderr)
     seq = 0
     while not stop():
         seq += 1

@@ -2,7 +2,7 @@
 //!
 //! Usage: `polylock-bench <scenario> <contender> <redis-url> <lock-name> [options as JSON]`
 //!   scenario:  uncontended | contended | many | renewal | rwmix | permits
-//!   contender: polylock | polylock-fair | polylock-metrics-off | rslock | raw (rwmix and
+//!   contender: polylock | polylock-fair | polylock-fifo | polylock-metrics-off | rslock | raw (rwmix and
 //!              permits: polylock only; polylock-metrics-off: polylock's plain lock from a
 //!              client made with `ClientOptions::metrics` false, to measure what counting costs)
 //!
@@ -49,7 +49,8 @@ fn cpu_seconds() -> f64 {
 enum Contender {
     Polylock {
         client: polylock::Client,
-        fair: bool,
+        /// `polylock-fair` or `polylock-fifo`: the fair or the FIFO lock; else the plain one.
+        kind: String,
     },
     Rslock(rslock::LockManager),
     /// Two EVALSHA of a trivial script per cycle: the round-trip floor of a two-script lock.
@@ -68,7 +69,7 @@ enum Held {
 impl Contender {
     async fn connect(kind: &str, url: &str, watchdog: Option<Duration>) -> Result<Self, BoxError> {
         Ok(match kind {
-            "polylock" | "polylock-fair" | "polylock-metrics-off" => {
+            "polylock" | "polylock-fair" | "polylock-fifo" | "polylock-metrics-off" => {
                 let mut options = polylock::ClientOptions {
                     metrics: kind != "polylock-metrics-off",
                     ..polylock::ClientOptions::default()
@@ -78,7 +79,7 @@ impl Contender {
                 }
                 Contender::Polylock {
                     client: polylock::Client::connect_with(url, options).await?,
-                    fair: kind == "polylock-fair",
+                    kind: kind.to_owned(),
                 }
             }
             "rslock" => Contender::Rslock(rslock::LockManager::new(vec![url.to_owned()])),
@@ -95,10 +96,10 @@ impl Contender {
     /// A handle for one holder: each concurrent holder gets its own.
     fn handle(&self, name: &str) -> Result<Handle<'_>, BoxError> {
         Ok(match self {
-            Contender::Polylock { client, fair } => Handle::Polylock(if *fair {
-                client.fair_lock(name)?
-            } else {
-                client.lock(name)?
+            Contender::Polylock { client, kind } => Handle::Polylock(match kind.as_str() {
+                "polylock-fair" => client.fair_lock(name)?,
+                "polylock-fifo" => client.fifo_lock(name)?,
+                _ => client.lock(name)?,
             }),
             Contender::Rslock(manager) => Handle::Rslock(manager, name.to_owned()),
             Contender::Raw { connection, script } => {

@@ -26,7 +26,7 @@ pub struct MetricsSnapshot {
 pub struct LockMetrics {
     /// The lock name, or `_other`.
     pub name: String,
-    /// `lock`, `fair_lock`, `fenced_lock`, `read_write_lock`, `semaphore`,
+    /// `lock`, `fair_lock`, `fifo_lock`, `fenced_lock`, `read_write_lock`, `semaphore`,
     /// `expirable_semaphore`, `multi_lock` or `red_lock`.
     pub kind: String,
     /// Acquires that ended holding the lock.

@@ -109,8 +109,8 @@ macro_rules! client_class {
 }
 
 client_class!({
-    /// A handle of `kind` (`lock`, `fair`, `fenced`, `read`, `write`: the read or write lock of
-    /// a read-write lock) on `name` for the holder `holder_id` (a thread or task id), with
+    /// A handle of `kind` (`lock`, `fair`, `fifo`, `fenced`, `read`, `write`: the read or write
+    /// lock of a read-write lock) on `name` for the holder `holder_id` (a thread or task id), with
     /// per-lock defaults `timeout` and `lease` (seconds; `None`: no bound / the watchdog
     /// lease), waiting in `wait_mode` (`"pubsub"` or `"poll"` with its bounds `poll_min` and
     /// `poll_max` in seconds; `None`: the client's). No I/O.
@@ -132,6 +132,7 @@ client_class!({
         let lock = match kind {
             "lock" => client.lock_with_holder(name, holder_id),
             "fair" => client.fair_lock_with_holder(name, holder_id),
+            "fifo" => client.fifo_lock_with_holder(name, holder_id),
             "fenced" => client.fenced_lock_with_holder(name, holder_id),
             "read" => client
                 .read_write_lock_with_holder(name, holder_id)

@@ -36,8 +36,8 @@ client_options! {
     connect_timeout_ms: i64,
     /// How long one Redis command may take before `Timeout` (default 5 000).
     response_timeout_ms: i64,
-    /// How long a fair-lock waiter that stopped answering (its process died) keeps its place
-    /// (default 10 000).
+    /// How long a fair-lock or FIFO-lock waiter that stopped answering (its process died) keeps
+    /// its place (default 10 000).
     fair_queue_timeout_ms: i64,
     /// Follow every acquire, renewal and release with `WAIT` for the replicas; an acquisition
     /// no replica acknowledged is undone (`NotSynced` once the wait runs out). Default false.
@@ -274,11 +274,17 @@ lock_kinds! {
     /// waiters wait instead of as the client's `waitMode` says (`null`: the client's);
     /// `"pubsub"` on a client connected with `waitMode = "poll"` fails each acquire with
     /// `InvalidArgument` (that client opened no pub/sub connection). Also for `fairLock`,
-    /// `fencedLock`.
+    /// `fifoLock`, `fencedLock`.
     lock;
     /// A handle on the fair lock `name` (Redisson's RFairLock layout): waiters are served in
     /// arrival order and a release wakes only the next one. Same handle API as `lock`. No I/O.
     fair_lock;
+    /// A handle on the FIFO lock `name` (polylock's own layout, not Redisson's): waiters are
+    /// served in arrival order, and a release hands the lock to the next one directly, at about
+    /// half the server calls of `fairLock`. It excludes every other hash lock of the same name
+    /// (a `lock`, Redisson's RLock), but Redisson clients do not see its line. Same handle API
+    /// as `lock`. No I/O.
+    fifo_lock;
     /// A handle on the fenced lock `name` (Redisson's RFencedLock layout): the same handle as
     /// `lock`, whose `token()` is the fencing token of the current hold (it grows on every
     /// acquisition of the name, reentrant ones too). No I/O.

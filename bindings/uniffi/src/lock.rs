@@ -1,5 +1,5 @@
-//! `Lock`: a handle on one lock (plain, fair, fenced, or a read-write lock's read or write lock)
-//! for one owner, and `LockDefaults`, its per-lock defaults.
+//! `Lock`: a handle on one lock (plain, fair, FIFO, fenced, or a read-write lock's read or write
+//! lock) for one owner, and `LockDefaults`, its per-lock defaults.
 
 use std::sync::Arc;
 

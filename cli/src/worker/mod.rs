@@ -61,6 +61,7 @@ pub fn run(args: WorkerArgs) -> CliResult<()> {
     let lock = match args.mode.as_str() {
         "lock" => Some(client.lock(&args.lock)?),
         "fair" => Some(client.fair_lock(&args.lock)?),
+        "fifo" => Some(client.fifo_lock(&args.lock)?),
         "none" => None,
         _ => return scenarios::run(&args, client, connection),
     };

@@ -119,6 +119,7 @@ mod tests {
     fn scenarios() -> Vec<Scenario> {
         let reentrant = |lease| client(Side::Reentrant, &[lease]);
         let fair = |lease| client(Side::Fair, &[lease]);
+        let fifo = |lease| client(Side::Fifo, &[lease]);
         vec![
             // Known failure 2: a grant taken back (PUBLISH counted 0) still reaches the waiter.
             Scenario {
@@ -205,6 +206,33 @@ mod tests {
                 name: "fair-broadcast",
                 mode: Mode::Broadcast,
                 clients: vec![fair(FIXED), on_other_node(fair(WATCHDOG)), fair(FIXED)],
+                faults: no_faults(),
+            },
+            Scenario {
+                name: "fifo-exact",
+                mode: Mode::Exact,
+                clients: vec![fifo(WATCHDOG), fifo(WATCHDOG), fifo(FIXED)],
+                faults: Faults {
+                    advance_ms: time_moves(),
+                    ..no_faults()
+                },
+            },
+            Scenario {
+                name: "fifo-exact-faults",
+                mode: Mode::Exact,
+                clients: vec![fifo(WATCHDOG), fifo(WATCHDOG)],
+                faults: every_fault(),
+            },
+            Scenario {
+                name: "fifo-poll",
+                mode: Mode::Exact,
+                clients: vec![fifo(WATCHDOG), polling(fifo(WATCHDOG))],
+                faults: every_fault(),
+            },
+            Scenario {
+                name: "fifo-broadcast",
+                mode: Mode::Broadcast,
+                clients: vec![fifo(FIXED), on_other_node(fifo(WATCHDOG)), fifo(FIXED)],
                 faults: no_faults(),
             },
             Scenario {
@@ -336,6 +364,26 @@ mod tests {
     #[test]
     fn fair_broadcast() {
         explore("fair-broadcast", bound(9, 100));
+    }
+
+    #[test]
+    fn fifo_exact() {
+        explore("fifo-exact", bound(5, 50));
+    }
+
+    #[test]
+    fn fifo_exact_faults() {
+        explore("fifo-exact-faults", bound(5, 100));
+    }
+
+    #[test]
+    fn fifo_poll() {
+        explore("fifo-poll", bound(5, 100));
+    }
+
+    #[test]
+    fn fifo_broadcast() {
+        explore("fifo-broadcast", bound(9, 100));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub(crate) const LOCK: &str = "explored";
 pub(crate) enum Side {
     Reentrant,
     Fair,
+    Fifo,
     Read,
     Write,
     /// One permit of a semaphore.
@@ -39,6 +40,12 @@ impl Side {
                 publish,
                 Default::default(),
             )),
+            Side::Fifo => Arc::new(kinds::fifo::Fifo::new(
+                LOCK,
+                LOCK,
+                publish,
+                Default::default(),
+            )),
             Side::Read => Arc::new(kinds::read_write::ReadLock::new(LOCK, LOCK, publish)),
             Side::Write => Arc::new(kinds::read_write::WriteLock::new(LOCK, LOCK, publish)),
             Side::Permit => Arc::new(kinds::semaphore::SemaphoreAcquisition::new(
@@ -50,7 +57,7 @@ impl Side {
     /// The field of the lock hash that records `owner`'s hold (none: permits belong to nobody).
     pub(crate) fn field(self, owner: &str) -> Option<String> {
         match self {
-            Side::Reentrant | Side::Fair | Side::Read => Some(owner.to_owned()),
+            Side::Reentrant | Side::Fair | Side::Fifo | Side::Read => Some(owner.to_owned()),
             Side::Write => Some(format!("{owner}:write")),
             Side::Permit => None,
         }

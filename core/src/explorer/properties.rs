@@ -80,11 +80,11 @@ pub(crate) fn after_step(world: &World, server: &mut Server, step: Step) -> Opti
     fifo(world, now, step)
 }
 
-/// Fair lock: whoever acquires has waited at least as long as every live waiter still in line.
+/// Fair and FIFO locks: whoever acquires has waited at least as long as every live waiter still in line.
 fn fifo(world: &World, now: u64, step: Step) -> Option<Violation> {
     let index = step.client()?;
     let acquirer = &world.clients[index];
-    if acquirer.spec.side != Side::Fair || acquirer.phase != Phase::Holding {
+    if !matches!(acquirer.spec.side, Side::Fair | Side::Fifo) || acquirer.phase != Phase::Holding {
         return None;
     }
     let Step::Look { .. } = step else {

@@ -18,6 +18,7 @@ pub(crate) mod election;
 pub(crate) mod expirable_semaphore;
 pub(crate) mod fair;
 pub(crate) mod fenced;
+pub(crate) mod fifo;
 pub(crate) mod latch;
 pub(crate) mod messages;
 pub(crate) mod read_write;

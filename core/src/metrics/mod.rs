@@ -28,6 +28,7 @@ use std::time::{Duration, SystemTime};
 pub(crate) mod kind {
     pub(crate) const LOCK: &str = "lock";
     pub(crate) const FAIR_LOCK: &str = "fair_lock";
+    pub(crate) const FIFO_LOCK: &str = "fifo_lock";
     pub(crate) const FENCED_LOCK: &str = "fenced_lock";
     pub(crate) const READ_WRITE_LOCK: &str = "read_write_lock";
     pub(crate) const SEMAPHORE: &str = "semaphore";
@@ -61,7 +62,7 @@ pub struct MetricsSnapshot {
 pub struct LockMetrics {
     /// The lock name, or [`OTHER_LOCKS`].
     pub name: String,
-    /// `lock`, `fair_lock`, `fenced_lock`, `read_write_lock`, `semaphore`,
+    /// `lock`, `fair_lock`, `fifo_lock`, `fenced_lock`, `read_write_lock`, `semaphore`,
     /// `expirable_semaphore`, `multi_lock` or `red_lock`.
     pub kind: String,
     /// Acquires that ended holding the lock.

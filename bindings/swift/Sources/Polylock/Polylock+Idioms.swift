@@ -66,6 +66,12 @@ extension Client {
         try fairLock(name: name, waitMs: millisOrNil(wait), leaseMs: millisOrNil(lease))
     }
 
+    /// `lock(name:wait:lease:)` for the FIFO lock `name` (polylock's own layout: waiters served in
+    /// arrival order, a release hands the lock to the next; Redisson clients do not see its line).
+    public func fifoLock(name: String, wait: Duration?, lease: Duration? = nil) throws -> Lock {
+        try fifoLock(name: name, waitMs: millisOrNil(wait), leaseMs: millisOrNil(lease))
+    }
+
     /// `lock(name:wait:lease:)` for the fenced lock `name` (`token()`: the fencing token).
     public func fencedLock(name: String, wait: Duration?, lease: Duration? = nil) throws -> Lock {
         try fencedLock(name: name, waitMs: millisOrNil(wait), leaseMs: millisOrNil(lease))

@@ -71,6 +71,13 @@ fun Client.lock(name: String, wait: Duration? = null, lease: Duration? = null): 
 fun Client.fairLock(name: String, wait: Duration? = null, lease: Duration? = null): Lock =
     fairLock(name, wait.toMillisOrNull(), lease.toMillisOrNull())
 
+/**
+ * [Client.lock] for the FIFO lock [name] (polylock's own layout: waiters served in arrival order,
+ * a release hands the lock to the next; Redisson clients do not see its line).
+ */
+fun Client.fifoLock(name: String, wait: Duration? = null, lease: Duration? = null): Lock =
+    fifoLock(name, wait.toMillisOrNull(), lease.toMillisOrNull())
+
 /** [Client.lock] for the fenced lock [name] (its `token()` is the fencing token of the hold). */
 fun Client.fencedLock(name: String, wait: Duration? = null, lease: Duration? = null): Lock =
     fencedLock(name, wait.toMillisOrNull(), lease.toMillisOrNull())

@@ -30,6 +30,7 @@ import polylock.defaultLease
 import polylock.defaultWait
 import polylock.fairLock
 import polylock.fencedLock
+import polylock.fifoLock
 import polylock.lock
 import polylock.onLost
 import polylock.remainingLease
@@ -121,6 +122,10 @@ class IdiomsTest {
         assertTrue(zeroLease.message!!.contains("lease"), zeroLease.message)
         val negativeWait = expectThrows<LockException.InvalidArgument> { client.fairLock("bad", waitMs = -1) }
         assertTrue(negativeWait.message!!.contains("wait"), negativeWait.message)
+        val negativeFifoWait = expectThrows<LockException.InvalidArgument> {
+            client.fifoLock("bad", wait = (-1).milliseconds)
+        }
+        assertTrue(negativeFifoWait.message!!.contains("wait"), negativeFifoWait.message)
         val lock = client.lock("bad")
         expectThrows<LockException.InvalidArgument> { lock.acquire(wait = (-5).milliseconds) }
         assertFalse(lock.isHeld())

@@ -97,17 +97,19 @@ class WaitPollTest {
             withTimeout(40_000) {
                 Client.connect(redis.url).use { holderClient ->
                     Client.connect(url).use { waiterClient ->
-                        for (kind in listOf("lock", "fairLock", "fencedLock")) {
+                        for (kind in listOf("lock", "fairLock", "fifoLock", "fencedLock")) {
                             val name = "kt-own-poll-$kind"
                             val holder = when (kind) {
                                 "lock" -> holderClient.lock(name)
                                 "fairLock" -> holderClient.fairLock(name)
+                                "fifoLock" -> holderClient.fifoLock(name)
                                 else -> holderClient.fencedLock(name)
                             }
                             assertTrue(holder.acquire(waitMs = 0, leaseMs = 60_000))
                             val waiter = when (kind) {
                                 "lock" -> waiterClient.lock(name, waitMode = "poll", pollMinMs = 1, pollMaxMs = 50)
                                 "fairLock" -> waiterClient.fairLock(name, waitMode = "poll", pollMinMs = 1, pollMaxMs = 50)
+                                "fifoLock" -> waiterClient.fifoLock(name, waitMode = "poll", pollMinMs = 1, pollMaxMs = 50)
                                 else -> waiterClient.fencedLock(name, waitMode = "poll", pollMinMs = 1, pollMaxMs = 50)
                             }
                             val started = System.nanoTime()

@@ -1,0 +1,82 @@
+-- FIFO lock: acquire, re-enter, or wait in line. KEYS[6] the tombstone of this request.
+-- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] queue timeout ms (the record's TTL; 0 for a single
+-- try, which takes no place in line), ARGV[4] the grant entry `<request>:<look>` when the waiter
+-- accepts the lock directly from a release ('' when not), ARGV[5] the request, ARGV[6] the new
+-- lock hash as a DUMP payload (`restore.rs`), or '' once the server refused RESTORE.
+-- Replies nil when acquired (or already acquired by this request), UNDONE when the request was
+-- undone, else how long to wait at most before looking again (ms; negative: no bound from the
+-- lock), or {that wait} for a waiter that accepts a grant; WRITTEN_WITHOUT_RESTORE when
+-- acquired after RESTORE was refused.
+local field = level_field(ARGV[5])
+local pttl = redis.call('pttl', KEYS[1])
+if pttl == -2 then
+  -- Free, nobody in line, not undone: the level is written at once, with its TTL.
+  if redis.call('exists', KEYS[2], KEYS[6]) == 0 then
+    if ARGV[6] ~= '' and not redis.pcall('restore', KEYS[1], ARGV[1], ARGV[6]).err then
+      return nil
+    end
+    redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    if ARGV[6] ~= '' then
+      return redis.status_reply('WRITTEN_WITHOUT_RESTORE')
+    end
+    return nil
+  end
+  if redis.call('exists', KEYS[6]) == 1 then
+    return redis.status_reply('UNDONE')
+  end
+  -- Free with a line: only its head takes it.
+  local head = live_head()
+  if not head or head == ARGV[2] then
+    if head then
+      head_leaves(head)
+    end
+    redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+  end
+  -- The head may not know the lock is free (it expired, nobody released it).
+  publish(KEYS[4] .. ':' .. head, 0)
+else
+  local levels, mine = unpack(redis.call('hmget', KEYS[1], ARGV[2], field))
+  if mine then
+    -- A retry of a request that acquired: the lease starts again now, as the client counts it.
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+  end
+  if levels then
+    if redis.call('exists', KEYS[6]) == 1 then
+      return redis.status_reply('UNDONE')
+    end
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('hset', KEYS[1], field, 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+  end
+end
+if ARGV[3] == '0' then
+  return pttl
+end
+-- Busy (or another is next): take a place at the tail, or keep ours and renew the record.
+local entry = '-'
+if ARGV[4] ~= '' then
+  entry = ARGV[4] .. ':' .. ARGV[1]
+end
+if not redis.call('set', record_of(ARGV[2]), entry, 'px', ARGV[3], 'get') then
+  -- A new place: a late copy of a look of a request undone meanwhile takes none.
+  if redis.call('exists', KEYS[6]) == 1 then
+    redis.call('del', record_of(ARGV[2]))
+    return redis.status_reply('UNDONE')
+  end
+  redis.call('rpush', KEYS[2], ARGV[2])
+end
+-- The lock's lease bounds the wait (-2, free but another is next, and -1: only messages and
+-- the record's upkeep do).
+local wait = pttl
+if wait < 0 then
+  wait = -1
+end
+if ARGV[4] ~= '' then
+  return {wait}
+end
+return wait

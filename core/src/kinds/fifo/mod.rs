@@ -1,0 +1,293 @@
+//! The FIFO lock: polylock's own layout of a fair lock, for users who need no Redisson interop.
+//! The lock itself is the reentrant lock's hash (so it excludes every other hash lock of the
+//! same name, Redisson's included); the line is a LIST of owners, and each waiter's liveness is
+//! a record of its own whose TTL its looks renew, so no script reads a clock, walks the line or
+//! keeps deadlines: a release reads the head and its record, and grants the lock to it (a
+//! watchdog hold) or tells it to come. A waiter whose record lapsed (its process died) leaves
+//! the line when it reaches the head. About half the server calls of the Redisson-layout fair
+//! lock per contended hand-over (`bench/NOTES.md`).
+
+use std::sync::{Arc, LazyLock};
+
+use redis::{ScriptInvocation, Value};
+
+use crate::connection::Publish;
+use crate::keys;
+use crate::kinds::restore::HashWrites;
+use crate::kinds::script::LockScript;
+use crate::kinds::{
+    AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy, HASH_RENEWAL,
+};
+use crate::options::ClientOptions;
+
+static ACQUIRE: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "prelude.lua",
+    "acquire.lua"
+);
+static RELEASE: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "prelude.lua",
+    "release.lua"
+);
+static UNDO: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "prelude.lua",
+    "undo.lua"
+);
+static CANCEL: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "prelude.lua",
+    "cancel.lua"
+);
+static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!(
+    "../lock_fields.lua",
+    "../lock_hash.lua",
+    "prelude.lua",
+    "force_unlock.lua"
+);
+
+pub(crate) struct Fifo {
+    /// The name as the user gave it (errors, metrics).
+    name: String,
+    /// The name under the client's key prefix, from which every key and channel derives.
+    key: String,
+    line: String,
+    record_prefix: String,
+    channel_prefix: String,
+    latch_prefix: String,
+    publish: Publish,
+    /// Whether the uncontended acquire may write the lock hash with RESTORE (the client's).
+    hash_writes: Arc<HashWrites>,
+}
+
+impl Fifo {
+    pub(crate) fn new(
+        name: &str,
+        key: &str,
+        publish: Publish,
+        hash_writes: Arc<HashWrites>,
+    ) -> Fifo {
+        Fifo {
+            name: name.to_owned(),
+            key: key.to_owned(),
+            line: keys::fifo_line(key),
+            record_prefix: keys::fifo_waiter_prefix(key),
+            channel_prefix: keys::fifo_channel_prefix(key),
+            latch_prefix: keys::acquire_latch_prefix(key),
+            publish,
+            hash_writes,
+        }
+    }
+
+    /// A call of `script` with the keys every FIFO script starts with (`prelude.lua`).
+    fn call(&self, script: &'static LockScript) -> ScriptInvocation<'static> {
+        let mut call = script.prepare_invoke(self.publish);
+        call.key(&self.key)
+            .key(&self.line)
+            .key(&self.record_prefix)
+            .key(&self.channel_prefix)
+            .key(&self.latch_prefix);
+        call
+    }
+}
+
+impl LockKind for Fifo {
+    fn kind_name(&self) -> &'static str {
+        crate::metrics::kind::FIFO_LOCK
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn wait_channel(&self, owner: &str) -> String {
+        keys::fifo_waiter_channel(&self.key, owner)
+    }
+
+    /// Told directly and kept subscribed; a waiter looks again before its record lapses, or it
+    /// would lose its place. A single try takes no place in line.
+    fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
+        WaitPolicy {
+            grants_directly: true,
+            keeps_subscription: true,
+            busy_try_takes_a_place: false,
+            longest_wait: Some(options.fair_queue_timeout / 2),
+            ..WaitPolicy::default()
+        }
+    }
+
+    /// Still held (a release in between found this waiter not yet listening and told it, or
+    /// left the lock free for it to take), and still in line (its record lives).
+    fn nothing_missed(&self, owner: &str) -> Option<redis::Pipeline> {
+        let mut pipe = redis::pipe();
+        pipe.exists(&self.key)
+            .exists(keys::fifo_waiter_record(&self.key, owner));
+        Some(pipe)
+    }
+
+    fn acquire(
+        &self,
+        args: &AcquireArgs<'_>,
+        options: &ClientOptions,
+    ) -> ScriptInvocation<'static> {
+        let place_ms = if args.will_wait {
+            options.fair_queue_timeout.as_millis() as u64
+        } else {
+            0
+        };
+        let mut call = self.call(&ACQUIRE);
+        call.key(keys::acquire_latch(&self.key, args.request))
+            .arg(args.lease_ms)
+            .arg(args.owner)
+            .arg(place_ms)
+            .arg(args.grant_entry())
+            .arg(args.request)
+            .arg(self.hash_writes.payload(args.owner, args.request));
+        call
+    }
+
+    fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
+        self.hash_writes.read_acquire(reply)
+    }
+
+    fn undo_acquire(
+        &self,
+        args: &UndoArgs<'_>,
+        options: &ClientOptions,
+    ) -> ScriptInvocation<'static> {
+        let mut call = self.call(&UNDO);
+        call.key(keys::acquire_latch(&self.key, args.request))
+            .arg(args.owner)
+            .arg(args.latch_ms)
+            .arg(args.lease_ms)
+            .arg(if args.keeps_place { "1" } else { "0" })
+            .arg(options.fair_queue_timeout.as_millis() as u64)
+            .arg(args.request);
+        call
+    }
+
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+        let mut call = self.call(&RELEASE);
+        call.key(keys::release_trace(&self.key, args.owner))
+            .arg(args.lease_ms)
+            .arg(args.owner)
+            .arg(args.acquired_by);
+        call
+    }
+
+    fn leave_queue(
+        &self,
+        owner: &str,
+        request: &str,
+        latch_ms: u64,
+        _: &ClientOptions,
+    ) -> Option<ScriptInvocation<'static>> {
+        let mut call = self.call(&CANCEL);
+        call.key(keys::acquire_latch(&self.key, request))
+            .arg(owner)
+            .arg(latch_ms)
+            .arg(request);
+        Some(call)
+    }
+
+    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
+        Some(self.call(&FORCE_UNLOCK))
+    }
+
+    fn renewal(&self, owner: &str) -> Renewal {
+        Renewal {
+            script: &HASH_RENEWAL,
+            key: self.key.clone(),
+            owner: owner.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OWNER: &str = "6b1f1f5e-0000-4000-8000-000000000001:1";
+    const REQUEST: &str = "0123456789abcdef0123456789abcdef";
+
+    fn look(request: &str) -> AcquireArgs<'_> {
+        AcquireArgs {
+            owner: OWNER,
+            lease_ms: 30_000,
+            request,
+            will_wait: true,
+            grant_look: Some(1),
+        }
+    }
+
+    /// A look that reaches the server after its request was undone (a copy held back in a
+    /// broken connection) takes no place in line: a release would otherwise tell or grant the
+    /// lock to a waiter that is gone, and nobody else would get it until the record lapsed.
+    #[test]
+    fn a_look_that_arrives_after_its_undo_takes_no_place() {
+        let server = polylock_testkit::RedisServer::start();
+        let mut con = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let fifo = Fifo::new("late", "late", Publish::Plain, Default::default());
+        let options = ClientOptions::default();
+        let _: () = redis::cmd("HSET")
+            .arg("late")
+            .arg("someone-else:1")
+            .arg(1)
+            .query(&mut con)
+            .unwrap();
+        let undo = UndoArgs {
+            owner: OWNER,
+            request: REQUEST,
+            latch_ms: 60_000,
+            lease_ms: 0,
+            keeps_place: false,
+        };
+        let undone: i64 = fifo.undo_acquire(&undo, &options).invoke(&mut con).unwrap();
+        assert_eq!(undone, 0);
+        let reply: Value = fifo
+            .acquire(&look(REQUEST), &options)
+            .invoke(&mut con)
+            .unwrap();
+        assert_eq!(fifo.read_acquire(reply), Ok(Attempt::Undone));
+        let line: Vec<String> = redis::cmd("LRANGE")
+            .arg(keys::fifo_line("late"))
+            .arg(0)
+            .arg(-1)
+            .query(&mut con)
+            .unwrap();
+        assert!(line.is_empty(), "{line:?}");
+        let record: bool = redis::cmd("EXISTS")
+            .arg(keys::fifo_waiter_record("late", OWNER))
+            .query(&mut con)
+            .unwrap();
+        assert!(!record);
+        // Another request of the owner does take its place.
+        let reply: Value = fifo
+            .acquire(&look("fedcba9876543210fedcba9876543210"), &options)
+            .invoke(&mut con)
+            .unwrap();
+        assert!(matches!(
+            fifo.read_acquire(reply),
+            Ok(Attempt::Queued { .. })
+        ));
+        let line: Vec<String> = redis::cmd("LRANGE")
+            .arg(keys::fifo_line("late"))
+            .arg(0)
+            .arg(-1)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(line, vec![OWNER.to_owned()]);
+    }
+}

@@ -1,0 +1,21 @@
+-- FIFO lock: release one level. KEYS[6] the owner's release trace of this lock.
+-- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] the acquire request of
+-- the level released.
+-- Replies nil (not held), 0 (still held), 1 (released); a retry or a late copy of a release
+-- that went through finds the level's field gone and replays its answer (`released_before`).
+-- A final release passes the lock on to the head of the line; so does a release that finds the
+-- lock already gone (it is free), while the caller learns it did not hold it.
+local field = level_field(ARGV[3])
+local levels, mine = unpack(redis.call('hmget', KEYS[1], ARGV[2], field))
+if not mine then
+  local answer = released_before(levels, KEYS[6], field)
+  if not levels and redis.call('exists', KEYS[1]) == 0 then
+    pass_on()
+  end
+  return answer
+end
+if release_level(KEYS[1], ARGV[2], levels, ARGV[1], field, KEYS[6]) then
+  pass_on()
+  return 1
+end
+return 0
