@@ -227,8 +227,10 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
                   f"{r['watchdog_ms'] / 3:.0f} ms) for {r['seconds']:.1f} s, counted on the "
                   "server (INFO commandstats sampled every 20 ms): script calls, lock renewals "
                   "(the PEXPIREs inside the renewal script; renewals ÷ locks = ticks), and the "
-                  "bursts of script calls seen (a cross-check of the tick count). Client CPU "
-                  "(getrusage) includes that sampling.", "",
+                  "bursts of script calls seen (a cross-check of the tick count). Counting "
+                  "starts after the first renewal tick, whose first call on a fresh server is "
+                  "answered NOSCRIPT (the script is then loaded and called again): a one-time "
+                  "cost, not a renewal's. Client CPU (getrusage) includes that sampling.", "",
                   "| locks | ticks: renewals ÷ locks (bursts seen, expected) | script calls | "
                   "script calls/tick | calls per 100 locks per tick | client CPU | CPU ms/tick | "
                   "locks lost |",
