@@ -47,20 +47,14 @@ def counter_worker(
     lock_name: str,
     counter_key: str,
     rounds: int,
-    fair: bool = False,
-    fifo: bool = False,
+    kind: str = "lock",
 ) -> None:
-    """Increments a Redis counter non-atomically (GET, pause, SET) under the lock (the fair
-    lock when `fair`, the FIFO lock when `fifo`)."""
+    """Increments a Redis counter non-atomically (GET, pause, SET) under the lock of `kind`,
+    the client's method that makes it ("lock", "fair_lock" or "fifo_lock")."""
     import polylock
 
     with polylock.Client(url) as client, RedisConnection(port) as redis:
-        if fair:
-            lock = client.fair_lock(lock_name)
-        elif fifo:
-            lock = client.fifo_lock(lock_name)
-        else:
-            lock = client.lock(lock_name)
+        lock = getattr(client, kind)(lock_name)
         for _ in range(rounds):
             with lock:
                 value = int(redis("GET", counter_key) or 0)

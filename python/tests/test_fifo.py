@@ -1,11 +1,13 @@
 """The FIFO lock (polylock's own layout: a LIST line and a waiter record per owner) against a
-real redis-server: arrival order, waiters that give up leave the line at once, a dead waiter is
-skipped once its record lapses, reentrancy, exclusion, the decorator's kind and the lost flag."""
+real redis-server, what only it is tested for here: a waiter that times out or only tries once
+leaves nothing behind, a dead waiter is skipped once its record lapses, it excludes a plain lock
+of the name, async tasks in arrival order and the decorator's kind. What it shares with the
+fair lock (arrival order, waiters that give up leave the line at once, reentrancy, exclusion,
+the lost flag, bad names) runs on both kinds in test_queued_locks.py."""
 
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import signal
 import subprocess
 import sys
@@ -16,131 +18,18 @@ import time
 import pytest
 
 import polylock
-from polylock._shared import task_holder_id, thread_holder_id
-from helpers import RedisConnection, counter_worker, hash_count, wait_until
-
-
-def line_key(name: str) -> str:
-    return f"polylock_fifo_line:{{{name}}}"
-
-
-def record_key(name: str, owner: str) -> str:
-    return f"polylock_fifo_waiter:{{{name}}}:{owner}"
+from polylock._shared import task_holder_id
+from helpers import RedisConnection, wait_until
+from queued_kinds import assert_fifo_nothing_left as assert_nothing_left
+from queued_kinds import in_line, line_key, record_key, records
 
 
 def channel(name: str, owner: str) -> str:
     return f"polylock_fifo_channel:{{{name}}}:{owner}"
 
 
-def in_line(redis: RedisConnection, name: str) -> list[str]:
-    """The owners waiting in the FIFO line, head first."""
-    return [entry.decode() for entry in redis("LRANGE", line_key(name), 0, -1)]
-
-
-def records(redis: RedisConnection, name: str) -> list[bytes]:
-    """The waiter records of `name` that live now."""
-    return list(redis.scan_iter(match=f"polylock_fifo_waiter:{{{name}}}:*"))
-
-
 def listeners(redis: RedisConnection, channel_name: str) -> int:
     return int(redis("PUBSUB", "NUMSUB", channel_name)[1])
-
-
-def assert_nothing_left(redis: RedisConnection, name: str) -> None:
-    assert redis("EXISTS", name, line_key(name)) == 0, (redis("HGETALL", name), in_line(redis, name))
-    assert records(redis, name) == []
-
-
-def test_waiting_threads_get_the_lock_in_arrival_order(url, redis, name):
-    with polylock.Client(url) as client:
-        lock = client.fifo_lock(name)
-        assert lock.acquire()
-        order: list[int] = []
-        inside = {"now": 0, "max": 0}
-        errors: list[BaseException] = []
-        owners: dict[int, str] = {}
-
-        def wait_my_turn(index: int) -> None:
-            try:
-                owners[index] = lock.owner
-                assert lock.acquire(timeout=60)
-                inside["now"] += 1
-                inside["max"] = max(inside["max"], inside["now"])
-                order.append(index)
-                time.sleep(0.01)
-                inside["now"] -= 1
-                lock.release()
-            except BaseException as error:  # reported by the main thread
-                errors.append(error)
-
-        threads = []
-        for index in range(10):
-            thread = threading.Thread(target=wait_my_turn, args=(index,))
-            thread.start()
-            threads.append(thread)
-            # The next waiter starts only once this one has its place in line.
-            assert wait_until(lambda: owners.get(index) in in_line(redis, name), 10), in_line(redis, name)
-        assert in_line(redis, name) == [owners[index] for index in range(10)]
-        # Each waiter has its record, with a TTL no longer than the queue timeout (10 s).
-        for owner in owners.values():
-            assert 0 < redis("PTTL", record_key(name, owner)) <= 10_000
-        lock.release()
-        for thread in threads:
-            thread.join(timeout=60)
-        assert not errors
-        assert order == list(range(10))
-        assert inside["max"] == 1
-        assert_nothing_left(redis, name)
-        metrics = client.metrics().lock(name, "fifo_lock")
-        assert metrics is not None and metrics.acquired == 11
-        # Each release handed the lock to the next waiter directly.
-        assert (metrics.handoffs_granted, metrics.handoffs_woken) == (10, 0)
-
-
-def test_a_waiter_whose_timeout_runs_out_leaves_the_line_at_once(url, redis, name):
-    # With a 60 s queue timeout, a waiter left in line would block the next one a minute.
-    with polylock.Client(url, fair_queue_timeout=60) as client:
-        lock = client.fifo_lock(name)
-        assert lock.acquire()
-        results: dict[str, object] = {}
-
-        def acquire(role: str, timeout: float) -> None:
-            results[f"{role} owner"] = lock.owner
-            started = time.monotonic()
-            try:
-                results[role] = lock.acquire(timeout=timeout)
-                results[f"{role} at"] = time.monotonic()
-                results[f"{role} waited"] = time.monotonic() - started
-                if results[role]:
-                    lock.release()
-            except BaseException as error:
-                results[role] = error
-
-        impatient = threading.Thread(target=acquire, args=("impatient", 2.0))
-        impatient.start()
-        assert wait_until(lambda: results.get("impatient owner") in in_line(redis, name), 10)
-        impatient_owner = str(results["impatient owner"])
-        assert redis("EXISTS", record_key(name, impatient_owner)) == 1
-        patient = threading.Thread(target=acquire, args=("patient", 50.0))
-        patient.start()
-        assert wait_until(lambda: results.get("patient owner") in in_line(redis, name), 10)
-        patient_owner = str(results["patient owner"])
-        assert in_line(redis, name) == [impatient_owner, patient_owner]
-
-        impatient.join(timeout=30)
-        assert results["impatient"] is False
-        assert results["impatient waited"] >= 2.0
-        # Gone from the line, and its record with it, as soon as its acquire returned.
-        assert in_line(redis, name) == [patient_owner]
-        assert redis("EXISTS", record_key(name, impatient_owner)) == 0
-
-        released = time.monotonic()
-        lock.release()
-        patient.join(timeout=60)
-        assert results["patient"] is True
-        waited = results["patient at"] - released  # type: ignore[operator]
-        assert waited < 20, f"the patient waiter got the lock {waited:.1f} s after the release"
-        assert_nothing_left(redis, name)
 
 
 def test_a_lone_waiter_that_times_out_leaves_nothing_behind(url, redis, name):
@@ -255,38 +144,6 @@ def test_a_killed_waiter_is_skipped_after_the_queue_timeout(url, redis, name):
                 alive.join(timeout=90)
 
 
-def test_fifo_lock_reentrancy_matches_the_redis_hash_count(url, redis, name):
-    with polylock.Client(url) as client:
-        lock = client.fifo_lock(name)
-        owner = f"{client.id}:{thread_holder_id()}"
-        assert lock.owner == owner
-        assert lock.acquire()
-        assert lock.acquire(blocking=False)
-        with lock:
-            assert lock.hold_count() == 3
-            assert hash_count(redis, name, owner) == 3
-        assert hash_count(redis, name, owner) == 2
-
-        seen: dict[str, object] = {}
-
-        def other_thread() -> None:
-            seen["held"] = lock.owned()
-            seen["try"] = lock.acquire(blocking=False)
-
-        thread = threading.Thread(target=other_thread)
-        thread.start()
-        thread.join(timeout=30)
-        assert seen == {"held": False, "try": False}
-
-        lock.release()
-        assert hash_count(redis, name, owner) == 1 and lock.locked()
-        lock.release()
-        assert_nothing_left(redis, name)
-        assert not lock.locked()
-        with pytest.raises(polylock.NotHeldError):
-            lock.release()
-
-
 def test_the_fifo_lock_and_a_plain_lock_of_the_name_exclude_each_other(url, redis, name):
     with polylock.Client(url) as client, polylock.Client(url) as other:
         plain = other.lock(name)
@@ -345,90 +202,6 @@ def test_async_tasks_get_the_fifo_lock_in_arrival_order(url, redis, name):
             assert_nothing_left(redis, name)
 
     asyncio.run(asyncio.wait_for(main(), timeout=120))
-
-
-def test_a_cancelled_task_leaves_the_line_at_once(url, redis, name):
-    async def main() -> None:
-        async with polylock.AsyncClient(url, fair_queue_timeout=60) as client:
-            lock = client.fifo_lock(name)
-            assert await lock.acquire()
-
-            async def is_in_line(owner: str) -> bool:
-                return await asyncio.to_thread(
-                    wait_until, lambda: owner in in_line(redis, name), 10
-                )
-
-            cancelled = asyncio.create_task(lock.acquire())
-            cancelled_owner = f"{client.id}:{task_holder_id(cancelled)}"
-            assert await is_in_line(cancelled_owner)
-
-            async def acquire_and_release() -> float:
-                assert await lock.acquire(timeout=50)
-                acquired = time.monotonic()
-                await lock.release()
-                return acquired
-
-            patient = asyncio.create_task(acquire_and_release())
-            patient_owner = f"{client.id}:{task_holder_id(patient)}"
-            assert await is_in_line(patient_owner)
-            assert in_line(redis, name) == [cancelled_owner, patient_owner]
-
-            cancelled.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await cancelled
-            assert await asyncio.to_thread(
-                wait_until, lambda: in_line(redis, name) == [patient_owner], 5
-            ), in_line(redis, name)
-            assert redis("EXISTS", record_key(name, cancelled_owner)) == 0
-
-            released = time.monotonic()
-            await lock.release()
-            acquired = await asyncio.wait_for(patient, timeout=60)
-            waited = acquired - released
-            assert waited < 20, f"the patient waiter got the lock {waited:.1f} s after the release"
-            assert_nothing_left(redis, name)
-
-    asyncio.run(asyncio.wait_for(main(), timeout=120))
-
-
-def test_async_fifo_lock_reentrancy(url, redis, name):
-    async def main() -> None:
-        async with polylock.AsyncClient(url) as client:
-            lock = client.fifo_lock(name)
-            owner = f"{client.id}:{task_holder_id(asyncio.current_task())}"
-            async with lock:
-                assert await lock.acquire()
-                assert hash_count(redis, name, owner) == 2
-                assert await asyncio.create_task(lock.acquire(blocking=False)) is False
-                await lock.release()
-                assert hash_count(redis, name, owner) == 1
-            assert_nothing_left(redis, name)
-            metrics = client.metrics().lock(name, "fifo_lock")
-            assert metrics is not None and metrics.acquired == 2
-
-    asyncio.run(asyncio.wait_for(main(), timeout=60))
-
-
-def test_spawned_processes_exclude_each_other_with_the_fifo_lock(redis_server, name):
-    context = multiprocessing.get_context("spawn")
-    counter_key = f"{name}:counter"
-    workers, rounds = 3, 15
-    processes = [
-        context.Process(
-            target=counter_worker,
-            args=(redis_server.url, redis_server.port, name, counter_key, rounds),
-            kwargs={"fifo": True},
-        )
-        for _ in range(workers)
-    ]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join(timeout=120)
-    assert [process.exitcode for process in processes] == [0] * workers
-    with RedisConnection(redis_server.port) as redis:
-        assert int(redis("GET", counter_key)) == workers * rounds
-        assert_nothing_left(redis, name)
 
 
 def test_locked_with_the_fifo_kind_runs_under_the_fifo_lock(url, redis, name):
@@ -490,33 +263,3 @@ def test_a_bad_kind_names_every_kind_including_fifo_lock(url, name):
         with pytest.raises(polylock.InvalidArgumentError) as raised:
             aclient.locked(name, kind="semaphore")  # type: ignore[arg-type]
         assert str(raised.value) == expected
-
-
-def test_fifo_lock_is_lost_when_its_key_is_deleted(url, redis, name):
-    with polylock.Client(url, watchdog_timeout=1.5) as client:
-        lock = client.fifo_lock(name)
-        called = threading.Event()
-        received: list[object] = []
-        lock.on_lost(lambda error: (received.append(error), called.set()))
-        assert lock.acquire()
-        assert not lock.lost
-        assert redis("DEL", name) == 1
-        assert called.wait(timeout=10)
-        assert lock.lost and not lock.owned()
-        assert isinstance(received[0], polylock.LockLostError)
-        with pytest.raises(polylock.LockLostError):
-            lock.release()
-        # The name is free again, and a new acquisition clears the flag.
-        assert lock.acquire(timeout=5)
-        assert not lock.lost
-        lock.release()
-
-
-def test_fifo_lock_bad_names(url):
-    with polylock.Client(url) as client:
-        with pytest.raises(polylock.InvalidArgumentError, match="empty"):
-            client.fifo_lock("")
-        with pytest.raises(polylock.InvalidArgumentError):
-            client.fifo_lock("x" * 5000)
-        with pytest.raises(polylock.InvalidArgumentError, match="lease"):
-            client.fifo_lock("n", lease=0)

@@ -11,6 +11,24 @@ local function level_field(request)
   return LEVEL_FIELD_PREFIX .. request
 end
 
+-- Writes the first level of `owner` (its count 1 and the level's field `field`) into the free
+-- `lock`, with the TTL `lease_ms`: in one call by RESTORE of `payload` (the new lock hash as a
+-- DUMP payload, `restore.rs`), else by HSET and PEXPIRE. Replies what an acquire script replies
+-- then: nil, or WRITTEN_WITHOUT_RESTORE when RESTORE was tried and refused (the client then
+-- stops sending payloads). (The reentrant lock's uncontended acquire writes the same inline:
+-- it runs before these helpers are defined.)
+local function write_first_level(lock, lease_ms, owner, field, payload)
+  if payload ~= '' and not redis.pcall('restore', lock, lease_ms, payload).err then
+    return nil
+  end
+  redis.call('hset', lock, owner, 1, field, 1)
+  redis.call('pexpire', lock, lease_ms)
+  if payload ~= '' then
+    return redis.status_reply('WRITTEN_WITHOUT_RESTORE')
+  end
+  return nil
+end
+
 -- Takes the level of `owner` recorded under `field` off `lock`: the last deletes it, else the
 -- levels left get the TTL `ttl_ms` again (unless '0'). True when the lock is now free.
 local function take_level_off(lock, owner, field, ttl_ms)

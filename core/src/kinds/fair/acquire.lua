@@ -12,15 +12,7 @@ local allowance = tonumber(ARGV[4])
 -- Nobody queued, and neither the lock nor this request's tombstone exists (one call): the
 -- level is written at once, with its TTL, as the reentrant lock's uncontended acquire writes it.
 if not head and redis.call('exists', KEYS[1], KEYS[8]) == 0 then
-  if ARGV[7] ~= '' and not redis.pcall('restore', KEYS[1], ARGV[1], ARGV[7]).err then
-    return nil
-  end
-  redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  if ARGV[7] ~= '' then
-    return redis.status_reply('WRITTEN_WITHOUT_RESTORE')
-  end
-  return nil
+  return write_first_level(KEYS[1], ARGV[1], ARGV[2], field, ARGV[7])
 end
 if redis.call('exists', KEYS[8]) == 1 then
   return redis.status_reply('UNDONE')
@@ -41,9 +33,7 @@ if ((not head) or head == ARGV[2]) and redis.call('exists', KEYS[1]) == 0 then
   if head then
     head_takes_lock(allowance)
   end
-  redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
+  return write_first_level(KEYS[1], ARGV[1], ARGV[2], field, ARGV[7])
 end
 read_clock()
 local deadline = tonumber(redis.call('zscore', KEYS[3], ARGV[2]))

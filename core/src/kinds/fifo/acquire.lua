@@ -12,15 +12,7 @@ local pttl = redis.call('pttl', KEYS[1])
 if pttl == -2 then
   -- Free, nobody in line, not undone: the level is written at once, with its TTL.
   if redis.call('exists', KEYS[2], KEYS[6]) == 0 then
-    if ARGV[6] ~= '' and not redis.pcall('restore', KEYS[1], ARGV[1], ARGV[6]).err then
-      return nil
-    end
-    redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    if ARGV[6] ~= '' then
-      return redis.status_reply('WRITTEN_WITHOUT_RESTORE')
-    end
-    return nil
+    return write_first_level(KEYS[1], ARGV[1], ARGV[2], field, ARGV[6])
   end
   if redis.call('exists', KEYS[6]) == 1 then
     return redis.status_reply('UNDONE')
@@ -31,9 +23,7 @@ if pttl == -2 then
     if head then
       head_leaves(head)
     end
-    redis.call('hset', KEYS[1], ARGV[2], 1, field, 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return write_first_level(KEYS[1], ARGV[1], ARGV[2], field, ARGV[6])
   end
   -- The head may not know the lock is free (it expired, nobody released it).
   publish(KEYS[4] .. ':' .. head, 0)
