@@ -159,6 +159,13 @@ mod tests {
     fn the_scripts_name_the_refusal_as_the_client_reads_it() {
         let reply = format!("redis.status_reply('{WRITTEN_WITHOUT_RESTORE}')");
         assert!(include_str!("reentrant/acquire_uncontended.lua").contains(&reply));
-        assert!(include_str!("fair/acquire.lua").contains(&reply));
+        // The fair and FIFO locks' acquires write the first level with `write_first_level`.
+        assert!(include_str!("lock_hash.lua").contains(&reply));
+        for acquire in [
+            include_str!("fair/acquire.lua"),
+            include_str!("fifo/acquire.lua"),
+        ] {
+            assert!(acquire.contains("write_first_level("));
+        }
     }
 }
