@@ -490,6 +490,13 @@ async fn a_release_retried_after_a_long_outage_releases_once() {
     };
     let mut con = raw(&server).await;
     assert!(eventually(Duration::from_secs(5), || release_ran(&server)).await);
+    // The script's effect shows before its reply reaches the proxy: wait for the cut.
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            proxy.replies_lost() > 0
+        })
+        .await
+    );
     proxy.refuse_for(Duration::from_millis(10_500));
     releasing
         .await
@@ -532,6 +539,12 @@ async fn a_final_release_retried_after_its_reply_was_cut_answers_released() {
     assert!(
         eventually(Duration::from_secs(5), || async {
             !exists(&mut raw(&server).await, "traced").await
+        })
+        .await
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            proxy.replies_lost() > 0
         })
         .await
     );
@@ -585,6 +598,13 @@ async fn an_acquire_whose_reply_about_a_refused_restore_was_cut_acquires_once() 
     assert!(
         eventually(Duration::from_secs(5), || async {
             exists(&mut raw(&server).await, "refused").await
+        })
+        .await
+    );
+    // Passed on, the reply would teach the client that RESTORE is refused.
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            proxy.replies_lost() > 0
         })
         .await
     );

@@ -81,6 +81,8 @@ struct State {
     next_link: u64,
     threads: Vec<JoinHandle<()>>,
     stopping: bool,
+    /// Chunks of replies read from the server and not forwarded (dropped, black-holed, cut).
+    replies_lost: u64,
 }
 
 struct Shared {
@@ -131,6 +133,7 @@ impl FaultProxy {
                 next_link: 0,
                 threads: Vec::new(),
                 stopping: false,
+                replies_lost: 0,
             }),
             changed: Condvar::new(),
         });
@@ -202,6 +205,15 @@ impl FaultProxy {
             })
             .expect("spawn the refuse timer");
         keep_thread(&mut self.shared.lock(), timer);
+    }
+
+    /// How many chunks of replies the proxy has read from the server and kept from the
+    /// client so far (`DropReplies`, `BlackHole`, `CutAfterForward`); one reply is one chunk
+    /// unless it is large. A test waits for this, not only for the command's effect on the
+    /// server, before it lets traffic pass again: the reply reaches the proxy a moment after
+    /// the effect is visible, and a reply read after the switch is forwarded.
+    pub fn replies_lost(&self) -> u64 {
+        self.shared.lock().replies_lost
     }
 
     /// Proxied connections open now (each is one client connection and its upstream twin).
@@ -370,8 +382,13 @@ fn pump(shared: &Shared, id: u64, direction: Direction, mut from: TcpStream, mut
         match from.read(&mut buffer) {
             Ok(0) => break,
             Ok(read) => {
-                let fault = shared.lock().fault;
-                match fault.action(direction) {
+                let mut state = shared.lock();
+                let action = state.fault.action(direction);
+                if direction == Direction::Reply && !matches!(action, Action::ForwardAfter(_)) {
+                    state.replies_lost += 1;
+                }
+                drop(state);
+                match action {
                     Action::ForwardAfter(delay) => {
                         pending.push_back((Instant::now() + delay, buffer[..read].to_vec()));
                     }

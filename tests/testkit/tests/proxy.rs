@@ -133,6 +133,7 @@ fn drop_replies_runs_the_command_but_the_client_never_hears_back() {
         "the request reached Redis"
     );
     assert_eq!(proxy.connections(), 1, "the connection stays open");
+    assert_eq!(proxy.replies_lost(), 1, "the reply is counted as lost");
 }
 
 #[test]
@@ -172,6 +173,7 @@ fn cut_after_forward_runs_the_command_then_drops_the_connection() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
     let mut connection = connect(&proxy.url()).unwrap();
+    assert_eq!(proxy.replies_lost(), 0);
 
     proxy.set(Fault::CutAfterForward);
     let err = connection.incr::<_, _, i64>("cut:counter", 1).unwrap_err();
@@ -185,6 +187,7 @@ fn cut_after_forward_runs_the_command_then_drops_the_connection() {
         "INCR ran before the connection dropped"
     );
     assert!(eventually(|| proxy.connections() == 0));
+    assert_eq!(proxy.replies_lost(), 1, "the INCR's reply was cut");
 
     // New connections are cut too: the handshake's reply closes them.
     let err = connect(&proxy.url()).map(|_| ()).unwrap_err();
@@ -192,11 +195,13 @@ fn cut_after_forward_runs_the_command_then_drops_the_connection() {
         !err.is_timeout() && !err.is_connection_refusal(),
         "expected a dropped connection, got {err}"
     );
+    assert_eq!(proxy.replies_lost(), 2, "the handshake's reply was cut");
 
     proxy.set(Fault::Pass);
     let mut connection = connect(&proxy.url()).unwrap();
     let counter: i64 = connection.get("cut:counter").unwrap();
     assert_eq!(counter, 1, "INCR ran once");
+    assert_eq!(proxy.replies_lost(), 2, "passed replies are not counted");
 }
 
 #[test]
