@@ -34,8 +34,8 @@ use redis::{ScriptInvocation, Value};
 use crate::options::ClientOptions;
 use script::LockScript;
 
-/// Renews the hash-based kinds (reentrant, fair, read-write): see `renew.lua`.
-pub(crate) static HASH_RENEWAL: std::sync::LazyLock<LockScript> =
+/// Renews the hash-based kinds (reentrant, fair, FIFO, read-write): see `renew.lua`.
+static HASH_RENEWAL: std::sync::LazyLock<LockScript> =
     std::sync::LazyLock::new(|| LockScript::new(include_str!("renew.lua")));
 
 /// One acquire attempt. The request id makes it idempotent: a retry with the same id replays
@@ -151,6 +151,18 @@ pub(crate) struct Renewal {
     pub script: &'static LockScript,
     pub key: String,
     pub owner: String,
+}
+
+impl Renewal {
+    /// The renewal of a hash-based hold: `field` in the lock hash `key` (the owner, or the
+    /// read-write lock's writer field).
+    pub(crate) fn of_hash(key: &str, field: String) -> Renewal {
+        Renewal {
+            script: &HASH_RENEWAL,
+            key: key.to_owned(),
+            owner: field,
+        }
+    }
 }
 
 /// How a waiter of a kind waits, read by the engine: one value per kind (see

@@ -26,9 +26,7 @@ use crate::connection::Publish;
 use crate::keys;
 use crate::kinds::restore::HashWrites;
 use crate::kinds::script::LockScript;
-use crate::kinds::{
-    AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy, HASH_RENEWAL,
-};
+use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
 use crate::options::ClientOptions;
 
 /// Redisson's default `fairLockWaitTimeout` (5 min): the allowance each queued waiter adds to
@@ -229,10 +227,6 @@ impl LockKind for Fair {
     }
 
     fn renewal(&self, owner: &str) -> Renewal {
-        Renewal {
-            script: &HASH_RENEWAL,
-            key: self.key.clone(),
-            owner: owner.to_owned(),
-        }
+        Renewal::of_hash(&self.key, owner.to_owned())
     }
 }

@@ -15,9 +15,7 @@ use crate::connection::Publish;
 use crate::keys;
 use crate::kinds::restore::HashWrites;
 use crate::kinds::script::LockScript;
-use crate::kinds::{
-    AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy, HASH_RENEWAL,
-};
+use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
 use crate::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!(
@@ -204,11 +202,7 @@ impl LockKind for Fifo {
     }
 
     fn renewal(&self, owner: &str) -> Renewal {
-        Renewal {
-            script: &HASH_RENEWAL,
-            key: self.key.clone(),
-            owner: owner.to_owned(),
-        }
+        Renewal::of_hash(&self.key, owner.to_owned())
     }
 }
 

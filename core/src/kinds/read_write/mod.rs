@@ -19,9 +19,7 @@ use redis::ScriptInvocation;
 use crate::connection::Publish;
 use crate::keys;
 use crate::kinds::script::LockScript;
-use crate::kinds::{
-    AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy, HASH_RENEWAL,
-};
+use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
 use crate::options::ClientOptions;
 
 static READ_ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_acquire.lua");
@@ -289,10 +287,6 @@ impl LockKind for WriteLock {
     }
 
     fn renewal(&self, owner: &str) -> Renewal {
-        Renewal {
-            script: &HASH_RENEWAL,
-            key: self.0.key.clone(),
-            owner: write_field(owner),
-        }
+        Renewal::of_hash(&self.0.key, write_field(owner))
     }
 }

@@ -21,9 +21,7 @@ use crate::connection::Publish;
 use crate::keys;
 use crate::kinds::restore::HashWrites;
 use crate::kinds::script::LockScript;
-use crate::kinds::{
-    AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy, HASH_RENEWAL,
-};
+use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
 use crate::options::ClientOptions;
 
 /// How long a release keeps the free lock for the waiter it told: ample for that waiter's look
@@ -253,10 +251,6 @@ impl LockKind for Reentrant {
     }
 
     fn renewal(&self, owner: &str) -> Renewal {
-        Renewal {
-            script: &HASH_RENEWAL,
-            key: self.key.clone(),
-            owner: owner.to_owned(),
-        }
+        Renewal::of_hash(&self.key, owner.to_owned())
     }
 }
