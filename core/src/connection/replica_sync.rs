@@ -7,6 +7,13 @@
 //! hands the same locks out again. So a replica that left is still waited for, until it has
 //! been gone for as long as Sentinel takes by default to call a server down; a new primary (a
 //! new replication id) starts from its own count.
+//!
+//! An acquisition is confirmed by one pipeline that repeats the acquire (a retry of the same
+//! request, which finds its level, renews it and so writes), reads `INFO replication` and sends
+//! `WAIT`, all on one connection to one server: `WAIT` counts only the writes of its own
+//! connection, and between two separate calls the connection may have been opened again, to
+//! another server (a failover behind Sentinel or behind a managed service's address), where a
+//! `WAIT` would confirm nothing, or an `INFO` would count another server's replicas.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +21,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use redis::cluster_routing::Slot;
-use redis::Value;
+use redis::{ScriptInvocation, Value};
 
 use super::Connection;
 
@@ -31,8 +38,22 @@ pub(crate) enum Synced {
     Unsupported,
 }
 
+impl Synced {
+    /// How many replicas were waited for (0 where none were).
+    pub(crate) fn replicas(self) -> usize {
+        match self {
+            Synced::NotAcked { replicas } => replicas,
+            _ => 0,
+        }
+    }
+}
+
 /// How long a replica count is trusted before `INFO replication` is asked again.
 const REPLICA_COUNT_TTL: Duration = Duration::from_secs(1);
+
+/// How many confirmation pipelines an acquisition may need: the deployment changes under it
+/// only in a failover, and each round learns the server it reached.
+const CONFIRM_ROUNDS: usize = 4;
 
 /// How long a replica may be gone before it is no longer waited for: Sentinel's default
 /// `down-after-milliseconds`, after which it would call the replica down too.
@@ -127,6 +148,90 @@ impl ReplicaSync {
         }
     }
 
+    /// False once the server refused what sync needs: then nothing is waited for.
+    pub(crate) fn is_on(&self) -> bool {
+        !self.unsupported.load(Ordering::Relaxed)
+    }
+
+    /// Confirms an acquisition: sends `repeat` (the acquire of the same request), `INFO
+    /// replication` and `WAIT` for the replicas the cache expects of the server serving `key`,
+    /// in one pipeline, until the server that answered is the one the count was for. Returns
+    /// `repeat`'s reply from that server, and what `WAIT` found there.
+    pub(crate) async fn confirm_acquisition(
+        &self,
+        connection: &Connection,
+        key: &str,
+        repeat: &ScriptInvocation<'_>,
+    ) -> redis::RedisResult<(Value, Synced)> {
+        let slot = connection.slot_of(key);
+        let mut last = None;
+        for _ in 0..CONFIRM_ROUNDS {
+            let (server, replicas) = self.cached(&slot);
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors()
+                .invoke_script(repeat)
+                .cmd("INFO")
+                .arg("replication");
+            if replicas > 0 {
+                pipe.cmd("WAIT")
+                    .arg(replicas)
+                    .arg(self.timeout.as_millis() as u64);
+            }
+            let mut replies: Vec<Value> = pipe.query_async(&mut connection.clone()).await?;
+            let waited = (replicas > 0).then(|| replies.pop()).flatten();
+            let (info, repeated) = match (replies.pop(), replies.pop()) {
+                (Some(info), Some(repeated)) => (info, repeated),
+                _ => return Err(unexpected_reply("the confirmation pipeline", &replies)),
+            };
+            if let Value::ServerError(err) = &repeated {
+                if err.kind() == Some(redis::ServerErrorKind::NoScript) {
+                    // Another server, which has not seen the script yet.
+                    repeat.load_async(&mut connection.clone()).await?;
+                    continue;
+                }
+                return Err(err.clone().into());
+            }
+            let info = match info {
+                Value::ServerError(err) => {
+                    let err = redis::RedisError::from(err);
+                    return if is_refused(&err) {
+                        Ok((repeated, self.refused(&err)))
+                    } else {
+                        Err(err)
+                    };
+                }
+                info => info,
+            };
+            let (replication_id, online) = parse_replication(info)?;
+            let expected = self.observe(&slot, key, &replication_id, online);
+            if server.as_deref() != Some(replication_id.as_str()) || replicas < expected {
+                // The count was another server's (or is out of date): ask again with this one's.
+                last = Some((repeated, Synced::NotAcked { replicas: expected }));
+                continue;
+            }
+            let synced = match waited {
+                None => Synced::NoReplicas,
+                Some(Value::Int(acked)) if acked as usize >= replicas => Synced::Acked,
+                Some(Value::Int(_)) => {
+                    self.ask_again(connection, key);
+                    Synced::NotAcked { replicas }
+                }
+                Some(Value::ServerError(err)) => {
+                    let err = redis::RedisError::from(err);
+                    return if is_refused(&err) {
+                        Ok((repeated, self.refused(&err)))
+                    } else {
+                        Err(err)
+                    };
+                }
+                Some(other) => return Err(unexpected_reply("WAIT", &other)),
+            };
+            return Ok((repeated, synced));
+        }
+        // Rounds ran out while the deployment changed under the pipeline: not confirmed.
+        last.ok_or_else(|| unexpected_reply("the confirmation pipeline", &"no reply"))
+    }
+
     /// At connect: whether this user may run what `sync_replicas` needs (`INFO replication`,
     /// `WAIT 0 0`, which returns at once). A refusal by ACL is a Permission error naming the
     /// command (the rule's `sync_replicas` addition is missing); a server without the command
@@ -187,17 +292,35 @@ impl ReplicaSync {
             .query_at(key, redis::cmd("INFO").arg("replication").clone())
             .await?;
         let (replication_id, online) = parse_replication(info)?;
+        Ok(self.observe(&slot, key, &replication_id, online))
+    }
+
+    /// The server last seen serving `slot` (its replication id) and how many replicas it is
+    /// expected to have; none and 0 before the first look.
+    fn cached(&self, slot: &Slot) -> (Option<String>, usize) {
+        self.replicas
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(slot)
+            .map_or((None, 0), |seen| {
+                (Some(seen.replication_id.clone()), seen.expected)
+            })
+    }
+
+    /// Takes in what `INFO replication` of the server serving `slot` said; returns how many
+    /// replicas to wait for there.
+    fn observe(&self, slot: &Slot, key: &str, replication_id: &str, online: usize) -> usize {
         let now = Instant::now();
         let mut replicas = self.replicas.lock().unwrap_or_else(|p| p.into_inner());
-        let seen = replicas.entry(slot).or_insert_with(|| Replicas {
-            replication_id: replication_id.clone(),
+        let seen = replicas.entry(*slot).or_insert_with(|| Replicas {
+            replication_id: replication_id.to_owned(),
             expected: online,
             short_since: None,
             asked_at: now,
         });
         seen.asked_at = now;
         if seen.replication_id != replication_id || online >= seen.expected {
-            seen.replication_id = replication_id;
+            seen.replication_id = replication_id.to_owned();
             seen.expected = online;
             seen.short_since = None;
         } else {
@@ -213,7 +336,7 @@ impl ReplicaSync {
                 seen.short_since = None;
             }
         }
-        Ok(seen.expected)
+        seen.expected
     }
 }
 
@@ -236,6 +359,14 @@ fn parse_replication(info: Value) -> redis::RedisResult<(String, usize)> {
 fn is_replica_line(line: &str) -> bool {
     line.strip_prefix("slave")
         .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+fn unexpected_reply(what: &str, reply: &dyn std::fmt::Debug) -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::Parse,
+        "unexpected reply",
+        format!("{what}: {reply:?}"),
+    ))
 }
 
 /// The server does not offer the command (unknown, renamed, or forbidden by ACL).

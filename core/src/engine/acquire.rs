@@ -643,18 +643,41 @@ impl LockCore {
                 self.what("acquire")
             ))
         })?;
-        if let (Attempt::Acquired { .. }, Some(sync)) = (attempt, &self.client.replica_sync) {
-            // A failed WAIT leaves it unknown whether the replicas have it: the same request is
-            // retried, replays the acquisition, and waits again.
-            let synced = sync
-                .wait(&self.client.connection, self.kind.key())
-                .await
-                .map_err(|err| Error::from_redis(&self.what("wait for the replicas of"), err))?;
-            if let Synced::NotAcked { replicas } = synced {
-                return Ok(Attempt::NotSynced { replicas });
-            }
+        let Some(sync) = self
+            .client
+            .replica_sync
+            .as_ref()
+            .filter(|sync| sync.is_on())
+        else {
+            return Ok(attempt);
+        };
+        if !matches!(attempt, Attempt::Acquired { .. }) {
+            return Ok(attempt);
         }
-        Ok(attempt)
+        // The same request again, with `INFO` and `WAIT` on the same connection: the server
+        // that answers holds this acquisition (a failover in between may have moved the
+        // connection to one that never had it), and its replicas are the ones counted. A
+        // failed confirmation leaves it unknown whether they have it: the same request is
+        // retried, replays the acquisition, and is confirmed again.
+        let repeat = self.kind.acquire(&args, &self.client.options);
+        let (repeated, synced) = sync
+            .confirm_acquisition(&self.client.connection, self.kind.key(), &repeat)
+            .await
+            .map_err(|err| Error::from_redis(&self.what("wait for the replicas of"), err))?;
+        let confirmed = match self.kind.read_acquire(repeated) {
+            Ok(confirmed @ Attempt::Acquired { .. }) => confirmed,
+            // Not held there: the server that took it is no longer the one answering. Undone
+            // like an unconfirmed acquisition, and tried again under a new request.
+            Ok(_) | Err(_) => {
+                return Ok(Attempt::NotSynced {
+                    replicas: synced.replicas(),
+                })
+            }
+        };
+        match synced {
+            Synced::NotAcked { replicas } => Ok(Attempt::NotSynced { replicas }),
+            _ => Ok(confirmed),
+        }
     }
 
     /// Whether a waiter that has just subscribed missed nothing since its last look (see
