@@ -294,3 +294,130 @@ pub(crate) trait LockKind: Send + Sync + 'static {
 
     fn renewal(&self, owner: &str) -> Renewal;
 }
+
+#[cfg(test)]
+mod retried_acquisitions {
+    use super::*;
+    use crate::connection::Publish;
+
+    const OWNER: &str = "6b1f1f5e-0000-4000-8000-000000000001:1";
+    /// The expirable semaphore's owner is the permit's id, 32 hex digits.
+    const PERMIT_ID: &str = "00112233445566778899aabbccddeeff";
+    const REQUEST: &str = "0123456789abcdef0123456789abcdef";
+
+    /// The server's writes so far (each one is propagated to replicas).
+    fn writes(con: &mut redis::Connection) -> i64 {
+        let info: String = redis::cmd("INFO").arg("persistence").query(con).unwrap();
+        info.lines()
+            .find_map(|line| line.strip_prefix("rdb_changes_since_last_save:"))
+            .map(|count| count.trim().parse().unwrap())
+            .unwrap()
+    }
+
+    /// Every kind's retry of a request that acquired writes: `sync_replicas` confirms an
+    /// acquisition with the retry and `WAIT` in one pipeline, and `WAIT` covers only what its
+    /// own connection wrote (PROTOCOL.md, "Confirming an acquisition").
+    #[test]
+    fn every_kinds_retry_of_an_acquisition_writes() {
+        let server = polylock_testkit::RedisServer::start();
+        let mut con = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let options = ClientOptions::default();
+        let kinds: Vec<(&str, Box<dyn LockKind>)> = vec![
+            (
+                OWNER,
+                Box::new(reentrant::Reentrant::new(
+                    "reentrant",
+                    "reentrant",
+                    Publish::Plain,
+                    Default::default(),
+                )),
+            ),
+            (
+                OWNER,
+                Box::new(fair::Fair::new(
+                    "fair",
+                    "fair",
+                    Publish::Plain,
+                    Default::default(),
+                )),
+            ),
+            (
+                OWNER,
+                Box::new(fifo::Fifo::new(
+                    "fifo",
+                    "fifo",
+                    Publish::Plain,
+                    Default::default(),
+                )),
+            ),
+            (
+                OWNER,
+                Box::new(fenced::Fenced::new("fenced", "fenced", Publish::Plain)),
+            ),
+            (
+                OWNER,
+                Box::new(read_write::ReadLock::new("read", "read", Publish::Plain)),
+            ),
+            (
+                OWNER,
+                Box::new(read_write::WriteLock::new("write", "write", Publish::Plain)),
+            ),
+            (
+                OWNER,
+                Box::new(semaphore::SemaphoreAcquisition::new(
+                    "permits",
+                    "permits",
+                    1,
+                    Publish::Plain,
+                )),
+            ),
+            (
+                PERMIT_ID,
+                Box::new(expirable_semaphore::Permit::new(
+                    "expirable",
+                    "expirable",
+                    Publish::Plain,
+                )),
+            ),
+        ];
+        let _: () = redis::cmd("MSET")
+            .arg("permits")
+            .arg(2)
+            .arg("expirable")
+            .arg(2)
+            .query(&mut con)
+            .unwrap();
+        for (owner, kind) in kinds {
+            let args = AcquireArgs {
+                owner,
+                lease_ms: 30_000,
+                request: REQUEST,
+                will_wait: false,
+                grant_look: None,
+            };
+            let attempt = |con: &mut redis::Connection| {
+                let reply: Value = kind.acquire(&args, &options).invoke(con).unwrap();
+                kind.read_acquire(reply)
+            };
+            assert!(
+                matches!(attempt(&mut con), Ok(Attempt::Acquired { .. })),
+                "{}",
+                kind.name()
+            );
+            let before = writes(&mut con);
+            assert!(
+                matches!(attempt(&mut con), Ok(Attempt::Acquired { .. })),
+                "{}: the retry",
+                kind.name()
+            );
+            assert!(
+                writes(&mut con) > before,
+                "{}: the retry wrote nothing",
+                kind.name()
+            );
+        }
+    }
+}

@@ -1,11 +1,12 @@
-//! `sync_replicas` across a failover that happens between an acquire and its confirmation:
-//! the connection's server stops being the primary, so whatever it says about its replicas
-//! says nothing about the lock. A binary of its own: the test steps in at a trace event of the
-//! engine, through a global subscriber.
+//! `sync_replicas` when the connection changes between an acquire and its confirmation: a
+//! failover (the connection's server stops being the primary, so whatever it says about its
+//! replicas says nothing about the lock) or a reconnect (the confirmation runs on a new
+//! connection). A binary of its own: the tests step in at a trace event of
+//! the engine, through a global subscriber, one test at a time.
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use common::*;
@@ -24,6 +25,14 @@ type Hook = Box<dyn FnOnce() + Send>;
 static AFTER_ATTEMPT_REPLY: Mutex<Option<Hook>> = Mutex::new(None);
 
 struct StepIn;
+
+/// Installs the subscriber (once) and makes the calling test the only one that steps in.
+async fn stepping_in() -> tokio::sync::MutexGuard<'static, ()> {
+    static INSTALLED: Once = Once::new();
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    INSTALLED.call_once(|| tracing_subscriber::registry().with(StepIn).init());
+    ONE_AT_A_TIME.lock().await
+}
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for StepIn {
     fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
@@ -75,6 +84,17 @@ fn command(port: u16, args: &[&str]) {
     cmd.query::<redis::Value>(&mut connection).unwrap();
 }
 
+async fn synced_client(url: &str) -> Client {
+    Client::builder(url)
+        .sync_replicas(true)
+        .replica_sync_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(2))
+        .response_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .unwrap()
+}
+
 /// Waits (blocking: it runs inside the hook) until `check` holds.
 fn until(what: &str, check: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -84,17 +104,10 @@ fn until(what: &str, check: impl Fn() -> bool) {
     }
 }
 
-/// The failover: the acquire ran on the primary, whose replica never got it (its stream is
-/// held back). Then the replica is promoted and the old primary follows it, taking its data:
-/// the lock is gone everywhere, and the client's open connection now leads to a replica of a
-/// new primary with no replicas of its own. An acquire confirmed from what that connection says
-/// (`INFO`: a new replication id, no replicas, so nothing to wait for) would return true with
-/// no lock anywhere. It must return true only with the lock held on the new primary.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_acquisition_is_confirmed_only_where_it_is_held_after_a_failover_in_between() {
-    tracing_subscriber::registry().with(StepIn).init();
+/// A primary and its replica, online, which follows it through a proxy (to hold its stream
+/// back).
+async fn primary_and_replica() -> (RedisServer, FaultProxy, RedisServer) {
     let primary = RedisServer::start_with(&SERVES_SYNC_AT_ONCE);
-    // The replica follows the primary through a proxy, to hold its stream back.
     let stream = FaultProxy::start(primary.port());
     let stream_port = stream.port().to_string();
     let mut replica_args = vec!["--replicaof", "127.0.0.1", &stream_port];
@@ -105,15 +118,21 @@ async fn an_acquisition_is_confirmed_only_where_it_is_held_after_a_failover_in_b
     })
     .await;
     assert!(online, "the replica never came online");
+    (primary, stream, replica)
+}
 
-    let client = Client::builder(primary.url())
-        .sync_replicas(true)
-        .replica_sync_timeout(Duration::from_millis(500))
-        .connect_timeout(Duration::from_secs(2))
-        .response_timeout(Duration::from_secs(5))
-        .connect()
-        .await
-        .unwrap();
+/// The failover: the acquire ran on the primary, whose replica never got it (its stream is
+/// held back). Then the replica is promoted and the old primary follows it, taking its data:
+/// the lock is gone everywhere, and the client's open connection now leads to a replica of a
+/// new primary with no replicas of its own. An acquire confirmed from what that connection says
+/// (`INFO`: a new replication id, no replicas, so nothing to wait for) would return true with
+/// no lock anywhere. It must return true only with the lock held on the new primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquisition_is_confirmed_only_where_it_is_held_after_a_failover_in_between() {
+    let _alone = stepping_in().await;
+    let (primary, stream, replica) = primary_and_replica().await;
+
+    let client = synced_client(&primary.url()).await;
     let lock = client.lock("moved").unwrap();
     // Scripts loaded and the replica counted, as in any client already at work.
     assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
@@ -148,5 +167,41 @@ async fn an_acquisition_is_confirmed_only_where_it_is_held_after_a_failover_in_b
     assert!(
         on_new_primary || !matches!(outcome, Ok(true)),
         "acquire returned {outcome:?}, but the new primary does not hold the lock"
+    );
+}
+
+/// The reconnect: a semaphore's permits are taken, the connection drops before the
+/// confirmation, and the retry of the same request finds them taken and is confirmed on the new
+/// connection. The replica, held back, never got them: acquire must not return true. (The
+/// retry writes, as every kind's does, so that its `WAIT` covers it: see
+/// `every_kinds_retry_of_an_acquisition_writes` in `kinds/mod.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_acquisition_retried_on_a_new_connection_is_confirmed_only_when_replicated() {
+    let _alone = stepping_in().await;
+    let (primary, stream, replica) = primary_and_replica().await;
+    let address = Arc::new(FaultProxy::start(primary.port()));
+    let client = synced_client(&address.url()).await;
+    let semaphore = client.semaphore("permits").unwrap();
+    assert!(semaphore.try_set_permits(3).await.unwrap());
+    assert!(semaphore.acquire(1, Some(Duration::ZERO)).await.unwrap());
+    semaphore.release(1).await.unwrap();
+    let replicated = eventually(Duration::from_secs(10), || async {
+        replica.command(&["GET", "permits"]).as_deref() == Some("3")
+    })
+    .await;
+    assert!(replicated, "the replica never got the release");
+
+    stream.set(Fault::BlackHole);
+    let cut = address.clone();
+    *AFTER_ATTEMPT_REPLY.lock().unwrap() = Some(Box::new(move || cut.cut()));
+    let outcome = semaphore.acquire(1, Some(Duration::from_secs(3))).await;
+    assert!(
+        !matches!(outcome, Ok(true)),
+        "the replica never got the permits, yet acquire returned {outcome:?}"
+    );
+    assert_eq!(
+        replica.command(&["GET", "permits"]).as_deref(),
+        Some("3"),
+        "the replica is held back"
     );
 }
