@@ -40,8 +40,12 @@ LANGS = {
 # "polylock-metrics-off": the plain lock with `ClientOptions.metrics` false, beside "polylock"
 # (metrics on, the default), so the tables show what counting costs. "polylock-fair": the fair lock
 # (Redisson's RFairLock layout); "polylock-fifo": the FIFO lock (polylock's own layout).
+# "polylock-core-runtime": the plain lock with the worker's loop run on polylock's own runtime
+# (`polylock::runtime()`), where the connection's tasks run, beside "polylock" on the worker's
+# own runtime, so the tables show what crossing between the two runtimes costs.
 U_CONTENDERS = [
-    ("rust", "polylock"), ("rust", "polylock-metrics-off"), ("rust", "polylock-fair"),
+    ("rust", "polylock"), ("rust", "polylock-core-runtime"), ("rust", "polylock-metrics-off"),
+    ("rust", "polylock-fair"),
     ("rust", "polylock-fifo"), ("rust", "rslock"), ("rust", "raw"),
     ("python", "polylock"), ("python", "polylock-fair"), ("python", "polylock-fifo"),
     ("python", "redis-py"),

@@ -711,6 +711,37 @@ fn a_blocking_caller_can_use_the_core_runtime() {
     runtime.block_on(lock.release()).unwrap();
 }
 
+/// The recipe in docs/rust.md: code that takes locks, spawned on polylock's runtime from the
+/// caller's own, acquires, waits, is woken by a release and hands over as anywhere else.
+#[tokio::test]
+async fn lock_code_spawned_on_the_core_runtime_waits_and_hands_over() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).await.unwrap();
+    let (holder, waiter) = (
+        client.lock("on-core").unwrap(),
+        client.lock("on-core").unwrap(),
+    );
+    let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+    let holding = polylock::runtime().spawn(async move {
+        assert!(holder.acquire(AcquireOptions::new()).await.unwrap());
+        held_tx.send(()).unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        holder.release().await.unwrap();
+    });
+    held_rx.await.unwrap();
+    let waiting = polylock::runtime().spawn(async move {
+        let acquired = waiter
+            .acquire(AcquireOptions::new().wait(Duration::from_secs(20)))
+            .await
+            .unwrap();
+        let held = waiter.is_held();
+        waiter.release().await.unwrap();
+        (acquired, held)
+    });
+    holding.await.unwrap();
+    assert_eq!(waiting.await.unwrap(), (true, true));
+}
+
 #[tokio::test]
 async fn acl_user_password_and_db_number_come_from_the_url() {
     let server = RedisServer::start();

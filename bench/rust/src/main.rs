@@ -2,9 +2,14 @@
 //!
 //! Usage: `polylock-bench <scenario> <contender> <redis-url> <lock-name> [options as JSON]`
 //!   scenario:  uncontended | contended | many | renewal | rwmix | permits
-//!   contender: polylock | polylock-fair | polylock-fifo | polylock-metrics-off | rslock | raw (rwmix and
-//!              permits: polylock only; polylock-metrics-off: polylock's plain lock from a
-//!              client made with `ClientOptions::metrics` false, to measure what counting costs)
+//!   contender: polylock | polylock-fair | polylock-fifo | polylock-metrics-off |
+//!              polylock-core-runtime | rslock | raw (rwmix and permits: polylock only;
+//!              polylock-metrics-off: polylock's plain lock from a client made with
+//!              `ClientOptions::metrics` false, to measure what counting costs;
+//!              polylock-core-runtime: the plain lock, the scenario's loop run on polylock's own
+//!              runtime, `polylock::runtime()`, instead of this program's, to measure what
+//!              crossing from the caller's runtime to the core's costs; uncontended and
+//!              contended only)
 //!
 //! Protocol (the same for the Python and Node workers): connect and warm up, print `ready`;
 //! read `go <start-epoch-us> <duration-s>` from stdin, wait for the start, run for the duration,
@@ -69,7 +74,11 @@ enum Held {
 impl Contender {
     async fn connect(kind: &str, url: &str, watchdog: Option<Duration>) -> Result<Self, BoxError> {
         Ok(match kind {
-            "polylock" | "polylock-fair" | "polylock-fifo" | "polylock-metrics-off" => {
+            "polylock"
+            | "polylock-fair"
+            | "polylock-fifo"
+            | "polylock-metrics-off"
+            | "polylock-core-runtime" => {
                 let mut options = polylock::ClientOptions {
                     metrics: kind != "polylock-metrics-off",
                     ..polylock::ClientOptions::default()
@@ -603,11 +612,27 @@ where
     outputs
 }
 
+/// Runs the scenario on polylock's runtime, where the client's connection tasks run: each reply
+/// then wakes the loop on the same runtime.
+async fn on_core_runtime(args: Args) -> Result<Value, BoxError> {
+    let ran = polylock::runtime().spawn(async move {
+        let outcome = match args.scenario.as_str() {
+            "uncontended" => uncontended(&args).await,
+            _ => contended(&args).await,
+        };
+        outcome.map_err(|err| err.to_string())
+    });
+    Ok(ran.await??)
+}
+
 #[tokio::main]
 async fn main() {
     let outcome = async {
         let args = Args::parse()?;
         let result = match args.scenario.as_str() {
+            "uncontended" | "contended" if args.contender == "polylock-core-runtime" => {
+                on_core_runtime(args).await?
+            }
             "uncontended" => uncontended(&args).await?,
             "contended" => contended(&args).await?,
             "many" => many(&args).await?,
