@@ -92,6 +92,12 @@ def targets(u, c, m, ceiling, r, workers) -> list[str]:
     return out
 
 
+# The plain lock's rows held to the peers' marks: in each language, and in Rust also with the
+# worker's loop on polylock's runtime (docs/rust.md, "Running lock code on polylock's runtime").
+PLAIN_ROWS = [("rust", "polylock"), ("rust", "polylock-core-runtime"),
+              ("python", "polylock"), ("node", "polylock")]
+
+
 def anchor_targets(u: dict, c: dict, workers: list) -> list:
     """Targets relative to the best peers and to Redisson, each a ratio measured in this run
     (medians over the rounds): U per language, C plain and fair at every W."""
@@ -101,8 +107,8 @@ def anchor_targets(u: dict, c: dict, workers: list) -> list:
         return not contender.startswith("polylock") and contender != "raw"
 
     redisson = u.get(REDISSON)
-    for lang in ("rust", "python", "node"):
-        mine = u.get((lang, "polylock"))
+    for lang, contender in PLAIN_ROWS:
+        mine = u.get((lang, contender))
         if not good(mine):
             continue
         peers = [(row["rate"], name) for (l, name), row in u.items()
@@ -110,11 +116,11 @@ def anchor_targets(u: dict, c: dict, workers: list) -> list:
         if peers:
             best, name = max(peers)
             out.append(target_line(
-                f"U {lang}: polylock ≥ the best {lang} peer", mine["rate"] >= best,
+                f"U {lang}: {contender} ≥ the best {lang} peer", mine["rate"] >= best,
                 f"{mine['rate'] / best:.2f}× {name} ({mine['rate']:,.0f} vs {best:,.0f} cycles/s)"))
         if good(redisson):
             out.append(target_line(
-                f"U {lang}: polylock > Redisson RLock", mine["rate"] > redisson["rate"],
+                f"U {lang}: {contender} > Redisson RLock", mine["rate"] > redisson["rate"],
                 f"{mine['rate'] / redisson['rate']:.2f}× ({mine['rate']:,.0f} vs "
                 f"{redisson['rate']:,.0f} cycles/s)"))
 
@@ -135,9 +141,10 @@ def anchor_targets(u: dict, c: dict, workers: list) -> list:
         best_util, best_name = max(peers) if peers else (None, None)
         blpop = c.get((count, "python", "python-redis-lock"))
         plain_anchor, fair_anchor = c.get((count,) + REDISSON), c.get((count,) + REDISSON_FAIR)
-        for lang in ("rust", "python", "node"):
-            plain = c.get((count, lang, "polylock"))
-            versus_anchor(f"C plain W={count} {lang}: CS/s and utilisation ≥ Redisson RLock's",
+        for lang, contender in PLAIN_ROWS:
+            plain = c.get((count, lang, contender))
+            shown = lang if contender == "polylock" else f"{lang} {contender}"
+            versus_anchor(f"C plain W={count} {shown}: CS/s and utilisation ≥ Redisson RLock's",
                           plain, plain_anchor)
             if good(plain) and best_util is not None:
                 checks = {f"utilisation ≥ best peer's ({best_name})":
@@ -146,12 +153,13 @@ def anchor_targets(u: dict, c: dict, workers: list) -> list:
                           "≤ 3 scripts/CS": plain["scripts_per_cs"] <= 3}
                 missed = [name for name, ok in checks.items() if not ok]
                 out.append(target_line(
-                    f"C plain W={count} {lang}: utilisation ≥ best peer's, Jain ≥ 0.9, "
+                    f"C plain W={count} {shown}: utilisation ≥ best peer's, Jain ≥ 0.9, "
                     "≤ 3 scripts/CS", not missed,
                     f"utilisation {plain['utilisation']:.3f} vs {best_util:.3f} "
                     f"({plain['utilisation'] / best_util:.2f}×), Jain {plain['jain']:.3f}, "
                     f"{plain['scripts_per_cs']:.2f} scripts/CS"
                     + (f"; missed: {', '.join(missed)}" if missed else "")))
+        for lang in ("rust", "python", "node"):
             for contender, kind in FAIR_KINDS:
                 out += fair_targets(c.get((count, lang, contender)), kind, count, lang,
                                     fair_anchor, best_util, best_name, blpop, versus_anchor)
