@@ -113,6 +113,60 @@ async fn an_acquire_no_replica_acknowledged_is_undone_and_fails_with_not_synced(
     assert!(!lock.is_held());
 }
 
+/// On a cluster the confirmation (the repeat, `INFO`, `WAIT` in one pipeline) goes to the
+/// primary serving the lock's slot and waits for that primary's replica: held still, the
+/// acquisition is undone; free again, acquire returns once the replica has the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_an_acquisition_waits_for_the_replica_of_its_slot() {
+    let cluster = polylock_testkit::Cluster::start(3, 1);
+    let client = Client::builder(cluster.url())
+        .sync_replicas(true)
+        .replica_sync_timeout(Duration::from_millis(300))
+        .connect_timeout(Duration::from_secs(2))
+        .response_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .unwrap();
+    for name in ["synced:a", "synced:b", "synced:c"] {
+        let lock = client.lock(name).unwrap();
+        let primary = cluster.node(cluster.primary_for_key(name));
+        let replica = cluster.node(cluster.replica_of(primary.port()));
+        // A replica still in its first sync acknowledges nothing, and is not counted yet.
+        let online = eventually(Duration::from_secs(20), || async {
+            primary
+                .command(&["INFO", "replication"])
+                .is_some_and(|info| info.contains("state=online"))
+        })
+        .await;
+        assert!(online, "{name}: the replica never came online");
+        replica.pause(Duration::from_secs(2));
+        let err = lock
+            .acquire(AcquireOptions::new().no_wait())
+            .await
+            .expect_err("the replica held still cannot have acknowledged it");
+        assert_eq!(err.kind(), ErrorKind::NotSynced, "{name}: {err}");
+        assert!(
+            eventually(Duration::from_secs(10), || async {
+                lock.acquire(AcquireOptions::new().no_wait())
+                    .await
+                    .unwrap_or(false)
+            })
+            .await,
+            "{name}: never acquired once the replica was free"
+        );
+        // READONLY: the replica answers for its primary's slots.
+        let mut connection = replica.connection().unwrap();
+        let _: () = redis::cmd("READONLY").query(&mut connection).unwrap();
+        let held: bool = redis::cmd("HEXISTS")
+            .arg(name)
+            .arg(lock.owner())
+            .query(&mut connection)
+            .unwrap();
+        assert!(held, "{name}: acquire returned before the replica had it");
+        lock.release().await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_without_wait_turns_sync_off_and_locks_keep_working() {
     let primary =
