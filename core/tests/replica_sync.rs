@@ -21,14 +21,8 @@ const PATIENCE: Duration = Duration::from_secs(30);
 async fn replica_of(primary: &RedisServer) -> RedisServer {
     let port = primary.port().to_string();
     let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
-    let online = eventually(Duration::from_secs(20), || async {
-        primary
-            .command(&["INFO", "replication"])
-            .is_some_and(|info| info.contains("state=online"))
-    })
-    .await;
     assert!(
-        online,
+        replica_online(primary).await,
         "the replica on port {} never came online",
         replica.port()
     );
@@ -52,22 +46,11 @@ fn exists_on(connection: &mut redis::Connection, key: &str) -> bool {
     redis::cmd("EXISTS").arg(key).query(connection).unwrap()
 }
 
-async fn synced_client(server: &RedisServer, replica_sync_timeout: Duration) -> Client {
-    Client::builder(server.url())
-        .sync_replicas(true)
-        .replica_sync_timeout(replica_sync_timeout)
-        .connect_timeout(Duration::from_secs(2))
-        .response_timeout(Duration::from_secs(5))
-        .connect()
-        .await
-        .expect("connect to the test server")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_returns_once_the_replica_has_the_lock_and_a_release_once_it_dropped_it() {
     let primary = RedisServer::start_with(&PRIMARY);
     let replica = replica_of(&primary).await;
-    let client = synced_client(&primary, Duration::from_secs(1)).await;
+    let client = synced_client(&primary.url(), Duration::from_secs(1)).await;
     let lock = client.lock("synced").unwrap();
 
     assert!(lock
@@ -90,7 +73,7 @@ async fn an_acquire_returns_once_the_replica_has_the_lock_and_a_release_once_it_
 async fn an_acquire_no_replica_acknowledged_is_undone_and_fails_with_not_synced() {
     let primary = RedisServer::start_with(&PRIMARY);
     let replica = replica_of(&primary).await;
-    let client = synced_client(&primary, Duration::from_millis(200)).await;
+    let client = synced_client(&primary.url(), Duration::from_millis(200)).await;
     let lock = client.lock("unsynced").unwrap();
 
     replica.pause(Duration::from_secs(3));
@@ -119,26 +102,15 @@ async fn an_acquire_no_replica_acknowledged_is_undone_and_fails_with_not_synced(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_cluster_an_acquisition_waits_for_the_replica_of_its_slot() {
     let cluster = polylock_testkit::Cluster::start(3, 1);
-    let client = Client::builder(cluster.url())
-        .sync_replicas(true)
-        .replica_sync_timeout(Duration::from_millis(300))
-        .connect_timeout(Duration::from_secs(2))
-        .response_timeout(Duration::from_secs(5))
-        .connect()
-        .await
-        .unwrap();
+    let client = synced_client(&cluster.url(), Duration::from_millis(300)).await;
     for name in ["synced:a", "synced:b", "synced:c"] {
         let lock = client.lock(name).unwrap();
         let primary = cluster.node(cluster.primary_for_key(name));
         let replica = cluster.node(cluster.replica_of(primary.port()));
-        // A replica still in its first sync acknowledges nothing, and is not counted yet.
-        let online = eventually(Duration::from_secs(20), || async {
-            primary
-                .command(&["INFO", "replication"])
-                .is_some_and(|info| info.contains("state=online"))
-        })
-        .await;
-        assert!(online, "{name}: the replica never came online");
+        assert!(
+            replica_online(primary).await,
+            "{name}: the replica never came online"
+        );
         replica.pause(Duration::from_secs(2));
         let err = lock
             .acquire(AcquireOptions::new().no_wait())
@@ -182,7 +154,7 @@ async fn a_server_without_wait_turns_sync_off_and_locks_keep_working() {
     unsynced.close();
     // The client checks WAIT at connect: refused ("unknown command"), sync is off.
     let errors_before = err_replies(&mut observer) + connect_errors;
-    let client = synced_client(&primary, Duration::from_secs(1)).await;
+    let client = synced_client(&primary.url(), Duration::from_secs(1)).await;
     let lock = client.lock("no-wait-command").unwrap();
     assert_eq!(
         err_replies(&mut observer) - errors_before,
@@ -207,7 +179,7 @@ async fn a_primary_cut_off_from_its_replica_still_waits_for_it() {
     // killed). WAIT for the replicas it has now (none) would confirm every lock taken there.
     let primary = RedisServer::start_with(&PRIMARY);
     let mut replica = replica_of(&primary).await;
-    let client = synced_client(&primary, Duration::from_secs(1)).await;
+    let client = synced_client(&primary.url(), Duration::from_secs(1)).await;
     let lock = client.lock("cut-off").unwrap();
     assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
     lock.release().await.unwrap();
@@ -284,7 +256,7 @@ async fn undone_waiter_keeps_its_place(fifo: bool) {
         .unwrap());
     // First in line: a client whose acquisitions the replicas must confirm.
     let first = fair_or_fifo(
-        &synced_client(&primary, Duration::from_millis(200)).await,
+        &synced_client(&primary.url(), Duration::from_millis(200)).await,
         "in-line",
         fifo,
     );

@@ -10,13 +10,16 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use common::*;
-use polylock::{AcquireOptions, Client};
+use polylock::AcquireOptions;
 use polylock_testkit::{Fault, FaultProxy};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// A primary (or a promoted replica) sends its first full sync at once.
 const SERVES_SYNC_AT_ONCE: [&str; 2] = ["--repl-diskless-sync-delay", "0"];
+
+/// Long enough for a replica that follows to acknowledge; a held-back one never does.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(2);
 
 type Hook = Box<dyn FnOnce() + Send>;
 
@@ -84,17 +87,6 @@ fn command(port: u16, args: &[&str]) {
     cmd.query::<redis::Value>(&mut connection).unwrap();
 }
 
-async fn synced_client(url: &str) -> Client {
-    Client::builder(url)
-        .sync_replicas(true)
-        .replica_sync_timeout(Duration::from_secs(2))
-        .connect_timeout(Duration::from_secs(2))
-        .response_timeout(Duration::from_secs(5))
-        .connect()
-        .await
-        .unwrap()
-}
-
 /// Waits (blocking: it runs inside the hook) until `check` holds.
 fn until(what: &str, check: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -113,11 +105,10 @@ async fn primary_and_replica() -> (RedisServer, FaultProxy, RedisServer) {
     let mut replica_args = vec!["--replicaof", "127.0.0.1", &stream_port];
     replica_args.extend(SERVES_SYNC_AT_ONCE);
     let replica = RedisServer::start_with(&replica_args);
-    let online = eventually(Duration::from_secs(20), || async {
-        info(primary.port()).contains("state=online")
-    })
-    .await;
-    assert!(online, "the replica never came online");
+    assert!(
+        replica_online(&primary).await,
+        "the replica never came online"
+    );
     (primary, stream, replica)
 }
 
@@ -132,7 +123,7 @@ async fn an_acquisition_is_confirmed_only_where_it_is_held_after_a_failover_in_b
     let _alone = stepping_in().await;
     let (primary, stream, replica) = primary_and_replica().await;
 
-    let client = synced_client(&primary.url()).await;
+    let client = synced_client(&primary.url(), SYNC_TIMEOUT).await;
     let lock = client.lock("moved").unwrap();
     // Scripts loaded and the replica counted, as in any client already at work.
     assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
@@ -180,7 +171,7 @@ async fn a_semaphore_acquisition_retried_on_a_new_connection_is_confirmed_only_w
     let _alone = stepping_in().await;
     let (primary, stream, replica) = primary_and_replica().await;
     let address = Arc::new(FaultProxy::start(primary.port()));
-    let client = synced_client(&address.url()).await;
+    let client = synced_client(&address.url(), SYNC_TIMEOUT).await;
     let semaphore = client.semaphore("permits").unwrap();
     assert!(semaphore.try_set_permits(3).await.unwrap());
     assert!(semaphore.acquire(1, Some(Duration::ZERO)).await.unwrap());

@@ -76,6 +76,29 @@ pub async fn client_with(url: &str, watchdog: Duration, response: Duration) -> C
         .expect("connect to the test server")
 }
 
+/// A client of `url` with `sync_replicas` on and the given `WAIT` timeout.
+pub async fn synced_client(url: &str, replica_sync_timeout: Duration) -> Client {
+    Client::builder(url)
+        .sync_replicas(true)
+        .replica_sync_timeout(replica_sync_timeout)
+        .connect_timeout(Duration::from_secs(2))
+        .response_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .expect("connect to the test server")
+}
+
+/// Whether `primary` counts a replica as online within 20 s: one still in its first sync
+/// acknowledges nothing, and `sync_replicas` does not wait for it yet.
+pub async fn replica_online(primary: &RedisServer) -> bool {
+    eventually(Duration::from_secs(20), || async {
+        primary
+            .command(&["INFO", "replication"])
+            .is_some_and(|info| info.contains("state=online"))
+    })
+    .await
+}
+
 /// `CLIENT PAUSE ms ALL`: the server answers nobody for that long, then runs what queued up.
 pub fn pause(server: &RedisServer, ms: u64) {
     assert_eq!(
