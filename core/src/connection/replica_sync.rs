@@ -38,16 +38,6 @@ pub(crate) enum Synced {
     Unsupported,
 }
 
-impl Synced {
-    /// How many replicas were waited for (0 where none were).
-    pub(crate) fn replicas(self) -> usize {
-        match self {
-            Synced::NotAcked { replicas } => replicas,
-            _ => 0,
-        }
-    }
-}
-
 /// How long a replica count is trusted before `INFO replication` is asked again.
 const REPLICA_COUNT_TTL: Duration = Duration::from_secs(1);
 

@@ -18,7 +18,7 @@ use crate::connection::{Publish, Synced};
 use crate::engine::{latch_ms, request_id, Backoff, Lease, LockCore, LATCH_GRACE};
 use crate::error::{Error, Result};
 use crate::kinds::messages::LockSubscription;
-use crate::kinds::{AcquireArgs, Attempt, UndoArgs};
+use crate::kinds::{AcquireArgs, Attempt, Unconfirmed, UndoArgs};
 use crate::metrics::{AcquireRecord, Progress, WokenBy};
 use crate::options::{validate_acquire, WaitMode};
 use crate::runtime::{runtime, Inline};
@@ -410,7 +410,7 @@ impl LockCore {
                     .unknown_if_closed();
                 }
                 Ok(Attempt::Undone) => return ended(Ok(false), false),
-                Ok(Attempt::NotSynced { replicas }) => {
+                Ok(Attempt::NotSynced(why)) => {
                     // Held on the primary only, where a failover would hand it to a second
                     // holder: undo it, and try again under a new request id (first in line
                     // still, for a kind with a queue).
@@ -421,7 +421,7 @@ impl LockCore {
                     unknown = false;
                     let left = remaining(deadline);
                     if left.is_zero() {
-                        return ended(Err(self.not_synced(replicas)), false);
+                        return ended(Err(self.not_synced(why)), false);
                     }
                     tokio::select! {
                         _ = tokio::time::sleep(backoff.next_delay().min(left)) => {}
@@ -668,14 +668,12 @@ impl LockCore {
             Ok(confirmed @ Attempt::Acquired { .. }) => confirmed,
             // Not held there: the server that took it is no longer the one answering. Undone
             // like an unconfirmed acquisition, and tried again under a new request.
-            Ok(_) | Err(_) => {
-                return Ok(Attempt::NotSynced {
-                    replicas: synced.replicas(),
-                })
-            }
+            Ok(_) | Err(_) => return Ok(Attempt::NotSynced(Unconfirmed::NotHeldThere)),
         };
         match synced {
-            Synced::NotAcked { replicas } => Ok(Attempt::NotSynced { replicas }),
+            Synced::NotAcked { replicas } => {
+                Ok(Attempt::NotSynced(Unconfirmed::NotAcked { replicas }))
+            }
             _ => Ok(confirmed),
         }
     }
@@ -695,19 +693,13 @@ impl LockCore {
         }
     }
 
-    fn not_synced(&self, replicas: usize) -> Error {
+    fn not_synced(&self, why: Unconfirmed) -> Error {
         let timeout = self
             .client
             .replica_sync
             .as_ref()
             .map_or(Duration::ZERO, |sync| sync.timeout());
-        Error::not_synced(format!(
-            "lock '{}' was acquired on the primary, but not all of its {replicas} replicas \
-             acknowledged it within {} ms, so a failover could hand it to a second holder; it was \
-             undone (sync_replicas)",
-            self.name(),
-            timeout.as_millis()
-        ))
+        Error::not_synced(not_synced_message(self.name(), why, timeout))
     }
 
     /// Undoes acquire `request` (or makes sure it never takes effect); 1 when something was
@@ -810,5 +802,43 @@ impl LockCore {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner()) = subscriptions;
         }
+    }
+}
+
+/// The `NotSynced` error's message for lock `name`, unconfirmed because of `why` when the
+/// acquire's time ran out (`timeout`: the wait for the replicas).
+fn not_synced_message(name: &str, why: Unconfirmed, timeout: Duration) -> String {
+    match why {
+        Unconfirmed::NotAcked { replicas } => format!(
+            "lock '{name}' was acquired on the primary, but not all of its {replicas} replicas \
+             acknowledged it within {} ms, so a failover could hand it to a second holder; it was \
+             undone (sync_replicas)",
+            timeout.as_millis()
+        ),
+        Unconfirmed::NotHeldThere => format!(
+            "lock '{name}' was acquired, but the server answering for it when the replicas were \
+             asked (another one, after a failover) did not hold it, so a second holder could take \
+             it; it was undone (sync_replicas)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unconfirmed_acquisition_says_why() {
+        let timeout = Duration::from_millis(200);
+        assert_eq!(
+            not_synced_message("a", Unconfirmed::NotAcked { replicas: 2 }, timeout),
+            "lock 'a' was acquired on the primary, but not all of its 2 replicas acknowledged it \
+             within 200 ms, so a failover could hand it to a second holder; it was undone \
+             (sync_replicas)"
+        );
+        // A server that did not hold it has no replica count worth naming.
+        let moved = not_synced_message("a", Unconfirmed::NotHeldThere, timeout);
+        assert!(moved.contains("did not hold it"), "{moved}");
+        assert!(!moved.contains("replicas acknowledged"), "{moved}");
     }
 }

@@ -366,7 +366,7 @@ impl SimClient {
                 self.has_place = true;
                 self.sleep_after_busy(wait, sent_local, explorer_ms);
             }
-            Attempt::NotSynced { .. } => unreachable!("no replica sync in the explorer"),
+            Attempt::NotSynced(_) => unreachable!("no replica sync in the explorer"),
         }
     }
 

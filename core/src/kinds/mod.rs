@@ -102,9 +102,18 @@ pub(crate) enum Attempt {
     Queued { wait: Option<Duration> },
     /// The request was undone before it ran (a tombstone in its latch).
     Undone,
-    /// Acquired on the primary, but not all of its `replicas` connected replicas acknowledged it
-    /// (`sync_replicas`; set by the engine, never by a kind's reply).
-    NotSynced { replicas: usize },
+    /// Acquired, but not confirmed on the replicas (`sync_replicas`; set by the engine, never by
+    /// a kind's reply).
+    NotSynced(Unconfirmed),
+}
+
+/// Why an acquisition was not confirmed on the replicas (`sync_replicas`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unconfirmed {
+    /// Not every one of the primary's `replicas` connected replicas acknowledged it in time.
+    NotAcked { replicas: usize },
+    /// The server answering the confirmation (another one, after a failover) did not hold it.
+    NotHeldThere,
 }
 
 impl Attempt {
