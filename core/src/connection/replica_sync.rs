@@ -101,7 +101,19 @@ impl ReplicaSync {
         }
         let mut wait = redis::cmd("WAIT");
         wait.arg(replicas).arg(self.timeout.as_millis() as u64);
-        match connection.query_at(key, wait).await {
+        let acked = connection.query_at(key, wait).await;
+        self.read_wait(connection, key, replicas, acked)
+    }
+
+    /// What `WAIT` for `replicas` replicas of the server serving `key` answered.
+    fn read_wait(
+        &self,
+        connection: &Connection,
+        key: &str,
+        replicas: usize,
+        acked: redis::RedisResult<Value>,
+    ) -> redis::RedisResult<Synced> {
+        match acked {
             // Every replica must have it: during a failover the replica being promoted stops
             // acknowledging, while the others still follow the old primary and would
             // acknowledge a write the new primary never gets.
@@ -111,13 +123,18 @@ impl ReplicaSync {
                 self.ask_again(connection, key);
                 Ok(Synced::NotAcked { replicas })
             }
-            Ok(other) => Err(redis::RedisError::from((
-                redis::ErrorKind::Parse,
-                "unexpected WAIT reply",
-                format!("{other:?}"),
-            ))),
-            Err(err) if is_refused(&err) => Ok(self.refused(&err)),
-            Err(err) => Err(err),
+            Ok(Value::ServerError(err)) => self.unless_refused(err.into()),
+            Ok(other) => Err(unexpected_reply("WAIT", &other)),
+            Err(err) => self.unless_refused(err),
+        }
+    }
+
+    /// `err`, unless it says the server refuses what sync needs: then sync is off.
+    fn unless_refused(&self, err: redis::RedisError) -> redis::RedisResult<Synced> {
+        if is_refused(&err) {
+            Ok(self.refused(&err))
+        } else {
+            Err(err)
         }
     }
 
@@ -183,12 +200,9 @@ impl ReplicaSync {
             }
             let info = match info {
                 Value::ServerError(err) => {
-                    let err = redis::RedisError::from(err);
-                    return if is_refused(&err) {
-                        Ok((repeated, self.refused(&err)))
-                    } else {
-                        Err(err)
-                    };
+                    return self
+                        .unless_refused(err.into())
+                        .map(|synced| (repeated, synced))
                 }
                 info => info,
             };
@@ -201,20 +215,7 @@ impl ReplicaSync {
             }
             let synced = match waited {
                 None => Synced::NoReplicas,
-                Some(Value::Int(acked)) if acked as usize >= replicas => Synced::Acked,
-                Some(Value::Int(_)) => {
-                    self.ask_again(connection, key);
-                    Synced::NotAcked { replicas }
-                }
-                Some(Value::ServerError(err)) => {
-                    let err = redis::RedisError::from(err);
-                    return if is_refused(&err) {
-                        Ok((repeated, self.refused(&err)))
-                    } else {
-                        Err(err)
-                    };
-                }
-                Some(other) => return Err(unexpected_reply("WAIT", &other)),
+                Some(acked) => self.read_wait(connection, key, replicas, Ok(acked))?,
             };
             return Ok((repeated, synced));
         }
