@@ -15,7 +15,7 @@ mod acquire;
 pub(crate) mod context;
 mod hold;
 mod keep;
-mod release;
+pub(crate) mod release;
 pub(crate) mod release_gate;
 pub(crate) mod renew;
 

@@ -17,6 +17,19 @@ use crate::kinds::{LockKind, ReleaseArgs};
 use crate::metrics::{LockStats, LostReason};
 use crate::runtime::runtime;
 
+/// Added to a release trace's window: the server's clock and the client's may run at slightly
+/// different rates, and the trace's TTL starts when the final release ran, after the first send.
+const TRACE_GRACE: Duration = Duration::from_secs(1);
+
+/// How long a final release's trace must live so that every answer the caller can still read
+/// finds it: its retries are sent within `in_callers_time`, and the last one's reply is awaited
+/// for one response timeout more. After that nobody reads an answer (retries left to the
+/// background answer nobody), so the trace goes: a new owner per call (`with_lock`, a handle
+/// per critical section, a job-lock run) leaves nothing behind beyond this window.
+pub(crate) fn trace_window(in_callers_time: Duration, options: &crate::ClientOptions) -> Duration {
+    in_callers_time + options.response_timeout + TRACE_GRACE
+}
+
 /// One logical release of one level.
 struct ReleaseRequest {
     /// How long the caller retries (after a final release, its latch need live no longer).
@@ -53,6 +66,8 @@ impl ReleaseRequest {
                 acquired_by: &self.acquired_by,
                 latch_ms: latch_ms(self.lease),
                 final_latch_ms: latch_ms(self.in_callers_time),
+                trace_ms: trace_window(self.in_callers_time, &self.client.options).as_millis()
+                    as u64,
             };
             if !std::mem::take(&mut first) {
                 self.retries.fetch_add(1, Ordering::Relaxed);

@@ -322,6 +322,11 @@ impl SimClient {
             acquired_by: &acquired_by,
             latch_ms: latch_ms(lease),
             final_latch_ms: latch_ms(options().response_timeout * 2),
+            trace_ms: crate::engine::release::trace_window(
+                options().response_timeout * 2,
+                &options(),
+            )
+            .as_millis() as u64,
         };
         Some(self.kind.release(&args))
     }

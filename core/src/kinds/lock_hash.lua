@@ -46,14 +46,16 @@ end
 -- Releases the level of `owner` recorded under `field`, given `levels`, the owner's count the
 -- caller read: above 1, one level comes off and the TTL is `ttl_ms` again; the last level
 -- renames the hash to `trace` (one command for the delete and the trace a retry of this
--- release reads). The trace keeps the lock's TTL, which outlasts every retry: a release is
--- retried only while the lease it guarded may last. True when the lock is now free.
-local function release_level(lock, owner, levels, ttl_ms, field, trace)
+-- release reads), which lives `trace_ms`: as long as the caller may still read a retry's
+-- answer, and no longer, so an owner used for one call leaves nothing behind for the rest of
+-- the lease. True when the lock is now free.
+local function release_level(lock, owner, levels, ttl_ms, field, trace, trace_ms)
   if tonumber(levels) > 1 then
     take_level_off(lock, owner, field, ttl_ms)
     return false
   end
   redis.call('rename', lock, trace)
+  redis.call('pexpire', trace, trace_ms)
   return true
 end
 

@@ -87,6 +87,10 @@ pub(crate) struct ReleaseArgs<'a> {
     pub latch_ms: u64,
     /// ... and after a final release (the caller's own retries).
     pub final_latch_ms: u64,
+    /// How long the owner's release trace lives after a final release: the window in which the
+    /// caller may still read a retry's answer (`engine::release::trace_window`), and no longer,
+    /// so a lock keeps no trace of a call once that call has its answer.
+    pub trace_ms: u64,
 }
 
 /// What an acquire attempt found.

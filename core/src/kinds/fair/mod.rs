@@ -200,7 +200,8 @@ impl LockKind for Fair {
             .arg(args.lease_ms)
             .arg(args.owner)
             .arg(args.acquired_by)
-            .arg(allowance_ms());
+            .arg(allowance_ms())
+            .arg(args.trace_ms);
         call
     }
 

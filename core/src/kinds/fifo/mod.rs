@@ -178,7 +178,8 @@ impl LockKind for Fifo {
         call.key(keys::release_trace(&self.key, args.owner))
             .arg(args.lease_ms)
             .arg(args.owner)
-            .arg(args.acquired_by);
+            .arg(args.acquired_by)
+            .arg(args.trace_ms);
         call
     }
 

@@ -1,6 +1,6 @@
 -- FIFO lock: release one level. KEYS[6] the owner's release trace of this lock.
 -- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] the acquire request of
--- the level released.
+-- the level released, ARGV[4] how long the release trace lives (`release_level`).
 -- Replies nil (not held), 0 (still held), 1 (released); a retry or a late copy of a release
 -- that went through finds the level's field gone and replays its answer (`released_before`).
 -- A final release passes the lock on to the head of the line; so does a release that finds the
@@ -14,7 +14,7 @@ if not mine then
   end
   return answer
 end
-if release_level(KEYS[1], ARGV[2], levels, ARGV[1], field, KEYS[6]) then
+if release_level(KEYS[1], ARGV[2], levels, ARGV[1], field, KEYS[6], ARGV[4]) then
   pass_on()
   return 1
 end

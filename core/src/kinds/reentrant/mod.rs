@@ -222,7 +222,8 @@ impl LockKind for Reentrant {
         call.arg(args.lease_ms)
             .arg(args.owner)
             .arg(args.acquired_by)
-            .arg(reservation_ms());
+            .arg(reservation_ms())
+            .arg(args.trace_ms);
         call
     }
 

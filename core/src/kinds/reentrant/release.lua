@@ -2,7 +2,8 @@
 -- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] the owner's release trace of this lock,
 -- KEYS[4..9] the waiter list's keys (`line_keys`).
 -- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] the acquire request of
--- the level released, ARGV[4] how long the lock is reserved for the waiter told.
+-- the level released, ARGV[4] how long the lock is reserved for the waiter told, ARGV[5] how
+-- long the release trace lives (`release_level`).
 -- Replies nil (not held by the owner), 0 (still held), 1 (released); a retry or a late copy
 -- of a release that went through finds the level's field gone and replays its answer
 -- (`released_before`).
@@ -10,7 +11,7 @@
 if not mine then
   return released_before(levels, KEYS[3], level_field(ARGV[3]))
 end
-if not release_level(KEYS[1], ARGV[2], levels, ARGV[1], level_field(ARGV[3]), KEYS[3]) then
+if not release_level(KEYS[1], ARGV[2], levels, ARGV[1], level_field(ARGV[3]), KEYS[3], ARGV[5]) then
   return 0
 end
 if waiting then

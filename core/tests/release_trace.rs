@@ -1,0 +1,96 @@
+//! A release trace (`polylock_released:{name}:<owner>`) lives only as long as the caller may
+//! still read a retry's answer. Calls that each use a new owner (`with_lock`, a handle per
+//! critical section, a job-lock run) leave nothing on the server once that window has passed,
+//! whatever the lease and however many calls ran.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use polylock::{AcquireOptions, Client};
+
+/// The caller's retry window of a client with this response timeout: two response timeouts of
+/// retries, one more for the last reply, and a second of grace (`engine::release`).
+fn window(response: Duration) -> Duration {
+    response * 3 + Duration::from_secs(1)
+}
+
+async fn traces(server: &RedisServer) -> Vec<String> {
+    let mut con = raw(server).await;
+    redis::cmd("KEYS")
+        .arg("polylock_released:*")
+        .query_async(&mut con)
+        .await
+        .unwrap()
+}
+
+/// Each trace's TTL is within the window, then every trace goes, although every lease was an
+/// hour long (on 06cdebb each trace lived for the rest of that hour: one key per call).
+#[tokio::test]
+async fn calls_with_a_new_owner_each_leave_no_trace_beyond_the_retry_window() {
+    let server = RedisServer::start();
+    let response = Duration::from_millis(500);
+    let client = Client::builder(server.url())
+        .watchdog_timeout(Duration::from_secs(3600))
+        .response_timeout(response)
+        .connect()
+        .await
+        .unwrap();
+    let hour = AcquireOptions::new().lease(Duration::from_secs(3600));
+    const CALLS: usize = 40;
+    for _ in 0..CALLS {
+        client
+            .with_lock("traced:with-lock", AcquireOptions::new(), || async {})
+            .await
+            .unwrap();
+        // A handle per critical section, of every kind that leaves a trace.
+        let plain = client.lock("traced:plain").unwrap();
+        assert!(plain.acquire(hour).await.unwrap());
+        plain.release().await.unwrap();
+        let fenced = client.fenced_lock("traced:fenced").unwrap();
+        assert!(fenced.acquire(hour).await.unwrap());
+        fenced.release().await.unwrap();
+        let fair = client.fair_lock("traced:fair").unwrap();
+        assert!(fair.acquire(hour).await.unwrap());
+        fair.release().await.unwrap();
+        let fifo = client.fifo_lock("traced:fifo").unwrap();
+        assert!(fifo.acquire(hour).await.unwrap());
+        fifo.release().await.unwrap();
+    }
+    let left = traces(&server).await;
+    assert!(
+        !left.is_empty(),
+        "a final release leaves a trace for its retries"
+    );
+    let mut con = raw(&server).await;
+    for trace in &left {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(trace)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        assert!(
+            ttl > 0 && ttl <= window(response).as_millis() as i64,
+            "{trace} lives {ttl} ms, beyond the caller's retry window of {:?}",
+            window(response)
+        );
+    }
+    // At rest, once the window has passed: no trace, and no other key of these locks but the
+    // fenced lock's token counter (one per lock, kept for good: tokens never go back).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !traces(&server).await.is_empty() {
+        assert!(Instant::now() < deadline, "traces outlived their window");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*traced:*")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(
+        keys,
+        vec!["redisson_lock_token:{traced:fenced}".to_owned()],
+        "left at rest"
+    );
+}
