@@ -45,6 +45,12 @@ impl ClientBuilder {
         self
     }
 
+    /// See [`ClientOptions::min_replicas`].
+    pub fn min_replicas(mut self, replicas: usize) -> Self {
+        self.options.min_replicas = replicas;
+        self
+    }
+
     pub fn replica_sync_timeout(mut self, timeout: Duration) -> Self {
         self.options.replica_sync_timeout = timeout;
         self
@@ -276,9 +282,12 @@ async fn start_client(
         options.metrics_max_lock_names,
     ));
     let connection = connection.counted(metrics.clone());
-    let replica_sync = options
-        .sync_replicas
-        .then(|| Arc::new(ReplicaSync::new(options.replica_sync_timeout)));
+    let replica_sync = options.sync_replicas.then(|| {
+        Arc::new(ReplicaSync::new(
+            options.replica_sync_timeout,
+            options.min_replicas,
+        ))
+    });
     if let Some(sync) = &replica_sync {
         if let Err(err) = sync.check(&connection, what).await {
             if let Some(sentinel) = &sentinel {

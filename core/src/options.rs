@@ -42,6 +42,14 @@ pub struct ClientOptions {
     /// wait, then fails with [`ErrorKind::NotSynced`](crate::ErrorKind::NotSynced). A server that refuses `WAIT` turns it off
     /// for the client, with a warning. Default off.
     pub sync_replicas: bool,
+    /// With `sync_replicas`: the fewest replicas an acquisition must reach, whatever the
+    /// primary reports (as the server's `min-replicas-to-write`). The client waits for every
+    /// replica it has seen online, and never for fewer than this: a primary cut off from its
+    /// replicas (the old primary of a failover) reports none, and `WAIT 0` would confirm locks
+    /// that the promoted replica hands out again. Below it an acquisition fails with
+    /// [`ErrorKind::NotSynced`](crate::ErrorKind::NotSynced). 0 trusts what the primary
+    /// reports (no replica, nothing to wait for). From 0 to [`MAX_MIN_REPLICAS`]; default 1.
+    pub min_replicas: usize,
     /// How long `WAIT` waits for the replicas (with `sync_replicas`). Default 1 s.
     pub replica_sync_timeout: Duration,
     /// With a `rediss://` URL: the CA certificates to trust instead of the public web roots,
@@ -131,6 +139,9 @@ impl WaitMode {
     }
 }
 
+/// Most replicas `min_replicas` may ask for.
+pub const MAX_MIN_REPLICAS: usize = 100;
+
 /// Longest client name accepted.
 pub const MAX_CLIENT_NAME_BYTES: usize = 256;
 /// Most lock names metrics keep apart.
@@ -152,6 +163,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("response_timeout", &self.response_timeout)
             .field("fair_queue_timeout", &self.fair_queue_timeout)
             .field("sync_replicas", &self.sync_replicas)
+            .field("min_replicas", &self.min_replicas)
             .field("replica_sync_timeout", &self.replica_sync_timeout)
             .field("tls_ca", &self.tls_ca.as_ref().map(|_| "<set>"))
             .field("tls_cert", &self.tls_cert.as_ref().map(|_| "<set>"))
@@ -174,6 +186,7 @@ impl Default for ClientOptions {
             response_timeout: Duration::from_secs(5),
             fair_queue_timeout: Duration::from_secs(10),
             sync_replicas: false,
+            min_replicas: 1,
             replica_sync_timeout: Duration::from_secs(1),
             tls_ca: None,
             tls_cert: None,
@@ -201,6 +214,12 @@ impl ClientOptions {
                     name.len()
                 )));
             }
+        }
+        if self.min_replicas > MAX_MIN_REPLICAS {
+            return Err(invalid(format!(
+                "min_replicas must be a whole number from 0 to {MAX_MIN_REPLICAS}, got {}",
+                self.min_replicas
+            )));
         }
         if !(1..=MAX_METRICS_LOCK_NAMES).contains(&self.metrics_max_lock_names) {
             return Err(invalid(format!(
@@ -355,6 +374,8 @@ pub struct ClientOptionsInMillis {
     pub response_timeout: Option<f64>,
     pub fair_queue_timeout: Option<f64>,
     pub sync_replicas: Option<bool>,
+    /// A count, as a number (see [`ClientOptions::min_replicas`]).
+    pub min_replicas: Option<f64>,
     pub replica_sync_timeout: Option<f64>,
     pub tls_ca: Option<String>,
     pub tls_cert: Option<String>,
@@ -429,6 +450,17 @@ impl ClientOptionsInMillis {
             response_timeout: time!(self, defaults, response_timeout),
             fair_queue_timeout: time!(self, defaults, fair_queue_timeout),
             sync_replicas: self.sync_replicas.unwrap_or(defaults.sync_replicas),
+            min_replicas: match self.min_replicas {
+                None => defaults.min_replicas,
+                Some(count) if count.fract() == 0.0 && (0.0..=MAX_MIN_REPLICAS as f64).contains(&count) => {
+                    count as usize
+                }
+                Some(count) => {
+                    return Err(invalid(format!(
+                        "min_replicas must be a whole number from 0 to {MAX_MIN_REPLICAS}, got {count}"
+                    )))
+                }
+            },
             replica_sync_timeout: time!(self, defaults, replica_sync_timeout),
             tls_ca: self.tls_ca,
             tls_cert: self.tls_cert,
@@ -621,6 +653,31 @@ mod tests {
         assert_eq!(
             bad.into_options().err().unwrap().to_string(),
             "invalid argument: replica_sync_timeout must be a number of milliseconds >= 0, got -1"
+        );
+    }
+
+    #[test]
+    fn min_replicas_is_a_whole_number_from_0_to_100() {
+        let given = |count: f64| ClientOptionsInMillis {
+            min_replicas: Some(count),
+            ..Default::default()
+        };
+        assert_eq!(ClientOptions::default().min_replicas, 1);
+        assert_eq!(given(0.0).into_options().unwrap().min_replicas, 0);
+        assert_eq!(given(3.0).into_options().unwrap().min_replicas, 3);
+        for bad in [-1.0, 1.5, 101.0, f64::NAN] {
+            assert_eq!(
+                given(bad).into_options().err().unwrap().to_string(),
+                format!("invalid argument: min_replicas must be a whole number from 0 to 100, got {bad}")
+            );
+        }
+        let options = ClientOptions {
+            min_replicas: 101,
+            ..ClientOptions::default()
+        };
+        assert_eq!(
+            options.validate().unwrap_err().to_string(),
+            "invalid argument: min_replicas must be a whole number from 0 to 100, got 101"
         );
     }
 

@@ -303,3 +303,116 @@ async fn undone_waiter_keeps_its_place(fifo: bool) {
         Some(":0")
     );
 }
+
+/// A primary whose one replica follows it through a fault proxy (the replication link), once
+/// the primary counts the replica online.
+async fn primary_with_linked_replica() -> (RedisServer, polylock_testkit::FaultProxy, RedisServer) {
+    let primary = RedisServer::start_with(&PRIMARY);
+    let link = polylock_testkit::FaultProxy::start(primary.port());
+    let link_port = link.port().to_string();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &link_port]);
+    assert!(
+        replica_online(&primary).await,
+        "the replica never came online"
+    );
+    (primary, link, replica)
+}
+
+/// Cuts the replication link (and refuses the replica's reconnects), until the primary lists
+/// no replica.
+async fn partition(primary: &RedisServer, link: &polylock_testkit::FaultProxy) {
+    link.set(polylock_testkit::Fault::Refuse);
+    let gone = eventually(Duration::from_secs(20), || async {
+        primary
+            .command(&["INFO", "replication"])
+            .is_some_and(|info| info.contains("connected_slaves:0"))
+    })
+    .await;
+    assert!(gone, "the primary still lists its replica");
+}
+
+/// Issue 42, defect 1 (first gap): a client whose first look at a primary finds no replica
+/// online (it connected during a partition) must not confirm an acquisition no replica has:
+/// the promoted replica would hand the same lock out again. With the default `min_replicas`
+/// (1) it fails with NotSynced and leaves nothing on the primary; once the replica is back,
+/// the same client acquires. `min_replicas(0)` opts into trusting the primary's count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_first_sees_no_replica_confirms_no_acquisition() {
+    let (primary, link, _replica) = primary_with_linked_replica().await;
+    partition(&primary, &link).await;
+    let client = synced_client(&primary.url(), Duration::from_millis(200)).await;
+    let lock = client.lock("first-look").unwrap();
+    let err = lock
+        .acquire(AcquireOptions::new().no_wait())
+        .await
+        .expect_err("no replica has the lock, yet it was confirmed");
+    assert_eq!(err.kind(), ErrorKind::NotSynced, "{err}");
+    assert_eq!(
+        primary.command(&["EXISTS", "first-look"]).as_deref(),
+        Some(":0"),
+        "the unconfirmed acquisition was undone"
+    );
+
+    let trusting = Client::builder(primary.url())
+        .sync_replicas(true)
+        .min_replicas(0)
+        .replica_sync_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap();
+    let other = trusting.lock("first-look:trusting").unwrap();
+    assert!(other
+        .acquire(AcquireOptions::new().no_wait())
+        .await
+        .unwrap());
+    other.release().await.unwrap();
+
+    link.set(polylock_testkit::Fault::Pass);
+    assert!(
+        replica_online(&primary).await,
+        "the replica never came back"
+    );
+    assert!(lock
+        .acquire(AcquireOptions::new().wait(PATIENCE))
+        .await
+        .unwrap());
+    lock.release().await.unwrap();
+}
+
+/// Issue 42, defect 1 (second gap): a client that had counted the replica kept waiting for it
+/// only until it had been gone for 30 s (`REPLICA_GONE_AFTER`, Sentinel's default
+/// down-after), then confirmed acquisitions with `WAIT 0`: 60-90 s into a partition two holders
+/// were possible. Now it never waits for fewer than `min_replicas`: every acquisition fails
+/// with NotSynced for as long as the partition lasts (here past those 30 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_gone_for_longer_than_sentinel_waits_is_still_waited_for() {
+    let (primary, link, _replica) = primary_with_linked_replica().await;
+    let client = synced_client(&primary.url(), Duration::from_millis(200)).await;
+    let lock = client.lock("gone-long").unwrap();
+    // The replica counted: it acknowledged an acquisition.
+    assert!(lock
+        .acquire(AcquireOptions::new().wait(PATIENCE))
+        .await
+        .unwrap());
+    lock.release().await.unwrap();
+
+    partition(&primary, &link).await;
+    let partitioned = std::time::Instant::now();
+    // Past the client's 30 s allowance for a replica that left (plus a second of margin).
+    let past_allowance = Duration::from_secs(31);
+    let mut attempts = 0;
+    while partitioned.elapsed() < past_allowance || attempts < 2 {
+        attempts += 1;
+        let outcome = lock.acquire(AcquireOptions::new().no_wait()).await;
+        let err = outcome.expect_err(&format!(
+            "acquired {:?} into the partition, with no replica to have it",
+            partitioned.elapsed()
+        ));
+        assert_eq!(err.kind(), ErrorKind::NotSynced, "{err}");
+        assert_eq!(
+            primary.command(&["EXISTS", "gone-long"]).as_deref(),
+            Some(":0")
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

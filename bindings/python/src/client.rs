@@ -51,6 +51,7 @@ fn options(
         fair_queue_timeout: millis(fair_queue_timeout),
         sync_replicas: Some(sync_replicas),
         replica_sync_timeout: millis(replica_sync_timeout),
+        min_replicas: None,
         tls_ca,
         tls_cert,
         tls_key,

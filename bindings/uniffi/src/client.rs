@@ -102,6 +102,7 @@ impl Client {
             fair_queue_timeout: ms(options.fair_queue_timeout_ms),
             sync_replicas: options.sync_replicas,
             replica_sync_timeout: ms(options.replica_sync_timeout_ms),
+            min_replicas: None,
             tls_ca: options.tls_ca,
             tls_cert: options.tls_cert,
             tls_key: options.tls_key,

@@ -6,7 +6,11 @@
 //! to wait for, and `WAIT 0` would confirm every lock taken there while the promoted replica
 //! hands the same locks out again. So a replica that left is still waited for, until it has
 //! been gone for as long as Sentinel takes by default to call a server down; a new primary (a
-//! new replication id) starts from its own count.
+//! new replication id) starts from its own count. Neither ever goes below the user's
+//! `min_replicas` (as the server's `min-replicas-to-write`): a client that first looks at a
+//! primary during a partition sees no replica at all, and one whose replica has been gone for
+//! that long would otherwise wait for none, and confirm locks that a promoted replica hands out
+//! again.
 //!
 //! An acquisition is confirmed by one pipeline that repeats the acquire (a retry of the same
 //! request, which finds its level, renews it and so writes), reads `INFO replication` and sends
@@ -32,7 +36,7 @@ pub(crate) enum Synced {
     Acked,
     /// Not every one of the `replicas` replicas acknowledged it within the timeout.
     NotAcked { replicas: usize },
-    /// The primary has no replica, and had none: nothing to wait for.
+    /// The primary has no replica, had none, and `min_replicas` is 0: nothing to wait for.
     NoReplicas,
     /// The server refused `WAIT` (some managed offerings): sync is off for this client.
     Unsupported,
@@ -64,14 +68,17 @@ struct Replicas {
 /// `INFO replication` at most once a second per slot.
 pub(crate) struct ReplicaSync {
     timeout: Duration,
+    /// The fewest replicas an acquisition must reach, whatever the primary reports.
+    min_replicas: usize,
     replicas: Mutex<HashMap<Slot, Replicas>>,
     unsupported: AtomicBool,
 }
 
 impl ReplicaSync {
-    pub(crate) fn new(timeout: Duration) -> ReplicaSync {
+    pub(crate) fn new(timeout: Duration, min_replicas: usize) -> ReplicaSync {
         ReplicaSync {
             timeout,
+            min_replicas,
             replicas: Mutex::new(HashMap::new()),
             unsupported: AtomicBool::new(false),
         }
@@ -174,6 +181,9 @@ impl ReplicaSync {
         let mut last = None;
         for _ in 0..CONFIRM_ROUNDS {
             let (server, replicas) = self.cached(&slot);
+            // Before the first look at this slot's server the count is unknown: this round only
+            // learns it (a WAIT now would be for a count that may be wrong, and is sent again).
+            let replicas = if server.is_some() { replicas } else { 0 };
             let mut pipe = redis::pipe();
             pipe.ignore_errors()
                 .invoke_script(repeat)
@@ -287,19 +297,22 @@ impl ReplicaSync {
     }
 
     /// The server last seen serving `slot` (its replication id) and how many replicas it is
-    /// expected to have; none and 0 before the first look.
+    /// expected to have; none and `min_replicas` before the first look.
     fn cached(&self, slot: &Slot) -> (Option<String>, usize) {
         self.replicas
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(slot)
-            .map_or((None, 0), |seen| {
-                (Some(seen.replication_id.clone()), seen.expected)
+            .map_or((None, self.min_replicas), |seen| {
+                (
+                    Some(seen.replication_id.clone()),
+                    seen.expected.max(self.min_replicas),
+                )
             })
     }
 
     /// Takes in what `INFO replication` of the server serving `slot` said; returns how many
-    /// replicas to wait for there.
+    /// replicas to wait for there: the high-water mark, never below `min_replicas`.
     fn observe(&self, slot: &Slot, key: &str, replication_id: &str, online: usize) -> usize {
         let now = Instant::now();
         let mut replicas = self.replicas.lock().unwrap_or_else(|p| p.into_inner());
@@ -321,13 +334,14 @@ impl ReplicaSync {
                     lock = %key,
                     was = seen.expected,
                     now = online,
-                    "replicas gone for {REPLICA_GONE_AFTER:?} are no longer waited for"
+                    min_replicas = self.min_replicas,
+                    "replicas gone for {REPLICA_GONE_AFTER:?} are no longer waited for (min_replicas still is)"
                 );
                 seen.expected = online;
                 seen.short_since = None;
             }
         }
-        seen.expected
+        seen.expected.max(self.min_replicas)
     }
 }
 
