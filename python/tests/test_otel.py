@@ -304,14 +304,27 @@ def test_a_cancelled_acquire_of_an_async_client(otel, url, name):
             with polylock.Client(url) as other:
                 holder = hold_in_thread(other.lock(name), release)
                 waiting = asyncio.ensure_future(client.lock(name).acquire(timeout=30))
-                await asyncio.sleep(0.3)
+                queued = asyncio.to_thread(
+                    wait_until,
+                    lambda: lock_points(otel, "polylock.lock.queued_acquires", name) == 1,
+                    10,
+                )
+                assert await queued, "the acquire never queued"
                 waiting.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await waiting
                 release.set()
                 holder.join(10)
             result = {"polylock.acquire.result": "cancelled"}
-            assert lock_points(otel, "polylock.lock.acquires", name, **result) == 1
+
+            # The cancellation reaches the core when the runtime drops the acquire's future,
+            # which may be just after `await` raised: wait for it to be counted, then drain
+            # its event (flush) for the histogram.
+            def counted() -> bool:
+                instrumentation.flush()
+                return lock_points(otel, "polylock.lock.acquires", name, **result) == 1
+
+            assert wait_until(counted, 10), "the cancellation was never counted"
             waits = otel.points(
                 "polylock.lock.acquire.time_in_queue", polylock__lock__name=name, **result
             )
