@@ -241,9 +241,9 @@ fn permissions_lists_what_the_user_lacks_of_the_rule_and_nothing_for_the_rule_it
     for expected in [
         "+pexpire",
         "+subscribe",
-        "~redisson_*:{app:*",
+        "~redisson_*{app:*",
         "~polylock_*:{app:*",
-        "&redisson_*:{app:*",
+        "&redisson_*{app:*",
         "&polylock_*:{app:*",
         // The client record's pattern, which `resetkeys` took away too.
         "~polylock:client:*",
@@ -269,7 +269,7 @@ fn permissions_lists_what_the_user_lacks_of_the_rule_and_nothing_for_the_rule_it
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{text}");
     for line in [
-        "missing  ~redisson_*:{app:*           for the keys of the locks",
+        "missing  ~redisson_*{app:*            for the keys of the locks",
         "missing  +pexpire                     for the lock scripts",
         "missing  +subscribe                   for waiting for a release",
         "optional +info                        for sync_replicas",
@@ -297,6 +297,10 @@ fn permissions_lists_what_the_user_lacks_of_the_rule_and_nothing_for_the_rule_it
 
 #[test]
 fn permissions_on_a_cluster_reports_sharded_pubsub_and_a_refused_spublish() {
+    if !polylock_testkit::ServerBuild::configured().has_sharded_pubsub() {
+        // Redis 6.2: no sharded pub/sub to report or take away.
+        return;
+    }
     let cluster = Cluster::start(3, 0);
     let url = |user: &str| {
         cluster.url().replacen(
