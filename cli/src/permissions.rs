@@ -19,7 +19,11 @@ pub fn run(url: &str, key_prefix: Option<&str>, prefix: &str, json: bool) -> Cli
         ..ClientOptions::default()
     };
     let report = block_on(polylock::acl::check(url, options, prefix))?;
-    let rule = polylock::acl::rule_under_key_prefix(key_prefix.unwrap_or_default(), prefix);
+    // The rule for the server's version (HELLO), as the check tried it.
+    let version = report
+        .version
+        .unwrap_or(polylock::acl::RedisVersion::NEWEST);
+    let rule = polylock::acl::rule_for(version, key_prefix.unwrap_or_default(), prefix);
     // What the rule is for: the names under both prefixes.
     let shown = format!("{}{prefix}", key_prefix.unwrap_or_default());
     let prefix = shown.as_str();
@@ -61,6 +65,7 @@ fn print_json(url: &str, prefix: &str, report: &Report, rule: Vec<String>) {
         "url": redact(url),
         "prefix": prefix,
         "cluster_pubsub": report.cluster_pubsub,
+        "redis_version": report.version.map(|version| version.to_string()),
         "missing": missing,
         "rule": rule,
     });

@@ -121,11 +121,7 @@ fn check_permissions_prints_and_checks_the_rule_under_the_key_prefix() {
         .iter()
         .map(|arg| arg.as_str().unwrap().to_owned())
         .collect();
-    for expected in [
-        "~t7:app:*",
-        "~t7:polylock:client:*",
-        "&redisson_*:{t7:app:*",
-    ] {
+    for expected in ["~t7:app:*", "~t7:polylock:client:*", "&redisson_*{t7:app:*"] {
         assert!(
             rule.iter().any(|arg| arg == expected),
             "{expected} not in {rule:?}"

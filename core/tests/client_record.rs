@@ -223,7 +223,12 @@ async fn a_killed_processs_record_expires_with_its_lease() {
 async fn a_refused_record_write_warns_once_and_locks_still_work() {
     recorded();
     let server = RedisServer::start();
-    let rule: Vec<String> = polylock::acl::rule("app:")
+    let build = polylock_testkit::ServerBuild::configured();
+    let (major, minor, patch) = build.version;
+    let version =
+        polylock::acl::RedisVersion::of_server(&build.name, &format!("{major}.{minor}.{patch}"))
+            .unwrap();
+    let rule: Vec<String> = polylock::acl::rule_for(version, "", "app:")
         .into_iter()
         .filter(|arg| *arg != format!("~{}", polylock::acl::CLIENT_RECORD_PATTERN))
         .collect();

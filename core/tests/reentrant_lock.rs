@@ -1746,13 +1746,21 @@ async fn a_free_lock_is_written_alike_with_restore_and_without() {
             "{user}: RESTORE wrote another hash than HSET"
         );
         // Told once: more acquires, on other handles too, send no RESTORE to be refused.
-        assert_eq!(restore_refusals(&mut con, user).await, 1, "{user}");
+        assert_eq!(
+            restore_refusals(&mut con, user).await,
+            common::logged_restore_refusals(1),
+            "{user}"
+        );
         for round in 0..5 {
             let lock = handle(&without, &format!("{user}:{round}"));
             assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
             lock.release().await.unwrap();
         }
-        assert_eq!(restore_refusals(&mut con, user).await, 1, "{user}");
+        assert_eq!(
+            restore_refusals(&mut con, user).await,
+            common::logged_restore_refusals(1),
+            "{user}"
+        );
     }
     assert_eq!(restore_refusals(&mut con, "default").await, 0);
 }

@@ -306,3 +306,37 @@ async fn a_free_lock_is_restored_as_this_server_writes_the_hash() {
     lock.release().await.unwrap();
     client.close();
 }
+
+/// The least-privilege rule on this server: a fresh user with exactly `acl::rule_for` this
+/// server's version (what the docs show and `polylock check --permissions` checks) runs every
+/// kind, and `ACL SETUSER` takes the rule and `ACL LOG` is empty afterwards. (Redis 6.2, whose
+/// scripts cannot ask `redis.acl_check_cmd` before the optional RESTORE, is refused it once per
+/// client: nothing else.) `core/tests/acl.rs` runs more recipes on every server of the matrix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_lock_kind_as_a_user_with_exactly_the_rule_leaves_acl_log_empty() {
+    let server = RedisServer::start();
+    assert_expected_server(&server);
+    let build = ServerBuild::configured();
+    let (major, minor, patch) = build.version;
+    let version =
+        polylock::acl::RedisVersion::of_server(&build.name, &format!("{major}.{minor}.{patch}"))
+            .unwrap();
+    let mut command = vec!["ACL", "SETUSER", "app", "on", ">secret"];
+    let rule = polylock::acl::rule_for(version, "", "matrix:");
+    command.extend(rule.iter().map(String::as_str));
+    assert_eq!(server.command(&command).as_deref(), Some("+OK"), "{rule:?}");
+    let url = format!("redis://app:secret@127.0.0.1:{}", server.port());
+    every_kind(&url, "matrix").await;
+    let mut connection = server.connection().unwrap();
+    let log: Vec<Vec<redis::Value>> = redis::cmd("ACL").arg("LOG").query(&mut connection).unwrap();
+    let restore = redis::Value::BulkString(b"restore".to_vec());
+    let refused: Vec<_> = log
+        .iter()
+        .filter(|entry| version.has_acl_check_in_scripts() || !entry.contains(&restore))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "{}: ACL LOG has {refused:?}",
+        build.id()
+    );
+}

@@ -4,7 +4,9 @@
 //! A rule is for one key prefix (the locks of an application, e.g. `app:`): the names of its
 //! locks start with it, and so do the keys and channels Redisson and polylock derive from a
 //! name, after their own prefix (`redisson_lock_queue:{app:42}`, `{app:42}:timeout`, ...; see
-//! [`crate::keys`]). Written for Redis 7+.
+//! [`crate::keys`]). The commands are those the client sends and those the lock scripts call
+//! (found in the script sources at build time), each where the server version has it
+//! ([`RedisVersion`], [`rule_for`]).
 //!
 //! The rule is data (`acl/rules.rs`, which every layer may read); [`check`] tries it with a
 //! client's connections, so it sits above the client.
@@ -32,6 +34,9 @@ pub struct Report {
     pub missing: Vec<Missing>,
     /// On a cluster, the pub/sub mode a client picks there (`sharded` or `broadcast`).
     pub cluster_pubsub: Option<&'static str>,
+    /// The server's command set, from its `HELLO` reply (`None`: it did not say); the rule
+    /// checked is [`rule_for`] that version (the newest when `None`).
+    pub version: Option<RedisVersion>,
 }
 
 /// The lock name whose keys and channels [`check`] tries: `<prefix>polylock_acl_probe`.
@@ -42,7 +47,7 @@ pub fn probe_name(prefix: &str) -> String {
 static PROBE: std::sync::LazyLock<redis::Script> =
     std::sync::LazyLock::new(|| redis::Script::new(include_str!("probe.lua")));
 
-/// Tries, as the user of `url`, everything [`rule`] grants for the locks under `prefix` (after
+/// Tries, as the user of `url`, everything [`rule_for`] the server's version grants for the locks under `prefix` (after
 /// `options.key_prefix`, as [`rule_under_key_prefix`]), and [`sync_replicas_rule`] and
 /// [`restore_rule`] (reported as optional), harmlessly: each command the client sends,
 /// each command the lock scripts call (on a probe key, left empty), each derived key and
@@ -77,9 +82,10 @@ async fn check_on_runtime(
     let _sentinel = StopSentinel(opened.sentinel.clone());
     let connection = opened.connection.clone();
     let mut report = Report::default();
+    let mut found: Vec<Missing> = Vec::new();
     let mut missing = |grant: String, needed_for: &str, optional: bool| {
-        if !report.missing.iter().any(|m| m.grant == grant) {
-            report.missing.push(Missing {
+        if !found.iter().any(|m| m.grant == grant) {
+            found.push(Missing {
                 grant,
                 needed_for: needed_for.to_owned(),
                 optional,
@@ -109,6 +115,29 @@ async fn check_on_runtime(
     };
     if let Err(err) = sent(redis::cmd("PING")).await {
         note(&err, &mut missing, "connection checks", false);
+    }
+    // The server's version (HELLO needs no grant: every user may send it).
+    let version = match sent(redis::cmd("HELLO").arg(2).clone()).await {
+        Ok(reply) => hello_version(&reply),
+        Err(_) => None,
+    };
+    report.version = version;
+    let version = version.unwrap_or(RedisVersion::NEWEST);
+    if version.accepts_grant("client|setinfo") {
+        // What the `redis` crate sends on each new connection (its own name, unchanged).
+        let setinfo = redis::cmd("CLIENT")
+            .arg("SETINFO")
+            .arg("LIB-NAME")
+            .arg("redis-rs")
+            .clone();
+        if let Err(err) = sent(setinfo).await {
+            note(
+                &err,
+                &mut missing,
+                "connecting (the redis crate sends it)",
+                false,
+            );
+        }
     }
     if let Err(err) = sent(redis::cmd("DEL").arg(&probe_key).clone()).await {
         note(
@@ -179,11 +208,20 @@ async fn check_on_runtime(
             }
         }
     }
-    // Each command the scripts call, and publishing on each channel of a lock.
+    // Each command the scripts call, and publishing on each channel of a lock (the publish
+    // commands only there: a channel is no key).
     let channels = derived_channels(&name);
+    let probed: Vec<&str> = SCRIPT_COMMANDS
+        .iter()
+        .copied()
+        .filter(|command| !matches!(*command, "publish" | "spublish"))
+        .filter(|command| version.accepts_grant(command))
+        .collect();
     let mut call = PROBE.prepare_invoke();
     call.key(&probe_key)
         .arg(if sharded { "sharded" } else { "plain" })
+        .arg(probed.len())
+        .arg(&probed)
         .arg(&channels);
     match call
         .invoke_async::<Vec<String>>(&mut connection.clone())
@@ -267,6 +305,7 @@ async fn check_on_runtime(
             note(&err, &mut missing, "sync_replicas", true);
         }
     }
+    report.missing = found;
     report.cluster_pubsub = cluster_pubsub;
     Ok(report)
 }
@@ -299,6 +338,33 @@ fn note(
     }
 }
 
+/// The version a `HELLO 2` reply gives (its `server` and `version` fields).
+fn hello_version(reply: &redis::Value) -> Option<RedisVersion> {
+    let text = |value: &redis::Value| match value {
+        redis::Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        redis::Value::SimpleString(text) => Some(text.clone()),
+        _ => None,
+    };
+    let pairs: Vec<(String, String)> = match reply {
+        redis::Value::Array(items) => items
+            .chunks(2)
+            .filter_map(|pair| Some((text(pair.first()?)?, text(pair.get(1)?)?)))
+            .collect(),
+        redis::Value::Map(items) => items
+            .iter()
+            .filter_map(|(field, value)| Some((text(field)?, text(value)?)))
+            .collect(),
+        _ => return None,
+    };
+    let field = |name: &str| {
+        pairs
+            .iter()
+            .find(|(field, _)| field == name)
+            .map(|(_, value)| value.as_str())
+    };
+    RedisVersion::of_server(field("server").unwrap_or("redis"), field("version")?)
+}
+
 /// Every key the kinds derive from the lock `name`, and the name itself.
 fn derived_keys(name: &str) -> Vec<String> {
     use crate::keys;
@@ -321,6 +387,11 @@ fn derived_keys(name: &str) -> Vec<String> {
         keys::fair_timeouts(name),
         keys::fair_seen(name),
         keys::fair_grants(name),
+        keys::fifo_line(name),
+        keys::fifo_waiter_record(name, "u:1"),
+        keys::election_record(name),
+        // A count-down latch keeps a key named as its channel.
+        keys::latch_channel(name),
     ]
 }
 
@@ -334,6 +405,9 @@ fn derived_channels(name: &str) -> Vec<String> {
         keys::rwlock_channel(name),
         keys::semaphore_channel(name),
         keys::fair_waiter_channel(name, "u:1"),
+        keys::fifo_waiter_channel(name, "u:1"),
+        keys::election_channel(name),
+        keys::latch_channel(name),
     ]
 }
 
@@ -417,5 +491,157 @@ mod tests {
         assert!(!key_patterns("app:")
             .iter()
             .any(|p| glob_matches(p, "redisson_lock_queue:{other:1}")));
+    }
+
+    /// Every key and channel shape `keys.rs` names is probed by `check` (and so covered by the
+    /// test above): a new `pub fn` there that makes a name fails here until it is listed in
+    /// `derived_keys` or `derived_channels`, or below as no shape of its own.
+    #[test]
+    fn every_key_shape_of_keys_rs_is_probed() {
+        // Helpers and prefixes of shapes listed (`tagged`, `suffixed`, `*_prefix`), and names
+        // that are no key of a lock (the client record has a rule part of its own).
+        const NO_SHAPE: &[&str] = &[
+            "tagged",
+            "suffixed",
+            "lock_told_prefix",
+            "acquire_latch_prefix",
+            "rwlock_timeout_prefix",
+            "fifo_waiter_prefix",
+            "fifo_channel_prefix",
+            "client_record",
+            "owner_client_id",
+            "is_auxiliary",
+        ];
+        let keys_rs = include_str!("../keys.rs");
+        let this = include_str!("mod.rs");
+        let listed =
+            &this[this.find("fn derived_keys").unwrap()..this.find("fn glob_matches").unwrap()];
+        let mut shapes = 0;
+        for line in keys_rs.lines() {
+            let Some(rest) = line.strip_prefix("pub fn ") else {
+                continue;
+            };
+            let name = &rest[..rest.find('(').unwrap()];
+            if NO_SHAPE.contains(&name) {
+                continue;
+            }
+            shapes += 1;
+            assert!(
+                listed.contains(&format!("keys::{name}(")),
+                "keys::{name} is a key or channel shape that `check` does not probe: list it \
+                 in derived_keys or derived_channels (and make sure the rule's patterns cover it)"
+            );
+        }
+        assert!(shapes > 25, "only {shapes} shapes found");
+    }
+
+    /// The commands the scripts call are found in their sources (`build.rs`), and the rule of
+    /// each version grants each one that version has (but the optional RESTORE).
+    #[test]
+    fn the_rule_grants_what_the_scripts_call_where_the_server_has_it() {
+        for command in [
+            "decr",
+            "decrby",
+            "hmget",
+            "publish",
+            "pubsub|numsub",
+            "spublish",
+        ] {
+            assert!(
+                SCRIPT_COMMANDS.contains(&command),
+                "{command}: {SCRIPT_COMMANDS:?}"
+            );
+        }
+        let v62 = RedisVersion::new(6, 2, 14);
+        let v70 = RedisVersion::new(7, 0, 15);
+        for version in [v62, v70, RedisVersion::NEWEST] {
+            let rule = rule_for(version, "", "app:");
+            for command in SCRIPT_COMMANDS.iter().chain(CLIENT_COMMANDS) {
+                let granted = rule.contains(&format!("+{command}"));
+                let expected =
+                    version.accepts_grant(command) && !RESTORE_COMMANDS.contains(command);
+                assert_eq!(granted, expected, "{version}: {command}");
+            }
+        }
+        let has = |version, grant: &str| rule_for(version, "", "app:").contains(&grant.to_owned());
+        assert!(!has(v62, "+spublish") && !has(v62, "+ssubscribe") && has(v62, "+pubsub|numsub"));
+        assert!(has(v62, "+client|setinfo"));
+        assert!(has(v70, "+spublish") && !has(v70, "+client|setinfo"));
+        assert!(has(RedisVersion::NEWEST, "+client|setinfo"));
+        assert_eq!(rule("app:"), rule_for(RedisVersion::NEWEST, "", "app:"));
+        assert_eq!(
+            RedisVersion::of_server("valkey", "8.1.8"),
+            Some(RedisVersion::new(7, 2, 4))
+        );
+        assert_eq!(RedisVersion::of_server("redis", "6.2.14"), Some(v62));
+    }
+
+    fn rust_sources(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if !path.ends_with("explorer") {
+                    rust_sources(&path, found);
+                }
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                found.push(path);
+            }
+        }
+    }
+
+    /// Every command the client's own code sends (`cmd("X")`, outside its tests) is in a group
+    /// of the rule (or its optional additions), or one the tools alone send: a new one fails
+    /// here until it is placed.
+    #[test]
+    fn every_command_the_client_sends_is_placed_in_the_rule() {
+        const CONTAINERS: &[&str] = &["client", "cluster", "script", "pubsub", "config", "object"];
+        let placed: Vec<&str> = CLIENT_COMMANDS
+            .iter()
+            .chain(CLUSTER_COMMANDS)
+            .chain(SENTINEL_COMMANDS)
+            .chain(SHARDED_PUBSUB_COMMANDS)
+            .chain(SCRIPT_COMMANDS)
+            .chain(SYNC_REPLICAS_COMMANDS)
+            .chain(RESTORE_COMMANDS)
+            .chain(TOOL_COMMANDS)
+            // Asked of the sentinels (without the data user), and the version HELLO (which
+            // every user may send) by `check`.
+            .chain(&["sentinel", "hello"])
+            .copied()
+            .collect();
+        let mut files = Vec::new();
+        rust_sources(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        let mut sent = 0;
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let text = text.split("#[cfg(test)]\nmod ").next().unwrap();
+            for (at, _) in text.match_indices("cmd(\"") {
+                let rest = &text[at + 5..];
+                let command = rest[..rest.find('"').unwrap()].to_lowercase();
+                let command = if CONTAINERS.contains(&command.as_str()) {
+                    let after = &rest[rest.find(')').unwrap() + 1..];
+                    let sub = after
+                        .trim_start()
+                        .strip_prefix(".arg(\"")
+                        .and_then(|arg| arg.split('"').next())
+                        .unwrap_or_else(|| {
+                            panic!("{}: {command} without a subcommand", file.display())
+                        });
+                    format!("{command}|{}", sub.to_lowercase())
+                } else {
+                    command
+                };
+                sent += 1;
+                assert!(
+                    placed.contains(&command.as_str()),
+                    "{} sends {command}, which no group of the ACL rule (acl/rules.rs) holds",
+                    file.display()
+                );
+            }
+        }
+        assert!(sent > 10, "only {sent} commands found");
     }
 }

@@ -15,10 +15,14 @@ end
 -- `lock`, with the TTL `lease_ms`: in one call by RESTORE of `payload` (the new lock hash as a
 -- DUMP payload, `restore.rs`), else by HSET and PEXPIRE. Replies what an acquire script replies
 -- then: nil, or WRITTEN_WITHOUT_RESTORE when RESTORE was tried and refused (the client then
--- stops sending payloads). (The reentrant lock's uncontended acquire writes the same inline:
--- it runs before these helpers are defined.)
+-- stops sending payloads). RESTORE is tried only when redis.acl_check_cmd (Redis 7.0+, Valkey)
+-- says the user may run it, which leaves no refusal in ACL LOG (Redis 6.2, without it, tries).
+-- (The reentrant lock's uncontended acquire writes the same inline: it runs before these
+-- helpers are defined.)
 local function write_first_level(lock, lease_ms, owner, field, payload)
-  if payload ~= '' and not redis.pcall('restore', lock, lease_ms, payload).err then
+  if payload ~= '' and (not redis.acl_check_cmd
+      or select(2, pcall(redis.acl_check_cmd, 'restore', lock, lease_ms, payload)) == true)
+      and not redis.pcall('restore', lock, lease_ms, payload).err then
     return nil
   end
   redis.call('hset', lock, owner, 1, field, 1)

@@ -99,6 +99,17 @@ impl RedisServer {
         panic!("redis-server did not start; is it installed (apt-get install redis-server)?");
     }
 
+    /// Starts a server of the binary `program` (not [`server_program`]) on a free port: a test
+    /// that runs every server of the matrix in turn.
+    pub fn start_program(program: &str, extra: &[&str]) -> RedisServer {
+        for _ in 0..5 {
+            if let Some(server) = Self::launch_on(free_port(), extra, program.to_owned()) {
+                return server;
+            }
+        }
+        panic!("{program} did not start");
+    }
+
     /// Starts a server that also serves TLS on a free port (`tls_url`), with the certificate
     /// `cert`/`key` and trusting `ca` for client certificates, which it requires when
     /// `auth_clients`. Its plain port stays open on loopback for the kit's own checks.
