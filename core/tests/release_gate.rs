@@ -33,7 +33,7 @@ async fn an_owners_next_cycle_waits_while_its_release_of_the_lock_awaits_its_ans
     lock.release().await.unwrap();
     let mut con = raw(&server).await;
     assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
-    let events_before = handoff_events().len();
+    let events_before = handoff_events("gated").len();
     proxy.set(Fault::DropReplies);
     let releasing = {
         let lock = lock.clone();
@@ -69,7 +69,7 @@ async fn an_owners_next_cycle_waits_while_its_release_of_the_lock_awaits_its_ans
     );
     // Up to the next cycle's first attempt: the release sent twice (the call whose reply was
     // lost, then its retry) and had both replies (the error, then the answer).
-    let events = handoff_events()[events_before..].to_vec();
+    let events = handoff_events("gated")[events_before..].to_vec();
     let first_attempt = events
         .iter()
         .position(|event| event == "attempt sent")
@@ -83,11 +83,107 @@ async fn an_owners_next_cycle_waits_while_its_release_of_the_lock_awaits_its_ans
     );
 }
 
-/// The engine's hand-off events recorded so far, in order (`release sent`, `attempt sent`, ...).
-fn handoff_events() -> Vec<String> {
+/// Defect 6: two levels of one handle released at the same time, their replies lost. Were both
+/// scripts to run before either retry, one would be partial (the owner's count down to 1, its
+/// level's field gone) and the other final (the hash renamed to the owner's trace, which holds
+/// only the final level's field): the partial release's retry would find neither its field, nor
+/// the owner's count, nor its field in the trace, and answer "not held" (`LockLost`, counted as
+/// a loss) for a release that went through. The owner's releases of the lock take turns: the
+/// second waits until the first has its answer (so, fixed, only the first one's reply is lost
+/// here; the second runs after the first's retry, as a final release whose trace is its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_levels_released_at_once_with_their_replies_lost_both_answer_released() {
+    recorded_logs(tracing::Level::TRACE);
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(2),
+    )
+    .await;
+    let lock = client.lock("levels").unwrap();
+    // Scripts loaded, so that every call below is one EVALSHA.
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    lock.release().await.unwrap();
+    let mut con = raw(&server).await;
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    assert_eq!(hget(&mut con, "levels", lock.owner()).await, Some(2));
+    let events_before = handoff_events("levels").len();
+    proxy.set(Fault::DropReplies);
+    let releases: Vec<_> = (0..2)
+        .map(|_| {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.release().await })
+        })
+        .collect();
+    // Both releases ran on the server (the key is gone), or one did and the other waits its
+    // turn: either way before any retry, as the replies are lost.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let ran = loop {
+        if !exists(&mut con, "levels").await {
+            break 2;
+        }
+        let waits = handoff_events("levels")[events_before..]
+            .iter()
+            .any(|event| event == "release waits its turn");
+        if waits && hget(&mut con, "levels", lock.owner()).await == Some(1) {
+            break 1;
+        }
+        assert!(Instant::now() < deadline, "the releases never ran");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            proxy.replies_lost() >= ran
+        })
+        .await
+    );
+    // The replies were lost; the connection drops, and the releases are retried.
+    proxy.set(Fault::Pass);
+    proxy.cut();
+    for release in releases {
+        release
+            .await
+            .unwrap()
+            .expect("each level's release answers released");
+    }
+    assert!(!lock.is_held());
+    assert!(!exists(&mut con, "levels").await);
+    let metrics = client.metrics();
+    let counted = metrics
+        .locks
+        .iter()
+        .find(|counted| counted.name == "levels")
+        .expect("the lock's metrics");
+    assert_eq!(
+        (
+            counted.lost_expired,
+            counted.lost_taken,
+            counted.lost_connection,
+            counted.release_failures
+        ),
+        (0, 0, 0, 0),
+        "{counted:?}"
+    );
+}
+
+/// The engine's hand-off events recorded so far for lock `name` (the other tests of this binary
+/// run at the same time), in order (`release sent`, `attempt sent`, ...): each line names its
+/// lock in its span (`lock=<name>`, or `polylock.lock.name=<name>`).
+fn handoff_events(name: &str) -> Vec<String> {
+    let names = ["lock=", "lock.name="].map(|field| format!("{field}{name}"));
+    let names_lock = |line: &str| {
+        names.iter().any(|named| {
+            line.match_indices(named.as_str())
+                .any(|(at, _)| matches!(line.as_bytes().get(at + named.len()), Some(b' ' | b'}')))
+        })
+    };
     recorded_logs(tracing::Level::TRACE)
         .lines()
         .filter(|line| line.contains("polylock::handoff"))
+        .filter(|line| names_lock(line))
         .filter_map(|line| line.rsplit("polylock::handoff: ").next())
         .map(|event| event.trim().to_owned())
         .collect()
