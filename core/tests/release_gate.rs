@@ -169,6 +169,82 @@ async fn two_levels_released_at_once_with_their_replies_lost_both_answer_release
     );
 }
 
+/// A no-wait acquire (`try_lock`) behind the same owner's release still awaiting its answer
+/// does not wait for it (up to the release's retry window, twice the response timeout): it
+/// answers "not acquired" at once, as when the lock is taken. An acquire with a wait bound
+/// waits for the release no longer than that bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_wait_acquire_behind_its_owners_release_in_flight_answers_within_its_bound() {
+    recorded_logs(tracing::Level::TRACE);
+    let response_timeout = Duration::from_secs(30);
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = client_with(&proxy.url(), Duration::from_secs(60), response_timeout).await;
+    let lock = client.lock("no-wait").unwrap();
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    lock.release().await.unwrap();
+    let mut con = raw(&server).await;
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    proxy.set(Fault::DropReplies);
+    let releasing = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.release().await })
+    };
+    // The release ran; its reply is lost, and it waits for one up to the response timeout.
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            !exists(&mut raw(&server).await, "no-wait").await
+        })
+        .await
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            proxy.replies_lost() > 0
+        })
+        .await
+    );
+    proxy.set(Fault::Pass);
+    let no_wait = tokio::time::timeout(
+        response_timeout,
+        lock.acquire(AcquireOptions::new().wait(Duration::ZERO)),
+    )
+    .await
+    .expect("the no-wait acquire waited for the release's answer");
+    assert!(
+        !no_wait.unwrap(),
+        "acquired while its release was in flight"
+    );
+    let bounded = tokio::time::timeout(
+        response_timeout,
+        lock.acquire(AcquireOptions::new().wait(Duration::from_millis(200))),
+    )
+    .await
+    .expect("the bounded acquire waited past its bound for the release's answer");
+    assert!(
+        !bounded.unwrap(),
+        "acquired while its release was in flight"
+    );
+    assert!(
+        !releasing.is_finished(),
+        "the release ended first: the acquires proved nothing"
+    );
+    assert!(
+        !exists(&mut con, "no-wait").await,
+        "an acquire went through"
+    );
+    // The connection drops: the release is retried and answers released; the gate opens.
+    proxy.cut();
+    releasing
+        .await
+        .unwrap()
+        .expect("the retried release answers released");
+    assert!(lock
+        .acquire(AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap());
+    lock.release().await.unwrap();
+}
+
 /// The engine's hand-off events recorded so far for lock `name` (the other tests of this binary
 /// run at the same time), in order (`release sent`, `attempt sent`, ...): each line names its
 /// lock in its span (`lock=<name>`, or `polylock.lock.name=<name>`).
