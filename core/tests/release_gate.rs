@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use polylock::AcquireOptions;
+use polylock::{AcquireOptions, Client, Lock};
 use polylock_testkit::{Fault, FaultProxy};
 
 /// A final release whose reply is lost keeps the same owner's next acquire of the lock back
@@ -106,11 +106,90 @@ async fn two_levels_released_at_once_with_their_replies_lost_both_answer_release
     // Scripts loaded, so that every call below is one EVALSHA.
     assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
     lock.release().await.unwrap();
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    release_both_levels_with_their_replies_lost(&server, &proxy, &client, &lock).await;
+}
+
+/// Defect 6 with the first level granted by a release's message (`g:<request>:<look>`, taken
+/// without an attempt of its own, so past no gate): its release takes its turn like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_level_granted_by_message_released_with_another_at_once_both_answer_released() {
+    recorded_logs(tracing::Level::TRACE);
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(2),
+    )
+    .await;
+    let lock = client.lock("granted").unwrap();
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    lock.release().await.unwrap();
+    let other = common::client(&server).await;
+    let theirs = other.lock("granted").unwrap();
+    assert!(theirs.acquire(AcquireOptions::new()).await.unwrap());
+    let waiting = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.acquire(AcquireOptions::new()).await })
+    };
+    // Listed to be granted the lock, and listening on its own channel.
     let mut con = raw(&server).await;
+    let told = polylock::keys::lock_told_channel("granted", lock.owner());
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let told = told.clone();
+            let owner = lock.owner().to_owned();
+            let server = &server;
+            async move {
+                let mut con = raw(server).await;
+                let entry: Option<String> = redis::cmd("HGET")
+                    .arg(polylock::keys::lock_grants("granted"))
+                    .arg(&owner)
+                    .query_async(&mut con)
+                    .await
+                    .unwrap();
+                let (_, listening): (String, i64) = redis::cmd("PUBSUB")
+                    .arg("NUMSUB")
+                    .arg(&told)
+                    .query_async(&mut con)
+                    .await
+                    .map(|mut pairs: Vec<(String, i64)>| pairs.remove(0))
+                    .unwrap();
+                entry.is_some() && listening > 0
+            }
+        })
+        .await,
+        "the waiter never listened for a grant"
+    );
+    theirs.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap());
+    let granted = client
+        .metrics()
+        .locks
+        .iter()
+        .find(|counted| counted.name == "granted")
+        .map(|counted| counted.handoffs_granted);
+    assert_eq!(granted, Some(1), "the level was not granted by message");
+    // A second level, re-entered.
     assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
-    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
-    assert_eq!(hget(&mut con, "levels", lock.owner()).await, Some(2));
-    let events_before = handoff_events("levels").len();
+    assert_eq!(hget(&mut con, "granted", lock.owner()).await, Some(2));
+    release_both_levels_with_their_replies_lost(&server, &proxy, &client, &lock).await;
+}
+
+/// Releases the two levels `lock` holds at the same time, through `proxy` dropping the replies,
+/// and checks that both answer released, the lock is free and no loss was counted.
+async fn release_both_levels_with_their_replies_lost(
+    server: &RedisServer,
+    proxy: &FaultProxy,
+    client: &Client,
+    lock: &Lock,
+) {
+    let name = lock.name();
+    let mut con = raw(server).await;
+    assert_eq!(hget(&mut con, name, lock.owner()).await, Some(2));
+    let events_before = handoff_events(name).len();
     proxy.set(Fault::DropReplies);
     let releases: Vec<_> = (0..2)
         .map(|_| {
@@ -122,13 +201,13 @@ async fn two_levels_released_at_once_with_their_replies_lost_both_answer_release
     // turn: either way before any retry, as the replies are lost.
     let deadline = Instant::now() + Duration::from_secs(5);
     let ran = loop {
-        if !exists(&mut con, "levels").await {
+        if !exists(&mut con, name).await {
             break 2;
         }
-        let waits = handoff_events("levels")[events_before..]
+        let waits = handoff_events(name)[events_before..]
             .iter()
             .any(|event| event == "release waits its turn");
-        if waits && hget(&mut con, "levels", lock.owner()).await == Some(1) {
+        if waits && hget(&mut con, name, lock.owner()).await == Some(1) {
             break 1;
         }
         assert!(Instant::now() < deadline, "the releases never ran");
@@ -150,12 +229,12 @@ async fn two_levels_released_at_once_with_their_replies_lost_both_answer_release
             .expect("each level's release answers released");
     }
     assert!(!lock.is_held());
-    assert!(!exists(&mut con, "levels").await);
+    assert!(!exists(&mut con, name).await);
     let metrics = client.metrics();
     let counted = metrics
         .locks
         .iter()
-        .find(|counted| counted.name == "levels")
+        .find(|counted| counted.name == name)
         .expect("the lock's metrics");
     assert_eq!(
         (
