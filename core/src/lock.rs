@@ -90,6 +90,10 @@ impl Lock {
     /// duration is a fixed lease that is never renewed. Every acquisition, reentrant ones too,
     /// sets the lock's lease to its own (as Redis's TTL does).
     ///
+    /// While this owner's release of the lock (from another task, or another handle with the
+    /// same holder id) awaits its answer, the acquire waits for it, within `wait`: a no-wait
+    /// acquire then answers `false` without an attempt, as when the lock is taken.
+    ///
     /// Transient errors (a dropped connection, a timeout) are retried within `wait`. Dropping
     /// the returned future leaves no lock held, and so does an attempt whose reply was lost: it
     /// is undone as soon as the server answers again. No subscription is left behind, except

@@ -381,6 +381,31 @@ impl LockCore {
                 )
                 .unknown_if_closed();
             }
+            let gate = &self.client.release_gate;
+            if !gate.is_clear(self.kind.key(), &self.owner) {
+                // The owner's release of this lock awaits its answer (`release_gate`): the
+                // attempt waits for it, within the wait bound. A call that cannot wait that
+                // long (a no-wait acquire, `try_lock`) answers "not acquired", as when the lock
+                // is taken, rather than wait up to the release's retry window.
+                let left = remaining(deadline);
+                if deadline.is_some() && left.is_zero() {
+                    return ended(Ok(false), unknown);
+                }
+                let bound = async {
+                    match deadline {
+                        Some(_) => tokio::time::sleep(left).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = gate.cleared(self.kind.key(), &self.owner) => {}
+                    _ = bound => return ended(Ok(false), unknown),
+                    _ = &mut *cancelled => return ended(Ok(false), unknown),
+                    _ = closed.wait_for(|closed| *closed) => {}
+                }
+                // Look again: abandoned, closed or granted meanwhile.
+                continue;
+            }
             // Messages after this look are not missed by the sleep after it.
             let (mut messages, mut told) = waiting.subscriptions.messages();
             let will_wait = !remaining(deadline).is_zero();
@@ -616,10 +641,6 @@ impl LockCore {
         will_wait: bool,
         grant_look: Option<u64>,
     ) -> Result<Attempt> {
-        self.client
-            .release_gate
-            .cleared(self.kind.key(), &self.owner)
-            .await;
         let mut connection = self.client.connection.clone();
         let lease = self.lease_of(lease);
         let args = AcquireArgs {

@@ -4,8 +4,8 @@
 //! - `hold`: what a handle holds (levels, lease, expiry), the lost signal;
 //! - `keep`: letting go of a hold without releasing it, its key's TTL set (the job lock);
 //! - `release`: release with retries under one request id, then in the background;
-//! - `release_gate`: an owner's acquire of a lock waits while its release of it awaits an
-//!   answer (the release trace is one per lock and owner);
+//! - `release_gate`: an owner's acquire, and next release, of a lock wait while its release of
+//!   it awaits an answer (the release trace is one per lock and owner);
 //! - `renew`: the client's one upkeep task (watchdog renewals, fixed-lease expiry, re-checks
 //!   after a reconnect).
 //!

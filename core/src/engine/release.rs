@@ -144,6 +144,17 @@ impl LockCore {
 
     /// Releases the level `reserved`; also answers how many calls were sent after the first.
     async fn release_reserved(self: &Arc<Self>, reserved: Reserved) -> (Result<()>, u32) {
+        // The owner's releases of this lock run one at a time (`release_gate`): a partial
+        // release's retry reads the owner's count and its level's field, which a final release
+        // of another level would rename away. The level stays reserved meanwhile: the releases
+        // waited for never need it, and each is bounded by its caller's retry window.
+        let in_flight = self.client.release_gate.enter(self.kind.key(), &self.owner);
+        in_flight.turn().await;
+        if self.is_current(&reserved) {
+            // An earlier partial release re-registered the upkeep: this release may delete the
+            // key, which a renewal must not take for a loss.
+            self.client.upkeep.pause(self.id, true);
+        }
         if let Err(err) = self.client.check_usable(self.name()) {
             let closed = self.client.is_closed();
             self.restore_level(reserved);
@@ -184,7 +195,6 @@ impl LockCore {
             retries: AtomicU32::new(0),
         };
         let sent_at = Instant::now();
-        let in_flight = self.client.release_gate.enter(self.kind.key(), &self.owner);
         let answer = call.run(in_callers_time).await;
         drop(in_flight);
         let retries = call.retries.load(Ordering::Relaxed);
@@ -301,8 +311,14 @@ impl LockCore {
         let client = self.client.clone();
         let kind = self.kind.clone();
         let owner = self.owner.clone();
+        let gate = self.client.release_gate.clone();
         runtime().spawn(async move {
             for acquired_by in requests.into_iter().rev() {
+                // In turn with the owner's other releases of the lock (another handle with the
+                // same holder id), as a caller's release: the gate for the caller's window only.
+                let in_flight = gate.enter(kind.key(), &owner);
+                in_flight.turn().await;
+                let in_turn = (Instant::now() + in_callers_time).min(until);
                 let call = ReleaseRequest {
                     in_callers_time,
                     client: client.clone(),
@@ -313,7 +329,12 @@ impl LockCore {
                     request: request_id(),
                     retries: AtomicU32::new(0),
                 };
-                match call.run(until).await {
+                let mut answer = call.run(in_turn).await;
+                drop(in_flight);
+                if matches!(&answer, Err(err) if err.is_transient()) && Instant::now() < until {
+                    answer = call.run(until).await;
+                }
+                match answer {
                     Ok(Some(0)) => continue,
                     Ok(_) => break,
                     Err(err) => {

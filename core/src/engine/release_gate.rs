@@ -1,78 +1,131 @@
 //! The release gate: while a release by an owner of a lock awaits its answer, that owner's next
-//! acquire of the lock waits. A final release leaves one trace per lock and owner
-//! (`keys::release_trace`), which a retry of that release reads; were the owner's next cycle
-//! (another task on the same handle, or another handle with the same holder id) to run between
-//! the release and its retry, its own final release would replace the trace and the retry would
-//! answer "not held" for a release that went through. Only the caller's part of a release
-//! closes the gate: once the caller has its answer or its error, retries left to the
-//! background answer nobody.
+//! acquire of the lock waits, and so does its next release of the lock. A final release leaves
+//! one trace per lock and owner (`keys::release_trace`), which a retry of that release reads; a
+//! partial release's retry reads the owner's count and the level's field in the lock hash.
+//! Were the owner's next cycle (another task on the same handle, or another handle with the same
+//! holder id) to run between a release and its retry, its own final release would replace the
+//! trace; were a release of another level to run there and be final, it would rename the hash
+//! away from under a partial release. Either way the retry would answer "not held" for a
+//! release that went through. So the releases of one lock by one owner run one at a time, in
+//! the order they began, and an acquire waits until none is left. Only the caller's part of a
+//! release holds the gate: once the caller has its answer or its error, retries left to the
+//! background answer nobody. That part is bounded (the caller's retry window), so every wait
+//! here is too, and a release waits only for releases that began before it: no cycle.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
 
-/// The releases in flight of one client, counted per (lock key, owner).
+/// The releases of one lock by one owner not yet answered, by ticket: the first is the one
+/// running, the others wait their turn.
 #[derive(Default)]
-pub(crate) struct ReleaseGate {
-    in_flight: Mutex<HashMap<(String, String), usize>>,
-    /// Woken whenever a count drops to zero; waiters look at their own count again.
-    cleared: Notify,
+struct Releases {
+    next_ticket: u64,
+    pending: BTreeSet<u64>,
 }
 
-/// A release in flight: the gate of its lock and owner stays closed until this is dropped.
+/// The releases in flight of one client, per (lock key, owner).
+#[derive(Default)]
+pub(crate) struct ReleaseGate {
+    in_flight: Mutex<HashMap<(String, String), Releases>>,
+    /// Woken whenever a release ends; waiters look at their own entry again.
+    changed: Notify,
+}
+
+/// A release in flight: the gate of its lock and owner stays closed until this is dropped
+/// (also when the release is abandoned while it waits its turn).
 pub(crate) struct ReleaseInFlight {
     gate: Arc<ReleaseGate>,
     key: (String, String),
+    ticket: u64,
 }
 
 impl ReleaseGate {
-    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), usize>> {
+    fn releases(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Releases>> {
         self.in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Closes the gate of `owner` on `lock` until the returned value is dropped.
+    /// Closes the gate of `owner` on `lock` until the returned value is dropped; the release
+    /// runs after [`ReleaseInFlight::turn`].
     pub(crate) fn enter(self: &Arc<Self>, lock: &str, owner: &str) -> ReleaseInFlight {
         let key = (lock.to_owned(), owner.to_owned());
-        *self.counts().entry(key.clone()).or_insert(0) += 1;
+        let ticket = {
+            let mut releases = self.releases();
+            let entry = releases.entry(key.clone()).or_default();
+            let ticket = entry.next_ticket;
+            entry.next_ticket += 1;
+            entry.pending.insert(ticket);
+            ticket
+        };
         ReleaseInFlight {
             gate: self.clone(),
             key,
+            ticket,
         }
+    }
+
+    /// Whether no release of `owner` on `lock` is in flight.
+    pub(crate) fn is_clear(&self, lock: &str, owner: &str) -> bool {
+        let releases = self.releases();
+        // No release in flight at all (the usual case): no key to build.
+        releases.is_empty() || !releases.contains_key(&(lock.to_owned(), owner.to_owned()))
     }
 
     /// Returns once no release of `owner` on `lock` is in flight.
     pub(crate) async fn cleared(&self, lock: &str, owner: &str) {
+        self.until(|| self.is_clear(lock, owner)).await
+    }
+
+    /// Returns once `ready` holds, looking again whenever a release ends.
+    async fn until(&self, ready: impl Fn() -> bool) {
         loop {
             // Registered before the look, so a release ending after it still wakes us.
-            let notified = self.cleared.notified();
+            let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            {
-                let counts = self.counts();
-                // No release in flight at all (the usual case): no key to build.
-                if counts.is_empty() || !counts.contains_key(&(lock.to_owned(), owner.to_owned())) {
-                    return;
-                }
+            if ready() {
+                return;
             }
             notified.await;
         }
     }
 }
 
+impl ReleaseInFlight {
+    /// Returns once every release of this lock by this owner that began before this one has
+    /// ended (had its answer or its error in its caller's time).
+    pub(crate) async fn turn(&self) {
+        if self.is_first() {
+            return;
+        }
+        tracing::trace!(target: "polylock::handoff", "release waits its turn");
+        self.gate.until(|| self.is_first()).await
+    }
+
+    fn is_first(&self) -> bool {
+        self.gate
+            .releases()
+            .get(&self.key)
+            .and_then(|releases| releases.pending.first().copied())
+            == Some(self.ticket)
+    }
+}
+
 impl Drop for ReleaseInFlight {
     fn drop(&mut self) {
-        let mut counts = self.gate.counts();
-        if let Some(count) = counts.get_mut(&self.key) {
-            *count -= 1;
-            if *count == 0 {
-                counts.remove(&self.key);
-                drop(counts);
-                self.gate.cleared.notify_waiters();
+        let mut releases = self.gate.releases();
+        if let Some(entry) = releases.get_mut(&self.key) {
+            entry.pending.remove(&self.ticket);
+            if entry.pending.is_empty() {
+                releases.remove(&self.key);
             }
         }
+        drop(releases);
+        // The next release in line, or an acquire waiting for none to be left.
+        self.gate.changed.notify_waiters();
     }
 }
 
@@ -108,6 +161,43 @@ mod tests {
             .await
             .expect("woken when the last release ended")
             .unwrap();
-        assert!(gate.counts().is_empty());
+        assert!(gate.releases().is_empty());
+    }
+
+    #[tokio::test]
+    async fn releases_of_one_lock_by_one_owner_take_turns_in_the_order_they_began() {
+        let gate = Arc::new(ReleaseGate::default());
+        let first = gate.enter("lock", "owner");
+        let second = gate.enter("lock", "owner");
+        let third = gate.enter("lock", "owner");
+        // Another owner's release, or one of another lock, runs at once.
+        let other = gate.enter("lock", "other");
+        tokio::time::timeout(Duration::from_secs(5), other.turn())
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(5), first.turn())
+            .await
+            .unwrap();
+        let waiting = tokio::spawn(async move {
+            third.turn().await;
+            third
+        });
+        // The second, waiting, is abandoned (its future dropped): it leaves the line.
+        let abandoned = tokio::spawn(async move { second.turn().await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "ran before the first ended");
+        abandoned.abort();
+        let _ = abandoned.await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "ran before the first ended");
+        drop(first);
+        let third = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("its turn came when the first ended")
+            .unwrap();
+        assert!(!gate.is_clear("lock", "owner"));
+        drop(third);
+        drop(other);
+        assert!(gate.releases().is_empty());
     }
 }
