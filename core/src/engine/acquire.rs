@@ -413,11 +413,17 @@ impl LockCore {
                 Ok(Attempt::NotSynced(why)) => {
                     // Held on the primary only, where a failover would hand it to a second
                     // holder: undo it, and try again under a new request id (first in line
-                    // still, for a kind with a queue).
-                    if let Err(err) = self.undo_attempt(request, lease, true).await {
+                    // still, for a kind with a queue: the place is kept for the new request).
+                    let next = request_id();
+                    if let Err(err) = self.undo_attempt(request, lease, Some(&next)).await {
+                        // The undo may have kept the place for `next`, which will never look:
+                        // that place is undone too (the resolver undoes `request`).
+                        self.resolve_unknown(next, lease, Instant::now());
                         return ended(Err(err), true);
                     }
-                    *request = request_id();
+                    *request = next;
+                    // A place kept for it is left if the call ends before it looks.
+                    waiting.has_place = true;
                     unknown = false;
                     let left = remaining(deadline);
                     if left.is_zero() {
@@ -703,12 +709,13 @@ impl LockCore {
     }
 
     /// Undoes acquire `request` (or makes sure it never takes effect); 1 when something was
-    /// undone. `keeps_place`: the caller tries again at once, first in line still.
+    /// undone. `keeps_place`: the request under which the caller tries again at once, first in
+    /// line still.
     async fn undo_attempt(
         self: &Arc<Self>,
         request: &str,
         lease: Lease,
-        keeps_place: bool,
+        keeps_place: Option<&str>,
     ) -> Result<i64> {
         let lease = self.lease_of(lease);
         let restore = self.current_lease_ms();
@@ -744,7 +751,7 @@ impl LockCore {
         runtime().spawn(async move {
             let mut backoff = Backoff::default();
             loop {
-                match lock.undo_attempt(&request, attempt_lease, false).await {
+                match lock.undo_attempt(&request, attempt_lease, None).await {
                     Ok(undone) => {
                         tracing::info!(lock = %lock.name(), undone, "resolved an acquire whose reply was lost");
                         return;

@@ -273,7 +273,7 @@ impl SimClient {
             request,
             latch_ms: latch_ms(Duration::from_millis(self.lease_ms_of_undo())),
             lease_ms: restore,
-            keeps_place: false,
+            keeps_place: None,
         };
         Some(self.kind.undo_acquire(&args, &options()))
     }

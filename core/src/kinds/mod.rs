@@ -70,9 +70,9 @@ pub(crate) struct UndoArgs<'a> {
     pub latch_ms: u64,
     /// The TTL to restore when the owner still holds other levels (0: leave it).
     pub lease_ms: u64,
-    /// The caller tries again at once (an acquisition the replicas did not confirm): a kind
-    /// with a queue keeps the caller's place at its head.
-    pub keeps_place: bool,
+    /// The request under which the caller tries again at once (an acquisition the replicas did
+    /// not confirm): a kind with a queue keeps the caller's place at its head, for that request.
+    pub keeps_place: Option<&'a str>,
 }
 
 /// Releases one level, idempotent per request id (the unlock latch replays the first answer).

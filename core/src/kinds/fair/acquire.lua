@@ -60,12 +60,13 @@ if deadline < floor then
   redis.call('zadd', KEYS[3], floor, ARGV[2])
 end
 redis.call('zadd', seen_key, now + tonumber(ARGV[3]), ARGV[2])
--- A grant entry is written (or an earlier request's removed) at every look; the HASH lives as
+-- A grant entry, or without one the bare request (an earlier request's entry must not stay), is
+-- written at every look: the place is this request's now (see `leave_queue`). The HASH lives as
 -- long as the liveness records, and its entries leave with their owners.
 if ARGV[5] ~= '' then
   redis.call('hset', grants_key, ARGV[2], ARGV[5] .. ':' .. ARGV[1])
 else
-  redis.call('hdel', grants_key, ARGV[2])
+  redis.call('hset', grants_key, ARGV[2], ARGV[6])
 end
 if redis.call('pttl', seen_key) < 2 * tonumber(ARGV[3]) then
   redis.call('pexpire', seen_key, 2 * tonumber(ARGV[3]))

@@ -47,8 +47,9 @@ end
 if ARGV[3] == '0' then
   return pttl
 end
--- Busy (or another is next): take a place at the tail, or keep ours and renew the record.
-local entry = '-'
+-- Busy (or another is next): take a place at the tail, or keep ours and renew the record, which
+-- names this request (the place is now its: see `leave_line`).
+local entry = ARGV[5]
 if ARGV[4] ~= '' then
   entry = ARGV[4] .. ':' .. ARGV[1]
 end

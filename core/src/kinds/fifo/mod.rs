@@ -167,7 +167,7 @@ impl LockKind for Fifo {
             .arg(args.owner)
             .arg(args.latch_ms)
             .arg(args.lease_ms)
-            .arg(if args.keeps_place { "1" } else { "0" })
+            .arg(args.keeps_place.unwrap_or(""))
             .arg(options.fair_queue_timeout.as_millis() as u64)
             .arg(args.request);
         call
@@ -246,7 +246,7 @@ mod tests {
             request: REQUEST,
             latch_ms: 60_000,
             lease_ms: 0,
-            keeps_place: false,
+            keeps_place: None,
         };
         let undone: i64 = fifo.undo_acquire(&undo, &options).invoke(&mut con).unwrap();
         assert_eq!(undone, 0);
@@ -283,5 +283,92 @@ mod tests {
             .query(&mut con)
             .unwrap();
         assert_eq!(line, vec![OWNER.to_owned()]);
+    }
+
+    /// A server, a raw connection to it, and a FIFO lock `name` held by someone else.
+    fn held(name: &str) -> (polylock_testkit::RedisServer, redis::Connection, Fifo) {
+        let server = polylock_testkit::RedisServer::start();
+        let mut con = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = redis::cmd("HSET")
+            .arg(name)
+            .arg("someone-else:1")
+            .arg(1)
+            .query(&mut con)
+            .unwrap();
+        (
+            server,
+            con,
+            Fifo::new(name, name, Publish::Plain, Default::default()),
+        )
+    }
+
+    /// One look of `owner` under `request`, as a waiter that accepts no grant.
+    fn look_as(fifo: &Fifo, con: &mut redis::Connection, owner: &str, request: &str) -> Attempt {
+        let args = AcquireArgs {
+            owner,
+            lease_ms: 30_000,
+            request,
+            will_wait: true,
+            grant_look: None,
+        };
+        let reply: Value = fifo
+            .acquire(&args, &ClientOptions::default())
+            .invoke(con)
+            .unwrap();
+        fifo.read_acquire(reply).unwrap()
+    }
+
+    /// The lock is free: a force unlock passes it to the head of the line (it is told).
+    fn free(fifo: &Fifo, con: &mut redis::Connection) {
+        let deleted: i64 = fifo.force_unlock().unwrap().invoke(con).unwrap();
+        assert_eq!(deleted, 1);
+    }
+
+    const ACQUIRED: Attempt = Attempt::Acquired { token: None };
+
+    /// The undo of a request whose reply was lost runs after the same handle's next call has
+    /// looked, and so holds the owner's place: that place stays, and the owner is served before
+    /// a waiter that queued after it.
+    #[test]
+    fn a_late_undo_leaves_the_place_a_later_request_of_the_owner_took() {
+        let (_server, mut con, fifo) = held("late-undo");
+        let (first, later) = (
+            "11111111111111111111111111111111",
+            "22222222222222222222222222222222",
+        );
+        let behind = "6b1f1f5e-0000-4000-8000-000000000002:1";
+        assert!(matches!(
+            look_as(&fifo, &mut con, OWNER, first),
+            Attempt::Busy(_)
+        ));
+        assert!(matches!(
+            look_as(&fifo, &mut con, behind, "b"),
+            Attempt::Busy(_)
+        ));
+        assert!(matches!(
+            look_as(&fifo, &mut con, OWNER, later),
+            Attempt::Busy(_)
+        ));
+        let undo = UndoArgs {
+            owner: OWNER,
+            request: first,
+            latch_ms: 60_000,
+            lease_ms: 0,
+            keeps_place: None,
+        };
+        let undone: i64 = fifo
+            .undo_acquire(&undo, &ClientOptions::default())
+            .invoke(&mut con)
+            .unwrap();
+        assert_eq!(undone, 0);
+        free(&fifo, &mut con);
+        assert!(
+            matches!(look_as(&fifo, &mut con, behind, "b"), Attempt::Busy(_)),
+            "the waiter behind took the lock ahead of the owner's later request"
+        );
+        assert_eq!(look_as(&fifo, &mut con, OWNER, later), ACQUIRED);
     }
 }
