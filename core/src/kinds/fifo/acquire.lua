@@ -59,7 +59,11 @@ if not redis.call('set', record_of(ARGV[2]), entry, 'px', ARGV[3], 'get') then
     redis.call('del', record_of(ARGV[2]))
     return redis.status_reply('UNDONE')
   end
-  redis.call('rpush', KEYS[2], ARGV[2])
+  -- A waiter whose record lapsed before it reached the head keeps its entry: a second one
+  -- would come back to life whenever the owner waits again, after the first was served.
+  if not redis.call('lpos', KEYS[2], ARGV[2]) then
+    redis.call('rpush', KEYS[2], ARGV[2])
+  end
 end
 -- The lock's lease bounds the wait (-2, free but another is next, and -1: only messages and
 -- the record's upkeep do).

@@ -327,6 +327,19 @@ mod tests {
         assert_eq!(deleted, 1);
     }
 
+    fn release_as(fifo: &Fifo, con: &mut redis::Connection, owner: &str, acquired_by: &str) {
+        let args = ReleaseArgs {
+            owner,
+            lease_ms: 30_000,
+            request: "release",
+            acquired_by,
+            latch_ms: 60_000,
+            final_latch_ms: 60_000,
+        };
+        let released: Option<i64> = fifo.release(&args).invoke(con).unwrap();
+        assert_eq!(released, Some(1));
+    }
+
     const ACQUIRED: Attempt = Attempt::Acquired { token: None };
 
     /// The undo of a request whose reply was lost runs after the same handle's next call has
@@ -370,5 +383,48 @@ mod tests {
             "the waiter behind took the lock ahead of the owner's later request"
         );
         assert_eq!(look_as(&fifo, &mut con, OWNER, later), ACQUIRED);
+    }
+
+    /// A waiter whose record lapsed comes back before it reached the head: it keeps its one
+    /// entry. Served once, it has no entry left that would put it ahead of a waiter who waited
+    /// all along when it waits again.
+    #[test]
+    fn a_waiter_whose_record_lapsed_does_not_jump_the_line_after_it_was_served() {
+        let (_server, mut con, fifo) = held("lapsed");
+        let (a, b, c) = (
+            OWNER,
+            "6b1f1f5e-0000-4000-8000-000000000002:1",
+            "6b1f1f5e-0000-4000-8000-000000000003:1",
+        );
+        assert!(matches!(
+            look_as(&fifo, &mut con, a, "a1"),
+            Attempt::Busy(_)
+        ));
+        assert!(matches!(look_as(&fifo, &mut con, b, "b"), Attempt::Busy(_)));
+        // A stalls past the queue timeout: its record lapses (deleted here, as its TTL would).
+        let _: () = redis::cmd("DEL")
+            .arg(keys::fifo_waiter_record("lapsed", a))
+            .query(&mut con)
+            .unwrap();
+        assert!(matches!(
+            look_as(&fifo, &mut con, a, "a1"),
+            Attempt::Busy(_)
+        ));
+        assert!(matches!(look_as(&fifo, &mut con, c, "c"), Attempt::Busy(_)));
+        free(&fifo, &mut con);
+        assert_eq!(look_as(&fifo, &mut con, a, "a1"), ACQUIRED);
+        release_as(&fifo, &mut con, a, "a1");
+        assert_eq!(look_as(&fifo, &mut con, b, "b"), ACQUIRED);
+        // A waits again while B holds; C has waited all along and is served first.
+        assert!(matches!(
+            look_as(&fifo, &mut con, a, "a2"),
+            Attempt::Busy(_)
+        ));
+        release_as(&fifo, &mut con, b, "b");
+        assert!(
+            matches!(look_as(&fifo, &mut con, a, "a2"), Attempt::Busy(_)),
+            "A came back ahead of C on a stale entry"
+        );
+        assert_eq!(look_as(&fifo, &mut con, c, "c"), ACQUIRED);
     }
 }

@@ -7,7 +7,8 @@
 -- place), KEYS[4] the prefix of the waiters' channels (`<prefix>:<owner>`), KEYS[5] the prefix
 -- of the acquire latches (tombstones).
 -- No clock is read and nothing is walked: the line is only read at its head, and a waiter whose
--- record lapsed (it stopped looking) leaves the line when it reaches the head.
+-- record lapsed (it stopped looking) leaves the line when it reaches the head. An owner has at
+-- most one entry in the line, so once served (or gone) it has none left to come back to.
 
 local function record_of(owner)
   return KEYS[3] .. ':' .. owner
