@@ -7,7 +7,7 @@
 //! and replays its first outcome. A call that ends while an attempt's outcome is unknown
 //! leaves a resolver behind that undoes the attempt as soon as the server answers again.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -221,6 +221,22 @@ impl Ended {
     }
 }
 
+/// Counts one acquire call of a handle while it is under way.
+struct Acquiring<'a>(&'a AtomicUsize);
+
+impl<'a> Acquiring<'a> {
+    fn start(calls: &'a AtomicUsize) -> Self {
+        calls.fetch_add(1, Ordering::AcqRel);
+        Acquiring(calls)
+    }
+}
+
+impl Drop for Acquiring<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 fn remaining(deadline: Option<Instant>) -> Duration {
     deadline.map_or(MAX_WAIT_SLICE, |deadline| {
         deadline.saturating_duration_since(Instant::now())
@@ -296,6 +312,7 @@ impl LockCore {
         progress: Arc<Progress>,
         poll: Option<PollBackoff>,
     ) -> Result<bool> {
+        let _acquiring = Acquiring::start(&self.acquiring);
         let mut request = request_id();
         // A poll waiter leaves kept channels to the handle's next pub/sub wait.
         let subscriptions = if poll.is_some() {
@@ -634,6 +651,8 @@ impl LockCore {
             request,
             will_wait,
             grant_look,
+            // This call is one of those under way.
+            reenters: self.hold_count() > 0 || self.acquiring.load(Ordering::Acquire) > 1,
         };
         tracing::trace!(target: "polylock::handoff", "attempt sent");
         let reply: redis::Value = self

@@ -260,6 +260,11 @@ impl SimClient {
             request: &self.request,
             will_wait: self.registers(),
             grant_look,
+            // `LockCore::try_acquire`: one call at a time per client.
+            reenters: self
+                .held
+                .as_ref()
+                .is_some_and(|held| !held.levels.is_empty()),
         };
         self.kind.acquire(&args, &options())
     }

@@ -52,6 +52,12 @@ pub(crate) struct AcquireArgs<'a> {
     /// [`WaitPolicy::grants_directly`]): the number of this look among the call's looks, which the
     /// grant message names, so the waiter counts the lease from when it sent that look.
     pub grant_look: Option<u64>,
+    /// Whether the handle may re-enter: it holds a level, or another of its acquire calls is
+    /// under way (whose level the owner's may be). When neither, levels the lock has for the
+    /// owner are orphans, acquisitions whose reply was lost and whose undo has not run yet: a
+    /// kind with a line does not re-enter on them (that would serve the handle ahead of those
+    /// waiting), and the caller waits its turn.
+    pub reenters: bool,
 }
 
 impl AcquireArgs<'_> {
@@ -406,6 +412,7 @@ mod retried_acquisitions {
                 request: REQUEST,
                 will_wait: false,
                 grant_look: None,
+                reenters: false,
             };
             let attempt = |con: &mut redis::Connection| {
                 let reply: Value = kind.acquire(&args, &options).invoke(con).unwrap();

@@ -169,7 +169,8 @@ impl LockKind for Fair {
             .arg(allowance_ms())
             .arg(args.grant_entry())
             .arg(args.request)
-            .arg(self.hash_writes.payload(args.owner, args.request));
+            .arg(self.hash_writes.payload(args.owner, args.request))
+            .arg(if args.reenters { "1" } else { "0" });
         call
     }
 
@@ -246,6 +247,7 @@ mod tests {
             request,
             will_wait: true,
             grant_look: None,
+            reenters: false,
         };
         let reply: Value = fair
             .acquire(&args, &ClientOptions::default())
@@ -323,5 +325,50 @@ mod tests {
             look_as(&fair, &mut con, OWNER, later),
             Attempt::Acquired { token: None }
         );
+    }
+
+    /// An acquisition whose reply was lost leaves an orphaned level until its undo runs. The
+    /// same handle's next call, holding nothing, does not re-enter on it ahead of a waiter that
+    /// was queued first: it queues, and the undo passes the lock on.
+    #[test]
+    fn a_call_of_a_handle_that_holds_nothing_does_not_reenter_on_an_orphaned_level() {
+        let server = polylock_testkit::RedisServer::start();
+        let mut con = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let fair = Fair::new("orphan", "orphan", Publish::Plain, Default::default());
+        let (lost, next) = (
+            "11111111111111111111111111111111",
+            "22222222222222222222222222222222",
+        );
+        let acquired = Attempt::Acquired { token: None };
+        // Acquired, but its reply never reached the handle.
+        assert_eq!(look_as(&fair, &mut con, OWNER, lost), acquired);
+        assert!(matches!(
+            look_as(&fair, &mut con, BEHIND, "e"),
+            Attempt::Busy(_)
+        ));
+        assert!(
+            matches!(look_as(&fair, &mut con, OWNER, next), Attempt::Busy(_)),
+            "the handle's next call re-entered on the orphaned level, ahead of a waiter queued"
+        );
+        let undo = UndoArgs {
+            owner: OWNER,
+            request: lost,
+            latch_ms: 60_000,
+            lease_ms: 0,
+            keeps_place: None,
+        };
+        let undone: i64 = fair
+            .undo_acquire(&undo, &ClientOptions::default())
+            .invoke(&mut con)
+            .unwrap();
+        assert_eq!(undone, 1);
+        assert!(matches!(
+            look_as(&fair, &mut con, OWNER, next),
+            Attempt::Busy(_)
+        ));
+        assert_eq!(look_as(&fair, &mut con, BEHIND, "e"), acquired);
     }
 }

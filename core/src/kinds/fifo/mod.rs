@@ -149,7 +149,8 @@ impl LockKind for Fifo {
             .arg(place_ms)
             .arg(args.grant_entry())
             .arg(args.request)
-            .arg(self.hash_writes.payload(args.owner, args.request));
+            .arg(self.hash_writes.payload(args.owner, args.request))
+            .arg(if args.reenters { "1" } else { "0" });
         call
     }
 
@@ -220,6 +221,7 @@ mod tests {
             request,
             will_wait: true,
             grant_look: Some(1),
+            reenters: false,
         }
     }
 
@@ -313,6 +315,7 @@ mod tests {
             request,
             will_wait: true,
             grant_look: None,
+            reenters: false,
         };
         let reply: Value = fifo
             .acquire(&args, &ClientOptions::default())
@@ -426,5 +429,52 @@ mod tests {
             "A came back ahead of C on a stale entry"
         );
         assert_eq!(look_as(&fifo, &mut con, c, "c"), ACQUIRED);
+    }
+
+    /// An acquisition whose reply was lost leaves an orphaned level until its undo runs. The
+    /// same handle's next call, holding nothing, does not re-enter on it ahead of a waiter that
+    /// was in line first: it waits its turn, and the undo passes the lock on.
+    #[test]
+    fn a_call_of_a_handle_that_holds_nothing_does_not_reenter_on_an_orphaned_level() {
+        let server = polylock_testkit::RedisServer::start();
+        let mut con = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let fifo = Fifo::new("orphan", "orphan", Publish::Plain, Default::default());
+        let (lost, next) = (
+            "11111111111111111111111111111111",
+            "22222222222222222222222222222222",
+        );
+        let earlier = "6b1f1f5e-0000-4000-8000-000000000002:1";
+        // Acquired, but its reply never reached the handle.
+        assert_eq!(look_as(&fifo, &mut con, OWNER, lost), ACQUIRED);
+        assert!(matches!(
+            look_as(&fifo, &mut con, earlier, "e"),
+            Attempt::Busy(_)
+        ));
+        assert!(
+            matches!(look_as(&fifo, &mut con, OWNER, next), Attempt::Busy(_)),
+            "the handle's next call re-entered on the orphaned level, ahead of a waiter in line"
+        );
+        let undo = UndoArgs {
+            owner: OWNER,
+            request: lost,
+            latch_ms: 60_000,
+            lease_ms: 0,
+            keeps_place: None,
+        };
+        let undone: i64 = fifo
+            .undo_acquire(&undo, &ClientOptions::default())
+            .invoke(&mut con)
+            .unwrap();
+        assert_eq!(undone, 1);
+        assert!(matches!(
+            look_as(&fifo, &mut con, OWNER, next),
+            Attempt::Busy(_)
+        ));
+        assert_eq!(look_as(&fifo, &mut con, earlier, "e"), ACQUIRED);
+        release_as(&fifo, &mut con, earlier, "e");
+        assert_eq!(look_as(&fifo, &mut con, OWNER, next), ACQUIRED);
     }
 }
