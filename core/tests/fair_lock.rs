@@ -291,3 +291,8 @@ async fn a_head_not_listening_yet_is_not_granted_the_lock_and_keeps_its_place() 
     assert!(!exists(&mut con, "deaf").await);
     assert!(!exists(&mut con, "polylock_acquire_latch:{deaf}:0123").await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_does_not_reenter_on_its_orphaned_level() {
+    line::a_handle_does_not_reenter_on_its_orphaned_level(FAIR).await;
+}

@@ -315,3 +315,8 @@ async fn a_head_not_listening_yet_is_not_granted_the_lock_and_keeps_its_place() 
     assert_eq!(FIFO.line(&server, "deaf").await, vec![deaf.to_owned()]);
     assert!(!exists(&mut con, "deaf").await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_does_not_reenter_on_its_orphaned_level() {
+    line::a_handle_does_not_reenter_on_its_orphaned_level(FIFO).await;
+}

@@ -7,7 +7,7 @@
 //! and replays its first outcome. A call that ends while an attempt's outcome is unknown
 //! leaves a resolver behind that undoes the attempt as soon as the server answers again.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -221,6 +221,22 @@ impl Ended {
     }
 }
 
+/// Counts one acquire call of a handle while it is under way.
+struct Acquiring<'a>(&'a AtomicUsize);
+
+impl<'a> Acquiring<'a> {
+    fn start(calls: &'a AtomicUsize) -> Self {
+        calls.fetch_add(1, Ordering::AcqRel);
+        Acquiring(calls)
+    }
+}
+
+impl Drop for Acquiring<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 fn remaining(deadline: Option<Instant>) -> Duration {
     deadline.map_or(MAX_WAIT_SLICE, |deadline| {
         deadline.saturating_duration_since(Instant::now())
@@ -296,6 +312,7 @@ impl LockCore {
         progress: Arc<Progress>,
         poll: Option<PollBackoff>,
     ) -> Result<bool> {
+        let _acquiring = Acquiring::start(&self.acquiring);
         let mut request = request_id();
         // A poll waiter leaves kept channels to the handle's next pub/sub wait.
         let subscriptions = if poll.is_some() {
@@ -438,11 +455,17 @@ impl LockCore {
                 Ok(Attempt::NotSynced(why)) => {
                     // Held on the primary only, where a failover would hand it to a second
                     // holder: undo it, and try again under a new request id (first in line
-                    // still, for a kind with a queue).
-                    if let Err(err) = self.undo_attempt(request, lease, true).await {
+                    // still, for a kind with a queue: the place is kept for the new request).
+                    let next = request_id();
+                    if let Err(err) = self.undo_attempt(request, lease, Some(&next)).await {
+                        // The undo may have kept the place for `next`, which will never look:
+                        // that place is undone too (the resolver undoes `request`).
+                        self.resolve_unknown(next, lease, Instant::now());
                         return ended(Err(err), true);
                     }
-                    *request = request_id();
+                    *request = next;
+                    // A place kept for it is left if the call ends before it looks.
+                    waiting.has_place = true;
                     unknown = false;
                     let left = remaining(deadline);
                     if left.is_zero() {
@@ -649,6 +672,8 @@ impl LockCore {
             request,
             will_wait,
             grant_look,
+            // This call is one of those under way.
+            reenters: self.hold_count() > 0 || self.acquiring.load(Ordering::Acquire) > 1,
         };
         tracing::trace!(target: "polylock::handoff", "attempt sent");
         let reply: redis::Value = self
@@ -724,12 +749,13 @@ impl LockCore {
     }
 
     /// Undoes acquire `request` (or makes sure it never takes effect); 1 when something was
-    /// undone. `keeps_place`: the caller tries again at once, first in line still.
+    /// undone. `keeps_place`: the request under which the caller tries again at once, first in
+    /// line still.
     async fn undo_attempt(
         self: &Arc<Self>,
         request: &str,
         lease: Lease,
-        keeps_place: bool,
+        keeps_place: Option<&str>,
     ) -> Result<i64> {
         let lease = self.lease_of(lease);
         let restore = self.current_lease_ms();
@@ -765,7 +791,7 @@ impl LockCore {
         runtime().spawn(async move {
             let mut backoff = Backoff::default();
             loop {
-                match lock.undo_attempt(&request, attempt_lease, false).await {
+                match lock.undo_attempt(&request, attempt_lease, None).await {
                     Ok(undone) => {
                         tracing::info!(lock = %lock.name(), undone, "resolved an acquire whose reply was lost");
                         return;

@@ -121,6 +121,8 @@ pub(crate) struct LockCore {
     counts_holds: bool,
     /// Why the latest hold was lost, for a group of locks reporting its own loss.
     last_lost_reason: Mutex<Option<LostReason>>,
+    /// This handle's acquire calls under way (see `AcquireArgs::reenters`).
+    pub(crate) acquiring: std::sync::atomic::AtomicUsize,
 }
 
 impl LockCore {
@@ -154,6 +156,7 @@ impl LockCore {
             callbacks: Mutex::new(Vec::new()),
             lost_hook: OnceLock::new(),
             kept_subscriptions: Mutex::new(WaitSubscriptions::default()),
+            acquiring: Default::default(),
         }
     }
 

@@ -260,6 +260,11 @@ impl SimClient {
             request: &self.request,
             will_wait: self.registers(),
             grant_look,
+            // `LockCore::try_acquire`: one call at a time per client.
+            reenters: self
+                .held
+                .as_ref()
+                .is_some_and(|held| !held.levels.is_empty()),
         };
         self.kind.acquire(&args, &options())
     }
@@ -273,7 +278,7 @@ impl SimClient {
             request,
             latch_ms: latch_ms(Duration::from_millis(self.lease_ms_of_undo())),
             lease_ms: restore,
-            keeps_place: false,
+            keeps_place: None,
         };
         Some(self.kind.undo_acquire(&args, &options()))
     }

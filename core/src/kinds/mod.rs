@@ -52,6 +52,12 @@ pub(crate) struct AcquireArgs<'a> {
     /// [`WaitPolicy::grants_directly`]): the number of this look among the call's looks, which the
     /// grant message names, so the waiter counts the lease from when it sent that look.
     pub grant_look: Option<u64>,
+    /// Whether the handle may re-enter: it holds a level, or another of its acquire calls is
+    /// under way (whose level the owner's may be). When neither, levels the lock has for the
+    /// owner are orphans, acquisitions whose reply was lost and whose undo has not run yet: a
+    /// kind with a line does not re-enter on them (that would serve the handle ahead of those
+    /// waiting), and the caller waits its turn.
+    pub reenters: bool,
 }
 
 impl AcquireArgs<'_> {
@@ -70,9 +76,9 @@ pub(crate) struct UndoArgs<'a> {
     pub latch_ms: u64,
     /// The TTL to restore when the owner still holds other levels (0: leave it).
     pub lease_ms: u64,
-    /// The caller tries again at once (an acquisition the replicas did not confirm): a kind
-    /// with a queue keeps the caller's place at its head.
-    pub keeps_place: bool,
+    /// The request under which the caller tries again at once (an acquisition the replicas did
+    /// not confirm): a kind with a queue keeps the caller's place at its head, for that request.
+    pub keeps_place: Option<&'a str>,
 }
 
 /// Releases one level, idempotent per request id (the unlock latch replays the first answer).
@@ -410,6 +416,7 @@ mod retried_acquisitions {
                 request: REQUEST,
                 will_wait: false,
                 grant_look: None,
+                reenters: false,
             };
             let attempt = |con: &mut redis::Connection| {
                 let reply: Value = kind.acquire(&args, &options).invoke(con).unwrap();

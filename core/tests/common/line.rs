@@ -439,6 +439,54 @@ pub async fn force_unlock_passes_the_lock_to_the_head(kind: LineKind) {
     assert!(waiter.is_held());
 }
 
+/// An acquisition of a handle whose reply was lost leaves its level in the hash (written here
+/// as that acquisition wrote it) until the background undo takes it off. Meanwhile the same
+/// handle, which holds nothing, does not re-enter on that level ahead of a waiter in line: it
+/// waits its turn, behind that waiter.
+pub async fn a_handle_does_not_reenter_on_its_orphaned_level(kind: LineKind) {
+    let server = RedisServer::start();
+    let client = line_client(&server, Duration::from_secs(60)).await;
+    let mut con = raw(&server).await;
+    let handle = kind.lock(&client, "orphan");
+    let _: () = redis::cmd("HSET")
+        .arg("orphan")
+        .arg(handle.owner())
+        .arg(1)
+        .arg("polylock:level:0123456789abcdef0123456789abcdef")
+        .arg(1)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    let _: () = con.pexpire("orphan", 60_000).await.unwrap();
+    let earlier = kind.lock(&client, "orphan");
+    let waiting = {
+        let earlier = earlier.clone();
+        tokio::spawn(async move { earlier.acquire(AcquireOptions::new()).await })
+    };
+    kind.in_line(&server, "orphan", 1).await;
+    assert!(
+        !handle
+            .acquire(AcquireOptions::new().wait(Duration::from_millis(300)))
+            .await
+            .unwrap(),
+        "the handle re-entered on its orphaned level, ahead of the waiter in line"
+    );
+    assert!(!handle.is_held());
+    // The orphan goes (as its undo would take it off): the waiter in line is served.
+    assert!(kind.lock(&client, "orphan").force_unlock().await.unwrap());
+    assert!(tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("served long before the orphan's 60 s lease")
+        .unwrap()
+        .unwrap());
+    earlier.release().await.unwrap();
+    assert!(handle
+        .acquire(AcquireOptions::new().wait(Duration::from_secs(10)))
+        .await
+        .unwrap());
+    handle.release().await.unwrap();
+}
+
 /// A line of `count` waiters acquiring with `options`, each in a process (client) of its own,
 /// behind a holder and served from its release on. Replies the order they were served in and
 /// the script calls it took, the first release's included.

@@ -2,8 +2,9 @@
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] queue timeout ms, ARGV[4] wait allowance W ms
 -- (Redisson's fairLockWaitTimeout), ARGV[5] the grant entry `<request>:<look>` when the waiter
 -- accepts the lock directly from a release ('' when not), ARGV[6] the request, ARGV[7] the new
--- lock hash as a DUMP payload (`restore.rs`), or '' once the server refused RESTORE. The level
--- is recorded in the hash (`level_field`), so it lives as long as its lease.
+-- lock hash as a DUMP payload (`restore.rs`), or '' once the server refused RESTORE, ARGV[8] '1'
+-- when the handle may re-enter (it holds a level, or has another call under way), else '0'.
+-- The level is recorded in the hash (`level_field`), so it lives as long as its lease.
 -- Replies nil when acquired (or already acquired by this request), UNDONE when the request was
 -- undone, else how long to wait at most before looking again (ms), or {that wait} for a waiter
 -- that accepts a grant; WRITTEN_WITHOUT_RESTORE when acquired after RESTORE was refused.
@@ -23,7 +24,9 @@ if mine then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-if levels then
+-- Re-entry. Levels of an owner whose handle holds none are orphans (an acquisition whose reply
+-- was lost, not undone yet): the caller queues, and the undo passes the lock on.
+if levels and ARGV[8] == '1' then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('hset', KEYS[1], field, 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
@@ -60,12 +63,13 @@ if deadline < floor then
   redis.call('zadd', KEYS[3], floor, ARGV[2])
 end
 redis.call('zadd', seen_key, now + tonumber(ARGV[3]), ARGV[2])
--- A grant entry is written (or an earlier request's removed) at every look; the HASH lives as
+-- A grant entry, or without one the bare request (an earlier request's entry must not stay), is
+-- written at every look: the place is this request's now (see `leave_queue`). The HASH lives as
 -- long as the liveness records, and its entries leave with their owners.
 if ARGV[5] ~= '' then
   redis.call('hset', grants_key, ARGV[2], ARGV[5] .. ':' .. ARGV[1])
 else
-  redis.call('hdel', grants_key, ARGV[2])
+  redis.call('hset', grants_key, ARGV[2], ARGV[6])
 end
 if redis.call('pttl', seen_key) < 2 * tonumber(ARGV[3]) then
   redis.call('pexpire', seen_key, 2 * tonumber(ARGV[3]))

@@ -13,5 +13,5 @@ if granted then
   end
   return 0
 end
-leave_queue(ARGV[1], tonumber(ARGV[2]))
+leave_queue(ARGV[1], tonumber(ARGV[2]), ARGV[4])
 return 0

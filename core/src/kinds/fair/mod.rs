@@ -169,7 +169,8 @@ impl LockKind for Fair {
             .arg(allowance_ms())
             .arg(args.grant_entry())
             .arg(args.request)
-            .arg(self.hash_writes.payload(args.owner, args.request));
+            .arg(self.hash_writes.payload(args.owner, args.request))
+            .arg(if args.reenters { "1" } else { "0" });
         call
     }
 
@@ -188,7 +189,7 @@ impl LockKind for Fair {
             .arg(args.latch_ms)
             .arg(args.lease_ms)
             .arg(allowance_ms())
-            .arg(if args.keeps_place { "1" } else { "0" })
+            .arg(args.keeps_place.unwrap_or(""))
             .arg(options.fair_queue_timeout.as_millis() as u64)
             .arg(args.request);
         call
@@ -229,5 +230,146 @@ impl LockKind for Fair {
 
     fn renewal(&self, owner: &str) -> Renewal {
         Renewal::of_hash(&self.key, owner.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OWNER: &str = "6b1f1f5e-0000-4000-8000-000000000001:1";
+    const BEHIND: &str = "6b1f1f5e-0000-4000-8000-000000000002:1";
+
+    /// One look of `owner` under `request`, as a waiter that accepts no grant.
+    fn look_as(fair: &Fair, con: &mut redis::Connection, owner: &str, request: &str) -> Attempt {
+        let args = AcquireArgs {
+            owner,
+            lease_ms: 30_000,
+            request,
+            will_wait: true,
+            grant_look: None,
+            reenters: false,
+        };
+        let reply: Value = fair
+            .acquire(&args, &ClientOptions::default())
+            .invoke(con)
+            .unwrap();
+        fair.read_acquire(reply).unwrap()
+    }
+
+    /// The undo of a request whose reply was lost runs after the same handle's next call has
+    /// looked, and so holds the owner's place: that place stays (Redisson's entries with it),
+    /// and the owner is served before a waiter that queued after it.
+    #[test]
+    fn a_late_undo_leaves_the_place_a_later_request_of_the_owner_took() {
+        let server = polylock_testkit::RedisServer::start();
+        let mut con = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let fair = Fair::new("late-undo", "late-undo", Publish::Plain, Default::default());
+        let _: () = redis::cmd("HSET")
+            .arg("late-undo")
+            .arg("someone-else:1")
+            .arg(1)
+            .query(&mut con)
+            .unwrap();
+        let (first, later) = (
+            "11111111111111111111111111111111",
+            "22222222222222222222222222222222",
+        );
+        assert!(matches!(
+            look_as(&fair, &mut con, OWNER, first),
+            Attempt::Busy(_)
+        ));
+        assert!(matches!(
+            look_as(&fair, &mut con, BEHIND, "b"),
+            Attempt::Busy(_)
+        ));
+        assert!(matches!(
+            look_as(&fair, &mut con, OWNER, later),
+            Attempt::Busy(_)
+        ));
+        let undo = UndoArgs {
+            owner: OWNER,
+            request: first,
+            latch_ms: 60_000,
+            lease_ms: 0,
+            keeps_place: None,
+        };
+        let undone: i64 = fair
+            .undo_acquire(&undo, &ClientOptions::default())
+            .invoke(&mut con)
+            .unwrap();
+        assert_eq!(undone, 0);
+        // Redisson's view is unchanged: the owner first, with its deadline.
+        let queue: Vec<String> = redis::cmd("LRANGE")
+            .arg(keys::fair_queue("late-undo"))
+            .arg(0)
+            .arg(-1)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(queue, vec![OWNER.to_owned(), BEHIND.to_owned()]);
+        let deadline: Option<f64> = redis::cmd("ZSCORE")
+            .arg(keys::fair_timeouts("late-undo"))
+            .arg(OWNER)
+            .query(&mut con)
+            .unwrap();
+        assert!(deadline.is_some());
+        let deleted: i64 = fair.force_unlock().unwrap().invoke(&mut con).unwrap();
+        assert_eq!(deleted, 1);
+        assert!(
+            matches!(look_as(&fair, &mut con, BEHIND, "b"), Attempt::Busy(_)),
+            "the waiter behind took the lock ahead of the owner's later request"
+        );
+        assert_eq!(
+            look_as(&fair, &mut con, OWNER, later),
+            Attempt::Acquired { token: None }
+        );
+    }
+
+    /// An acquisition whose reply was lost leaves an orphaned level until its undo runs. The
+    /// same handle's next call, holding nothing, does not re-enter on it ahead of a waiter that
+    /// was queued first: it queues, and the undo passes the lock on.
+    #[test]
+    fn a_call_of_a_handle_that_holds_nothing_does_not_reenter_on_an_orphaned_level() {
+        let server = polylock_testkit::RedisServer::start();
+        let mut con = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let fair = Fair::new("orphan", "orphan", Publish::Plain, Default::default());
+        let (lost, next) = (
+            "11111111111111111111111111111111",
+            "22222222222222222222222222222222",
+        );
+        let acquired = Attempt::Acquired { token: None };
+        // Acquired, but its reply never reached the handle.
+        assert_eq!(look_as(&fair, &mut con, OWNER, lost), acquired);
+        assert!(matches!(
+            look_as(&fair, &mut con, BEHIND, "e"),
+            Attempt::Busy(_)
+        ));
+        assert!(
+            matches!(look_as(&fair, &mut con, OWNER, next), Attempt::Busy(_)),
+            "the handle's next call re-entered on the orphaned level, ahead of a waiter queued"
+        );
+        let undo = UndoArgs {
+            owner: OWNER,
+            request: lost,
+            latch_ms: 60_000,
+            lease_ms: 0,
+            keeps_place: None,
+        };
+        let undone: i64 = fair
+            .undo_acquire(&undo, &ClientOptions::default())
+            .invoke(&mut con)
+            .unwrap();
+        assert_eq!(undone, 1);
+        assert!(matches!(
+            look_as(&fair, &mut con, OWNER, next),
+            Attempt::Busy(_)
+        ));
+        assert_eq!(look_as(&fair, &mut con, BEHIND, "e"), acquired);
     }
 }

@@ -2,8 +2,9 @@
 -- KEYS[1] lock hash, KEYS[2] queue (LIST of owners), KEYS[3] timeouts (ZSET owner -> deadline
 -- ms, Redisson's), KEYS[4] channel prefix (each waiter listens on prefix:owner), KEYS[5] the
 -- polylock-only "seen" ZSET (owner -> last look + queue timeout), KEYS[6] the polylock-only
--- grants HASH (owner -> `<request>:<look>:<lease ms>`, for waiters that accept the lock
--- directly: see `grant`),
+-- grants HASH (owner -> `<request>:<look>:<lease ms>` for waiters that accept the lock
+-- directly, see `grant`, else `<request>`: either way the request whose look wrote it, which
+-- holds the place),
 -- KEYS[7] the prefix of the tombstones (a grant is refused to a request undone or left).
 -- Times are the server's clock, so clients with skewed clocks agree on polylock's records;
 -- Redisson's deadlines carry a 5-minute allowance, which absorbs their clients' skew.
@@ -83,8 +84,14 @@ local function pass_on(allowance)
 end
 
 -- As Redisson's acquireFailed: those behind `owner` lose one allowance, `owner` leaves, and
--- if the lock is free it passes to the head.
-local function leave_queue(owner, allowance)
+-- if the lock is free it passes to the head. Not when `owner`'s grants entry names a request
+-- other than `request`: a later call of the same owner has looked since and holds the place
+-- now (a late undo or cancel must not take it away).
+local function leave_queue(owner, allowance, request)
+  local entry = redis.call('hget', grants_key, owner)
+  if entry and entry ~= request and not entry_of(entry, request) then
+    return
+  end
   if redisson_queued() then
     local behind = false
     for _, waiter in ipairs(redis.call('lrange', KEYS[2], 0, -1)) do
@@ -108,9 +115,10 @@ local function leave_queue(owner, allowance)
 end
 
 -- `owner`, whose acquisition from the head was just undone and who tries again at once (the
--- replicas did not confirm it), takes the head of the queue back, with the deadline of a head:
--- the reverse of `head_takes_lock`, so it keeps its place in line.
-local function rejoin_at_head(owner, allowance, queue_timeout_ms)
+-- replicas did not confirm it) under `request`, takes the head of the queue back, with the
+-- deadline of a head: the reverse of `head_takes_lock`, so it keeps its place in line. The place
+-- is `request`'s, so an undo of that one removes it.
+local function rejoin_at_head(owner, allowance, queue_timeout_ms, request)
   read_clock()
   if redisson_queued() then
     for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
@@ -121,8 +129,10 @@ local function rejoin_at_head(owner, allowance, queue_timeout_ms)
   redis.call('lpush', KEYS[2], owner)
   redis.call('zadd', KEYS[3], now + allowance, owner)
   redis.call('zadd', seen_key, now + queue_timeout_ms, owner)
+  redis.call('hset', grants_key, owner, request)
   if redis.call('pttl', seen_key) < 2 * queue_timeout_ms then
     redis.call('pexpire', seen_key, 2 * queue_timeout_ms)
+    redis.call('pexpire', grants_key, 2 * queue_timeout_ms)
   end
   head = owner
 end

@@ -2,7 +2,8 @@
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] queue timeout ms (the record's TTL; 0 for a single
 -- try, which takes no place in line), ARGV[4] the grant entry `<request>:<look>` when the waiter
 -- accepts the lock directly from a release ('' when not), ARGV[5] the request, ARGV[6] the new
--- lock hash as a DUMP payload (`restore.rs`), or '' once the server refused RESTORE.
+-- lock hash as a DUMP payload (`restore.rs`), or '' once the server refused RESTORE, ARGV[7] '1'
+-- when the handle may re-enter (it holds a level, or has another call under way), else '0'.
 -- Replies nil when acquired (or already acquired by this request), UNDONE when the request was
 -- undone, else how long to wait at most before looking again (ms; negative: no bound from the
 -- lock), or {that wait} for a waiter that accepts a grant; WRITTEN_WITHOUT_RESTORE when
@@ -34,7 +35,9 @@ else
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
   end
-  if levels then
+  -- Re-entry. Levels of an owner whose handle holds none are orphans (an acquisition whose
+  -- reply was lost, not undone yet): the caller waits its turn, and the undo passes it on.
+  if levels and ARGV[7] == '1' then
     if redis.call('exists', KEYS[6]) == 1 then
       return redis.status_reply('UNDONE')
     end
@@ -47,8 +50,9 @@ end
 if ARGV[3] == '0' then
   return pttl
 end
--- Busy (or another is next): take a place at the tail, or keep ours and renew the record.
-local entry = '-'
+-- Busy (or another is next): take a place at the tail, or keep ours and renew the record, which
+-- names this request (the place is now its: see `leave_line`).
+local entry = ARGV[5]
 if ARGV[4] ~= '' then
   entry = ARGV[4] .. ':' .. ARGV[1]
 end
@@ -58,7 +62,11 @@ if not redis.call('set', record_of(ARGV[2]), entry, 'px', ARGV[3], 'get') then
     redis.call('del', record_of(ARGV[2]))
     return redis.status_reply('UNDONE')
   end
-  redis.call('rpush', KEYS[2], ARGV[2])
+  -- A waiter whose record lapsed before it reached the head keeps its entry: a second one
+  -- would come back to life whenever the owner waits again, after the first was served.
+  if not redis.call('lpos', KEYS[2], ARGV[2]) then
+    redis.call('rpush', KEYS[2], ARGV[2])
+  end
 end
 -- The lock's lease bounds the wait (-2, free but another is next, and -1: only messages and
 -- the record's upkeep do).

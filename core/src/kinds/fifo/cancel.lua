@@ -12,5 +12,5 @@ if granted then
   end
   return 0
 end
-leave_line(ARGV[1])
+leave_line(ARGV[1], ARGV[3])
 return 0

@@ -149,7 +149,8 @@ impl LockKind for Fifo {
             .arg(place_ms)
             .arg(args.grant_entry())
             .arg(args.request)
-            .arg(self.hash_writes.payload(args.owner, args.request));
+            .arg(self.hash_writes.payload(args.owner, args.request))
+            .arg(if args.reenters { "1" } else { "0" });
         call
     }
 
@@ -167,7 +168,7 @@ impl LockKind for Fifo {
             .arg(args.owner)
             .arg(args.latch_ms)
             .arg(args.lease_ms)
-            .arg(if args.keeps_place { "1" } else { "0" })
+            .arg(args.keeps_place.unwrap_or(""))
             .arg(options.fair_queue_timeout.as_millis() as u64)
             .arg(args.request);
         call
@@ -221,6 +222,7 @@ mod tests {
             request,
             will_wait: true,
             grant_look: Some(1),
+            reenters: false,
         }
     }
 
@@ -247,7 +249,7 @@ mod tests {
             request: REQUEST,
             latch_ms: 60_000,
             lease_ms: 0,
-            keeps_place: false,
+            keeps_place: None,
         };
         let undone: i64 = fifo.undo_acquire(&undo, &options).invoke(&mut con).unwrap();
         assert_eq!(undone, 0);
@@ -284,5 +286,196 @@ mod tests {
             .query(&mut con)
             .unwrap();
         assert_eq!(line, vec![OWNER.to_owned()]);
+    }
+
+    /// A server, a raw connection to it, and a FIFO lock `name` held by someone else.
+    fn held(name: &str) -> (polylock_testkit::RedisServer, redis::Connection, Fifo) {
+        let server = polylock_testkit::RedisServer::start();
+        let mut con = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = redis::cmd("HSET")
+            .arg(name)
+            .arg("someone-else:1")
+            .arg(1)
+            .query(&mut con)
+            .unwrap();
+        (
+            server,
+            con,
+            Fifo::new(name, name, Publish::Plain, Default::default()),
+        )
+    }
+
+    /// One look of `owner` under `request`, as a waiter that accepts no grant.
+    fn look_as(fifo: &Fifo, con: &mut redis::Connection, owner: &str, request: &str) -> Attempt {
+        let args = AcquireArgs {
+            owner,
+            lease_ms: 30_000,
+            request,
+            will_wait: true,
+            grant_look: None,
+            reenters: false,
+        };
+        let reply: Value = fifo
+            .acquire(&args, &ClientOptions::default())
+            .invoke(con)
+            .unwrap();
+        fifo.read_acquire(reply).unwrap()
+    }
+
+    /// The lock is free: a force unlock passes it to the head of the line (it is told).
+    fn free(fifo: &Fifo, con: &mut redis::Connection) {
+        let deleted: i64 = fifo.force_unlock().unwrap().invoke(con).unwrap();
+        assert_eq!(deleted, 1);
+    }
+
+    fn release_as(fifo: &Fifo, con: &mut redis::Connection, owner: &str, acquired_by: &str) {
+        let args = ReleaseArgs {
+            owner,
+            lease_ms: 30_000,
+            request: "release",
+            acquired_by,
+            latch_ms: 60_000,
+            final_latch_ms: 60_000,
+        };
+        let released: Option<i64> = fifo.release(&args).invoke(con).unwrap();
+        assert_eq!(released, Some(1));
+    }
+
+    const ACQUIRED: Attempt = Attempt::Acquired { token: None };
+
+    /// The undo of a request whose reply was lost runs after the same handle's next call has
+    /// looked, and so holds the owner's place: that place stays, and the owner is served before
+    /// a waiter that queued after it.
+    #[test]
+    fn a_late_undo_leaves_the_place_a_later_request_of_the_owner_took() {
+        let (_server, mut con, fifo) = held("late-undo");
+        let (first, later) = (
+            "11111111111111111111111111111111",
+            "22222222222222222222222222222222",
+        );
+        let behind = "6b1f1f5e-0000-4000-8000-000000000002:1";
+        assert!(matches!(
+            look_as(&fifo, &mut con, OWNER, first),
+            Attempt::Busy(_)
+        ));
+        assert!(matches!(
+            look_as(&fifo, &mut con, behind, "b"),
+            Attempt::Busy(_)
+        ));
+        assert!(matches!(
+            look_as(&fifo, &mut con, OWNER, later),
+            Attempt::Busy(_)
+        ));
+        let undo = UndoArgs {
+            owner: OWNER,
+            request: first,
+            latch_ms: 60_000,
+            lease_ms: 0,
+            keeps_place: None,
+        };
+        let undone: i64 = fifo
+            .undo_acquire(&undo, &ClientOptions::default())
+            .invoke(&mut con)
+            .unwrap();
+        assert_eq!(undone, 0);
+        free(&fifo, &mut con);
+        assert!(
+            matches!(look_as(&fifo, &mut con, behind, "b"), Attempt::Busy(_)),
+            "the waiter behind took the lock ahead of the owner's later request"
+        );
+        assert_eq!(look_as(&fifo, &mut con, OWNER, later), ACQUIRED);
+    }
+
+    /// A waiter whose record lapsed comes back before it reached the head: it keeps its one
+    /// entry. Served once, it has no entry left that would put it ahead of a waiter who waited
+    /// all along when it waits again.
+    #[test]
+    fn a_waiter_whose_record_lapsed_does_not_jump_the_line_after_it_was_served() {
+        let (_server, mut con, fifo) = held("lapsed");
+        let (a, b, c) = (
+            OWNER,
+            "6b1f1f5e-0000-4000-8000-000000000002:1",
+            "6b1f1f5e-0000-4000-8000-000000000003:1",
+        );
+        assert!(matches!(
+            look_as(&fifo, &mut con, a, "a1"),
+            Attempt::Busy(_)
+        ));
+        assert!(matches!(look_as(&fifo, &mut con, b, "b"), Attempt::Busy(_)));
+        // A stalls past the queue timeout: its record lapses (deleted here, as its TTL would).
+        let _: () = redis::cmd("DEL")
+            .arg(keys::fifo_waiter_record("lapsed", a))
+            .query(&mut con)
+            .unwrap();
+        assert!(matches!(
+            look_as(&fifo, &mut con, a, "a1"),
+            Attempt::Busy(_)
+        ));
+        assert!(matches!(look_as(&fifo, &mut con, c, "c"), Attempt::Busy(_)));
+        free(&fifo, &mut con);
+        assert_eq!(look_as(&fifo, &mut con, a, "a1"), ACQUIRED);
+        release_as(&fifo, &mut con, a, "a1");
+        assert_eq!(look_as(&fifo, &mut con, b, "b"), ACQUIRED);
+        // A waits again while B holds; C has waited all along and is served first.
+        assert!(matches!(
+            look_as(&fifo, &mut con, a, "a2"),
+            Attempt::Busy(_)
+        ));
+        release_as(&fifo, &mut con, b, "b");
+        assert!(
+            matches!(look_as(&fifo, &mut con, a, "a2"), Attempt::Busy(_)),
+            "A came back ahead of C on a stale entry"
+        );
+        assert_eq!(look_as(&fifo, &mut con, c, "c"), ACQUIRED);
+    }
+
+    /// An acquisition whose reply was lost leaves an orphaned level until its undo runs. The
+    /// same handle's next call, holding nothing, does not re-enter on it ahead of a waiter that
+    /// was in line first: it waits its turn, and the undo passes the lock on.
+    #[test]
+    fn a_call_of_a_handle_that_holds_nothing_does_not_reenter_on_an_orphaned_level() {
+        let server = polylock_testkit::RedisServer::start();
+        let mut con = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let fifo = Fifo::new("orphan", "orphan", Publish::Plain, Default::default());
+        let (lost, next) = (
+            "11111111111111111111111111111111",
+            "22222222222222222222222222222222",
+        );
+        let earlier = "6b1f1f5e-0000-4000-8000-000000000002:1";
+        // Acquired, but its reply never reached the handle.
+        assert_eq!(look_as(&fifo, &mut con, OWNER, lost), ACQUIRED);
+        assert!(matches!(
+            look_as(&fifo, &mut con, earlier, "e"),
+            Attempt::Busy(_)
+        ));
+        assert!(
+            matches!(look_as(&fifo, &mut con, OWNER, next), Attempt::Busy(_)),
+            "the handle's next call re-entered on the orphaned level, ahead of a waiter in line"
+        );
+        let undo = UndoArgs {
+            owner: OWNER,
+            request: lost,
+            latch_ms: 60_000,
+            lease_ms: 0,
+            keeps_place: None,
+        };
+        let undone: i64 = fifo
+            .undo_acquire(&undo, &ClientOptions::default())
+            .invoke(&mut con)
+            .unwrap();
+        assert_eq!(undone, 1);
+        assert!(matches!(
+            look_as(&fifo, &mut con, OWNER, next),
+            Attempt::Busy(_)
+        ));
+        assert_eq!(look_as(&fifo, &mut con, earlier, "e"), ACQUIRED);
+        release_as(&fifo, &mut con, earlier, "e");
+        assert_eq!(look_as(&fifo, &mut con, OWNER, next), ACQUIRED);
     }
 }

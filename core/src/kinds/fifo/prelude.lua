@@ -2,11 +2,13 @@
 -- KEYS[1] the lock hash (the reentrant lock's: owner -> levels, plus the level fields), KEYS[2]
 -- the line (a LIST of waiting owners, arrival order), KEYS[3] the prefix of the waiter records
 -- (`<prefix>:<owner>`: a STRING whose TTL, the fair queue timeout renewed at every look, is the
--- waiter's liveness, holding its grant entry `<request>:<look>:<lease ms>`, or `-` when it
--- accepts no grant), KEYS[4] the prefix of the waiters' channels (`<prefix>:<owner>`), KEYS[5]
--- the prefix of the acquire latches (tombstones).
+-- waiter's liveness, holding its grant entry `<request>:<look>:<lease ms>`, or `<request>` when
+-- it accepts no grant: either way it names the request whose look wrote it, which holds the
+-- place), KEYS[4] the prefix of the waiters' channels (`<prefix>:<owner>`), KEYS[5] the prefix
+-- of the acquire latches (tombstones).
 -- No clock is read and nothing is walked: the line is only read at its head, and a waiter whose
--- record lapsed (it stopped looking) leaves the line when it reaches the head.
+-- record lapsed (it stopped looking) leaves the line when it reaches the head. An owner has at
+-- most one entry in the line, so once served (or gone) it has none left to come back to.
 
 local function record_of(owner)
   return KEYS[3] .. ':' .. owner
@@ -49,8 +51,14 @@ local function pass_on()
   publish(KEYS[4] .. ':' .. head, 0)
 end
 
--- `owner` stops waiting: its record goes, its entries leave the line, and a free lock passes on.
-local function leave_line(owner)
+-- `owner` stops waiting under `request`: its record goes, its entry leaves the line, and a free
+-- lock passes on. Not when the record names another request: a later call of the same owner has
+-- looked since and holds the place now (a late undo or leave must not take it away).
+local function leave_line(owner, request)
+  local entry = redis.call('get', record_of(owner))
+  if entry and entry ~= request and not entry_of(entry, request) then
+    return
+  end
   redis.call('del', record_of(owner))
   redis.call('lrem', KEYS[2], 0, owner)
   if redis.call('exists', KEYS[1]) == 0 then
