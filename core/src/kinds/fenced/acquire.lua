@@ -74,7 +74,8 @@ if take then
   return {-1, token}
 end
 local wait = longest_wait(KEYS[1], KEYS[5], reserved)
-if register(KEYS[4], ARGV[2], ARGV[3], wait) and not reserved then
+-- The mark goes only into a lock hash: a key of the application's under the name stays as it is.
+if register(KEYS[4], ARGV[2], ARGV[3], wait) and not reserved and is_lock_hash(KEYS[1]) then
   redis.call('hset', KEYS[1], WAITERS_MARK, 1)
 end
 return {wait, -1}

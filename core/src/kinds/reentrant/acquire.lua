@@ -45,7 +45,8 @@ if take then
 end
 local wait = longest_wait(KEYS[1], KEYS[4], reserved)
 local listed = register(KEYS[3], ARGV[2], ARGV[3], wait, KEYS[5], ARGV[4], ARGV[1])
-if listed and not reserved then
+-- The mark goes only into a lock hash: a key of the application's under the name stays as it is.
+if listed and not reserved and is_lock_hash(KEYS[1]) then
   redis.call('hset', KEYS[1], WAITERS_MARK, 1)
 end
 if listed and ARGV[4] ~= '' then
