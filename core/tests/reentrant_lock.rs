@@ -1599,10 +1599,11 @@ async fn a_waiter_whose_leave_failed_is_never_granted_that_request_later() {
 /// The server cost of an uncontended cycle (`docs/PROTOCOL.md`, "What each call of an
 /// uncontended cycle is for"): INFO commandstats, each call inside a script included, per
 /// acquire and release of a free lock nobody waits for: 7 for the lock (2 EVALSHA, EXISTS,
-/// RESTORE, HMGET, RENAME, PUBLISH), 8 for the fair lock (EXISTS and RESTORE too, LINDEX in both
-/// scripts, no PUBLISH: nobody is queued).
+/// RESTORE, HMGET, RENAME, PUBLISH), 9 for the fair lock (EXISTS and RESTORE too, LINDEX in both
+/// scripts, and the PUBLISH on the shared channel, for waiters of the other kinds on the name)
+/// and the FIFO lock (PTTL, EXISTS, RESTORE; HMGET, RENAME, LINDEX, PUBLISH).
 #[tokio::test]
-async fn an_uncontended_cycle_costs_seven_commands_and_a_fair_one_eight() {
+async fn an_uncontended_cycle_costs_seven_commands_and_a_fair_or_fifo_one_nine() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let mut con = raw(&server).await;
@@ -1628,12 +1629,13 @@ async fn an_uncontended_cycle_costs_seven_commands_and_a_fair_one_eight() {
     };
     let lock = client.lock("cost").unwrap();
     let fair = client.fair_lock("cost-fair").unwrap();
+    let fifo = client.fifo_lock("cost-fifo").unwrap();
     // Scripts loaded first: a cold cycle also sends SCRIPT LOAD.
-    for handle in [&lock, &fair] {
+    for handle in [&lock, &fair, &fifo] {
         assert!(handle.acquire(AcquireOptions::new()).await.unwrap());
         handle.release().await.unwrap();
     }
-    for (handle, per_cycle) in [(&lock, 7), (&fair, 8)] {
+    for (handle, per_cycle) in [(&lock, 7), (&fair, 9), (&fifo, 9)] {
         reset(&mut con).await;
         for _ in 0..cycles {
             assert!(handle.acquire(AcquireOptions::new()).await.unwrap());
