@@ -188,3 +188,27 @@ async fn a_read_write_lock_does_not_take_a_held_hash_lock() {
         .await
         .unwrap());
 }
+
+/// A latch's delete deletes only a latch (a string holding a count).
+#[tokio::test]
+async fn a_latch_delete_leaves_a_key_that_is_not_a_latch_as_it_is_with_an_error() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let mut con = raw(&server).await;
+    for key in write_foreign_keys(&mut con).await {
+        let before = snapshot(&mut con, &key).await;
+        let ttl_before = ttl(&mut con, &key).await;
+        let err = client
+            .count_down_latch(&key)
+            .unwrap()
+            .delete()
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::WrongType, "{key}: {err}");
+        unchanged(&mut con, &key, &before, ttl_before, &key).await;
+    }
+    let latch = client.count_down_latch("latch").unwrap();
+    assert!(latch.try_set_count(2).await.unwrap());
+    assert!(latch.delete().await.unwrap());
+    assert!(!exists(&mut con, "latch").await);
+}
