@@ -1599,10 +1599,12 @@ async fn a_waiter_whose_leave_failed_is_never_granted_that_request_later() {
 /// The server cost of an uncontended cycle (`docs/PROTOCOL.md`, "What each call of an
 /// uncontended cycle is for"): INFO commandstats, each call inside a script included, per
 /// acquire and release of a free lock nobody waits for: 8 for the lock (2 EVALSHA, EXISTS,
-/// RESTORE, HMGET, RENAME, PEXPIRE of the release trace, PUBLISH), 9 for the fair lock (EXISTS
-/// and RESTORE too, LINDEX in both scripts, no PUBLISH: nobody is queued).
+/// RESTORE, HMGET, RENAME, PEXPIRE of the release trace, PUBLISH), 10 for the fair lock (EXISTS
+/// and RESTORE too, LINDEX in both scripts, PEXPIRE of the trace, and the PUBLISH on the shared
+/// channel, for waiters of the other kinds on the name) and the FIFO lock (PTTL, EXISTS,
+/// RESTORE; HMGET, RENAME, PEXPIRE, LINDEX, PUBLISH).
 #[tokio::test]
-async fn an_uncontended_cycle_costs_eight_commands_and_a_fair_one_nine() {
+async fn an_uncontended_cycle_costs_eight_commands_and_a_fair_or_fifo_one_ten() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let mut con = raw(&server).await;
@@ -1628,12 +1630,13 @@ async fn an_uncontended_cycle_costs_eight_commands_and_a_fair_one_nine() {
     };
     let lock = client.lock("cost").unwrap();
     let fair = client.fair_lock("cost-fair").unwrap();
+    let fifo = client.fifo_lock("cost-fifo").unwrap();
     // Scripts loaded first: a cold cycle also sends SCRIPT LOAD.
-    for handle in [&lock, &fair] {
+    for handle in [&lock, &fair, &fifo] {
         assert!(handle.acquire(AcquireOptions::new()).await.unwrap());
         handle.release().await.unwrap();
     }
-    for (handle, per_cycle) in [(&lock, 8), (&fair, 9)] {
+    for (handle, per_cycle) in [(&lock, 8), (&fair, 10), (&fifo, 10)] {
         reset(&mut con).await;
         for _ in 0..cycles {
             assert!(handle.acquire(AcquireOptions::new()).await.unwrap());

@@ -426,9 +426,10 @@ impl LockCore {
             // Messages after this look are not missed by the sleep after it.
             let (mut messages, mut told) = waiting.subscriptions.messages();
             let will_wait = !remaining(deadline).is_zero();
-            // A kind that tells the waiters it lists (one at a time) must not list a poll
-            // waiter: the one told would never hear it, and the lock would stay kept for it.
-            let registers = will_wait && !(waiting.poll.is_some() && told_channel.is_some());
+            // A kind that keeps the lock for the waiter it told must not list a poll waiter:
+            // the one told would never hear it, and the lock would stay kept for it.
+            let registers =
+                will_wait && (waiting.poll.is_none() || self.wait_policy().lists_poll_waiters);
             let sent_at = Instant::now();
             let grant_look = (waiting.poll.is_none() && self.accepts_grant(lease, will_wait))
                 .then(|| waiting.grant_looks.next(sent_at));

@@ -380,10 +380,10 @@ impl SimClient {
         }
     }
 
-    /// `acquire_loop`'s `registers`: a poll waiter is not listed by a kind that tells the
-    /// waiters it lists (it could not hear it); it registers in the other kinds' queues.
+    /// `acquire_loop`'s `registers`: a poll waiter is not listed by a kind that keeps the lock
+    /// for the waiter it told (it could not hear it); it registers in the other kinds' queues.
     fn registers(&self) -> bool {
-        !(self.spec.poll && self.kind.told_channel(&self.owner).is_some())
+        !self.spec.poll || self.kind.wait_policy(&options()).lists_poll_waiters
     }
 
     /// `acquire_loop` after a busy reply: subscribe if not yet, then sleep at most the slice

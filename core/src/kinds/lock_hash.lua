@@ -11,6 +11,40 @@ local function level_field(request)
   return LEVEL_FIELD_PREFIX .. request
 end
 
+-- An owner's field as Redisson and polylock write it: `<client uuid>:<holder id>`.
+local OWNER_FIELD = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x:%d+$'
+
+-- Whether `lock` is recognisably a lock hash of the kinds that share it (Redisson's RLock,
+-- RFairLock and RFencedLock layout, polylock's FIFO lock): a HASH with an owner field holding
+-- a count (a positive integer), every other field an owner's too or polylock's own
+-- (`polylock:...`). Anything else (a missing key, another type, a hash with a field of its
+-- own: the application's data, a read-write lock's `mode`) is not, and no script writes into
+-- it or deletes it. Read whole: a lock hash holds one owner, its levels and the waiters mark.
+local function is_lock_hash(lock)
+  local fields = redis.pcall('hgetall', lock)
+  if fields.err or #fields == 0 then
+    return false
+  end
+  local owners = 0
+  for i = 1, #fields, 2 do
+    if string.match(fields[i], OWNER_FIELD) then
+      if not string.match(fields[i + 1], '^[1-9]%d*$') then
+        return false
+      end
+      owners = owners + 1
+    elseif string.sub(fields[i], 1, 9) ~= 'polylock:' then
+      return false
+    end
+  end
+  return owners > 0
+end
+
+-- The error a script replies instead of deleting `key`, which exists but is no lock hash.
+local function not_a_lock(key)
+  local kind = redis.call('type', key)['ok']
+  return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. kind .. ' that is not a lock')
+end
+
 -- Writes the first level of `owner` (its count 1 and the level's field `field`) into the free
 -- `lock`, with the TTL `lease_ms`: in one call by RESTORE of `payload` (the new lock hash as a
 -- DUMP payload, `restore.rs`), else by HSET and PEXPIRE. Replies what an acquire script replies

@@ -200,6 +200,10 @@ pub(crate) struct WaitPolicy {
     pub busy_waiter_takes_a_place: bool,
     /// ... and whether a busy single try does.
     pub busy_try_takes_a_place: bool,
+    /// Whether a poll waiter (one that never listens) is listed like the others. A kind that
+    /// keeps the free lock for the waiter it told, however briefly, lists none: the one told
+    /// would never hear it.
+    pub lists_poll_waiters: bool,
     /// The longest a waiter may sleep before looking again, whatever it was told.
     pub longest_wait: Option<Duration>,
     /// For kinds that tell one waiter at a time: the longest a waiter sleeps while no release
@@ -215,6 +219,7 @@ impl Default for WaitPolicy {
             keeps_subscription: false,
             busy_waiter_takes_a_place: true,
             busy_try_takes_a_place: true,
+            lists_poll_waiters: true,
             longest_wait: None,
             longest_silence: None,
         }

@@ -133,8 +133,22 @@ impl LockKind for Fair {
         &self.key
     }
 
-    fn wait_channel(&self, owner: &str) -> String {
-        keys::fair_waiter_channel(&self.key, owner)
+    /// The shared channel (the channel prefix itself): a release of another kind of lock on
+    /// the name (the plain lock, Redisson's RLock, the FIFO lock) tells it there that the lock
+    /// is free.
+    fn wait_channel(&self, _owner: &str) -> String {
+        self.channel_prefix.clone()
+    }
+
+    /// Its own channel (Redisson's), on which a fair release tells or grants it the lock.
+    fn told_channel(&self, owner: &str) -> Option<String> {
+        Some(keys::fair_waiter_channel(&self.key, owner))
+    }
+
+    /// The plain lock's listening channel, subscribed with the shared channel (so polylock's
+    /// waiters are not counted as Redisson's there).
+    fn listening_channel(&self) -> Option<String> {
+        Some(keys::lock_listening_channel(&self.key))
     }
 
     /// Told directly and kept subscribed; a waiter looks again before the queue timeout

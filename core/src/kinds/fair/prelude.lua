@@ -74,8 +74,15 @@ end
 -- grants HASH) is granted it in this script (`grant`) and leaves the queue as if it had taken
 -- it; a head not listening yet is not, and keeps its place: its next look, once subscribed,
 -- takes the free lock. Any other head is told `0`, and comes to take the lock itself.
+-- With nobody queued, `0` goes to the shared channel (KEYS[4], the channel prefix itself), as a
+-- plain release sends it: the plain lock's waiters (polylock's and Redisson's RLock's) and the
+-- FIFO lock's wait there for a lock of another kind on the name.
 local function pass_on(allowance)
-  local entry = head and redis.call('hget', grants_key, head)
+  if not head then
+    publish(KEYS[4], 0)
+    return
+  end
+  local entry = redis.call('hget', grants_key, head)
   if entry and grant(KEYS[1], KEYS[7], KEYS[4] .. ':' .. head, head, entry) then
     head_takes_lock(allowance)
     return

@@ -43,7 +43,7 @@ local tombstone, reserved = unpack(redis.call('mget', KEYS[3], KEYS[5]))
 if tombstone then
   return redis.status_reply('UNDONE')
 end
-local levels, mine = unpack(redis.call('hmget', KEYS[1], ARGV[2], field))
+local levels, mine, marked = unpack(redis.call('hmget', KEYS[1], ARGV[2], field, WAITERS_MARK))
 if mine then
   -- A retry of a request that acquired: the lease starts again now, as the client counts it.
   redis.call('pexpire', KEYS[1], ARGV[1])
@@ -74,7 +74,10 @@ if take then
   return {-1, token}
 end
 local wait = longest_wait(KEYS[1], KEYS[5], reserved)
-if register(KEYS[4], ARGV[2], ARGV[3], wait) and not reserved then
+-- The mark goes only into a lock hash (a marked hash was one): a key of the application's under
+-- the name stays as it is.
+local listed = register(KEYS[4], ARGV[2], ARGV[3], wait)
+if listed and not reserved and not marked and is_lock_hash(KEYS[1]) then
   redis.call('hset', KEYS[1], WAITERS_MARK, 1)
 end
 return {wait, -1}

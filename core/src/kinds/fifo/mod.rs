@@ -58,6 +58,13 @@ pub(crate) struct Fifo {
     record_prefix: String,
     channel_prefix: String,
     latch_prefix: String,
+    /// The plain lock's channel (`redisson_lock__channel:{name}`), shared by every kind whose
+    /// lock is this hash: the last key of every FIFO script, which publishes `0` there when it
+    /// frees the lock with nobody in line; FIFO waiters listen there too.
+    shared_channel: String,
+    /// The plain lock's listening channel, subscribed with the shared channel (so polylock's
+    /// waiters are not counted as Redisson's there).
+    listening: String,
     publish: Publish,
     /// Whether the uncontended acquire may write the lock hash with RESTORE (the client's).
     hash_writes: Arc<HashWrites>,
@@ -77,6 +84,8 @@ impl Fifo {
             record_prefix: keys::fifo_waiter_prefix(key),
             channel_prefix: keys::fifo_channel_prefix(key),
             latch_prefix: keys::acquire_latch_prefix(key),
+            shared_channel: keys::lock_channel(key),
+            listening: keys::lock_listening_channel(key),
             publish,
             hash_writes,
         }
@@ -107,8 +116,19 @@ impl LockKind for Fifo {
         &self.key
     }
 
-    fn wait_channel(&self, owner: &str) -> String {
-        keys::fifo_waiter_channel(&self.key, owner)
+    /// The shared channel: a release of another kind of lock on the name (the plain lock,
+    /// Redisson's RLock, the fair lock) tells it there that the lock is free.
+    fn wait_channel(&self, _owner: &str) -> String {
+        self.shared_channel.clone()
+    }
+
+    /// Its own channel, on which a FIFO release tells or grants it the lock.
+    fn told_channel(&self, owner: &str) -> Option<String> {
+        Some(keys::fifo_waiter_channel(&self.key, owner))
+    }
+
+    fn listening_channel(&self) -> Option<String> {
+        Some(self.listening.clone())
     }
 
     /// Told directly and kept subscribed; a waiter looks again before its record lapses, or it
@@ -151,6 +171,7 @@ impl LockKind for Fifo {
             .arg(args.request)
             .arg(self.hash_writes.payload(args.owner, args.request))
             .arg(if args.reenters { "1" } else { "0" });
+        call.key(&self.shared_channel);
         call
     }
 
@@ -171,6 +192,7 @@ impl LockKind for Fifo {
             .arg(args.keeps_place.unwrap_or(""))
             .arg(options.fair_queue_timeout.as_millis() as u64)
             .arg(args.request);
+        call.key(&self.shared_channel);
         call
     }
 
@@ -181,6 +203,7 @@ impl LockKind for Fifo {
             .arg(args.owner)
             .arg(args.acquired_by)
             .arg(args.trace_ms);
+        call.key(&self.shared_channel);
         call
     }
 
@@ -196,11 +219,14 @@ impl LockKind for Fifo {
             .arg(owner)
             .arg(latch_ms)
             .arg(request);
+        call.key(&self.shared_channel);
         Some(call)
     }
 
     fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
-        Some(self.call(&FORCE_UNLOCK))
+        let mut call = self.call(&FORCE_UNLOCK);
+        call.key(&self.shared_channel);
+        Some(call)
     }
 
     fn renewal(&self, owner: &str) -> Renewal {

@@ -5,10 +5,13 @@
 -- waiter's liveness, holding its grant entry `<request>:<look>:<lease ms>`, or `<request>` when
 -- it accepts no grant: either way it names the request whose look wrote it, which holds the
 -- place), KEYS[4] the prefix of the waiters' channels (`<prefix>:<owner>`), KEYS[5] the prefix
--- of the acquire latches (tombstones).
+-- of the acquire latches (tombstones); the last KEY (after the script's own) the plain lock's
+-- channel `redisson_lock__channel:{name}`, shared by every kind whose lock is this hash.
 -- No clock is read and nothing is walked: the line is only read at its head, and a waiter whose
 -- record lapsed (it stopped looking) leaves the line when it reaches the head. An owner has at
 -- most one entry in the line, so once served (or gone) it has none left to come back to.
+
+local SHARED_CHANNEL = KEYS[#KEYS]
 
 local function record_of(owner)
   return KEYS[3] .. ':' .. owner
@@ -38,10 +41,13 @@ end
 
 -- Passes the free lock on to the head: granted in this script when the head accepts a grant and
 -- listens (`grant`), else the head is told `0` and comes to take it (a lock left free is taken
--- only by the head).
+-- only by the head). With nobody in line, `0` goes to the shared channel, as a plain release
+-- sends it: the plain lock's waiters (polylock's and Redisson's RLock's) and the fair lock's
+-- wait there for a lock of another kind on the name.
 local function pass_on()
   local head, entry = live_head()
   if not head then
+    publish(SHARED_CHANNEL, 0)
     return
   end
   if entry ~= '-' and grant(KEYS[1], KEYS[5], KEYS[4] .. ':' .. head, head, entry) then

@@ -15,7 +15,7 @@ local tombstone, reserved = unpack(redis.call('mget', KEYS[2], KEYS[4]))
 if tombstone then
   return redis.status_reply('UNDONE')
 end
-local levels, mine = unpack(redis.call('hmget', KEYS[1], ARGV[2], field))
+local levels, mine, marked = unpack(redis.call('hmget', KEYS[1], ARGV[2], field, WAITERS_MARK))
 if mine then
   -- A retry of a request that acquired: the lease starts again now, as the client counts it.
   redis.call('pexpire', KEYS[1], ARGV[1])
@@ -45,7 +45,9 @@ if take then
 end
 local wait = longest_wait(KEYS[1], KEYS[4], reserved)
 local listed = register(KEYS[3], ARGV[2], ARGV[3], wait, KEYS[5], ARGV[4], ARGV[1])
-if listed and not reserved then
+-- The mark goes only into a lock hash (a marked hash was one): a key of the application's under
+-- the name stays as it is.
+if listed and not reserved and not marked and is_lock_hash(KEYS[1]) then
   redis.call('hset', KEYS[1], WAITERS_MARK, 1)
 end
 if listed and ARGV[4] ~= '' then

@@ -1,11 +1,16 @@
 -- Reentrant lock: delete it whoever holds it and wake a waiter.
 -- KEYS[1] lock hash, KEYS[2] channel, KEYS[3..8] the waiter list's keys (`line_keys`).
 -- ARGV[1] how long the lock is reserved for the waiter told.
--- Replies 1 when a lock was deleted.
-if redis.call('del', KEYS[1]) == 1 then
-  local line = line_keys(3)
-  redis.call('del', line.reservation)
-  tell_next(line, KEYS[1], KEYS[2], ARGV[1])
-  return 1
+-- Replies 1 when a lock was deleted; a key that is not a lock hash (`is_lock_hash`) is left as
+-- it is, with an error.
+if not is_lock_hash(KEYS[1]) then
+  if redis.call('exists', KEYS[1]) == 1 then
+    return not_a_lock(KEYS[1])
+  end
+  return 0
 end
-return 0
+redis.call('del', KEYS[1])
+local line = line_keys(3)
+redis.call('del', line.reservation)
+tell_next(line, KEYS[1], KEYS[2], ARGV[1])
+return 1

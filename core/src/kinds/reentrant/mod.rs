@@ -165,6 +165,7 @@ impl LockKind for Reentrant {
             grants_directly: true,
             keeps_subscription: true,
             busy_try_takes_a_place: false,
+            lists_poll_waiters: false,
             longest_silence: Some(options.fair_queue_timeout / 2),
             ..WaitPolicy::default()
         }
