@@ -343,6 +343,12 @@ export interface ConnectOptions {
   /** How long `WAIT` waits for the replicas (with `syncReplicas`). Default 1000. */
   replicaSyncTimeoutMs?: number
   /**
+   * With `syncReplicas`: the fewest replicas an acquisition must reach, whatever the primary
+   * reports (as Redis's `min-replicas-to-write`); below it acquisitions fail with
+   * `ERR_NOT_SYNCED`. 0 trusts the primary's own count. 0 to 100, default 1.
+   */
+  minReplicas?: number
+  /**
    * With a `rediss://` URL: the CA certificates to trust instead of the public web roots, a
    * PEM file path or PEM text.
    */

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use polylock::options::{lease_from_millis, option_from_millis, wait_from_millis};
+use polylock::options::{
+    lease_from_millis, option_from_millis, wait_from_millis, ClientOptionsInMillis,
+};
 use polylock::{AcquireOptions, ClientOptions, Error};
 use serde_json::Value;
 
@@ -59,6 +61,17 @@ async fn outcome(case: &Value) -> Result<(), Error> {
                 key_prefix: Some(case["value"].as_str().unwrap().to_owned()),
                 ..ClientOptions::default()
             };
+            polylock::Client::connect_with("redis://127.0.0.1:1", options)
+                .await
+                .map(drop)
+        }
+        "connect" if case["option"] == "min_replicas" => {
+            // A count, not milliseconds: the bindings' conversion checks it.
+            let options = ClientOptionsInMillis {
+                min_replicas: case["count"].as_f64(),
+                ..ClientOptionsInMillis::default()
+            }
+            .into_options()?;
             polylock::Client::connect_with("redis://127.0.0.1:1", options)
                 .await
                 .map(drop)

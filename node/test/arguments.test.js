@@ -71,6 +71,7 @@ describe('Client.connect', () => {
     [['URL', { responseTimeoutMs: {} }], wrong('responseTimeoutMs', 'a number', 'object')],
     [['URL', { fairQueueTimeoutMs: 10n }], wrong('fairQueueTimeoutMs', 'a number', 'bigint')],
     [['URL', { replicaSyncTimeoutMs: false }], wrong('replicaSyncTimeoutMs', 'a number', 'boolean')],
+    [['URL', { minReplicas: '1' }], wrong('minReplicas', 'a number', 'string')],
     [['URL', { syncReplicas: 'yes' }], wrong('syncReplicas', 'a boolean', 'string')],
     [['URL', { tlsCa: 5 }], wrong('tlsCa', 'a string', 'number')],
     [['URL', { tlsCert: Buffer.from('x') }], wrong('tlsCert', 'a string', 'object')],

@@ -25,6 +25,7 @@ const OPTION = {
   response_timeout: 'responseTimeoutMs',
   fair_queue_timeout: 'fairQueueTimeoutMs',
   replica_sync_timeout: 'replicaSyncTimeoutMs',
+  min_replicas: 'minReplicas',
   key_prefix: 'keyPrefix',
 }
 
@@ -59,7 +60,9 @@ describe('the bad-input table', () => {
         case 'connect': {
           // Nobody listens there: a connect that dialled would fail with ERR_CONNECTION instead.
           const url = `redis://127.0.0.1:${await freePort()}`
-          await assert.rejects(Client.connect(url, { [OPTION[c.option]]: 'value' in c ? c.value : ms(c.ms) }), expected)
+          // A string `value` or a number `count` as it is, else milliseconds.
+          const value = 'value' in c ? c.value : 'count' in c ? c.count : ms(c.ms)
+          await assert.rejects(Client.connect(url, { [OPTION[c.option]]: value }), expected)
           break
         }
         case 'read_write_lock':

@@ -76,6 +76,25 @@ describe('syncReplicas', () => {
     assert.equal(lock.isHeld(), false)
   })
 
+  test('a primary without replicas confirms nothing unless minReplicas is 0', async () => {
+    // minReplicas (default 1): the acquisition cannot reach the one replica it must, so it is
+    // undone; minReplicas: 0 trusts the primary's count (none: nothing to wait for).
+    const primary = await start(PRIMARY)
+    const name = fresh('no-replica')
+    const strict = await connect(primary, { syncReplicas: true, replicaSyncTimeoutMs: 200 })
+    const lock = strict.lock(name)
+    await assert.rejects(lock.acquire({ waitMs: 0 }), { code: 'ERR_NOT_SYNCED', message: notSynced(name) })
+    assert.equal(await primary.command('EXISTS', name), 0)
+    assert.equal(lock.isHeld(), false)
+
+    const trusting = await connect(primary, { syncReplicas: true, minReplicas: 0 })
+    const other = trusting.lock(name)
+    assert.equal(await other.acquire({ waitMs: 0 }), true)
+    assert.equal(await primary.command('EXISTS', name), 1)
+    await other.release()
+    assert.equal(await primary.command('EXISTS', name), 0)
+  })
+
   test('a server without WAIT turns it off and locks keep working', async () => {
     const primary = await start([...PRIMARY, '--rename-command', 'WAIT', ''])
     // A replica, so that ROLE counts one and the client does send WAIT (and is refused).

@@ -30,6 +30,7 @@ async function main(): Promise<void> {
     fairQueueTimeoutMs: 10000,
     syncReplicas: true,
     replicaSyncTimeoutMs: 1000,
+    minReplicas: 1,
   })
   const lock: Lock = client.lock('orders:42')
   const fair: Lock = client.fairLock('orders:queue')

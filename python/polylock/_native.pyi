@@ -88,6 +88,7 @@ class _ClientOptions(TypedDict, total=False):
     fair_queue_timeout: float | None
     sync_replicas: bool
     replica_sync_timeout: float | None
+    min_replicas: int | None
     tls_ca: str | None
     tls_cert: str | None
     tls_key: str | None

@@ -53,6 +53,9 @@ class ClientOptions(TypedDict, total=False):
     fair_queue_timeout: Optional[float]
     sync_replicas: bool
     replica_sync_timeout: Optional[float]
+    #: With ``sync_replicas``: the fewest replicas an acquisition must reach (default 1, 0 to
+    #: 100; 0 trusts the primary's own count); below it acquisitions raise NotSyncedError.
+    min_replicas: Optional[int]
     tls_ca: Optional[TlsSource]
     tls_cert: Optional[TlsSource]
     tls_key: Optional[TlsSource]

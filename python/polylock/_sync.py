@@ -222,9 +222,12 @@ class Client(ClientBase[Lock, ReadWriteLock, Semaphore, ExpirableSemaphore]):
     ``WAIT`` for the primary's replicas, waiting at most ``replica_sync_timeout`` (default 1)
     each time, so a lock survives a failover to a replica: an acquisition no replica
     acknowledged is undone and tried again within the acquire's timeout, then raises
-    :class:`NotSyncedError`. A server that refuses ``WAIT`` turns it off for this client (with
-    a warning in the log); locks keep working. Bad values raise InvalidArgumentError with the
-    core's message, the same in every polylock language.
+    :class:`NotSyncedError`. ``min_replicas`` (default 1, 0 to 100) is the fewest replicas an
+    acquisition must reach whatever the primary reports (as Redis's ``min-replicas-to-write``):
+    a primary with fewer raises :class:`NotSyncedError`; 0 trusts the primary's own count. A
+    server that refuses ``WAIT`` turns it off for this client (with a warning in the log); locks
+    keep working. Bad values raise InvalidArgumentError with the core's message, the same in
+    every polylock language.
 
     ``name`` (default ``"host:pid"``) is recorded on the server beside this client's locks, so
     that ``polylock inspect`` and a timed-out ``with`` of another client name the holder.

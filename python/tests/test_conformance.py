@@ -36,8 +36,13 @@ def unreachable_url() -> str:
 
 
 def option_value(case: dict[str, Any]) -> Any:
-    """A connect case's option: a string `value` as it is, else `ms` in seconds."""
-    return case["value"] if "value" in case else seconds(case["ms"])
+    """A connect case's option: a string `value` or a number `count` as it is, else `ms` in
+    seconds."""
+    if "value" in case:
+        return case["value"]
+    if "count" in case:
+        return case["count"]
+    return seconds(case["ms"])
 
 
 def case_id(case: dict[str, Any]) -> str:

@@ -83,6 +83,33 @@ def test_an_acquire_no_replica_acknowledged_is_undone_with_not_synced_error(star
         assert not lock.owned()
 
 
+def test_a_primary_without_replicas_confirms_nothing_unless_min_replicas_is_0(start, name):
+    """min_replicas (default 1): a primary with no replica cannot give an acquisition the one
+    replica it must reach, so the acquisition is undone with NotSyncedError; min_replicas=0
+    trusts the primary's count (none: nothing to wait for), in both clients."""
+    primary = start(*PRIMARY)
+    with polylock.Client(primary.url, sync_replicas=True, replica_sync_timeout=0.2) as client:
+        with pytest.raises(polylock.NotSyncedError) as raised:
+            client.lock(name).acquire(timeout=0)
+        assert str(raised.value) == NOT_SYNCED.format(name)
+        assert exists(primary, name) == 0
+    with polylock.Client(primary.url, sync_replicas=True, min_replicas=0) as client:
+        lock = client.lock(name)
+        assert lock.acquire(timeout=0)
+        assert exists(primary, name) == 1
+        lock.release()
+
+    async def main() -> None:
+        options = {"sync_replicas": True, "min_replicas": 0}
+        async with await polylock.AsyncClient.connect(primary.url, **options) as client:
+            lock = client.lock(name)
+            assert await lock.acquire(timeout=0)
+            await lock.release()
+
+    asyncio.run(asyncio.wait_for(main(), timeout=60))
+    assert exists(primary, name) == 0
+
+
 @pytest.mark.parametrize("connect", ["constructor", "awaitable"])
 def test_the_asyncio_client_takes_the_same_options(start, name, connect):
     primary = start(*PRIMARY)

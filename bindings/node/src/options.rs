@@ -40,6 +40,10 @@ pub struct ConnectOptions {
     pub sync_replicas: Option<bool>,
     /// How long `WAIT` waits for the replicas (with `syncReplicas`). Default 1000.
     pub replica_sync_timeout_ms: Option<f64>,
+    /// With `syncReplicas`: the fewest replicas an acquisition must reach, whatever the primary
+    /// reports (as Redis's `min-replicas-to-write`); below it acquisitions fail with
+    /// `ERR_NOT_SYNCED`. 0 trusts the primary's own count. 0 to 100, default 1.
+    pub min_replicas: Option<f64>,
     /// With a `rediss://` URL: the CA certificates to trust instead of the public web roots, a
     /// PEM file path or PEM text.
     pub tls_ca: Option<String>,
@@ -258,15 +262,18 @@ pub(crate) fn connect_options(
         *pem = fields.get(name, string)?;
     }
     options.name = fields.get("name", string)?;
-    // The core's conversion checks the count, so its message is the one every language gives.
-    let metrics = ClientOptionsInMillis {
+    // The core's conversion checks the counts, so its messages are the ones every language
+    // gives.
+    let counted = ClientOptionsInMillis {
+        min_replicas: fields.get("minReplicas", number)?,
         metrics: fields.get("metrics", boolean)?,
         metrics_max_lock_names: fields.get("metricsMaxLockNames", number)?,
         ..ClientOptionsInMillis::default()
     }
     .into_options()?;
-    options.metrics = metrics.metrics;
-    options.metrics_max_lock_names = metrics.metrics_max_lock_names;
+    options.min_replicas = counted.min_replicas;
+    options.metrics = counted.metrics;
+    options.metrics_max_lock_names = counted.metrics_max_lock_names;
     options.key_prefix = fields.get("keyPrefix", string)?;
     let wait_mode = polylock::options::wait_mode_from_millis(
         fields.get("waitMode", string)?.as_deref(),

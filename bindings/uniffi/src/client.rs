@@ -44,6 +44,10 @@ client_options! {
     sync_replicas: bool,
     /// How long `WAIT` waits for the replicas (with `syncReplicas`; default 1 000).
     replica_sync_timeout_ms: i64,
+    /// With `syncReplicas`: the fewest replicas an acquisition must reach, whatever the primary
+    /// reports (as Redis's `min-replicas-to-write`); below it acquisitions fail with
+    /// `NotSynced`. 0 trusts the primary's own count. 0 to 100, default 1.
+    min_replicas: i64,
     /// With a `rediss://` URL: the CA certificates to trust instead of the public web roots, a
     /// PEM file path or PEM text.
     tls_ca: String,
@@ -102,7 +106,7 @@ impl Client {
             fair_queue_timeout: ms(options.fair_queue_timeout_ms),
             sync_replicas: options.sync_replicas,
             replica_sync_timeout: ms(options.replica_sync_timeout_ms),
-            min_replicas: None,
+            min_replicas: options.min_replicas.map(|count| count as f64),
             tls_ca: options.tls_ca,
             tls_cert: options.tls_cert,
             tls_key: options.tls_key,

@@ -71,6 +71,9 @@ class ConformanceTest {
             val url = "redis://127.0.0.1:${freePort()}/0"
             val options = if (case.has("value")) {
                 ClientOptions(keyPrefix = case.getString("value"))
+            } else if (case.has("count")) {
+                check(case.getString("option") == "min_replicas") { "unknown count option ${case.getString("option")}" }
+                ClientOptions(minReplicas = case.getLong("count"))
             } else {
                 option(case.getString("option"), case.getLong("ms"))
             }

@@ -16,7 +16,8 @@ import polylock.LockException
 /**
  * `ClientOptions.syncReplicas` on real servers: a primary with one replica (`--replicaof`), the
  * same with the replica held still (`CLIENT PAUSE ... ALL` on a Redis 7 replica also stops it
- * applying and acknowledging the primary's stream), and a primary whose `WAIT` is renamed away.
+ * applying and acknowledging the primary's stream), a primary with no replica (and
+ * `minReplicas`), and a primary whose `WAIT` is renamed away.
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class ReplicaSyncTest {
@@ -63,6 +64,33 @@ class ReplicaSyncTest {
                 assertEquals(notSynced("unsynced"), refused.message)
                 assertEquals(0L, primary.command("EXISTS", "unsynced"))
                 assertFalse(lock.isHeld())
+            }
+        }
+
+    @Test
+    fun `a primary without replicas confirms nothing unless minReplicas is 0`(): Unit =
+        // minReplicas (default 1): the acquisition cannot reach the one replica it must, so it is
+        // undone; minReplicas = 0 trusts the primary's count (none: nothing to wait for).
+        RedisServer.start(*primaryArgs).use { primary ->
+            runBlocking {
+                withTimeout(60_000) {
+                    val strict = ClientOptions(syncReplicas = true, replicaSyncTimeoutMs = 200)
+                    Client.connectWith(primary.url, strict).use { client ->
+                        val lock = client.lock("no-replica")
+                        val refused = expectThrows<LockException.NotSynced> { lock.acquire(waitMs = 0) }
+                        assertEquals(notSynced("no-replica"), refused.message)
+                        assertEquals(0L, primary.command("EXISTS", "no-replica"))
+                        assertFalse(lock.isHeld())
+                    }
+                    val trusting = ClientOptions(syncReplicas = true, minReplicas = 0)
+                    Client.connectWith(primary.url, trusting).use { client ->
+                        val lock = client.lock("no-replica")
+                        assertTrue(lock.acquire(waitMs = 0))
+                        assertEquals(1L, primary.command("EXISTS", "no-replica"))
+                        lock.release()
+                        assertEquals(0L, primary.command("EXISTS", "no-replica"))
+                    }
+                }
             }
         }
 
