@@ -66,10 +66,11 @@ pub fn unlock_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", tagged("redisson_unlock_latch", name))
 }
 
-/// The trace of an owner's last final release of a reentrant, fenced or fair lock: the released
-/// lock hash, renamed, whose level field a retry of that release finds. One per lock and owner
-/// (the next final release replaces it; `engine/release_gate.rs` keeps the owner's next acquire
-/// back until a release has its answer). It keeps the lock's TTL.
+/// The trace of an owner's last final release of a reentrant, fenced, fair or FIFO lock: the
+/// released lock hash, renamed, whose level field a retry of that release finds. One per lock
+/// and owner (the next final release replaces it; `engine/release_gate.rs` keeps the owner's
+/// next acquire and release back until a release has its answer). It lives for the caller's
+/// retry window only (`engine::release::trace_window`).
 pub fn release_trace(name: &str, owner: &str) -> String {
     format!("{}:{owner}", tagged("polylock_released", name))
 }

@@ -28,7 +28,7 @@ const PREFIX: &str = "app:";
 /// The least-privilege rule without any way to subscribe; the scripts keep PUBLISH (and
 /// SPUBLISH) and PUBSUB NUMSUB, which they call.
 fn no_subscribe_rule() -> Vec<String> {
-    let mut rule = polylock::acl::rule(PREFIX);
+    let mut rule = common::configured_rule(PREFIX);
     for more in [
         "-@pubsub",
         "+publish",

@@ -367,3 +367,20 @@ pub async fn granted_holder_survives_a_stall(
         "a competitor took the lock while the granted holder still held it"
     );
 }
+
+/// The version of a server build, as the ACL rule reads it.
+pub fn version_of(build: &polylock_testkit::ServerBuild) -> polylock::acl::RedisVersion {
+    let (major, minor, patch) = build.version;
+    polylock::acl::RedisVersion::of_server(&build.name, &format!("{major}.{minor}.{patch}"))
+        .unwrap()
+}
+
+/// The version of the configured server (`POLYLOCK_REDIS_SERVER`, the matrix row's).
+pub fn configured_version() -> polylock::acl::RedisVersion {
+    version_of(&polylock_testkit::ServerBuild::configured())
+}
+
+/// `polylock::acl::rule_for` the configured server, for the locks under `prefix`.
+pub fn configured_rule(prefix: &str) -> Vec<String> {
+    polylock::acl::rule_for(configured_version(), "", prefix)
+}

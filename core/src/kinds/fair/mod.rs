@@ -284,7 +284,7 @@ mod tests {
         let fair = Fair::new("late-undo", "late-undo", Publish::Plain, Default::default());
         let _: () = redis::cmd("HSET")
             .arg("late-undo")
-            .arg("someone-else:1")
+            .arg("6b1f1f5e-0000-4000-8000-0000000000ee:1") // someone else: a real owner field, or force_unlock refuses the hash
             .arg(1)
             .query(&mut con)
             .unwrap();

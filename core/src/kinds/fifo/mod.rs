@@ -266,7 +266,7 @@ mod tests {
         let options = ClientOptions::default();
         let _: () = redis::cmd("HSET")
             .arg("late")
-            .arg("someone-else:1")
+            .arg("6b1f1f5e-0000-4000-8000-0000000000ee:1") // someone else: a real owner field, or force_unlock refuses the hash
             .arg(1)
             .query(&mut con)
             .unwrap();
@@ -323,7 +323,7 @@ mod tests {
             .unwrap();
         let _: () = redis::cmd("HSET")
             .arg(name)
-            .arg("someone-else:1")
+            .arg("6b1f1f5e-0000-4000-8000-0000000000ee:1") // someone else: a real owner field, or force_unlock refuses the hash
             .arg(1)
             .query(&mut con)
             .unwrap();
@@ -365,6 +365,7 @@ mod tests {
             acquired_by,
             latch_ms: 60_000,
             final_latch_ms: 60_000,
+            trace_ms: 60_000,
         };
         let released: Option<i64> = fifo.release(&args).invoke(con).unwrap();
         assert_eq!(released, Some(1));
