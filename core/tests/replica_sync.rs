@@ -185,13 +185,10 @@ async fn a_primary_cut_off_from_its_replica_still_waits_for_it() {
     lock.release().await.unwrap();
 
     replica.kill();
-    let gone = eventually(Duration::from_secs(20), || async {
-        primary
-            .command(&["INFO", "replication"])
-            .is_some_and(|info| info.contains("connected_slaves:0"))
-    })
-    .await;
-    assert!(gone, "the primary still counts the killed replica");
+    assert!(
+        no_replica_listed(&primary).await,
+        "the primary still counts the killed replica"
+    );
     // Twice: a miss makes the client count the replicas again, and it then finds none online.
     for attempt in 1..=2 {
         let err = lock
@@ -322,13 +319,20 @@ async fn primary_with_linked_replica() -> (RedisServer, polylock_testkit::FaultP
 /// no replica.
 async fn partition(primary: &RedisServer, link: &polylock_testkit::FaultProxy) {
     link.set(polylock_testkit::Fault::Refuse);
-    let gone = eventually(Duration::from_secs(20), || async {
+    assert!(
+        no_replica_listed(primary).await,
+        "the primary still lists its replica"
+    );
+}
+
+/// Whether `primary` lists no replica within 20 s.
+async fn no_replica_listed(primary: &RedisServer) -> bool {
+    eventually(Duration::from_secs(20), || async {
         primary
             .command(&["INFO", "replication"])
             .is_some_and(|info| info.contains("connected_slaves:0"))
     })
-    .await;
-    assert!(gone, "the primary still lists its replica");
+    .await
 }
 
 /// Issue 42, defect 1 (first gap): a client whose first look at a primary finds no replica
@@ -415,4 +419,49 @@ async fn a_replica_gone_for_longer_than_sentinel_waits_is_still_waited_for() {
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// The renewals of lock `name` counted by `client` so far.
+fn renewals(client: &Client, name: &str) -> u64 {
+    client
+        .metrics()
+        .locks
+        .iter()
+        .filter(|lock| lock.name == name)
+        .map(|lock| lock.renewals)
+        .sum()
+}
+
+/// A hold whose replica went away (the promoted primary of a failover has none) keeps its
+/// lease on the primary: each watchdog renewal's `WAIT` then waits its whole timeout, as
+/// `min_replicas` (1) asks for a replica that is not there, and the renewal must count from
+/// when it was sent, not from when `WAIT` gave up. Before, the hold's deadline ran out while
+/// `WAIT` waited and the hold was reported lost (Node's killed-primary cluster test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_whose_replica_left_is_renewed_while_each_wait_times_out() {
+    let (primary, link, _replica) = primary_with_linked_replica().await;
+    let client = Client::builder(primary.url())
+        .sync_replicas(true)
+        .replica_sync_timeout(Duration::from_millis(800))
+        .watchdog_timeout(Duration::from_millis(1500))
+        .connect()
+        .await
+        .unwrap();
+    let lock = client.lock("renewed-alone").unwrap();
+    assert!(lock
+        .acquire(AcquireOptions::new().wait(PATIENCE))
+        .await
+        .unwrap());
+    partition(&primary, &link).await;
+    let before = renewals(&client, "renewed-alone");
+    let renewed = eventually(PATIENCE, || async {
+        lock.is_lost() || renewals(&client, "renewed-alone") >= before + 6
+    })
+    .await;
+    assert!(renewed, "the watchdog stopped renewing");
+    assert!(
+        !lock.is_lost(),
+        "the hold was reported lost while its renewals held on the primary"
+    );
+    lock.release().await.unwrap();
 }

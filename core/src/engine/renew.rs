@@ -441,11 +441,6 @@ impl Scheduler {
                 drop(spans);
                 match replies {
                     Ok(held) => {
-                        if let (true, Some(sync)) = (renew, &self.replica_sync) {
-                            // A renewal the replicas miss still holds on the primary.
-                            sync.confirm(connection, &batch[0].2.key, "a watchdog renewal")
-                                .await;
-                        }
                         for ((id, generation, renewal, _), flag) in batch.iter().zip(held) {
                             if flag == 1 {
                                 self.renewed_at(*id, *generation, sent_at);
@@ -461,6 +456,14 @@ impl Scheduler {
                                     LostReason::Taken,
                                 );
                             }
+                        }
+                        // Only then wait for the replicas: a renewal they miss still holds on the
+                        // primary, and the hold's deadline must not run out while `WAIT` waits
+                        // (with `min_replicas` above what a promoted primary has, each renewal's
+                        // `WAIT` waits its whole timeout).
+                        if let (true, Some(sync)) = (renew, &self.replica_sync) {
+                            sync.confirm(connection, &batch[0].2.key, "a watchdog renewal")
+                                .await;
                         }
                     }
                     Err(err) => {
