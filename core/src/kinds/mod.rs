@@ -319,6 +319,30 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     fn renewal(&self, owner: &str) -> Renewal;
 }
 
+/// One waiting look of `owner` under `request` at `kind`, run on `con`, as the engine reads it
+/// (the kinds' script-level tests).
+#[cfg(test)]
+pub(crate) fn look_as(
+    kind: &dyn LockKind,
+    con: &mut redis::Connection,
+    owner: &str,
+    request: &str,
+) -> Attempt {
+    let args = AcquireArgs {
+        owner,
+        lease_ms: 30_000,
+        request,
+        will_wait: true,
+        grant_look: None,
+        reenters: false,
+    };
+    let reply: Value = kind
+        .acquire(&args, &ClientOptions::default())
+        .invoke(con)
+        .unwrap();
+    kind.read_acquire(reply).unwrap()
+}
+
 #[cfg(test)]
 mod retried_acquisitions {
     use super::*;

@@ -256,19 +256,7 @@ mod tests {
 
     /// One look of `owner` under `request`, as a waiter that accepts no grant.
     fn look_as(fair: &Fair, con: &mut redis::Connection, owner: &str, request: &str) -> Attempt {
-        let args = AcquireArgs {
-            owner,
-            lease_ms: 30_000,
-            request,
-            will_wait: true,
-            grant_look: None,
-            reenters: false,
-        };
-        let reply: Value = fair
-            .acquire(&args, &ClientOptions::default())
-            .invoke(con)
-            .unwrap();
-        fair.read_acquire(reply).unwrap()
+        crate::kinds::look_as(fair, con, owner, request)
     }
 
     /// The undo of a request whose reply was lost runs after the same handle's next call has

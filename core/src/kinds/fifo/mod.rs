@@ -336,19 +336,7 @@ mod tests {
 
     /// One look of `owner` under `request`, as a waiter that accepts no grant.
     fn look_as(fifo: &Fifo, con: &mut redis::Connection, owner: &str, request: &str) -> Attempt {
-        let args = AcquireArgs {
-            owner,
-            lease_ms: 30_000,
-            request,
-            will_wait: true,
-            grant_look: None,
-            reenters: false,
-        };
-        let reply: Value = fifo
-            .acquire(&args, &ClientOptions::default())
-            .invoke(con)
-            .unwrap();
-        fifo.read_acquire(reply).unwrap()
+        crate::kinds::look_as(fifo, con, owner, request)
     }
 
     /// The lock is free: a force unlock passes it to the head of the line (it is told).
