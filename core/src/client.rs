@@ -264,6 +264,24 @@ pub(crate) async fn open(
     })
 }
 
+/// Test only (the protocol explorer): a client on the explorer's seam, whose scripts publish
+/// through the explorer (see `Publish::Explored`).
+#[cfg(all(test, feature = "explorer"))]
+pub(crate) async fn explored(
+    seam: &crate::connection::explored::Seam,
+    options: ClientOptions,
+) -> Result<Client> {
+    start_client(
+        Connection::explored(seam.wire.clone()),
+        Source::Explored(seam.bus.clone()),
+        Publish::Explored { exact: true },
+        None,
+        options,
+        "explored",
+    )
+    .await
+}
+
 async fn start_client(
     connection: Connection,
     source: Source,

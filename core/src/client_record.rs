@@ -57,6 +57,10 @@ fn unix_ms(at: SystemTime) -> u64 {
 /// Writes `client`'s record (awaited, so the record exists once connect returns), then starts
 /// the task that keeps it.
 pub(crate) async fn start(client: &Arc<ClientInner>) {
+    // The protocol explorer's clients: a record's writes would be steps of their own.
+    if client.connection.is_explored() {
+        return;
+    }
     let identity = Identity {
         key: client.key_of(&keys::client_record(&client.id)),
         name: client.metrics.client_name().to_owned(),

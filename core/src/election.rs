@@ -10,7 +10,9 @@
 //! expired on the server (the send time of the last confirmed renewal + the lease).
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use futures_util::Stream;
 use tokio::sync::watch;

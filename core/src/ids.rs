@@ -69,6 +69,18 @@ thread_local! {
     static STREAM: Cell<Option<Stream>> = const { Cell::new(None) };
 }
 
+/// Test only (the protocol explorer): this thread's ids count from `start` from now on, so
+/// that a replay of the same steps makes the same ids.
+#[cfg(all(test, feature = "explorer"))]
+pub(crate) fn count_from(start: u128) {
+    STREAM.with(|stream| {
+        stream.set(Some(Stream {
+            generation: generation(),
+            next: start,
+        }))
+    });
+}
+
 fn next() -> u128 {
     let generation = generation();
     STREAM.with(|stream| {

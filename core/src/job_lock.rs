@@ -5,7 +5,9 @@
 //! that moment has passed. See the "Run-once job lock" section of docs/recipes.md.
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::error::{ErrorKind, Result};

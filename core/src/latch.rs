@@ -3,7 +3,9 @@
 //! layout and messages, `crate::kinds::latch`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crate::engine::context::{query, ClientInner};
 use crate::engine::PollBackoff;

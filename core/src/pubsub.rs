@@ -107,6 +107,9 @@ pub(crate) enum Source {
         sharded: bool,
         tls: crate::tls::Tls,
     },
+    /// Test only: the protocol explorer's seam.
+    #[cfg(all(test, feature = "explorer"))]
+    Explored(Arc<crate::connection::explored::Bus>),
 }
 
 /// The subscribing half of the current connection.
@@ -116,6 +119,8 @@ enum Sink {
         connection: ClusterConnection,
         sharded: bool,
     },
+    #[cfg(all(test, feature = "explorer"))]
+    Explored(Arc<crate::connection::explored::Bus>),
 }
 
 impl Sink {
@@ -132,6 +137,11 @@ impl Sink {
         match self {
             Sink::Plain(sink) if subscribe => sink.subscribe(channels).await,
             Sink::Plain(sink) => sink.unsubscribe(channels).await,
+            #[cfg(all(test, feature = "explorer"))]
+            Sink::Explored(bus) => {
+                bus.subscribe(channels, subscribe);
+                Ok(())
+            }
             // One by one: channels of different slots live on different nodes.
             Sink::Cluster {
                 connection,
@@ -461,6 +471,8 @@ impl<S: ChannelState> Control<S> {
                 let tls = tls.clone();
                 self.connect_cluster(nodes.clone(), *sharded, &tls).await?
             }
+            #[cfg(all(test, feature = "explorer"))]
+            Source::Explored(bus) => self.connect_explored(bus.clone()),
         };
         if !wanted.is_empty() {
             match tokio::time::timeout(self.timeouts.response, sink.subscribe(&wanted)).await {
@@ -572,6 +584,23 @@ impl<S: ChannelState> Control<S> {
             },
             reader,
         ))
+    }
+
+    /// The explorer's seam: messages come from its bus.
+    #[cfg(all(test, feature = "explorer"))]
+    fn connect_explored(
+        &mut self,
+        bus: Arc<crate::connection::explored::Bus>,
+    ) -> (Sink, JoinHandle<()>) {
+        let (inbox, mut received) = mpsc::unbounded_channel::<(String, Vec<u8>)>();
+        bus.connect(inbox);
+        let channels = self.channels.clone();
+        let reader = tokio::spawn(async move {
+            while let Some((channel, payload)) = received.recv().await {
+                dispatch(&channels, &channel, &payload);
+            }
+        });
+        (Sink::Explored(bus), reader)
     }
 
     async fn reconnect(&mut self) {

@@ -27,6 +27,10 @@ static BUILDING: Mutex<()> = Mutex::new(());
 
 /// The runtime of this process, built on first use (and again after a fork).
 pub fn runtime() -> &'static Runtime {
+    #[cfg(all(test, feature = "explorer"))]
+    if let Some(runtime) = EXPLORED.with(std::cell::Cell::get) {
+        return runtime;
+    }
     let generation = crate::ids::generation();
     if let Some(runtime) = current(generation) {
         return runtime;
@@ -51,6 +55,19 @@ pub fn runtime() -> &'static Runtime {
     }));
     CURRENT.store(owned, Ordering::Release);
     runtime
+}
+
+#[cfg(all(test, feature = "explorer"))]
+thread_local! {
+    /// The protocol explorer's runtime on this thread (one thread, a paused clock), which
+    /// everything the core starts runs on while it is set.
+    static EXPLORED: std::cell::Cell<Option<&'static Runtime>> = const { std::cell::Cell::new(None) };
+}
+
+/// Test only: the core runs on `runtime` on this thread from now on (`None`: its own again).
+#[cfg(all(test, feature = "explorer"))]
+pub(crate) fn explore_on(runtime: Option<&'static Runtime>) {
+    EXPLORED.with(|explored| explored.set(runtime));
 }
 
 /// The runtime built in `generation`, if the latest one was.

@@ -2,7 +2,9 @@
 //! (Redisson RSemaphore layout).
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
 
 use crate::engine::context::{query, ClientInner};
 use crate::engine::{latch_ms, request_id, run_idempotent, LockCore};

@@ -2,7 +2,9 @@
 //! written over holds (guards, groups of calls in tests and bindings) takes permits too.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
+
+use tokio::time::Instant;
 
 use tokio::sync::watch;
 

@@ -981,3 +981,54 @@ async fn an_acquisition_confirmed_after_its_lease_ended_is_lost_at_once() {
         .await
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquisition_confirmed_after_its_lease_ended_leaves_no_lock_held_by_nobody() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let holder = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_secs(10),
+    )
+    .await;
+    cache_scripts(&holder).await;
+    let lock = holder.lock("late-grant").unwrap();
+    // 2 s each way: the script runs 2 s after it was sent and gives the key a lease of 3.5 s
+    // from then; the reply comes 4 s after the send, when the lease, as this client must count
+    // it, has run out. The key still has 1.5 s to live, held by nobody.
+    proxy.set(Fault::Delay(Duration::from_secs(2)));
+    assert!(lock
+        .acquire(AcquireOptions::new().lease(Duration::from_millis(3500)))
+        .await
+        .unwrap());
+    proxy.set(Fault::Pass);
+    assert!(lock.is_lost(), "confirmed after its lease ended");
+    let mut con = raw(&server).await;
+    let left: i64 = redis::cmd("PTTL")
+        .arg("late-grant")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    // -2: already undone; else the key's lease must still be running for the test to tell.
+    assert!(left == -2 || left > 0, "PTTL {left}");
+    // Undone at once, not left to expire: well within half the lease it has left.
+    let half = Duration::from_millis(left.max(0) as u64 / 2);
+    let gone = eventually(half, || {
+        let mut con = con.clone();
+        async move { !exists(&mut con, "late-grant").await }
+    })
+    .await;
+    assert!(
+        gone,
+        "the lock stayed held by nobody for its lease's last {left} ms"
+    );
+    // The handle's next call takes the lock afresh, one level, and its release frees it.
+    assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+    assert_eq!(lock.hold_count(), 1);
+    lock.release().await.unwrap();
+    assert!(
+        !exists(&mut con, "late-grant").await,
+        "a level of the late acquisition was left behind"
+    );
+}

@@ -6,6 +6,8 @@
 //! Also here: how lock scripts publish on this deployment ([`Publish`]), and waiting for
 //! replicas to acknowledge a write (`WAIT`, for `sync_replicas`).
 
+#[cfg(all(test, feature = "explorer"))]
+pub(crate) mod explored;
 mod replica_sync;
 pub(crate) mod sentinel;
 pub(crate) mod target;
@@ -101,6 +103,9 @@ enum Link {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
     Sentinel(Arc<Sentinel>),
+    /// Test only: the protocol explorer's seam (`explored`).
+    #[cfg(all(test, feature = "explorer"))]
+    Explored(Arc<explored::Wire>),
 }
 
 /// Counts a client's server calls, their errors by kind, and the reconnects of its command
@@ -171,6 +176,20 @@ impl Connection {
 
     pub(crate) fn sentinel(sentinel: Arc<Sentinel>) -> Connection {
         Connection::of(Link::Sentinel(sentinel))
+    }
+
+    #[cfg(all(test, feature = "explorer"))]
+    pub(crate) fn explored(wire: Arc<explored::Wire>) -> Connection {
+        Connection::of(Link::Explored(wire))
+    }
+
+    /// Whether this is the protocol explorer's seam (which keeps no client record).
+    pub(crate) fn is_explored(&self) -> bool {
+        #[cfg(all(test, feature = "explorer"))]
+        if matches!(self.link, Link::Explored(_)) {
+            return true;
+        }
+        false
     }
 
     fn of(link: Link) -> Connection {
@@ -381,6 +400,8 @@ impl ConnectionLike for Connection {
                 let (generation, mut manager) = sentinel.manager();
                 sentinel.watch_reply(generation, manager.req_packed_command(cmd).await)
             }),
+            #[cfg(all(test, feature = "explorer"))]
+            Link::Explored(wire) => wire.command(cmd),
         };
         counted(counter, sent, std::slice::from_ref)
     }
@@ -401,6 +422,8 @@ impl ConnectionLike for Connection {
                 let reply = manager.req_packed_commands(pipeline, offset, count).await;
                 sentinel.watch_reply(generation, reply)
             }),
+            #[cfg(all(test, feature = "explorer"))]
+            Link::Explored(wire) => wire.pipeline(pipeline, offset, count),
         };
         counted(counter, sent, Vec::as_slice)
     }
@@ -410,6 +433,8 @@ impl ConnectionLike for Connection {
             Link::Single(manager) => manager.get_db(),
             Link::Cluster(cluster) => cluster.get_db(),
             Link::Sentinel(sentinel) => sentinel.manager().1.get_db(),
+            #[cfg(all(test, feature = "explorer"))]
+            Link::Explored(_) => 0,
         }
     }
 }

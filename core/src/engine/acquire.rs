@@ -9,7 +9,9 @@
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use tokio::sync::oneshot;
 use tracing::Instrument;
@@ -614,7 +616,13 @@ impl LockCore {
         sent_at: Instant,
         handoff: &Handoff,
     ) -> Result<bool> {
-        self.record_acquired(request.to_owned(), token, lease, sent_at)?;
+        if self.record_acquired(request.to_owned(), token, lease, sent_at)? {
+            // Confirmed after its lease could have ended, so reported lost; yet the script ran
+            // later than it was sent, and the server may keep the level for a lease from then,
+            // held by nobody (and re-entered by this handle's next call): undone like an
+            // acquire whose reply was lost.
+            self.resolve_unknown(request.to_owned(), lease, sent_at);
+        }
         if handoff.commit() {
             return Ok(true);
         }

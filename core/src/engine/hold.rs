@@ -10,7 +10,9 @@
 //! releases, so whatever was written with it stays writable while the lock is held.
 
 use std::sync::{Arc, MutexGuard};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
 
 use crate::engine::renew::Upkeep;
 use crate::engine::LockCore;
@@ -91,14 +93,15 @@ impl LockCore {
     /// Records an acquisition Redis confirmed for the request sent at `sent_at`, with the
     /// token it took (if the kind issues one): the key's TTL is now `lease`, counted from
     /// `sent_at` (the upkeep reports the hold lost at `sent_at` + `lease` unless a renewal is
-    /// confirmed before). Fails, recording nothing, when the client was closed.
+    /// confirmed before). True when it was confirmed too late, and so reported lost at once.
+    /// Fails, recording nothing, when the client was closed.
     pub(super) fn record_acquired(
         self: &Arc<Self>,
         request: String,
         token: Option<i64>,
         lease: Lease,
         sent_at: Instant,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let mut hold = self.hold();
         let fresh = hold.levels.is_empty() || hold.lost.is_some();
         self.client.track_hold(self, self.upkeep(lease, sent_at))?;
@@ -114,8 +117,7 @@ impl LockCore {
         hold.token = hold.token.max(token);
         hold.levels.push(self.start_level(request));
         hold.lease = lease;
-        self.lost_if_ended(hold, sent_at, "its acquisition");
-        Ok(())
+        Ok(self.lost_if_ended(hold, sent_at, "its acquisition"))
     }
 
     /// A level taken now by `request`: a hold starts (one per level, as each release ends one).
@@ -147,9 +149,11 @@ impl LockCore {
 
     /// Reports the hold lost at once when the request that started its lease at `sent_at` was
     /// confirmed only after that lease could have ended: another client may hold it by now.
-    fn lost_if_ended(&self, hold: MutexGuard<'_, Hold>, sent_at: Instant, what: &str) {
+    /// True when it did.
+    fn lost_if_ended(&self, hold: MutexGuard<'_, Hold>, sent_at: Instant, what: &str) -> bool {
         let lease = self.lease_of(hold.lease);
-        if Instant::now() >= sent_at + lease {
+        let ended = Instant::now() >= sent_at + lease;
+        if ended {
             let error = Error::lock_lost(format!(
                 "lock '{}' was lost: Redis confirmed {what} only after its lease of {lease:?} \
                  had run out",
@@ -157,6 +161,7 @@ impl LockCore {
             ));
             self.mark_lost_in(hold, error, Some(LostReason::Expired));
         }
+        ended
     }
 
     /// Takes one level off before its release script runs, so a concurrent release or
@@ -215,7 +220,8 @@ impl LockCore {
         let upkeep = self.upkeep(hold.lease, sent_at);
         // Fails only when the client was closed meanwhile, which marked this hold lost.
         let _ = self.client.track_hold(self, upkeep);
-        self.lost_if_ended(hold, sent_at, "the partial release that reset it");
+        // Lost or not, the levels it kept are the handle's to release.
+        let _ = self.lost_if_ended(hold, sent_at, "the partial release that reset it");
     }
 
     /// The hold of `reserved` is over (released, or given up): no upkeep, no entry in the

@@ -80,7 +80,7 @@ pub(crate) async fn run_idempotent<T: redis::FromRedisValue>(
     what: &str,
     call: &redis::ScriptInvocation<'static>,
 ) -> Result<T> {
-    let until = std::time::Instant::now() + client.options.response_timeout * 2;
+    let until = tokio::time::Instant::now() + client.options.response_timeout * 2;
     let mut backoff = Backoff::default();
     loop {
         client.check_usable_for(what)?;
@@ -89,7 +89,7 @@ pub(crate) async fn run_idempotent<T: redis::FromRedisValue>(
             Ok(reply) => return Ok(reply),
             Err(err) => {
                 let err = Error::from_redis(what, err);
-                let left = until.saturating_duration_since(std::time::Instant::now());
+                let left = until.saturating_duration_since(tokio::time::Instant::now());
                 if !err.is_transient() || left.is_zero() {
                     return Err(err);
                 }

@@ -13,7 +13,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
 
 use tokio::sync::Notify;
 
@@ -279,7 +281,7 @@ impl Scheduler {
             let deadline = self.plan_deadline();
             let passed = async {
                 match deadline {
-                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    Some(at) => tokio::time::sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };
@@ -510,7 +512,7 @@ async fn run(scheduler: Arc<Scheduler>, mut connection: Connection) {
         // A check asked for during a round woke that round's wait, not this one.
         if !scheduler.check_requested.load(Ordering::Acquire) {
             tokio::select! {
-                _ = tokio::time::sleep_until(wake_at.into()) => {}
+                _ = tokio::time::sleep_until(wake_at) => {}
                 _ = scheduler.wake.notified() => {}
             }
         }

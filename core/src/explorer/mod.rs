@@ -14,6 +14,7 @@
 //! `make test-protocol` runs the bounded search; `make test-protocol-long` raises the bound and
 //! the number of random walks (`POLYLOCK_EXPLORER_LONG=1`).
 
+mod driven;
 mod model;
 mod properties;
 mod search;
@@ -438,5 +439,314 @@ mod tests {
         let (world, _, violation) = Explorer::new(&mut server, &scenario).replay(&choices, faults);
         println!("{world}");
         assert!(violation.is_none(), "{violation:?}");
+    }
+}
+
+/// The explorer driving the engine's own code (`driven`): scenarios and checks.
+#[cfg(test)]
+mod driven_tests {
+    use super::driven::{explore, walk, Actor, Bound, Faults, Kind, Op, Scenario};
+    use super::server::Server;
+
+    const LEASE: Option<u64> = Some(30_000);
+    const WATCHDOG: Option<u64> = None;
+    /// Random walks per scenario in `make test-protocol` (20 times more in the long run).
+    const WALKS: usize = 300;
+
+    fn acquire(lease_ms: Option<u64>, wait_ms: u64) -> Op {
+        Op::Acquire {
+            lease_ms,
+            wait_ms: Some(wait_ms),
+        }
+    }
+
+    /// Acquire (waiting up to 20 s) and release, `times` times.
+    fn cycles(kind: Kind, lease: Option<u64>, times: usize) -> Actor {
+        Actor {
+            kind,
+            ops: [acquire(lease, 20_000), Op::Release].repeat(times),
+        }
+    }
+
+    /// Two levels of one hold, released at once, then one more call.
+    fn two_levels(kind: Kind) -> Actor {
+        Actor {
+            kind,
+            ops: vec![
+                acquire(WATCHDOG, 20_000),
+                acquire(WATCHDOG, 20_000),
+                Op::ReleaseTwoLevels,
+                acquire(WATCHDOG, 20_000),
+                Op::Release,
+            ],
+        }
+    }
+
+    /// Gives up waiting after 1 s, then calls again and waits its turn: a client that calls
+    /// again after a lost reply, or after its time ran past the queue timeout alone.
+    fn impatient(kind: Kind) -> Actor {
+        Actor {
+            kind,
+            ops: vec![
+                acquire(LEASE, 1_000),
+                Op::Release,
+                acquire(LEASE, 20_000),
+                Op::Release,
+            ],
+        }
+    }
+
+    fn impatient_faults() -> Faults {
+        Faults {
+            reply_lost: true,
+            duplicated: true,
+            message_lost: false,
+            advance_ms: vec![1_001],
+        }
+    }
+
+    fn every_fault() -> Faults {
+        Faults {
+            reply_lost: true,
+            duplicated: true,
+            message_lost: true,
+            advance_ms: vec![1_001, 5_001, 30_001],
+        }
+    }
+
+    fn replies_lost() -> Faults {
+        Faults {
+            reply_lost: true,
+            duplicated: true,
+            ..Faults::default()
+        }
+    }
+
+    fn scenario(
+        name: &'static str,
+        actors: Vec<Actor>,
+        faults: Faults,
+        key_prefix: Option<&'static str>,
+    ) -> Scenario {
+        Scenario {
+            name,
+            actors,
+            faults,
+            key_prefix,
+        }
+    }
+
+    /// Every scenario, by name (the replay finds them here).
+    fn scenarios() -> Vec<Scenario> {
+        use Kind::*;
+        let mut all = vec![
+            scenario(
+                "plain-pair",
+                vec![cycles(Plain, WATCHDOG, 2), cycles(Plain, LEASE, 2)],
+                every_fault(),
+                None,
+            ),
+            scenario(
+                "fenced-pair-prefixed",
+                vec![cycles(Fenced, WATCHDOG, 2), cycles(Fenced, LEASE, 1)],
+                every_fault(),
+                Some("app:"),
+            ),
+            scenario(
+                "fair-line",
+                vec![
+                    cycles(Fair, LEASE, 2),
+                    cycles(Fair, LEASE, 1),
+                    cycles(Fair, WATCHDOG, 1),
+                ],
+                replies_lost(),
+                None,
+            ),
+            scenario(
+                "fifo-line",
+                vec![
+                    cycles(Fifo, LEASE, 2),
+                    cycles(Fifo, LEASE, 1),
+                    cycles(Fifo, WATCHDOG, 1),
+                ],
+                replies_lost(),
+                None,
+            ),
+            scenario(
+                "fair-line-faults",
+                vec![cycles(Fair, LEASE, 2), cycles(Fair, WATCHDOG, 1)],
+                every_fault(),
+                None,
+            ),
+            scenario(
+                "fifo-line-faults",
+                vec![cycles(Fifo, LEASE, 2), cycles(Fifo, WATCHDOG, 1)],
+                every_fault(),
+                None,
+            ),
+            scenario(
+                "plain-two-levels",
+                vec![two_levels(Plain), cycles(Plain, LEASE, 1)],
+                replies_lost(),
+                None,
+            ),
+            scenario(
+                "fifo-two-levels",
+                vec![two_levels(Fifo), cycles(Fifo, LEASE, 1)],
+                replies_lost(),
+                None,
+            ),
+            scenario(
+                "fifo-impatient",
+                vec![
+                    cycles(Fifo, LEASE, 1),
+                    impatient(Fifo),
+                    cycles(Fifo, LEASE, 1),
+                ],
+                impatient_faults(),
+                None,
+            ),
+            scenario(
+                "fair-impatient",
+                vec![
+                    cycles(Fair, LEASE, 1),
+                    impatient(Fair),
+                    cycles(Fair, LEASE, 1),
+                ],
+                impatient_faults(),
+                None,
+            ),
+        ];
+        // Every pair of kinds that may share a name: a holder of one, a waiter of the other,
+        // no faults (a wake-up must come by message).
+        let kinds = [Plain, Fenced, Fair, Fifo];
+        for holder in kinds {
+            for waiter in kinds {
+                if holder == waiter {
+                    continue;
+                }
+                let name: &'static str = Box::leak(
+                    format!("share-{holder:?}-{waiter:?}")
+                        .to_lowercase()
+                        .into_boxed_str(),
+                );
+                all.push(scenario(
+                    name,
+                    vec![cycles(holder, LEASE, 2), cycles(waiter, LEASE, 2)],
+                    Faults::default(),
+                    None,
+                ));
+            }
+        }
+        all
+    }
+
+    fn named(name: &str) -> Scenario {
+        scenarios()
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no driven scenario '{name}'"))
+    }
+
+    fn long() -> bool {
+        std::env::var_os("POLYLOCK_EXPLORER_LONG").is_some()
+    }
+
+    fn bound(walks: usize) -> Bound {
+        let seed = std::env::var("POLYLOCK_EXPLORER_SEED")
+            .ok()
+            .and_then(|seed| seed.parse().ok())
+            .unwrap_or(1);
+        Bound {
+            walks: if long() { walks * 20 } else { walks },
+            depth: 60,
+            faults: 3,
+            seed,
+        }
+    }
+
+    fn run(names: &[&str], walks: usize) {
+        let mut server = Server::start();
+        for name in names {
+            let scenario = named(name);
+            let bound = bound(walks);
+            let report = explore(&mut server, &scenario, &bound);
+            let summary = report.summary(&scenario, &bound);
+            println!("{summary}");
+            assert!(report.finding.is_none(), "{summary}");
+        }
+    }
+
+    #[test]
+    fn driven_plain() {
+        run(
+            &["plain-pair", "fenced-pair-prefixed", "plain-two-levels"],
+            WALKS,
+        );
+    }
+
+    #[test]
+    fn driven_fair() {
+        run(&["fair-line", "fair-line-faults", "fair-impatient"], WALKS);
+    }
+
+    #[test]
+    fn driven_fifo() {
+        run(
+            &[
+                "fifo-line",
+                "fifo-line-faults",
+                "fifo-two-levels",
+                "fifo-impatient",
+            ],
+            WALKS,
+        );
+    }
+
+    #[test]
+    fn driven_kinds_sharing_a_name() {
+        let names: Vec<&str> = scenarios()
+            .iter()
+            .map(|s| s.name)
+            .filter(|name| name.starts_with("share-"))
+            .collect();
+        run(&names, WALKS / 10);
+    }
+
+    /// `POLYLOCK_DRIVEN_HUNT='<scenario>:<walks>'` runs one scenario's walks until one finds
+    /// something (how the defects of issue 42 were found again with their fixes reverted).
+    #[test]
+    #[ignore = "a tool, not a check: hunts in the scenario POLYLOCK_DRIVEN_HUNT names (run with --ignored)"]
+    fn driven_hunt() {
+        let Ok(spec) = std::env::var("POLYLOCK_DRIVEN_HUNT") else {
+            return;
+        };
+        let (name, walks) = spec.split_once(':').expect("<scenario>:<walks>");
+        run(&[name], walks.parse().expect("a number of walks"));
+    }
+
+    /// `POLYLOCK_DRIVEN_REPLAY='<scenario>:<seed>:<depth>:<faults>'` replays one walk and
+    /// prints it (a finding prints this line).
+    #[test]
+    #[ignore = "a tool, not a check: replays the walk in POLYLOCK_DRIVEN_REPLAY (run with --ignored)"]
+    fn driven_replay() {
+        let Ok(spec) = std::env::var("POLYLOCK_DRIVEN_REPLAY") else {
+            return;
+        };
+        let parts: Vec<&str> = spec.split(':').collect();
+        let scenario = named(parts[0]);
+        let bound = Bound {
+            walks: 1,
+            seed: parts[1].parse().expect("a seed"),
+            depth: parts[2].parse().expect("a depth"),
+            faults: parts[3].parse().expect("a fault budget"),
+        };
+        let mut server = Server::start();
+        let (_, finding, log) = walk(&mut server, &scenario, &bound, bound.seed);
+        println!("{log}");
+        if let Some(finding) = &finding {
+            println!("{}", finding.violation.detail);
+        }
+        assert!(finding.is_none(), "{}", finding.unwrap().violation.property);
     }
 }

@@ -37,6 +37,13 @@ const EXPLORED_PUBLISH: &str = "local function publish(channel, message)
   return tonumber(redis.call('hget', 'explorer:listeners', channel) or '0')
 end";
 
+/// Test only: what `PUBSUB NUMSUB` answers under the explorer: its own listener counts.
+#[cfg(all(test, feature = "explorer"))]
+const EXPLORED_COUNT: &str = "local function count_listeners(shared, listening)
+  local function count(channel) return tonumber(redis.call('hget', 'explorer:listeners', channel) or '0') end
+  return {shared, count(shared), listening, count(listening)}
+end";
+
 /// The prelude of a form: whether publish replies count every listener, then `publish` and
 /// `count_listeners`.
 fn prelude(publish: Publish) -> String {
@@ -49,7 +56,7 @@ fn prelude(publish: Publish) -> String {
         // Counted as on one server (the explorer's real NUMSUB), or as a broadcast cluster
         // counts; delivered by the explorer either way.
         #[cfg(all(test, feature = "explorer"))]
-        Publish::Explored { exact: true } => (true, EXPLORED_PUBLISH, COUNT),
+        Publish::Explored { exact: true } => (true, EXPLORED_PUBLISH, EXPLORED_COUNT),
         #[cfg(all(test, feature = "explorer"))]
         Publish::Explored { exact: false } => (false, EXPLORED_PUBLISH, ASSUMED_COUNT),
     };

@@ -1,0 +1,219 @@
+//! Test only (the protocol explorer): the engine's I/O seam. A client made on it sends every
+//! command into a [`Wire`], where it waits until the explorer runs it on the real server and
+//! decides its fate (answered, reply lost, run twice), and it listens through a [`Bus`], whose
+//! messages the explorer delivers, loses or duplicates. Everything else (the engine, the kinds,
+//! their scripts, the pub/sub hub, the upkeep task) is the production code.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use redis::{Cmd, ConnectionLike, Pipeline, RedisFuture, RedisResult, Value};
+use tokio::sync::{mpsc, oneshot};
+
+/// What a client sent: one command, or the commands of a pipeline it wants replies to.
+pub(crate) enum Sent {
+    Command(Cmd),
+    Pipeline {
+        pipeline: Pipeline,
+        offset: usize,
+        count: usize,
+    },
+}
+
+/// A request waiting on the wire for the explorer.
+pub(crate) struct Request {
+    /// Unique on its wire, in the order sent.
+    pub(crate) id: u64,
+    pub(crate) sent: Sent,
+    answer: oneshot::Sender<RedisResult<Vec<Value>>>,
+}
+
+impl Request {
+    /// Runs it on `server` (a pipeline as one packet), as the server would on arrival.
+    pub(crate) fn run(&self, server: &mut redis::Connection) -> RedisResult<Vec<Value>> {
+        match &self.sent {
+            Sent::Command(cmd) => server
+                .req_packed_command(&cmd.get_packed_command())
+                .map(|value| vec![value]),
+            Sent::Pipeline {
+                pipeline,
+                offset,
+                count,
+            } => server.req_packed_commands(&pipeline.get_packed_pipeline(), *offset, *count),
+        }
+    }
+
+    /// The client gets `reply`.
+    pub(crate) fn answer(self, reply: RedisResult<Vec<Value>>) {
+        let _ = self.answer.send(reply);
+    }
+
+    /// The client's connection drops before a reply comes (whether or not it ran).
+    pub(crate) fn drop_connection(self) {
+        self.answer(Err(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )
+        .into()));
+    }
+
+    /// What it sends, for the explorer's log.
+    pub(crate) fn describe(&self) -> String {
+        let words = |cmd: &Cmd| -> String {
+            let mut args = cmd.args_iter().map(|arg| match arg {
+                redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                _ => "<cursor>".to_owned(),
+            });
+            let name = args.next().unwrap_or_default();
+            // A script is named by its first KEYS (its SHA says nothing to a reader).
+            if name.eq_ignore_ascii_case("EVALSHA") || name.eq_ignore_ascii_case("EVAL") {
+                let _script = args.next();
+                let keys: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                let keys: Vec<String> = args.take(keys.min(2)).collect();
+                format!("script on {}", keys.join(" "))
+            } else if name.eq_ignore_ascii_case("SCRIPT") {
+                "SCRIPT LOAD".to_owned()
+            } else {
+                std::iter::once(name)
+                    .chain(args.take(2))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+        };
+        match &self.sent {
+            Sent::Command(cmd) => words(cmd),
+            Sent::Pipeline { pipeline, .. } => format!(
+                "pipeline [{}]",
+                pipeline
+                    .cmd_iter()
+                    .map(words)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        }
+    }
+}
+
+/// The requests sent and not yet taken by the explorer.
+#[derive(Default)]
+pub(crate) struct Wire {
+    state: Mutex<WireState>,
+}
+
+#[derive(Default)]
+struct WireState {
+    next_id: u64,
+    waiting: Vec<Request>,
+}
+
+impl Wire {
+    fn state(&self) -> MutexGuard<'_, WireState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn send(&self, sent: Sent) -> oneshot::Receiver<RedisResult<Vec<Value>>> {
+        let (answer, reply) = oneshot::channel();
+        let mut state = self.state();
+        state.next_id += 1;
+        let id = state.next_id;
+        state.waiting.push(Request { id, sent, answer });
+        reply
+    }
+
+    /// The ids of the requests waiting, oldest first (a request whose caller gave up stays
+    /// until taken: it may still reach the server).
+    pub(crate) fn waiting(&self) -> Vec<u64> {
+        self.state().waiting.iter().map(|r| r.id).collect()
+    }
+
+    pub(crate) fn take(&self, id: u64) -> Option<Request> {
+        let mut state = self.state();
+        let index = state.waiting.iter().position(|r| r.id == id)?;
+        Some(state.waiting.remove(index))
+    }
+
+    pub(crate) fn command<'a>(&self, cmd: &Cmd) -> RedisFuture<'a, Value> {
+        let reply = self.send(Sent::Command(cmd.clone()));
+        Box::pin(async move {
+            let mut values = reply.await.map_err(|_| gone())??;
+            Ok(values.pop().unwrap_or(Value::Nil))
+        })
+    }
+
+    pub(crate) fn pipeline<'a>(
+        &self,
+        pipeline: &Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let reply = self.send(Sent::Pipeline {
+            pipeline: pipeline.clone(),
+            offset,
+            count,
+        });
+        Box::pin(async move { reply.await.map_err(|_| gone())? })
+    }
+}
+
+fn gone() -> redis::RedisError {
+    std::io::Error::from(std::io::ErrorKind::BrokenPipe).into()
+}
+
+/// One client's pub/sub connection as the explorer sees it: the channels it subscribes to, and
+/// the inbox of its hub's reader.
+#[derive(Default)]
+pub(crate) struct Bus {
+    state: Mutex<BusState>,
+}
+
+#[derive(Default)]
+struct BusState {
+    /// Channel → subscriptions (a channel subscribed twice counts once on a server: kept as 1).
+    subscribed: BTreeMap<String, ()>,
+    inbox: Option<mpsc::UnboundedSender<(String, Vec<u8>)>>,
+}
+
+impl Bus {
+    fn state(&self) -> MutexGuard<'_, BusState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The hub connects: messages go to `inbox` from now on.
+    pub(crate) fn connect(&self, inbox: mpsc::UnboundedSender<(String, Vec<u8>)>) {
+        self.state().inbox = Some(inbox);
+    }
+
+    pub(crate) fn subscribe(&self, channels: &[String], on: bool) {
+        let mut state = self.state();
+        for channel in channels {
+            if on {
+                state.subscribed.insert(channel.clone(), ());
+            } else {
+                state.subscribed.remove(channel);
+            }
+        }
+    }
+
+    pub(crate) fn subscribed(&self) -> Vec<String> {
+        self.state().subscribed.keys().cloned().collect()
+    }
+
+    pub(crate) fn listens(&self, channel: &str) -> bool {
+        self.state().subscribed.contains_key(channel)
+    }
+
+    /// Delivers a message (as the server does, only on a channel still subscribed).
+    pub(crate) fn deliver(&self, channel: &str, payload: &[u8]) -> bool {
+        let state = self.state();
+        match (&state.inbox, state.subscribed.contains_key(channel)) {
+            (Some(inbox), true) => inbox.send((channel.to_owned(), payload.to_vec())).is_ok(),
+            _ => false,
+        }
+    }
+}
+
+/// A client's two ends of the seam.
+#[derive(Clone, Default)]
+pub(crate) struct Seam {
+    pub(crate) wire: Arc<Wire>,
+    pub(crate) bus: Arc<Bus>,
+}

@@ -1,0 +1,873 @@
+//! The explorer driving the engine's own code: real [`Client`]s and [`Lock`] handles, on the
+//! engine's I/O seam (`connection::explored`), on one thread under a paused tokio clock that
+//! moves only with the server's (faked) clock.
+//!
+//! Each actor is a client with one handle running a list of calls ([`Op`]) as a task. Every
+//! command any part of the engine sends (acquire, wait, release, renew, undo, resolver, release
+//! gate) waits on its client's wire; a step runs the oldest one of one client on the real
+//! server (a connection runs its commands in order) and answers it, or loses its reply, or runs
+//! it twice. Every message a script publishes waits for a step that delivers it (in order per
+//! client) or loses it. A step may move both clocks. After each step the runtime runs until
+//! every task waits on the wire, a message or a timer, and the properties are checked against
+//! what the handles believe and what the server has.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Runtime;
+
+use super::search::XorShift;
+use super::server::Server;
+use crate::connection::explored::{Request, Seam};
+use crate::kinds::script::{EXPLORED_LISTENERS, EXPLORED_LOG};
+use crate::{AcquireOptions, Client, ClientOptions, ErrorKind, Lock};
+
+/// The lock every actor works on.
+const NAME: &str = "driven";
+
+/// How long a step lets the runtime run: rounds of yields until nothing changed for this many.
+const STILL_ROUNDS: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Plain,
+    Fenced,
+    Fair,
+    Fifo,
+}
+
+/// One call of an actor.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Op {
+    /// `acquire` with a fixed lease (`None`: the watchdog's) and a wait (`None`: unbounded).
+    Acquire {
+        lease_ms: Option<u64>,
+        wait_ms: Option<u64>,
+    },
+    /// `release` of one level, if the handle holds any.
+    Release,
+    /// Two `release` calls at once (two levels of one hold), if it holds two.
+    ReleaseTwoLevels,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Actor {
+    pub kind: Kind,
+    pub ops: Vec<Op>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Faults {
+    /// A command runs and its reply is lost (the connection drops).
+    pub reply_lost: bool,
+    /// A command runs twice (a retry racing its original), answered once.
+    pub duplicated: bool,
+    pub message_lost: bool,
+    /// Clock moves.
+    pub advance_ms: Vec<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Scenario {
+    pub name: &'static str,
+    pub actors: Vec<Actor>,
+    pub faults: Faults,
+    pub key_prefix: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// The server runs the oldest command `actor` sent, and answers it.
+    Run {
+        actor: usize,
+    },
+    ReplyLost {
+        actor: usize,
+    },
+    Duplicated {
+        actor: usize,
+    },
+    /// The oldest message to `actor` arrives.
+    Deliver {
+        actor: usize,
+    },
+    MessageLost {
+        actor: usize,
+    },
+    Advance {
+        ms: u64,
+    },
+}
+
+impl Step {
+    fn is_fault(self) -> bool {
+        !matches!(self, Step::Run { .. } | Step::Deliver { .. })
+    }
+}
+
+/// What an actor's task reports of its calls.
+#[derive(Debug, Default)]
+struct Journal {
+    /// The call under way (index into the ops), or `ops.len()` when done.
+    op: usize,
+    done: bool,
+    /// An acquire is under way.
+    acquiring: bool,
+    /// Levels the handle held when the acquire under way began.
+    held_before: u32,
+    /// Step at which a command of the acquire under way first ran on the server.
+    first_ran: Option<usize>,
+    /// Release calls under way.
+    releasing: u32,
+    /// Outcomes, in order (for the log).
+    outcomes: Vec<String>,
+    /// A release reported `LockLost`.
+    release_lost: Option<String>,
+    /// An acquire reported true, not yet seen by the FIFO check.
+    just_acquired: bool,
+}
+
+struct Member {
+    seam: Seam,
+    client: Client,
+    lock: Lock,
+    kind: Kind,
+    journal: Arc<Mutex<Journal>>,
+    /// Messages published to it and not yet delivered: (channel, payload).
+    inbox: Vec<(String, String)>,
+}
+
+fn journal(journal: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
+    journal.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An actor's task: its calls, one after another.
+async fn act(lock: Lock, ops: Vec<Op>, record: Arc<Mutex<Journal>>) {
+    for (index, op) in ops.into_iter().enumerate() {
+        journal(&record).op = index;
+        match op {
+            Op::Acquire { lease_ms, wait_ms } => {
+                {
+                    let mut j = journal(&record);
+                    j.acquiring = true;
+                    j.held_before = lock.hold_count();
+                    j.first_ran = None;
+                }
+                let options = AcquireOptions {
+                    wait: wait_ms.map(Duration::from_millis),
+                    lease: lease_ms.map(Duration::from_millis),
+                };
+                let outcome = lock.acquire(options).await;
+                let mut j = journal(&record);
+                j.acquiring = false;
+                if matches!(outcome, Ok(true)) {
+                    j.just_acquired = true;
+                }
+                j.outcomes.push(format!("acquire: {outcome:?}"));
+            }
+            Op::Release if lock.hold_count() > 0 => {
+                journal(&record).releasing += 1;
+                let outcome = lock.release().await;
+                released(&record, outcome);
+            }
+            Op::ReleaseTwoLevels if lock.hold_count() > 1 => {
+                journal(&record).releasing += 2;
+                let (first, second) = tokio::join!(lock.release(), lock.release());
+                released(&record, first);
+                released(&record, second);
+            }
+            Op::Release | Op::ReleaseTwoLevels => {}
+        }
+    }
+    let mut j = journal(&record);
+    j.done = true;
+}
+
+fn released(record: &Mutex<Journal>, outcome: crate::Result<()>) {
+    let mut j = journal(record);
+    j.releasing -= 1;
+    if let Err(err) = &outcome {
+        if err.kind() == ErrorKind::LockLost {
+            j.release_lost = Some(err.to_string());
+        }
+    }
+    j.outcomes.push(format!("release: {outcome:?}"));
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Violation {
+    pub property: &'static str,
+    pub detail: String,
+}
+
+fn violation(property: &'static str, detail: String) -> Option<Violation> {
+    Some(Violation { property, detail })
+}
+
+/// One run of a scenario from an empty server.
+pub(crate) struct World {
+    runtime: Option<&'static Runtime>,
+    members: Vec<Member>,
+    /// The lock's key (prefix included).
+    key: String,
+    steps: usize,
+    faulted: bool,
+    advanced: bool,
+    log: Vec<String>,
+}
+
+/// What one actor has done so far, as far as `settle` needs to tell: its waiting commands, its
+/// journal's counters, its subscriptions.
+type Progress = (Vec<u64>, usize, bool, bool, u32, usize, Vec<String>);
+
+impl World {
+    pub(crate) fn new(server: &mut Server, scenario: &Scenario) -> World {
+        server.reset();
+        // Every script is loaded on the path that first uses it (NOSCRIPT, then SCRIPT LOAD), as
+        // on a fresh server: the same steps on every replay.
+        let _: () = redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query(server.connection())
+            .unwrap();
+        // The same ids on every replay of the same steps.
+        crate::ids::count_from(1 << 64);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("the explorer's runtime");
+        // Given back in `Drop` (`Box::from_raw`), once every client is gone; the core holds
+        // `&'static` runtimes, and nothing of this world outlives it.
+        let runtime: &'static Runtime = unsafe { &*Box::into_raw(Box::new(runtime)) };
+        crate::runtime::explore_on(Some(runtime));
+        let mut world = World {
+            runtime: Some(runtime),
+            members: Vec::new(),
+            key: crate::key_prefix::apply(scenario.key_prefix, NAME),
+            steps: 0,
+            faulted: false,
+            advanced: false,
+            log: Vec::new(),
+        };
+        for (index, actor) in scenario.actors.iter().enumerate() {
+            let seam = Seam::default();
+            let options = ClientOptions {
+                name: Some(format!("actor{index}")),
+                key_prefix: scenario.key_prefix.map(str::to_owned),
+                ..ClientOptions::default()
+            };
+            let client = runtime
+                .block_on(crate::client::explored(&seam, options))
+                .expect("an explored client");
+            let lock = match actor.kind {
+                Kind::Plain => client.lock(NAME),
+                Kind::Fenced => client.fenced_lock(NAME),
+                Kind::Fair => client.fair_lock(NAME),
+                Kind::Fifo => client.fifo_lock(NAME),
+            }
+            .expect("a handle");
+            let journal = Arc::new(Mutex::new(Journal::default()));
+            runtime.spawn(act(lock.clone(), actor.ops.clone(), journal.clone()));
+            world.members.push(Member {
+                seam,
+                client,
+                lock,
+                kind: actor.kind,
+                journal,
+                inbox: Vec::new(),
+            });
+        }
+        world.settle();
+        world
+    }
+
+    fn runtime(&self) -> &'static Runtime {
+        self.runtime.expect("the world's runtime")
+    }
+
+    /// What changes when a task makes progress.
+    fn progress_mark(&self) -> Vec<Progress> {
+        self.members
+            .iter()
+            .map(|m| {
+                let j = journal(&m.journal);
+                (
+                    m.seam.wire.waiting(),
+                    j.op,
+                    j.done,
+                    j.acquiring,
+                    j.releasing,
+                    j.outcomes.len(),
+                    m.seam.bus.subscribed(),
+                )
+            })
+            .collect()
+    }
+
+    /// Lets every task run until none can go on without a step.
+    fn settle(&self) {
+        let runtime = self.runtime();
+        let mut still = 0;
+        let mut mark = self.progress_mark();
+        while still < STILL_ROUNDS {
+            runtime.block_on(async {
+                for _ in 0..16 {
+                    tokio::task::yield_now().await;
+                }
+            });
+            let now = self.progress_mark();
+            if now == mark {
+                still += 1;
+            } else {
+                still = 0;
+                mark = now;
+            }
+        }
+    }
+
+    fn enabled(&self, faults: &Faults, faults_left: bool) -> Vec<Step> {
+        let mut steps = Vec::new();
+        for (actor, member) in self.members.iter().enumerate() {
+            if !member.seam.wire.waiting().is_empty() {
+                steps.push(Step::Run { actor });
+                if faults_left && faults.reply_lost {
+                    steps.push(Step::ReplyLost { actor });
+                }
+                if faults_left && faults.duplicated {
+                    steps.push(Step::Duplicated { actor });
+                }
+            }
+        }
+        for (actor, member) in self.members.iter().enumerate() {
+            if !member.inbox.is_empty() {
+                steps.push(Step::Deliver { actor });
+                if faults_left && faults.message_lost {
+                    steps.push(Step::MessageLost { actor });
+                }
+            }
+        }
+        if faults_left {
+            steps.extend(faults.advance_ms.iter().map(|&ms| Step::Advance { ms }));
+        }
+        steps
+    }
+
+    fn quiescent(&self) -> bool {
+        self.members
+            .iter()
+            .all(|m| m.seam.wire.waiting().is_empty() && m.inbox.is_empty())
+    }
+
+    fn all_done(&self) -> bool {
+        self.members.iter().all(|m| journal(&m.journal).done)
+    }
+
+    /// Runs one command of `actor` on the server, `times` times, with the listener counts of
+    /// now; routes what it published.
+    fn run(
+        &mut self,
+        server: &mut Server,
+        actor: usize,
+        times: usize,
+    ) -> redis::RedisResult<Vec<redis::Value>> {
+        let wire = self.members[actor].seam.wire.clone();
+        let id = wire.waiting()[0];
+        let request = wire.take(id).expect("a waiting request");
+        self.write_listener_counts(server);
+        let mut reply = request.run(server.connection());
+        for _ in 1..times {
+            reply = request.run(server.connection());
+        }
+        self.note_ran(actor, &request, &reply);
+        let published: Vec<String> = redis::pipe()
+            .lrange(EXPLORED_LOG, 0, -1)
+            .del(EXPLORED_LOG)
+            .ignore()
+            .query::<(Vec<String>,)>(server.connection())
+            .unwrap()
+            .0;
+        for pair in published.chunks(2) {
+            for member in &mut self.members {
+                if member.seam.bus.listens(&pair[0]) {
+                    member.inbox.push((pair[0].clone(), pair[1].clone()));
+                }
+            }
+        }
+        self.log.push(format!(
+            "actor{actor}: {} -> {}",
+            request.describe(),
+            match &reply {
+                Ok(values) => format!("{values:?}"),
+                Err(err) => format!("error {err}"),
+            }
+        ));
+        request.answer(reply.clone());
+        reply
+    }
+
+    /// The first command of an acquire under way that did something on the server (not a
+    /// script load, nor a script the server did not have yet) is when it queued, if it had to.
+    fn note_ran(
+        &self,
+        actor: usize,
+        request: &Request,
+        reply: &redis::RedisResult<Vec<redis::Value>>,
+    ) {
+        let loads = request.describe() == "SCRIPT LOAD";
+        let ran = reply.as_ref().is_ok_and(|values| {
+            !values.iter().any(|value| {
+                matches!(value, redis::Value::ServerError(err) if err.kind() == Some(redis::ServerErrorKind::NoScript))
+            })
+        });
+        let mut j = journal(&self.members[actor].journal);
+        if j.acquiring && j.first_ran.is_none() && ran && !loads {
+            j.first_ran = Some(self.steps);
+        }
+    }
+
+    /// What a publish on each channel answers now: the clients listening on it.
+    fn write_listener_counts(&self, server: &mut Server) {
+        let mut counts: std::collections::BTreeMap<String, i64> = Default::default();
+        for member in &self.members {
+            for channel in member.seam.bus.subscribed() {
+                *counts.entry(channel).or_default() += 1;
+            }
+        }
+        let mut pipe = redis::pipe();
+        pipe.del(EXPLORED_LISTENERS).ignore();
+        for (channel, count) in counts {
+            pipe.hset(EXPLORED_LISTENERS, channel, count).ignore();
+        }
+        let _: () = pipe.query(server.connection()).unwrap();
+    }
+
+    fn apply(&mut self, server: &mut Server, step: Step) {
+        self.steps += 1;
+        self.faulted |= step.is_fault() && !matches!(step, Step::Advance { .. });
+        match step {
+            Step::Run { actor } => {
+                let _ = self.run(server, actor, 1);
+            }
+            Step::Duplicated { actor } => {
+                self.log.push(format!("actor{actor}: (run twice)"));
+                let _ = self.run(server, actor, 2);
+            }
+            Step::ReplyLost { actor } => {
+                self.log.push(format!("actor{actor}: (reply lost)"));
+                let _ = self.run_and_lose(server, actor);
+            }
+            Step::Deliver { actor } => {
+                let (channel, payload) = self.members[actor].inbox.remove(0);
+                let delivered = self.members[actor]
+                    .seam
+                    .bus
+                    .deliver(&channel, payload.as_bytes());
+                self.log.push(format!(
+                    "actor{actor} <- {channel} '{payload}'{}",
+                    if delivered {
+                        ""
+                    } else {
+                        " (no longer subscribed)"
+                    }
+                ));
+            }
+            Step::MessageLost { actor } => {
+                let (channel, payload) = self.members[actor].inbox.remove(0);
+                self.log
+                    .push(format!("actor{actor} <- {channel} '{payload}' LOST"));
+            }
+            Step::Advance { ms } => self.advance(server, ms),
+        }
+        self.settle();
+    }
+
+    fn run_and_lose(
+        &mut self,
+        server: &mut Server,
+        actor: usize,
+    ) -> redis::RedisResult<Vec<redis::Value>> {
+        let wire = self.members[actor].seam.wire.clone();
+        let id = wire.waiting()[0];
+        let request = wire.take(id).expect("a waiting request");
+        self.write_listener_counts(server);
+        let reply = request.run(server.connection());
+        self.note_ran(actor, &request, &reply);
+        let published: Vec<String> = redis::pipe()
+            .lrange(EXPLORED_LOG, 0, -1)
+            .del(EXPLORED_LOG)
+            .ignore()
+            .query::<(Vec<String>,)>(server.connection())
+            .unwrap()
+            .0;
+        for pair in published.chunks(2) {
+            for member in &mut self.members {
+                if member.seam.bus.listens(&pair[0]) {
+                    member.inbox.push((pair[0].clone(), pair[1].clone()));
+                }
+            }
+        }
+        self.log.push(format!(
+            "actor{actor}: {} -> (reply lost: {:?})",
+            request.describe(),
+            reply.as_ref().map(|_| "ran")
+        ));
+        request.drop_connection();
+        reply
+    }
+
+    fn advance(&mut self, server: &mut Server, ms: u64) {
+        self.advanced = true;
+        server.set_time(server.now_ms() + ms);
+        self.runtime()
+            .block_on(tokio::time::advance(Duration::from_millis(ms)));
+        self.log
+            .push(format!("clocks +{ms} ms (now {} ms)", server.now_ms()));
+    }
+
+    fn believers(&self) -> Vec<usize> {
+        (0..self.members.len())
+            .filter(|&i| {
+                let m = &self.members[i];
+                let j = journal(&m.journal);
+                // A release under way of its last level: the caller has left its section.
+                m.lock.is_held() && j.releasing < m.lock.hold_count()
+            })
+            .collect()
+    }
+
+    /// After every step.
+    fn check(&mut self, server: &mut Server) -> Option<Violation> {
+        let believers = self.believers();
+        if believers.len() > 1 {
+            return violation(
+                "exclusion",
+                format!("actors {believers:?} each believe they hold the lock"),
+            );
+        }
+        for &actor in &believers {
+            let owner = self.members[actor].lock.owner().to_owned();
+            let held: bool = redis::cmd("HEXISTS")
+                .arg(&self.key)
+                .arg(&owner)
+                .query(server.connection())
+                .unwrap();
+            if !held {
+                return violation(
+                    "a belief is backed by the server",
+                    format!(
+                        "actor{actor} believes it holds, but {} has no field {owner}",
+                        self.key
+                    ),
+                );
+            }
+        }
+        for (actor, member) in self.members.iter().enumerate() {
+            let j = journal(&member.journal);
+            if let (Some(lost), false) = (&j.release_lost, self.advanced) {
+                return violation(
+                    "a release that went through is never reported lost",
+                    format!("actor{actor}'s release said {lost}, and no clock moved since"),
+                );
+            }
+        }
+        if let Some(found) = self.fifo() {
+            return Some(found);
+        }
+        if self.quiescent() && !self.faulted && !self.advanced && !self.all_done() {
+            let free: bool = !redis::cmd("EXISTS")
+                .arg(&self.key)
+                .query::<bool>(server.connection())
+                .unwrap();
+            let waiting: Vec<usize> = (0..self.members.len())
+                .filter(|&i| journal(&self.members[i].journal).acquiring)
+                .collect();
+            if free && !waiting.is_empty() {
+                return violation(
+                    "no waiter asleep beside a free lock",
+                    format!(
+                        "the lock is free, every message delivered, nothing in flight, and actors \
+                         {waiting:?} wait on"
+                    ),
+                );
+            }
+        }
+        None
+    }
+
+    /// Fair and FIFO locks: an acquisition (not a reentry) never overtakes a waiter whose
+    /// command queued it on the server earlier, while no clock moved (queue time-outs).
+    fn fifo(&mut self) -> Option<Violation> {
+        let mut found = None;
+        for (actor, member) in self.members.iter().enumerate() {
+            let mut j = journal(&member.journal);
+            if !std::mem::take(&mut j.just_acquired) {
+                continue;
+            }
+            if !matches!(member.kind, Kind::Fair | Kind::Fifo) || j.held_before > 0 || self.advanced
+            {
+                continue;
+            }
+            let mine = j.first_ran;
+            drop(j);
+            for (other, waiter) in self.members.iter().enumerate() {
+                let w = journal(&waiter.journal);
+                let earlier = match (w.first_ran, mine) {
+                    (Some(theirs), Some(mine)) => theirs < mine,
+                    (Some(_), None) => true,
+                    _ => false,
+                };
+                if other != actor && w.acquiring && earlier && waiter.kind == member.kind {
+                    found = violation(
+                        "FIFO",
+                        format!("actor{actor} acquired ahead of actor{other}, queued earlier"),
+                    );
+                }
+            }
+        }
+        found
+    }
+
+    /// Ends a path: answers everything in order (moving the clocks a second at a time when
+    /// nothing is in flight, for waits to end) until every actor is done, then moves the
+    /// clocks past the longest retry window: then nothing may be left but the fenced lock's
+    /// token counter.
+    fn at_rest(&mut self, server: &mut Server) -> Option<Violation> {
+        for _ in 0..400 {
+            if self.all_done() && self.quiescent() {
+                break;
+            }
+            if let Some(actor) =
+                (0..self.members.len()).find(|&i| !self.members[i].seam.wire.waiting().is_empty())
+            {
+                self.apply(server, Step::Run { actor });
+            } else if let Some(actor) =
+                (0..self.members.len()).find(|&i| !self.members[i].inbox.is_empty())
+            {
+                self.apply(server, Step::Deliver { actor });
+            } else {
+                self.apply(server, Step::Advance { ms: 1_000 });
+            }
+            if let Some(found) = self.check(server) {
+                return Some(found);
+            }
+        }
+        if !self.all_done() {
+            return violation(
+                "every call ends",
+                "actors still in a call after 400 steps".into(),
+            );
+        }
+        // A release's trace lives for its caller's retry window; an acquire's latch for its
+        // lease and `LATCH_GRACE` (its retries and the resolver's undo all come within it).
+        let options = ClientOptions::default();
+        let window = crate::engine::release::trace_window(options.response_timeout * 2, &options);
+        if let Some(found) = self.rest_for(server, window, &["polylock_acquire_latch:"]) {
+            return Some(found);
+        }
+        let latch_window =
+            Duration::from_millis(crate::engine::latch_ms(Duration::from_millis(30_000)));
+        self.rest_for(server, latch_window, &[])
+    }
+
+    /// Moves the clocks by `window`, answers what that sends, then checks that nothing is
+    /// left but the fenced lock's token counter (and keys starting with one of `spared`).
+    fn rest_for(
+        &mut self,
+        server: &mut Server,
+        window: Duration,
+        spared: &[&str],
+    ) -> Option<Violation> {
+        self.apply(
+            server,
+            Step::Advance {
+                ms: window.as_millis() as u64 + 1,
+            },
+        );
+        while !self.quiescent() {
+            if let Some(actor) =
+                (0..self.members.len()).find(|&i| !self.members[i].seam.wire.waiting().is_empty())
+            {
+                self.apply(server, Step::Run { actor });
+            } else if let Some(actor) =
+                (0..self.members.len()).find(|&i| !self.members[i].inbox.is_empty())
+            {
+                self.apply(server, Step::Deliver { actor });
+            }
+        }
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("*")
+            .query(server.connection())
+            .unwrap();
+        let left: Vec<String> = keys
+            .into_iter()
+            .filter(|key| {
+                !key.starts_with("explorer:")
+                    && !key.contains("redisson_lock_token:")
+                    && !spared.iter().any(|prefix| key.contains(prefix))
+            })
+            .collect();
+        if !left.is_empty() {
+            let ttls: Vec<i64> = left
+                .iter()
+                .map(|key| {
+                    redis::cmd("PTTL")
+                        .arg(key)
+                        .query(server.connection())
+                        .unwrap()
+                })
+                .collect();
+            return violation(
+                "nothing outlives its retry window",
+                format!(
+                    "every call ended {} ms ago, yet {left:?} remain (PTTL {ttls:?} ms)",
+                    window.as_millis()
+                ),
+            );
+        }
+        None
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        {
+            let _inside = runtime.enter();
+            for member in self.members.drain(..) {
+                member.client.close();
+                drop(member);
+            }
+        }
+        crate::runtime::explore_on(None);
+        // SAFETY: made by `Box::into_raw` in `new`; every client of this world is gone, and
+        // the tasks that hold it are dropped with it.
+        drop(unsafe { Box::from_raw(runtime as *const Runtime as *mut Runtime) });
+    }
+}
+
+impl std::fmt::Display for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for line in &self.log {
+            writeln!(f, "  {line}")?;
+        }
+        for (actor, member) in self.members.iter().enumerate() {
+            let j = journal(&member.journal);
+            writeln!(
+                f,
+                "  actor{actor} ({:?}, {}): {:?}",
+                member.kind,
+                member.lock.owner(),
+                j.outcomes
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// How far a search goes.
+#[derive(Debug, Clone)]
+pub(crate) struct Bound {
+    pub walks: usize,
+    pub depth: usize,
+    pub faults: usize,
+    pub seed: u64,
+}
+
+pub(crate) struct Finding {
+    pub violation: Violation,
+    pub seed: u64,
+    pub log: String,
+}
+
+pub(crate) struct Report {
+    pub walks: usize,
+    pub steps: usize,
+    pub elapsed: Duration,
+    pub finding: Option<Finding>,
+}
+
+impl Report {
+    pub(crate) fn summary(&self, scenario: &Scenario, bound: &Bound) -> String {
+        let mut text = format!(
+            "driven explorer {}: {} walks, {} steps in {:.1?}",
+            scenario.name, self.walks, self.steps, self.elapsed
+        );
+        if let Some(finding) = &self.finding {
+            let _ = write!(
+                text,
+                "\nFOUND: {} — {}\n{}  replay: POLYLOCK_DRIVEN_REPLAY='{}:{}:{}:{}' cargo test -p polylock --features explorer --lib explorer::tests::driven_replay -- --ignored --nocapture",
+                finding.violation.property,
+                finding.violation.detail,
+                finding.log,
+                scenario.name,
+                finding.seed,
+                bound.depth,
+                bound.faults,
+            );
+        }
+        text
+    }
+}
+
+/// One random walk: up to `depth` steps drawn from `seed`, at most `faults` of them faults
+/// (clock moves included), then the path's end at rest.
+pub(crate) fn walk(
+    server: &mut Server,
+    scenario: &Scenario,
+    bound: &Bound,
+    seed: u64,
+) -> (usize, Option<Finding>, String) {
+    let mut rng = XorShift(seed.max(1));
+    let mut world = World::new(server, scenario);
+    let mut used = 0;
+    let mut found = world.check(server);
+    while found.is_none() && world.steps < bound.depth {
+        let steps = world.enabled(&scenario.faults, used < bound.faults);
+        if steps.is_empty() {
+            break;
+        }
+        let step = steps[(rng.next() % steps.len() as u64) as usize];
+        used += step.is_fault() as usize;
+        world.apply(server, step);
+        found = world.check(server);
+    }
+    if found.is_none() {
+        found = world.at_rest(server);
+    }
+    let log = world.to_string();
+    (
+        world.steps,
+        found.map(|violation| Finding {
+            violation,
+            seed,
+            log: log.clone(),
+        }),
+        log,
+    )
+}
+
+/// Random walks from `bound.seed` on, until one finds a violation.
+pub(crate) fn explore(server: &mut Server, scenario: &Scenario, bound: &Bound) -> Report {
+    let started = Instant::now();
+    let mut report = Report {
+        walks: 0,
+        steps: 0,
+        elapsed: Duration::ZERO,
+        finding: None,
+    };
+    for walk_index in 0..bound.walks {
+        let seed = bound.seed.wrapping_add(walk_index as u64);
+        let (steps, finding, _) = walk(server, scenario, bound, seed);
+        report.walks += 1;
+        report.steps += steps;
+        if finding.is_some() {
+            report.finding = finding;
+            break;
+        }
+    }
+    report.elapsed = started.elapsed();
+    report
+}
