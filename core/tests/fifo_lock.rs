@@ -320,3 +320,8 @@ async fn a_head_not_listening_yet_is_not_granted_the_lock_and_keeps_its_place() 
 async fn a_handle_does_not_reenter_on_its_orphaned_level() {
     line::a_handle_does_not_reenter_on_its_orphaned_level(FIFO).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_look_that_runs_after_its_caller_gave_up_on_it_leaves_no_place() {
+    line::a_look_that_runs_after_its_caller_gave_up_on_it_leaves_no_place(FIFO).await;
+}

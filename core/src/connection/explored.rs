@@ -29,17 +29,53 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// Runs it on `server` (a pipeline as one packet), as the server would on arrival.
-    pub(crate) fn run(&self, server: &mut redis::Connection) -> RedisResult<Vec<Value>> {
+    /// Runs it on `server` (a pipeline as one packet), as the server would on arrival, except
+    /// that a command `stand_in` answers (the explorer's replica: `INFO replication`, `WAIT`)
+    /// gets that answer instead of running on `server`.
+    pub(crate) fn run_answering(
+        &self,
+        server: &mut redis::Connection,
+        stand_in: &dyn Fn(&Cmd) -> Option<Value>,
+    ) -> RedisResult<Vec<Value>> {
         match &self.sent {
-            Sent::Command(cmd) => server
-                .req_packed_command(&cmd.get_packed_command())
-                .map(|value| vec![value]),
+            Sent::Command(cmd) => match stand_in(cmd) {
+                Some(value) => Ok(vec![value]),
+                None => server
+                    .req_packed_command(&cmd.get_packed_command())
+                    .map(|value| vec![value]),
+            },
             Sent::Pipeline {
                 pipeline,
                 offset,
                 count,
-            } => server.req_packed_commands(&pipeline.get_packed_pipeline(), *offset, *count),
+            } => {
+                if pipeline.is_transaction()
+                    || !pipeline.cmd_iter().any(|cmd| stand_in(cmd).is_some())
+                {
+                    return server.req_packed_commands(
+                        &pipeline.get_packed_pipeline(),
+                        *offset,
+                        *count,
+                    );
+                }
+                // One by one, in order, as the server runs a pipeline's commands.
+                let mut replies = Vec::new();
+                for cmd in pipeline.cmd_iter() {
+                    match stand_in(cmd) {
+                        Some(value) => replies.push(value),
+                        None => {
+                            let mut one = redis::pipe();
+                            one.add_command(cmd.clone());
+                            replies.extend(server.req_packed_commands(
+                                &one.get_packed_pipeline(),
+                                0,
+                                1,
+                            )?);
+                        }
+                    }
+                }
+                Ok(replies.into_iter().skip(*offset).take(*count).collect())
+            }
         }
     }
 
@@ -66,10 +102,22 @@ impl Request {
             let name = args.next().unwrap_or_default();
             // A script is named by its first KEYS (its SHA says nothing to a reader).
             if name.eq_ignore_ascii_case("EVALSHA") || name.eq_ignore_ascii_case("EVAL") {
-                let _script = args.next();
-                let keys: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
-                let keys: Vec<String> = args.take(keys.min(2)).collect();
-                format!("script on {}", keys.join(" "))
+                let sha = args.next().unwrap_or_default();
+                let count: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                let keys: Vec<String> = args.by_ref().take(count).collect();
+                // Request ids (32 hex characters) among the arguments, by their last 6.
+                let requests: Vec<String> = args
+                    .filter(|arg| {
+                        arg.len() >= 32 && arg[..32].bytes().all(|b| b.is_ascii_hexdigit())
+                    })
+                    .map(|arg| format!("r..{}", &arg[26..32]))
+                    .collect();
+                format!(
+                    "script {} on {} {}",
+                    &sha[..sha.len().min(6)],
+                    keys.iter().take(2).cloned().collect::<Vec<_>>().join(" "),
+                    requests.join(" ")
+                )
             } else if name.eq_ignore_ascii_case("SCRIPT") {
                 "SCRIPT LOAD".to_owned()
             } else {

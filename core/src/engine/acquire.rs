@@ -496,6 +496,10 @@ impl LockCore {
                 Err(err) if err.is_transient() => {
                     // The outcome is unknown: retry the same request within the wait bound.
                     unknown = true;
+                    // The look may have taken a place before its reply was lost; a retry sent
+                    // once the wait has run out takes none, and finds it busy: the call must
+                    // still leave that place when it gives up.
+                    waiting.has_place |= self.wait_policy().busy_attempt_takes_a_place(registers);
                     let left = remaining(deadline);
                     if left.is_zero() {
                         return ended(Err(err), true);

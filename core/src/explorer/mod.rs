@@ -505,6 +505,15 @@ mod driven_tests {
         }
     }
 
+    /// The clocks move past the queue timeout (10 s) while the explorer runs some clients'
+    /// commands and holds back others': one waiter's time runs past it alone.
+    fn stalls() -> Faults {
+        Faults {
+            advance_ms: vec![10_001],
+            ..Faults::default()
+        }
+    }
+
     fn every_fault() -> Faults {
         Faults {
             reply_lost: true,
@@ -533,6 +542,10 @@ mod driven_tests {
             actors,
             faults,
             key_prefix,
+            paced: name.ends_with("-impatient")
+                || name.ends_with("-stall")
+                || name.starts_with("failover-"),
+            replica: name.starts_with("failover-"),
         }
     }
 
@@ -604,6 +617,46 @@ mod driven_tests {
                     cycles(Fifo, LEASE, 1),
                 ],
                 impatient_faults(),
+                None,
+            ),
+            scenario(
+                "fifo-stall",
+                vec![
+                    cycles(Fifo, WATCHDOG, 2),
+                    cycles(Fifo, WATCHDOG, 2),
+                    cycles(Fifo, WATCHDOG, 2),
+                ],
+                stalls(),
+                None,
+            ),
+            scenario(
+                "fair-stall",
+                vec![
+                    cycles(Fair, WATCHDOG, 2),
+                    cycles(Fair, WATCHDOG, 2),
+                    cycles(Fair, WATCHDOG, 2),
+                ],
+                stalls(),
+                None,
+            ),
+            scenario(
+                "failover-plain",
+                vec![
+                    cycles(Plain, WATCHDOG, 1),
+                    cycles(Plain, LEASE, 1),
+                    cycles(Plain, WATCHDOG, 1),
+                ],
+                replies_lost(),
+                None,
+            ),
+            scenario(
+                "failover-fifo",
+                vec![
+                    cycles(Fifo, WATCHDOG, 1),
+                    cycles(Fifo, LEASE, 1),
+                    cycles(Fifo, WATCHDOG, 1),
+                ],
+                replies_lost(),
                 None,
             ),
             scenario(
@@ -687,7 +740,15 @@ mod driven_tests {
 
     #[test]
     fn driven_fair() {
-        run(&["fair-line", "fair-line-faults", "fair-impatient"], WALKS);
+        run(
+            &[
+                "fair-line",
+                "fair-line-faults",
+                "fair-impatient",
+                "fair-stall",
+            ],
+            WALKS,
+        );
     }
 
     #[test]
@@ -698,9 +759,15 @@ mod driven_tests {
                 "fifo-line-faults",
                 "fifo-two-levels",
                 "fifo-impatient",
+                "fifo-stall",
             ],
             WALKS,
         );
+    }
+
+    #[test]
+    fn driven_failover() {
+        run(&["failover-plain", "failover-fifo"], WALKS);
     }
 
     #[test]

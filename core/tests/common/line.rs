@@ -487,6 +487,49 @@ pub async fn a_handle_does_not_reenter_on_its_orphaned_level(kind: LineKind) {
     handle.release().await.unwrap();
 }
 
+/// A look that ran only after its caller stopped waiting for its reply takes a place; the
+/// retry, sent as the wait runs out, is a single try, which takes none and finds the lock busy.
+/// The call must still leave that place when it gives up: else the place outlives the call,
+/// and the handle's next call is served from it, ahead of the waiters who came meanwhile (the
+/// protocol explorer's `fifo-impatient` found it). `CLIENT PAUSE` holds the look on the server
+/// past the client's response timeout, set 25 ms short of the wait; should the machine be so
+/// slow that the timeout comes after the wait, the call ends unknown and its undo removes the
+/// place instead (no place is left either way).
+pub async fn a_look_that_runs_after_its_caller_gave_up_on_it_leaves_no_place(kind: LineKind) {
+    let server = RedisServer::start();
+    let name = "late-look";
+    let holder = kind.held_long(&server, name).await;
+    let wait = Duration::from_millis(1_000);
+    let client = Client::builder(server.url())
+        .fair_queue_timeout(Duration::from_secs(60))
+        .response_timeout(wait - Duration::from_millis(25))
+        .connect()
+        .await
+        .unwrap();
+    let waiter = kind.lock(&client, name);
+    pause(&server, 1_300);
+    let gave_up = waiter.acquire(AcquireOptions::new().wait(wait)).await;
+    assert!(
+        matches!(gave_up, Ok(false))
+            || gave_up
+                .as_ref()
+                .is_err_and(|e| e.kind() == polylock::ErrorKind::Timeout),
+        "{gave_up:?}"
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            !kind
+                .line(&server, name)
+                .await
+                .contains(&waiter.owner().to_owned())
+        })
+        .await,
+        "the waiter that gave up kept its place in line: {:?}",
+        kind.line(&server, name).await
+    );
+    holder.release().await.unwrap();
+}
+
 /// A line of `count` waiters acquiring with `options`, each in a process (client) of its own,
 /// behind a holder and served from its release on. Replies the order they were served in and
 /// the script calls it took, the first release's included.
