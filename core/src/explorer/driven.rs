@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 
+use super::properties::{violation, Violation};
 use super::search::XorShift;
 use super::server::Server;
 use crate::connection::explored::Seam;
-use crate::kinds::script::{EXPLORED_LISTENERS, EXPLORED_LOG};
 use crate::{AcquireOptions, Client, ClientOptions, ErrorKind, Lock};
 
 /// The lock every actor works on.
@@ -297,16 +297,6 @@ fn released(record: &Mutex<Journal>, outcome: crate::Result<()>) {
     j.outcomes.push(format!("release: {outcome:?}"));
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct Violation {
-    pub property: &'static str,
-    pub detail: String,
-}
-
-fn violation(property: &'static str, detail: String) -> Option<Violation> {
-    Some(Violation { property, detail })
-}
-
 /// One run of a scenario from an empty server.
 pub(crate) struct World {
     runtime: Option<&'static Runtime>,
@@ -322,6 +312,16 @@ pub(crate) struct World {
     replica: Option<Replica>,
     /// A promotion put the server's contents back to an older copy.
     history_rewound: bool,
+}
+
+/// What becomes of a command the explorer runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Answered,
+    /// It runs twice (a retry racing its original); the client gets the second reply.
+    RunTwice,
+    /// It runs; the connection drops before the reply comes.
+    ReplyLost,
 }
 
 /// What one actor has done so far, as far as `settle` needs to tell: its waiting commands, its
@@ -539,47 +539,44 @@ impl World {
         self.members.iter().all(|m| journal(&m.journal).done)
     }
 
-    /// Runs one command of `actor` on the server, `times` times, with the listener counts of
-    /// now; routes what it published.
-    fn run(
-        &mut self,
-        server: &mut Server,
-        actor: usize,
-        times: usize,
-    ) -> redis::RedisResult<Vec<redis::Value>> {
+    /// Runs the oldest command `actor` sent on the server, with the listener counts of now,
+    /// and routes what it published; then the client gets its reply, or (`fate`) its second
+    /// run's, or loses it.
+    fn run(&mut self, server: &mut Server, actor: usize, fate: Fate) {
         let wire = self.members[actor].seam.wire.clone();
         let id = wire.waiting()[0];
         let request = wire.take(id).expect("a waiting request");
         self.write_listener_counts(server);
         let mut reply = request.run_answering(server.connection(), &|cmd| self.stand_in(cmd));
-        for _ in 1..times {
+        if fate == Fate::RunTwice {
             reply = request.run_answering(server.connection(), &|cmd| self.stand_in(cmd));
         }
         self.note_look(actor, server, &request.describe(), &reply);
-        let published: Vec<String> = redis::pipe()
-            .lrange(EXPLORED_LOG, 0, -1)
-            .del(EXPLORED_LOG)
-            .ignore()
-            .query::<(Vec<String>,)>(server.connection())
-            .unwrap()
-            .0;
-        for pair in published.chunks(2) {
+        for (channel, payload) in server.take_published() {
             for member in &mut self.members {
-                if member.seam.bus.listens(&pair[0]) {
-                    member.inbox.push((pair[0].clone(), pair[1].clone()));
+                if member.seam.bus.listens(&channel) {
+                    member.inbox.push((channel.clone(), payload.clone()));
                 }
             }
         }
+        let shown = match (&reply, fate) {
+            (Ok(_), Fate::ReplyLost) => "(reply lost)".to_owned(),
+            (Ok(values), _) => format!("{values:?}"),
+            (Err(err), _) => format!("error {err}"),
+        };
+        let twice = if fate == Fate::RunTwice {
+            " (run twice)"
+        } else {
+            ""
+        };
         self.log.push(format!(
-            "actor{actor}: {} -> {}",
-            request.describe(),
-            match &reply {
-                Ok(values) => format!("{values:?}"),
-                Err(err) => format!("error {err}"),
-            }
+            "actor{actor}: {}{twice} -> {shown}",
+            request.describe()
         ));
-        request.answer(reply.clone());
-        reply
+        match fate {
+            Fate::ReplyLost => request.drop_connection(),
+            Fate::Answered | Fate::RunTwice => request.answer(reply),
+        }
     }
 
     /// A script of `actor`'s acquire under way ran now: its place in line lives for the queue
@@ -647,12 +644,7 @@ impl World {
                 *counts.entry(channel).or_default() += 1;
             }
         }
-        let mut pipe = redis::pipe();
-        pipe.del(EXPLORED_LISTENERS).ignore();
-        for (channel, count) in counts {
-            pipe.hset(EXPLORED_LISTENERS, channel, count).ignore();
-        }
-        let _: () = pipe.query(server.connection()).unwrap();
+        server.set_listener_counts(counts);
     }
 
     fn apply(&mut self, server: &mut Server, step: Step) {
@@ -665,17 +657,9 @@ impl World {
                 self.log.push(format!("actor{actor}: begins call {op}"));
                 self.members[actor].turns.add_permits(1);
             }
-            Step::Run { actor } => {
-                let _ = self.run(server, actor, 1);
-            }
-            Step::Duplicated { actor } => {
-                self.log.push(format!("actor{actor}: (run twice)"));
-                let _ = self.run(server, actor, 2);
-            }
-            Step::ReplyLost { actor } => {
-                self.log.push(format!("actor{actor}: (reply lost)"));
-                let _ = self.run_and_lose(server, actor);
-            }
+            Step::Run { actor } => self.run(server, actor, Fate::Answered),
+            Step::Duplicated { actor } => self.run(server, actor, Fate::RunTwice),
+            Step::ReplyLost { actor } => self.run(server, actor, Fate::ReplyLost),
             Step::Deliver { actor } => {
                 let (channel, payload) = self.members[actor].inbox.remove(0);
                 let delivered = self.members[actor]
@@ -702,40 +686,6 @@ impl World {
         }
         self.settle();
         self.note_queued(server);
-    }
-
-    fn run_and_lose(
-        &mut self,
-        server: &mut Server,
-        actor: usize,
-    ) -> redis::RedisResult<Vec<redis::Value>> {
-        let wire = self.members[actor].seam.wire.clone();
-        let id = wire.waiting()[0];
-        let request = wire.take(id).expect("a waiting request");
-        self.write_listener_counts(server);
-        let reply = request.run_answering(server.connection(), &|cmd| self.stand_in(cmd));
-        self.note_look(actor, server, &request.describe(), &reply);
-        let published: Vec<String> = redis::pipe()
-            .lrange(EXPLORED_LOG, 0, -1)
-            .del(EXPLORED_LOG)
-            .ignore()
-            .query::<(Vec<String>,)>(server.connection())
-            .unwrap()
-            .0;
-        for pair in published.chunks(2) {
-            for member in &mut self.members {
-                if member.seam.bus.listens(&pair[0]) {
-                    member.inbox.push((pair[0].clone(), pair[1].clone()));
-                }
-            }
-        }
-        self.log.push(format!(
-            "actor{actor}: {} -> (reply lost: {:?})",
-            request.describe(),
-            reply.as_ref().map(|_| "ran")
-        ));
-        request.drop_connection();
-        reply
     }
 
     /// Cuts the replica off: it keeps the keys of now.
@@ -933,6 +883,22 @@ impl World {
         found
     }
 
+    /// The first command waiting, to run and answer, or else the first message waiting, to
+    /// deliver: none when the world is quiescent.
+    fn next_plain_step(&self) -> Option<Step> {
+        let actors = 0..self.members.len();
+        actors
+            .clone()
+            .find(|&i| !self.members[i].seam.wire.waiting().is_empty())
+            .map(|actor| Step::Run { actor })
+            .or_else(|| {
+                actors
+                    .clone()
+                    .find(|&i| !self.members[i].inbox.is_empty())
+                    .map(|actor| Step::Deliver { actor })
+            })
+    }
+
     /// Ends a path: answers everything in order (moving the clocks a second at a time when
     /// nothing is in flight, for waits to end) until every actor is done, then moves the
     /// clocks past the longest retry window: then nothing may be left but the fenced lock's
@@ -942,19 +908,15 @@ impl World {
             if self.all_done() && self.quiescent() {
                 break;
             }
-            if let Some(actor) =
-                (0..self.members.len()).find(|&i| !self.members[i].seam.wire.waiting().is_empty())
-            {
-                self.apply(server, Step::Run { actor });
-            } else if let Some(actor) =
-                (0..self.members.len()).find(|&i| !self.members[i].inbox.is_empty())
-            {
-                self.apply(server, Step::Deliver { actor });
-            } else if let Some(actor) = (0..self.members.len()).find(|&i| self.ready(i)) {
-                self.apply(server, Step::Call { actor });
-            } else {
-                self.apply(server, Step::Advance { ms: 1_000 });
-            }
+            let step = self
+                .next_plain_step()
+                .or_else(|| {
+                    (0..self.members.len())
+                        .find(|&i| self.ready(i))
+                        .map(|actor| Step::Call { actor })
+                })
+                .unwrap_or(Step::Advance { ms: 1_000 });
+            self.apply(server, step);
             if let Some(found) = self.check(server) {
                 return Some(found);
             }
@@ -991,16 +953,8 @@ impl World {
                 ms: window.as_millis() as u64 + 1,
             },
         );
-        while !self.quiescent() {
-            if let Some(actor) =
-                (0..self.members.len()).find(|&i| !self.members[i].seam.wire.waiting().is_empty())
-            {
-                self.apply(server, Step::Run { actor });
-            } else if let Some(actor) =
-                (0..self.members.len()).find(|&i| !self.members[i].inbox.is_empty())
-            {
-                self.apply(server, Step::Deliver { actor });
-            }
+        while let Some(step) = self.next_plain_step() {
+            self.apply(server, step);
         }
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg("*")

@@ -566,38 +566,6 @@ mod driven_tests {
                 Some("app:"),
             ),
             scenario(
-                "fair-line",
-                vec![
-                    cycles(Fair, LEASE, 2),
-                    cycles(Fair, LEASE, 1),
-                    cycles(Fair, WATCHDOG, 1),
-                ],
-                replies_lost(),
-                None,
-            ),
-            scenario(
-                "fifo-line",
-                vec![
-                    cycles(Fifo, LEASE, 2),
-                    cycles(Fifo, LEASE, 1),
-                    cycles(Fifo, WATCHDOG, 1),
-                ],
-                replies_lost(),
-                None,
-            ),
-            scenario(
-                "fair-line-faults",
-                vec![cycles(Fair, LEASE, 2), cycles(Fair, WATCHDOG, 1)],
-                every_fault(),
-                None,
-            ),
-            scenario(
-                "fifo-line-faults",
-                vec![cycles(Fifo, LEASE, 2), cycles(Fifo, WATCHDOG, 1)],
-                every_fault(),
-                None,
-            ),
-            scenario(
                 "plain-two-levels",
                 vec![two_levels(Plain), cycles(Plain, LEASE, 1)],
                 replies_lost(),
@@ -609,67 +577,62 @@ mod driven_tests {
                 replies_lost(),
                 None,
             ),
-            scenario(
-                "fifo-impatient",
-                vec![
-                    cycles(Fifo, LEASE, 1),
-                    impatient(Fifo),
-                    cycles(Fifo, LEASE, 1),
-                ],
-                impatient_faults(),
-                None,
-            ),
-            scenario(
-                "fifo-stall",
-                vec![
-                    cycles(Fifo, WATCHDOG, 2),
-                    cycles(Fifo, WATCHDOG, 2),
-                    cycles(Fifo, WATCHDOG, 2),
-                ],
-                stalls(),
-                None,
-            ),
-            scenario(
-                "fair-stall",
-                vec![
-                    cycles(Fair, WATCHDOG, 2),
-                    cycles(Fair, WATCHDOG, 2),
-                    cycles(Fair, WATCHDOG, 2),
-                ],
-                stalls(),
-                None,
-            ),
-            scenario(
-                "failover-plain",
-                vec![
-                    cycles(Plain, WATCHDOG, 1),
-                    cycles(Plain, LEASE, 1),
-                    cycles(Plain, WATCHDOG, 1),
-                ],
-                replies_lost(),
-                None,
-            ),
-            scenario(
-                "failover-fifo",
-                vec![
-                    cycles(Fifo, WATCHDOG, 1),
-                    cycles(Fifo, LEASE, 1),
-                    cycles(Fifo, WATCHDOG, 1),
-                ],
-                replies_lost(),
-                None,
-            ),
-            scenario(
-                "fair-impatient",
-                vec![
-                    cycles(Fair, LEASE, 1),
-                    impatient(Fair),
-                    cycles(Fair, LEASE, 1),
-                ],
-                impatient_faults(),
-                None,
-            ),
         ];
+        // Each kind with a line: three waiters (lost and duplicated replies), two (every
+        // fault), one that gives up and calls again, the clocks past the queue timeout while
+        // one waiter's commands are held back; and, with the plain lock, a failover.
+        for kind in [Fair, Fifo] {
+            let named = |what: &str| -> &'static str {
+                Box::leak(format!("{}-{what}", kind_name(kind)).into_boxed_str())
+            };
+            all.extend([
+                scenario(
+                    named("line"),
+                    vec![
+                        cycles(kind, LEASE, 2),
+                        cycles(kind, LEASE, 1),
+                        cycles(kind, WATCHDOG, 1),
+                    ],
+                    replies_lost(),
+                    None,
+                ),
+                scenario(
+                    named("line-faults"),
+                    vec![cycles(kind, LEASE, 2), cycles(kind, WATCHDOG, 1)],
+                    every_fault(),
+                    None,
+                ),
+                scenario(
+                    named("impatient"),
+                    vec![
+                        cycles(kind, LEASE, 1),
+                        impatient(kind),
+                        cycles(kind, LEASE, 1),
+                    ],
+                    impatient_faults(),
+                    None,
+                ),
+                scenario(
+                    named("stall"),
+                    vec![cycles(kind, WATCHDOG, 2); 3],
+                    stalls(),
+                    None,
+                ),
+            ]);
+        }
+        for kind in [Plain, Fifo] {
+            let name = Box::leak(format!("failover-{}", kind_name(kind)).into_boxed_str());
+            all.push(scenario(
+                name,
+                vec![
+                    cycles(kind, WATCHDOG, 1),
+                    cycles(kind, LEASE, 1),
+                    cycles(kind, WATCHDOG, 1),
+                ],
+                replies_lost(),
+                None,
+            ));
+        }
         // Every pair of kinds that may share a name: a holder of one, a waiter of the other,
         // no faults (a wake-up must come by message).
         let kinds = [Plain, Fenced, Fair, Fifo];
@@ -679,9 +642,7 @@ mod driven_tests {
                     continue;
                 }
                 let name: &'static str = Box::leak(
-                    format!("share-{holder:?}-{waiter:?}")
-                        .to_lowercase()
-                        .into_boxed_str(),
+                    format!("share-{}-{}", kind_name(holder), kind_name(waiter)).into_boxed_str(),
                 );
                 all.push(scenario(
                     name,
@@ -692,6 +653,10 @@ mod driven_tests {
             }
         }
         all
+    }
+
+    fn kind_name(kind: Kind) -> String {
+        format!("{kind:?}").to_lowercase()
     }
 
     fn named(name: &str) -> Scenario {

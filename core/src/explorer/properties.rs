@@ -10,7 +10,7 @@ pub(crate) struct Violation {
     pub detail: String,
 }
 
-fn violation(property: &'static str, detail: String) -> Option<Violation> {
+pub(crate) fn violation(property: &'static str, detail: String) -> Option<Violation> {
     Some(Violation { property, detail })
 }
 

@@ -150,6 +150,34 @@ impl Server {
         &mut self.connection
     }
 
+    /// What a publish on each channel answers from now on (the explored script form reads it):
+    /// `counts` listeners per channel, none on any other.
+    pub(crate) fn set_listener_counts(&mut self, counts: std::collections::BTreeMap<String, i64>) {
+        let listeners = crate::kinds::script::EXPLORED_LISTENERS;
+        let mut pipe = redis::pipe();
+        pipe.del(listeners).ignore();
+        for (channel, count) in counts {
+            pipe.hset(listeners, channel, count).ignore();
+        }
+        let _: () = pipe.query(&mut self.connection).unwrap();
+    }
+
+    /// What the scripts published since the last call, in order: (channel, message), taken
+    /// from the log the explored script form keeps (`Publish::Explored`).
+    pub(crate) fn take_published(&mut self) -> Vec<(String, String)> {
+        let published: Vec<String> = redis::pipe()
+            .lrange(crate::kinds::script::EXPLORED_LOG, 0, -1)
+            .del(crate::kinds::script::EXPLORED_LOG)
+            .ignore()
+            .query::<(Vec<String>,)>(&mut self.connection)
+            .unwrap()
+            .0;
+        published
+            .chunks(2)
+            .map(|pair| (pair[0].clone(), pair[1].clone()))
+            .collect()
+    }
+
     /// The server's `TIME`, ms after [`EPOCH_S`].
     pub(crate) fn server_time_ms(&mut self) -> u64 {
         let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(&mut self.connection).unwrap();

@@ -8,7 +8,6 @@ use redis::Value;
 use super::model::{ClientSpec, Phase, SimClient, LOCK};
 use super::server::Server;
 use crate::connection::Publish;
-use crate::kinds::script::{EXPLORED_LISTENERS, EXPLORED_LOG};
 use crate::kinds::Attempt;
 
 /// How the deployment counts a `PUBLISH`'s receivers.
@@ -504,15 +503,8 @@ impl World {
         let reply: Value = call.invoke(server.connection()).unwrap_or_else(|err| {
             panic!("script failed: {err}\n{}", self.log.join("\n"));
         });
-        let published: Vec<String> = redis::pipe()
-            .lrange(EXPLORED_LOG, 0, -1)
-            .del(EXPLORED_LOG)
-            .ignore()
-            .query::<(Vec<String>,)>(server.connection())
-            .unwrap()
-            .0;
-        for pair in published.chunks(2) {
-            let (channel, payload) = (&pair[0], &pair[1]);
+        let published = server.take_published();
+        for (channel, payload) in &published {
             for client in &self.clients {
                 if client.listening && client.channels().contains(channel) {
                     self.in_flight.push(InFlight {
@@ -537,12 +529,7 @@ impl World {
                 *counts.entry(channel).or_default() += 1;
             }
         }
-        let mut pipe = redis::pipe();
-        pipe.del(EXPLORED_LISTENERS).ignore();
-        for (channel, count) in counts {
-            pipe.hset(EXPLORED_LISTENERS, channel, count).ignore();
-        }
-        let _: () = pipe.query(server.connection()).unwrap();
+        server.set_listener_counts(counts);
     }
 }
 
