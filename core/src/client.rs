@@ -265,16 +265,18 @@ pub(crate) async fn open(
 }
 
 /// Test only (the protocol explorer): a client on the explorer's seam, whose scripts publish
-/// through the explorer (see `Publish::Explored`).
+/// through the explorer (see `Publish::Explored`; `exact`: listeners counted as on one server,
+/// else as a cluster's broadcast `PUBLISH` counts them).
 #[cfg(all(test, feature = "explorer"))]
 pub(crate) async fn explored(
     seam: &crate::connection::explored::Seam,
     options: ClientOptions,
+    exact: bool,
 ) -> Result<Client> {
     start_client(
         Connection::explored(seam.wire.clone()),
         Source::Explored(seam.bus.clone()),
-        Publish::Explored { exact: true },
+        Publish::Explored { exact },
         None,
         options,
         "explored",

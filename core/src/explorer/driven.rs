@@ -43,6 +43,19 @@ pub(crate) enum Kind {
     Fenced,
     Fair,
     Fifo,
+    /// The two sides of one read-write lock.
+    Read,
+    Write,
+}
+
+impl Kind {
+    /// The field of the lock's hash that holds `owner`'s levels.
+    fn field(self, owner: &str) -> String {
+        match self {
+            Kind::Write => format!("{owner}:write"),
+            _ => owner.to_owned(),
+        }
+    }
 }
 
 /// One call of an actor.
@@ -63,6 +76,8 @@ pub(crate) enum Op {
 pub(crate) struct Actor {
     pub kind: Kind,
     pub ops: Vec<Op>,
+    /// Waits by polling (`WaitMode::Poll`) instead of listening.
+    pub poll: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -88,6 +103,9 @@ pub(crate) struct Scenario {
     /// The clients confirm acquisitions on a replica (`sync_replicas`, `min_replicas` 1); the
     /// explorer keeps the replica (see [`Replica`]), cuts it off and promotes it.
     pub replica: bool,
+    /// Scripts publish as on a cluster without sharded pub/sub (no listener count trusted, no
+    /// grant by message).
+    pub broadcast: bool,
 }
 
 /// The replica of the scenarios with one. Commands run on the one real server; the replica is
@@ -220,6 +238,8 @@ struct Member {
     client: Client,
     lock: Lock,
     kind: Kind,
+    /// Waits by polling: no message wakes it.
+    poll: bool,
     journal: Arc<Mutex<Journal>>,
     /// A permit per call it may begin.
     turns: Arc<tokio::sync::Semaphore>,
@@ -374,14 +394,25 @@ impl World {
                 sync_replicas: scenario.replica,
                 ..ClientOptions::default()
             };
-            let client = world.connect(server, &seam, options);
+            let client = world.connect(server, &seam, options, !scenario.broadcast);
             let lock = match actor.kind {
                 Kind::Plain => client.lock(NAME),
                 Kind::Fenced => client.fenced_lock(NAME),
                 Kind::Fair => client.fair_lock(NAME),
                 Kind::Fifo => client.fifo_lock(NAME),
+                Kind::Read => client.read_write_lock(NAME).map(|rw| rw.read_lock()),
+                Kind::Write => client.read_write_lock(NAME).map(|rw| rw.write_lock()),
             }
             .expect("a handle");
+            let lock = if actor.poll {
+                lock.with_wait_mode(crate::WaitMode::Poll {
+                    min: crate::options::DEFAULT_POLL_MIN,
+                    max: crate::options::DEFAULT_POLL_MAX,
+                })
+                .expect("a poll waiter")
+            } else {
+                lock
+            };
             let journal = Arc::new(Mutex::new(Journal::default()));
             let turns = Arc::new(tokio::sync::Semaphore::new(if scenario.paced {
                 0
@@ -399,6 +430,7 @@ impl World {
                 client,
                 lock,
                 kind: actor.kind,
+                poll: actor.poll,
                 journal,
                 turns,
                 inbox: Vec::new(),
@@ -409,11 +441,17 @@ impl World {
     }
 
     /// A client on `seam`; what it sends while it connects is answered at once.
-    fn connect(&self, server: &mut Server, seam: &Seam, options: ClientOptions) -> Client {
+    fn connect(
+        &self,
+        server: &mut Server,
+        seam: &Seam,
+        options: ClientOptions,
+        exact: bool,
+    ) -> Client {
         let runtime = self.runtime();
         let connecting = runtime.spawn({
             let seam = seam.clone();
-            async move { crate::client::explored(&seam, options).await }
+            async move { crate::client::explored(&seam, options, exact).await }
         });
         while !connecting.is_finished() {
             runtime.block_on(async {
@@ -614,7 +652,7 @@ impl World {
             let line = match member.kind {
                 Kind::Fair => crate::keys::fair_queue(&self.key),
                 Kind::Fifo => crate::keys::fifo_line(&self.key),
-                Kind::Plain | Kind::Fenced => continue,
+                Kind::Plain | Kind::Fenced | Kind::Read | Kind::Write => continue,
             };
             let mut j = journal(&member.journal);
             if !j.acquiring || j.queued_at.is_some() {
@@ -778,24 +816,31 @@ impl World {
     /// After every step.
     fn check(&mut self, server: &mut Server) -> Option<Violation> {
         let believers = self.believers();
-        if believers.len() > 1 {
+        // Readers share the lock with each other, and with nobody else.
+        let exclusive: Vec<usize> = believers
+            .iter()
+            .copied()
+            .filter(|&actor| self.members[actor].kind != Kind::Read)
+            .collect();
+        if exclusive.len() > 1 || (!exclusive.is_empty() && believers.len() > exclusive.len()) {
             return violation(
                 "exclusion",
                 format!("actors {believers:?} each believe they hold the lock"),
             );
         }
         for &actor in &believers {
-            let owner = self.members[actor].lock.owner().to_owned();
+            let member = &self.members[actor];
+            let field = member.kind.field(member.lock.owner());
             let held: bool = redis::cmd("HEXISTS")
                 .arg(&self.key)
-                .arg(&owner)
+                .arg(&field)
                 .query(server.connection())
                 .unwrap();
             if !held {
                 return violation(
                     "a belief is backed by the server",
                     format!(
-                        "actor{actor} believes it holds, but {} has no field {owner}",
+                        "actor{actor} believes it holds, but {} has no field {field}",
                         self.key
                     ),
                 );
@@ -822,8 +867,9 @@ impl World {
                 .arg(&self.key)
                 .query::<bool>(server.connection())
                 .unwrap();
+            // A poll waiter wakes by its own timer, not by a message.
             let waiting: Vec<usize> = (0..self.members.len())
-                .filter(|&i| journal(&self.members[i].journal).acquiring)
+                .filter(|&i| !self.members[i].poll && journal(&self.members[i].journal).acquiring)
                 .collect();
             if free && !waiting.is_empty() {
                 return violation(
@@ -928,10 +974,13 @@ impl World {
             );
         }
         // A release's trace lives for its caller's retry window; an acquire's latch for its
-        // lease and `LATCH_GRACE` (its retries and the resolver's undo all come within it).
+        // lease and `LATCH_GRACE` (its retries and the resolver's undo all come within it), and
+        // so, today, does the read-write lock's release latch (the caller's retry window and
+        // `LATCH_GRACE`: 66 s; see guarantees.md, "What the explorer does not cover yet").
         let options = ClientOptions::default();
         let window = crate::engine::release::trace_window(options.response_timeout * 2, &options);
-        if let Some(found) = self.rest_for(server, window, &["polylock_acquire_latch:"]) {
+        let spared = ["polylock_acquire_latch:", "redisson_unlock_latch:"];
+        if let Some(found) = self.rest_for(server, window, &spared) {
             return Some(found);
         }
         let latch_window =

@@ -465,6 +465,7 @@ mod driven_tests {
         Actor {
             kind,
             ops: [acquire(lease, 20_000), Op::Release].repeat(times),
+            poll: false,
         }
     }
 
@@ -479,6 +480,7 @@ mod driven_tests {
                 acquire(WATCHDOG, 20_000),
                 Op::Release,
             ],
+            poll: false,
         }
     }
 
@@ -493,6 +495,7 @@ mod driven_tests {
                 acquire(LEASE, 20_000),
                 Op::Release,
             ],
+            poll: false,
         }
     }
 
@@ -546,6 +549,7 @@ mod driven_tests {
                 || name.ends_with("-stall")
                 || name.starts_with("failover-"),
             replica: name.starts_with("failover-"),
+            broadcast: name.ends_with("-broadcast"),
         }
     }
 
@@ -633,6 +637,48 @@ mod driven_tests {
                 None,
             ));
         }
+        // The read-write lock: readers beside each other, a writer against them and another.
+        all.extend([
+            scenario(
+                "read-write",
+                vec![
+                    cycles(Read, WATCHDOG, 2),
+                    cycles(Read, LEASE, 1),
+                    cycles(Write, LEASE, 2),
+                ],
+                every_fault(),
+                None,
+            ),
+            scenario(
+                "write-write",
+                vec![cycles(Write, WATCHDOG, 2), cycles(Write, LEASE, 2)],
+                every_fault(),
+                None,
+            ),
+        ]);
+        // Poll waiters beside listening ones, and every kind in the broadcast pub/sub mode.
+        for kind in [Plain, Fair, Fifo] {
+            let poll = Box::leak(format!("{}-poll", kind_name(kind)).into_boxed_str());
+            all.push(scenario(
+                poll,
+                vec![cycles(kind, WATCHDOG, 2), polling(cycles(kind, LEASE, 2))],
+                every_fault(),
+                None,
+            ));
+        }
+        for kind in [Plain, Fair, Fifo, Write] {
+            let broadcast = Box::leak(format!("{}-broadcast", kind_name(kind)).into_boxed_str());
+            all.push(scenario(
+                broadcast,
+                vec![
+                    cycles(kind, WATCHDOG, 2),
+                    cycles(kind, LEASE, 1),
+                    cycles(kind, LEASE, 1),
+                ],
+                replies_lost(),
+                None,
+            ));
+        }
         // Every pair of kinds that may share a name: a holder of one, a waiter of the other,
         // no faults (a wake-up must come by message).
         let kinds = [Plain, Fenced, Fair, Fifo];
@@ -653,6 +699,11 @@ mod driven_tests {
             }
         }
         all
+    }
+
+    fn polling(mut actor: Actor) -> Actor {
+        actor.poll = true;
+        actor
     }
 
     fn kind_name(kind: Kind) -> String {
@@ -728,6 +779,21 @@ mod driven_tests {
             ],
             WALKS,
         );
+    }
+
+    #[test]
+    fn driven_read_write() {
+        run(&["read-write", "write-write"], WALKS);
+    }
+
+    #[test]
+    fn driven_poll_and_broadcast() {
+        let names: Vec<&str> = scenarios()
+            .iter()
+            .map(|s| s.name)
+            .filter(|name| name.ends_with("-poll") || name.ends_with("-broadcast"))
+            .collect();
+        run(&names, WALKS / 3);
     }
 
     #[test]
