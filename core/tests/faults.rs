@@ -985,24 +985,23 @@ async fn an_acquisition_confirmed_after_its_lease_ended_is_lost_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquisition_confirmed_after_its_lease_ended_leaves_no_lock_held_by_nobody() {
     let server = RedisServer::start();
-    let proxy = FaultProxy::start(server.port());
     let holder = client_with(
-        &proxy.url(),
+        &server.url(),
         Duration::from_secs(30),
         Duration::from_secs(10),
     )
     .await;
     cache_scripts(&holder).await;
     let lock = holder.lock("late-grant").unwrap();
-    // 2 s each way: the script runs 2 s after it was sent and gives the key a lease of 3.5 s
-    // from then; the reply comes 4 s after the send, when the lease, as this client must count
-    // it, has run out. The key still has 1.5 s to live, held by nobody.
-    proxy.set(Fault::Delay(Duration::from_secs(2)));
+    // The server holds the acquire for 2 s (CLIENT PAUSE), then runs it: the key gets a lease
+    // of 1.5 s from then, and the reply comes 2 s after the send, when the lease, as this
+    // client must count it, has run out. The key still has 1.5 s to live, held by nobody;
+    // what the client sends from then on runs at once.
+    pause(&server, 2_000);
     assert!(lock
-        .acquire(AcquireOptions::new().lease(Duration::from_millis(3500)))
+        .acquire(AcquireOptions::new().lease(Duration::from_millis(1500)))
         .await
         .unwrap());
-    proxy.set(Fault::Pass);
     assert!(lock.is_lost(), "confirmed after its lease ended");
     let mut con = raw(&server).await;
     let left: i64 = redis::cmd("PTTL")

@@ -820,6 +820,36 @@ mod driven_tests {
         run(&names, WALKS / 10);
     }
 
+    /// The walks that found a defect (each fails with its fix reverted), replayed in every run:
+    /// a late confirmation left on the server (`fenced-pair-prefixed` 10), a lost look's place
+    /// kept after giving up (`fifo-impatient` 135), and a next call taking over the place its
+    /// predecessor's pending undo was for (`fifo-impatient` and `fair-impatient` 1356).
+    #[test]
+    fn driven_regressions() {
+        let mut server = Server::start();
+        for (name, seed) in [
+            ("fenced-pair-prefixed", 10),
+            ("fifo-impatient", 135),
+            ("fifo-impatient", 1356),
+            ("fair-impatient", 1356),
+        ] {
+            let scenario = named(name);
+            let bound = Bound {
+                walks: 1,
+                seed,
+                depth: 60,
+                faults: 3,
+            };
+            let (_, finding, _) = walk(&mut server, &scenario, &bound, seed);
+            if let Some(finding) = finding {
+                panic!(
+                    "{name} seed {seed}: {} — {}\n{}",
+                    finding.violation.property, finding.violation.detail, finding.log
+                );
+            }
+        }
+    }
+
     /// `POLYLOCK_DRIVEN_HUNT='<scenario>:<walks>'` runs one scenario's walks until one finds
     /// something (how the defects of issue 42 were found again with their fixes reverted).
     #[test]
