@@ -801,12 +801,7 @@ impl LockCore {
         let attempt_lease = lease;
         // After this, whatever it acquired has expired, and the request can no longer arrive.
         let until = first_sent + self.lease_of(lease) + LATCH_GRACE;
-        // The owner's next acquire of this lock waits for this undo, as for a release in
-        // flight (`release_gate`): else its look could take over the place this undo is for
-        // (an owner has one place in line), served ahead of waiters who came in between.
-        let in_flight = self.client.release_gate.enter(self.kind.key(), &self.owner);
         runtime().spawn(async move {
-            let _in_flight = in_flight;
             let mut backoff = Backoff::default();
             loop {
                 match lock.undo_attempt(&request, attempt_lease, None).await {
