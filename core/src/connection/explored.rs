@@ -1,10 +1,10 @@
 //! Test only (the protocol explorer): the engine's I/O seam. A client made on it sends every
 //! command into a [`Wire`], where it waits until the explorer runs it on the real server and
 //! decides its fate (answered, reply lost, run twice), and it listens through a [`Bus`], whose
-//! messages the explorer delivers, loses or duplicates. Everything else (the engine, the kinds,
+//! messages the explorer delivers or loses. Everything else (the engine, the kinds,
 //! their scripts, the pub/sub hub, the upkeep task) is the production code.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use redis::{Cmd, ConnectionLike, Pipeline, RedisFuture, RedisResult, Value};
@@ -77,6 +77,15 @@ impl Request {
                 Ok(replies.into_iter().skip(*offset).take(*count).collect())
             }
         }
+    }
+
+    /// Whether it is a script call (the rest are the engine's plain commands and pipelines).
+    pub(crate) fn is_script(&self) -> bool {
+        let Sent::Command(cmd) = &self.sent else {
+            return false;
+        };
+        matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name))
+            if name.eq_ignore_ascii_case(b"EVALSHA") || name.eq_ignore_ascii_case(b"EVAL"))
     }
 
     /// The client gets `reply`.
@@ -173,10 +182,10 @@ impl Wire {
         self.state().waiting.iter().map(|r| r.id).collect()
     }
 
-    pub(crate) fn take(&self, id: u64) -> Option<Request> {
+    /// The oldest request waiting (a connection's commands reach the server in order).
+    pub(crate) fn take_oldest(&self) -> Option<Request> {
         let mut state = self.state();
-        let index = state.waiting.iter().position(|r| r.id == id)?;
-        Some(state.waiting.remove(index))
+        (!state.waiting.is_empty()).then(|| state.waiting.remove(0))
     }
 
     pub(crate) fn command<'a>(&self, cmd: &Cmd) -> RedisFuture<'a, Value> {
@@ -215,8 +224,8 @@ pub(crate) struct Bus {
 
 #[derive(Default)]
 struct BusState {
-    /// Channel → subscriptions (a channel subscribed twice counts once on a server: kept as 1).
-    subscribed: BTreeMap<String, ()>,
+    /// The channels subscribed (a channel subscribed twice is one subscription on a server).
+    subscribed: BTreeSet<String>,
     inbox: Option<mpsc::UnboundedSender<(String, Vec<u8>)>>,
 }
 
@@ -234,7 +243,7 @@ impl Bus {
         let mut state = self.state();
         for channel in channels {
             if on {
-                state.subscribed.insert(channel.clone(), ());
+                state.subscribed.insert(channel.clone());
             } else {
                 state.subscribed.remove(channel);
             }
@@ -242,17 +251,17 @@ impl Bus {
     }
 
     pub(crate) fn subscribed(&self) -> Vec<String> {
-        self.state().subscribed.keys().cloned().collect()
+        self.state().subscribed.iter().cloned().collect()
     }
 
     pub(crate) fn listens(&self, channel: &str) -> bool {
-        self.state().subscribed.contains_key(channel)
+        self.state().subscribed.contains(channel)
     }
 
     /// Delivers a message (as the server does, only on a channel still subscribed).
     pub(crate) fn deliver(&self, channel: &str, payload: &[u8]) -> bool {
         let state = self.state();
-        match (&state.inbox, state.subscribed.contains_key(channel)) {
+        match (&state.inbox, state.subscribed.contains(channel)) {
             (Some(inbox), true) => inbox.send((channel.to_owned(), payload.to_vec())).is_ok(),
             _ => false,
         }

@@ -184,12 +184,9 @@ impl Connection {
     }
 
     /// Whether this is the protocol explorer's seam (which keeps no client record).
+    #[cfg(all(test, feature = "explorer"))]
     pub(crate) fn is_explored(&self) -> bool {
-        #[cfg(all(test, feature = "explorer"))]
-        if matches!(self.link, Link::Explored(_)) {
-            return true;
-        }
-        false
+        matches!(self.link, Link::Explored(_))
     }
 
     fn of(link: Link) -> Connection {

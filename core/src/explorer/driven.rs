@@ -26,8 +26,8 @@ use crate::{AcquireOptions, Client, ClientOptions, ErrorKind, Lock};
 /// The lock every actor works on.
 const NAME: &str = "driven";
 
-/// The shortest lease any scenario takes (fixed or the watchdog's).
-const SHORTEST_LEASE_MS: u64 = 30_000;
+/// Every scenario's lease, fixed or the watchdog's.
+const LEASE_MS: u64 = 30_000;
 
 /// How long a waiter's place in line lives after its last look (the clients' default).
 fn queue_timeout_ms() -> u64 {
@@ -247,6 +247,16 @@ struct Member {
     inbox: Vec<(String, String)>,
 }
 
+/// Runs the tasks that can go on, a few rounds of yields (no clock moves: it is paused, and a
+/// yield keeps the runtime busy).
+fn run_ready_tasks(runtime: &Runtime) {
+    runtime.block_on(async {
+        for _ in 0..16 {
+            tokio::task::yield_now().await;
+        }
+    });
+}
+
 fn journal(journal: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
     journal.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -324,8 +334,8 @@ pub(crate) struct World {
     /// The lock's key (prefix included).
     key: String,
     steps: usize,
+    /// A fault other than a clock move happened on this path.
     faulted: bool,
-    advanced: bool,
     /// The clocks' moves so far, in all.
     advanced_ms: u64,
     log: Vec<String>,
@@ -374,7 +384,6 @@ impl World {
             key: crate::key_prefix::apply(scenario.key_prefix, NAME),
             steps: 0,
             faulted: false,
-            advanced: false,
             advanced_ms: 0,
             log: Vec::new(),
             history_rewound: false,
@@ -454,13 +463,8 @@ impl World {
             async move { crate::client::explored(&seam, options, exact).await }
         });
         while !connecting.is_finished() {
-            runtime.block_on(async {
-                for _ in 0..16 {
-                    tokio::task::yield_now().await;
-                }
-            });
-            if let Some(&id) = seam.wire.waiting().first() {
-                let request = seam.wire.take(id).expect("a waiting request");
+            run_ready_tasks(runtime);
+            if let Some(request) = seam.wire.take_oldest() {
                 let reply = request.run_answering(server.connection(), &|cmd| self.stand_in(cmd));
                 request.answer(reply);
             }
@@ -507,11 +511,7 @@ impl World {
         let mut still = 0;
         let mut mark = self.progress_mark();
         while still < STILL_ROUNDS {
-            runtime.block_on(async {
-                for _ in 0..16 {
-                    tokio::task::yield_now().await;
-                }
-            });
+            run_ready_tasks(runtime);
             let now = self.progress_mark();
             if now == mark {
                 still += 1;
@@ -581,15 +581,19 @@ impl World {
     /// and routes what it published; then the client gets its reply, or (`fate`) its second
     /// run's, or loses it.
     fn run(&mut self, server: &mut Server, actor: usize, fate: Fate) {
-        let wire = self.members[actor].seam.wire.clone();
-        let id = wire.waiting()[0];
-        let request = wire.take(id).expect("a waiting request");
+        let request = self.members[actor]
+            .seam
+            .wire
+            .take_oldest()
+            .expect("a waiting request");
         self.write_listener_counts(server);
         let mut reply = request.run_answering(server.connection(), &|cmd| self.stand_in(cmd));
         if fate == Fate::RunTwice {
             reply = request.run_answering(server.connection(), &|cmd| self.stand_in(cmd));
         }
-        self.note_look(actor, server, &request.describe(), &reply);
+        if request.is_script() {
+            self.note_look(actor, server, &reply);
+        }
         for (channel, payload) in server.take_published() {
             for member in &mut self.members {
                 if member.seam.bus.listens(&channel) {
@@ -617,22 +621,21 @@ impl World {
         }
     }
 
-    /// A script of `actor`'s acquire under way ran now: its place in line lives for the queue
-    /// timeout from now; a gap as long before it lapsed the place (see `Journal::lapsed`).
+    /// A script call of `actor` ran: if an acquire of it is under way and the server knew
+    /// the script, it looked now, and its place in line lives for the queue timeout from now;
+    /// a gap as long before it lapsed the place (see `Journal::lapsed`).
     fn note_look(
         &self,
         actor: usize,
         server: &mut Server,
-        described: &str,
         reply: &redis::RedisResult<Vec<redis::Value>>,
     ) {
-        let ran = described.starts_with("script")
-            && reply.as_ref().is_ok_and(|values| {
-                !values.iter().any(|value| {
-                    matches!(value, redis::Value::ServerError(err)
+        let ran = reply.as_ref().is_ok_and(|values| {
+            !values.iter().any(|value| {
+                matches!(value, redis::Value::ServerError(err)
                         if err.kind() == Some(redis::ServerErrorKind::NoScript))
-                })
-            });
+            })
+        });
         let now = server.now_ms();
         let mut j = journal(&self.members[actor].journal);
         if j.acquiring && ran {
@@ -687,8 +690,10 @@ impl World {
 
     fn apply(&mut self, server: &mut Server, step: Step) {
         self.steps += 1;
-        self.faulted |= (step.is_fault() && !matches!(step, Step::Advance { .. }))
-            || matches!(step, Step::Partition | Step::Promote);
+        self.faulted |= !matches!(
+            step,
+            Step::Run { .. } | Step::Deliver { .. } | Step::Call { .. } | Step::Advance { .. }
+        );
         match step {
             Step::Call { actor } => {
                 let op = journal(&self.members[actor].journal).op;
@@ -793,7 +798,6 @@ impl World {
     }
 
     fn advance(&mut self, server: &mut Server, ms: u64) {
-        self.advanced = true;
         self.advanced_ms += ms;
         server.set_time(server.now_ms() + ms);
         self.runtime()
@@ -849,7 +853,7 @@ impl World {
         for (actor, member) in self.members.iter().enumerate() {
             let j = journal(&member.journal);
             // Every lease of the scenarios is 30 s: a hold cannot have ended before.
-            if let (Some(lost), true) = (&j.release_lost, self.advanced_ms < SHORTEST_LEASE_MS) {
+            if let (Some(lost), true) = (&j.release_lost, self.advanced_ms < LEASE_MS) {
                 return violation(
                     "a release that went through is never reported lost",
                     format!(
@@ -862,7 +866,7 @@ impl World {
         if let Some(found) = self.fifo(server.now_ms()) {
             return Some(found);
         }
-        if self.quiescent() && !self.faulted && !self.advanced && !self.all_done() {
+        if self.quiescent() && !self.faulted && self.advanced_ms == 0 && !self.all_done() {
             let free: bool = !redis::cmd("EXISTS")
                 .arg(&self.key)
                 .query::<bool>(server.connection())
@@ -887,7 +891,7 @@ impl World {
     /// Fair and FIFO locks: an acquisition (not a reentry) never overtakes a live waiter (still
     /// within its wait, and looking within the queue timeout all along) whose command queued
     /// it on the server earlier.
-    fn fifo(&mut self, now: u64) -> Option<Violation> {
+    fn fifo(&self, now: u64) -> Option<Violation> {
         let clock = {
             let _inside = self.runtime().enter();
             tokio::time::Instant::now()
@@ -984,7 +988,7 @@ impl World {
             return Some(found);
         }
         let latch_window =
-            Duration::from_millis(crate::engine::latch_ms(Duration::from_millis(30_000)));
+            Duration::from_millis(crate::engine::latch_ms(Duration::from_millis(LEASE_MS)));
         self.rest_for(server, latch_window, &[])
     }
 

@@ -254,10 +254,7 @@ mod tests {
     const OWNER: &str = "6b1f1f5e-0000-4000-8000-000000000001:1";
     const BEHIND: &str = "6b1f1f5e-0000-4000-8000-000000000002:1";
 
-    /// One look of `owner` under `request`, as a waiter that accepts no grant.
-    fn look_as(fair: &Fair, con: &mut redis::Connection, owner: &str, request: &str) -> Attempt {
-        crate::kinds::look_as(fair, con, owner, request)
-    }
+    use crate::kinds::look_as;
 
     /// The undo of a request whose reply was lost runs after the same handle's next call has
     /// looked, and so holds the owner's place: that place stays (Redisson's entries with it),

@@ -334,10 +334,7 @@ mod tests {
         )
     }
 
-    /// One look of `owner` under `request`, as a waiter that accepts no grant.
-    fn look_as(fifo: &Fifo, con: &mut redis::Connection, owner: &str, request: &str) -> Attempt {
-        crate::kinds::look_as(fifo, con, owner, request)
-    }
+    use crate::kinds::look_as;
 
     /// The lock is free: a force unlock passes it to the head of the line (it is told).
     fn free(fifo: &Fifo, con: &mut redis::Connection) {
