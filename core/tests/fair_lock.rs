@@ -301,3 +301,8 @@ async fn a_handle_does_not_reenter_on_its_orphaned_level() {
 async fn a_look_that_runs_after_its_caller_gave_up_on_it_leaves_no_place() {
     line::a_look_that_runs_after_its_caller_gave_up_on_it_leaves_no_place(FAIR).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_after_an_unknown_look_queues_behind_those_who_came_meanwhile() {
+    line::a_call_after_an_unknown_look_queues_behind_those_who_came_meanwhile(FAIR).await;
+}

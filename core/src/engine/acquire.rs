@@ -400,24 +400,34 @@ impl LockCore {
                 )
                 .unknown_if_closed();
             }
-            let gate = &self.client.release_gate;
-            if !gate.is_clear(self.kind.key(), &self.owner) {
+            let (gate, key, owner) = (&self.client.release_gate, self.kind.key(), &self.owner);
+            let held_back = if !gate.no_undo(key, owner) {
+                // An undo of this owner's earlier request is in flight (`release_gate`): a look
+                // now could take over the place it is for, ahead of waiters that queued since.
+                // Wait for it within the wait bound, and a call that waits less (`try_lock`)
+                // for one response time, as for its own command.
+                Some(remaining(deadline).max(self.client.options.response_timeout))
+            } else if !gate.is_clear(key, owner) {
                 // The owner's release of this lock awaits its answer (`release_gate`): the
                 // attempt waits for it, within the wait bound. A call that cannot wait that
                 // long (a no-wait acquire, `try_lock`) answers "not acquired", as when the lock
                 // is taken, rather than wait up to the release's retry window.
-                let left = remaining(deadline);
-                if deadline.is_some() && left.is_zero() {
+                Some(remaining(deadline))
+            } else {
+                None
+            };
+            if let Some(bound) = held_back {
+                if deadline.is_some() && bound.is_zero() {
                     return ended(Ok(false), unknown);
                 }
                 let bound = async {
                     match deadline {
-                        Some(_) => tokio::time::sleep(left).await,
+                        Some(_) => tokio::time::sleep(bound).await,
                         None => std::future::pending().await,
                     }
                 };
                 tokio::select! {
-                    _ = gate.cleared(self.kind.key(), &self.owner) => {}
+                    _ = gate.open(key, owner) => {}
                     _ = bound => return ended(Ok(false), unknown),
                     _ = &mut *cancelled => return ended(Ok(false), unknown),
                     _ = closed.wait_for(|closed| *closed) => {}
@@ -801,7 +811,13 @@ impl LockCore {
         let attempt_lease = lease;
         // After this, whatever it acquired has expired, and the request can no longer arrive.
         let until = first_sent + self.lease_of(lease) + LATCH_GRACE;
+        let in_flight = self.wait_policy().serves_in_order.then(|| {
+            self.client
+                .release_gate
+                .begin_undo(self.kind.key(), &self.owner)
+        });
         runtime().spawn(async move {
+            let _in_flight = in_flight;
             let mut backoff = Backoff::default();
             loop {
                 match lock.undo_attempt(&request, attempt_lease, None).await {

@@ -11,6 +11,12 @@
 //! release holds the gate: once the caller has its answer or its error, retries left to the
 //! background answer nobody. That part is bounded (the caller's retry window), so every wait
 //! here is too, and a release waits only for releases that began before it: no cycle.
+//!
+//! The gate also holds the undos in flight of kinds that serve waiters in order (one place in
+//! line per owner): the background undo of a request whose outcome is unknown. Were the
+//! owner's next look to run before that undo, it would take over the place the undo is for,
+//! ahead of waiters that queued in between. Such a look waits for the undo instead (bounded:
+//! the undo gives up with its retry window).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,6 +35,8 @@ struct Releases {
 #[derive(Default)]
 pub(crate) struct ReleaseGate {
     in_flight: Mutex<HashMap<(String, String), Releases>>,
+    /// The undos in flight, by (lock key, owner): how many.
+    undos: Mutex<HashMap<(String, String), usize>>,
     /// Woken whenever a release ends; waiters look at their own entry again.
     changed: Notify,
 }
@@ -41,7 +49,33 @@ pub(crate) struct ReleaseInFlight {
     ticket: u64,
 }
 
+/// An undo in flight: the owner's looks at its lock wait until this is dropped.
+pub(crate) struct UndoInFlight {
+    gate: Arc<ReleaseGate>,
+    key: (String, String),
+}
+
 impl ReleaseGate {
+    fn undos(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), usize>> {
+        self.undos.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Holds back `owner`'s looks at `lock` until the returned value is dropped.
+    pub(crate) fn begin_undo(self: &Arc<Self>, lock: &str, owner: &str) -> UndoInFlight {
+        let key = (lock.to_owned(), owner.to_owned());
+        *self.undos().entry(key.clone()).or_default() += 1;
+        UndoInFlight {
+            gate: self.clone(),
+            key,
+        }
+    }
+
+    /// Whether no undo of `owner` on `lock` is in flight.
+    pub(crate) fn no_undo(&self, lock: &str, owner: &str) -> bool {
+        let undos = self.undos();
+        undos.is_empty() || !undos.contains_key(&(lock.to_owned(), owner.to_owned()))
+    }
+
     fn releases(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Releases>> {
         self.in_flight
             .lock()
@@ -74,12 +108,13 @@ impl ReleaseGate {
         releases.is_empty() || !releases.contains_key(&(lock.to_owned(), owner.to_owned()))
     }
 
-    /// Returns once no release of `owner` on `lock` is in flight.
-    pub(crate) async fn cleared(&self, lock: &str, owner: &str) {
-        self.until(|| self.is_clear(lock, owner)).await
+    /// Returns once no release and no undo of `owner` on `lock` is in flight.
+    pub(crate) async fn open(&self, lock: &str, owner: &str) {
+        self.until(|| self.is_clear(lock, owner) && self.no_undo(lock, owner))
+            .await
     }
 
-    /// Returns once `ready` holds, looking again whenever a release ends.
+    /// Returns once `ready` holds, looking again whenever a release or an undo ends.
     async fn until(&self, ready: impl Fn() -> bool) {
         loop {
             // Registered before the look, so a release ending after it still wakes us.
@@ -129,6 +164,20 @@ impl Drop for ReleaseInFlight {
     }
 }
 
+impl Drop for UndoInFlight {
+    fn drop(&mut self) {
+        let mut undos = self.gate.undos();
+        if let Some(count) = undos.get_mut(&self.key) {
+            *count -= 1;
+            if *count == 0 {
+                undos.remove(&self.key);
+            }
+        }
+        drop(undos);
+        self.gate.changed.notify_waiters();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -141,15 +190,15 @@ mod tests {
         let first = gate.enter("lock", "owner");
         let second = gate.enter("lock", "owner");
         // Another owner, or another lock, passes at once.
-        tokio::time::timeout(Duration::from_secs(5), gate.cleared("lock", "other"))
+        tokio::time::timeout(Duration::from_secs(5), gate.open("lock", "other"))
             .await
             .unwrap();
-        tokio::time::timeout(Duration::from_secs(5), gate.cleared("other", "owner"))
+        tokio::time::timeout(Duration::from_secs(5), gate.open("other", "owner"))
             .await
             .unwrap();
         let waiting = {
             let gate = gate.clone();
-            tokio::spawn(async move { gate.cleared("lock", "owner").await })
+            tokio::spawn(async move { gate.open("lock", "owner").await })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiting.is_finished(), "passed with two releases in flight");
@@ -199,5 +248,30 @@ mod tests {
         drop(third);
         drop(other);
         assert!(gate.releases().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_look_waits_for_its_owners_undos_of_that_lock_only() {
+        let gate = Arc::new(ReleaseGate::default());
+        let first = gate.begin_undo("lock", "owner");
+        let second = gate.begin_undo("lock", "owner");
+        assert!(gate.no_undo("lock", "other") && gate.no_undo("other", "owner"));
+        // An undo is not a release: the owner's releases pass.
+        assert!(gate.is_clear("lock", "owner"));
+        let waiting = {
+            let gate = gate.clone();
+            tokio::spawn(async move { gate.open("lock", "owner").await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "passed with two undos in flight");
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "passed with one undo in flight");
+        drop(second);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("woken when the last undo ended")
+            .unwrap();
+        assert!(gate.undos().is_empty());
     }
 }

@@ -822,12 +822,17 @@ mod driven_tests {
 
     /// The walks that found a defect (each fails with its fix reverted), replayed in every run:
     /// a late confirmation left on the server (`fenced-pair-prefixed` 10), a lost look's place
-    /// kept after giving up (`fifo-impatient` 135). (`fifo-impatient` and `fair-impatient` 1356
-    /// find a gap not fixed yet: see guarantees.md.)
+    /// kept after giving up (`fifo-impatient` 135), a next call taking over the place of its
+    /// predecessor's pending undo (`fifo-impatient` and `fair-impatient` 1356).
     #[test]
     fn driven_regressions() {
         let mut server = Server::start();
-        for (name, seed) in [("fenced-pair-prefixed", 10), ("fifo-impatient", 135)] {
+        for (name, seed) in [
+            ("fenced-pair-prefixed", 10),
+            ("fifo-impatient", 135),
+            ("fifo-impatient", 1356),
+            ("fair-impatient", 1356),
+        ] {
             let scenario = named(name);
             let bound = Bound {
                 walks: 1,

@@ -204,6 +204,10 @@ pub(crate) struct WaitPolicy {
     /// keeps the free lock for the waiter it told, however briefly, lists none: the one told
     /// would never hear it.
     pub lists_poll_waiters: bool,
+    /// Whether waiters are served in the order they queued, one place per owner: the owner's
+    /// next look then waits for its undos in flight (`engine/release_gate.rs`), or it would take
+    /// over the place an undo is for.
+    pub serves_in_order: bool,
     /// The longest a waiter may sleep before looking again, whatever it was told.
     pub longest_wait: Option<Duration>,
     /// For kinds that tell one waiter at a time: the longest a waiter sleeps while no release
@@ -220,6 +224,7 @@ impl Default for WaitPolicy {
             busy_waiter_takes_a_place: true,
             busy_try_takes_a_place: true,
             lists_poll_waiters: true,
+            serves_in_order: false,
             longest_wait: None,
             longest_silence: None,
         }

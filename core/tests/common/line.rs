@@ -530,6 +530,89 @@ pub async fn a_look_that_runs_after_its_caller_gave_up_on_it_leaves_no_place(kin
     holder.release().await.unwrap();
 }
 
+/// A call that gives up with its look's outcome unknown leaves the undo of its place to the
+/// background. The same handle's next call, begun while that undo still waits for the server,
+/// must not take the place over (one place per owner): it would be served ahead of a waiter
+/// that queued in between (the protocol explorer's `fifo-impatient` and `fair-impatient`, seed
+/// 1356). It waits for the undo, then queues behind that waiter.
+pub async fn a_call_after_an_unknown_look_queues_behind_those_who_came_meanwhile(kind: LineKind) {
+    let server = RedisServer::start();
+    let name = "unknown-look";
+    let holder = kind.held_long(&server, name).await;
+    let proxy = FaultProxy::start(server.port());
+    let client = Client::builder(proxy.url())
+        .fair_queue_timeout(Duration::from_secs(60))
+        .response_timeout(Duration::from_millis(500))
+        .connect()
+        .await
+        .unwrap();
+    let handle = kind.lock(&client, name);
+    // The look runs and takes a place; its reply is lost, and the server is then unreachable.
+    proxy.set(Fault::CutAfterForward);
+    let first = {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            handle
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(2)))
+                .await
+        })
+    };
+    let owner = handle.owner().to_owned();
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            kind.line(&server, name).await.contains(&owner)
+        })
+        .await
+    );
+    while proxy.replies_lost() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    proxy.set(Fault::Refuse);
+    let gave_up = first.await.unwrap();
+    assert!(!matches!(gave_up, Ok(true)), "{gave_up:?}");
+    // A waiter of another process queues behind the place whose undo is pending.
+    let other = kind.lock(&line_client(&server, Duration::from_secs(60)).await, name);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let other_waits = {
+        let (other, order) = (other.clone(), order.clone());
+        tokio::spawn(async move {
+            assert!(other.acquire(AcquireOptions::new()).await.unwrap());
+            order.lock().unwrap().push("other");
+            other.release().await.unwrap();
+        })
+    };
+    kind.in_line(&server, name, 2).await;
+    // Not a condition but the bug's window: the undo's retries back off to 1 s apart, so
+    // without the wait for it the next call's look runs well before the undo's next try.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    proxy.set(Fault::Pass);
+    let second = {
+        let (handle, order) = (handle.clone(), order.clone());
+        tokio::spawn(async move {
+            assert!(handle.acquire(AcquireOptions::new()).await.unwrap());
+            order.lock().unwrap().push("handle");
+            handle.release().await.unwrap();
+        })
+    };
+    let behind = vec![other.owner().to_owned(), owner.clone()];
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            kind.line(&server, name).await == behind
+        })
+        .await,
+        "the next call took over the place of its predecessor's pending undo: {:?}",
+        kind.line(&server, name).await
+    );
+    holder.release().await.unwrap();
+    for task in [other_waits, second] {
+        tokio::time::timeout(Duration::from_secs(20), task)
+            .await
+            .expect("served long before the 60 s lease")
+            .unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), ["other", "handle"]);
+}
+
 /// A line of `count` waiters acquiring with `options`, each in a process (client) of its own,
 /// behind a holder and served from its release on. Replies the order they were served in and
 /// the script calls it took, the first release's included.

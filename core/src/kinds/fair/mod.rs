@@ -157,6 +157,7 @@ impl LockKind for Fair {
         WaitPolicy {
             grants_directly: true,
             keeps_subscription: true,
+            serves_in_order: true,
             longest_wait: Some(options.fair_queue_timeout / 2),
             ..WaitPolicy::default()
         }

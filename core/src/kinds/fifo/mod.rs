@@ -137,6 +137,7 @@ impl LockKind for Fifo {
         WaitPolicy {
             grants_directly: true,
             keeps_subscription: true,
+            serves_in_order: true,
             busy_try_takes_a_place: false,
             longest_wait: Some(options.fair_queue_timeout / 2),
             ..WaitPolicy::default()
