@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use crate::engine::context::{query, ClientInner};
-use crate::engine::{latch_ms, request_id, run_idempotent, LockCore};
+use crate::engine::{
+    latch_ms, request_id, retry_idempotent_in_background, run_idempotent, LockCore,
+};
 use crate::error::Result;
 use crate::keys;
 use crate::kinds::semaphore::{SemaphoreAcquisition, ADD, AVAILABLE, TRY_SET};
@@ -127,9 +129,18 @@ impl Semaphore {
             .arg(latch_ms(client.options.response_timeout * 2));
         let inner = self.inner.clone();
         on_runtime(&what.clone(), async move {
-            run_idempotent::<i64>(&inner.client, &what, &call)
-                .await
-                .map(|_| ())
+            let first_sent = Instant::now();
+            match run_idempotent::<i64>(&inner.client, &what, &call).await {
+                Ok(_) => Ok(()),
+                // Permits never expire: ones that were not given back would be gone for good.
+                Err(err) if err.is_transient() => {
+                    retry_idempotent_in_background(inner.client.clone(), what, call, first_sent);
+                    Err(err.with_note(
+                        "it is sent again in the background for a minute, and takes effect once",
+                    ))
+                }
+                Err(err) => Err(err),
+            }
         })
         .await
     }

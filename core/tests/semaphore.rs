@@ -184,6 +184,46 @@ async fn a_timed_out_acquire_takes_no_permit() {
     assert_eq!(semaphore.available_permits().await.unwrap(), 2);
 }
 
+/// A release that cannot reach the server within its caller's time (two response timeouts)
+/// returns an error, and is sent again in the background with the same request id: permits
+/// never expire, so ones not given back would be gone for good (the driven explorer's
+/// `semaphore` scenario found it, seed 291).
+#[tokio::test]
+async fn a_release_that_could_not_reach_the_server_gives_back_in_the_background() {
+    let server = RedisServer::start();
+    let proxy = polylock_testkit::FaultProxy::start(server.port());
+    let client = client_with(
+        &proxy.url(),
+        Duration::from_secs(30),
+        Duration::from_millis(200),
+    )
+    .await;
+    let semaphore = client.semaphore("sem:unreachable").unwrap();
+    assert!(semaphore.try_set_permits(1).await.unwrap());
+    assert!(semaphore.acquire(1, NOW).await.unwrap());
+    // Refused past the caller's 400 ms, well within the background's minute.
+    proxy.refuse_for(Duration::from_millis(1_500));
+    let err = semaphore.release(1).await.unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Connection | ErrorKind::Timeout),
+        "{err}"
+    );
+    assert!(err.to_string().contains("in the background"), "{err}");
+    let mut con = raw(&server).await;
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            let mut con = con.clone();
+            async move { counter(&mut con, "sem:unreachable").await == Some(1) }
+        })
+        .await,
+        "the permit never came back"
+    );
+    // Given back once: a later copy of the release (its background retries stop once one is
+    // answered) adds nothing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(counter(&mut con, "sem:unreachable").await, Some(1));
+}
+
 #[tokio::test]
 async fn a_dropped_acquire_future_takes_nothing() {
     let server = RedisServer::start();

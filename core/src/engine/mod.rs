@@ -99,6 +99,39 @@ pub(crate) async fn run_idempotent<T: redis::FromRedisValue>(
     }
 }
 
+/// A call of [`run_idempotent`], first sent at `first_sent`, that failed in its caller's time:
+/// sent again in the background, with the same request id, until `first_sent` + `LATCH_GRACE`.
+/// Its latch lives `latch_ms(2 * response_timeout)` from when the call first ran, so every copy
+/// still lands within it: what the call does (a semaphore's permits given back) happens once,
+/// even when the server was out of reach for longer than the caller waited.
+pub(crate) fn retry_idempotent_in_background(
+    client: Arc<ClientInner>,
+    what: String,
+    call: redis::ScriptInvocation<'static>,
+    first_sent: tokio::time::Instant,
+) {
+    let until = first_sent + LATCH_GRACE;
+    crate::runtime::runtime().spawn(async move {
+        let mut backoff = Backoff::default();
+        while tokio::time::Instant::now() < until && !client.is_closed() {
+            tokio::time::sleep(backoff.next_delay()).await;
+            let mut connection = client.connection.clone();
+            match call.invoke_async::<redis::Value>(&mut connection).await {
+                Ok(_) => {
+                    tracing::info!(%what, "done in the background");
+                    return;
+                }
+                Err(err) if Error::from_redis(&what, err.clone()).is_transient() => {}
+                Err(err) => {
+                    tracing::warn!(%what, error = %err, "gave up in the background");
+                    return;
+                }
+            }
+        }
+        tracing::warn!(%what, "could not reach Redis in the background either; gave up");
+    });
+}
+
 /// One handle's engine: the lock kind, the owner, and what it holds. Clones of a
 /// [`crate::Lock`] share it.
 pub(crate) struct LockCore {

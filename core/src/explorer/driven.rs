@@ -21,7 +21,7 @@ use super::properties::{violation, Violation};
 use super::search::XorShift;
 use super::server::Server;
 use crate::connection::explored::Seam;
-use crate::{AcquireOptions, Client, ClientOptions, ErrorKind, Lock};
+use crate::{AcquireOptions, Client, ClientOptions, ErrorKind, Lock, Semaphore};
 
 /// The lock every actor works on.
 const NAME: &str = "driven";
@@ -46,6 +46,8 @@ pub(crate) enum Kind {
     /// The two sides of one read-write lock.
     Read,
     Write,
+    /// A permit of a semaphore of one permit (each call takes or gives back one).
+    Permit,
 }
 
 impl Kind {
@@ -54,6 +56,46 @@ impl Kind {
         match self {
             Kind::Write => format!("{owner}:write"),
             _ => owner.to_owned(),
+        }
+    }
+}
+
+/// An actor's handle.
+#[derive(Clone)]
+enum Handle {
+    Lock(Lock),
+    Permits(Semaphore),
+}
+
+impl Handle {
+    /// The levels (or permits) the actor holds: a semaphore's permits are the caller's, counted
+    /// by its journal.
+    fn held(&self, journal: &Journal) -> u32 {
+        match self {
+            Handle::Lock(lock) => lock.hold_count(),
+            Handle::Permits(_) => journal.permits,
+        }
+    }
+
+    fn owner(&self) -> &str {
+        match self {
+            Handle::Lock(lock) => lock.owner(),
+            Handle::Permits(_) => "permits",
+        }
+    }
+
+    async fn acquire(&self, options: AcquireOptions) -> crate::Result<bool> {
+        match self {
+            Handle::Lock(lock) => lock.acquire(options).await,
+            // Its lease is the engine's own (the permits are detached once taken).
+            Handle::Permits(semaphore) => semaphore.acquire(1, options.wait).await,
+        }
+    }
+
+    async fn release(&self) -> crate::Result<()> {
+        match self {
+            Handle::Lock(lock) => lock.release().await,
+            Handle::Permits(semaphore) => semaphore.release(1).await,
         }
     }
 }
@@ -225,6 +267,8 @@ struct Journal {
     last_look_ms: Option<u64>,
     /// Release calls under way.
     releasing: u32,
+    /// Permits taken and not given back (a semaphore's actor).
+    permits: u32,
     /// Outcomes, in order (for the log).
     outcomes: Vec<String>,
     /// A release reported `LockLost`.
@@ -236,7 +280,7 @@ struct Journal {
 struct Member {
     seam: Seam,
     client: Client,
-    lock: Lock,
+    handle: Handle,
     kind: Kind,
     /// Waits by polling: no message wakes it.
     poll: bool,
@@ -263,7 +307,7 @@ fn journal(journal: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
 
 /// An actor's task: its calls, one after another.
 async fn act(
-    lock: Lock,
+    lock: Handle,
     ops: Vec<Op>,
     record: Arc<Mutex<Journal>>,
     turns: Arc<tokio::sync::Semaphore>,
@@ -278,7 +322,7 @@ async fn act(
                 {
                     let mut j = journal(&record);
                     j.acquiring = true;
-                    j.held_before = lock.hold_count();
+                    j.held_before = lock.held(&j);
                     j.queued_at = None;
                     j.held_at_begin = None;
                     j.last_look_ms = None;
@@ -295,19 +339,22 @@ async fn act(
                 j.acquiring = false;
                 if matches!(outcome, Ok(true)) {
                     j.just_acquired = true;
+                    if let Handle::Permits(_) = lock {
+                        j.permits += 1;
+                    }
                 }
                 j.outcomes.push(format!("acquire: {outcome:?}"));
             }
-            Op::Release if lock.hold_count() > 0 => {
+            Op::Release if lock.held(&journal(&record)) > 0 => {
                 journal(&record).releasing += 1;
                 let outcome = lock.release().await;
-                released(&record, outcome);
+                released(&lock, &record, outcome);
             }
-            Op::ReleaseTwoLevels if lock.hold_count() > 1 => {
+            Op::ReleaseTwoLevels if lock.held(&journal(&record)) > 1 => {
                 journal(&record).releasing += 2;
                 let (first, second) = tokio::join!(lock.release(), lock.release());
-                released(&record, first);
-                released(&record, second);
+                released(&lock, &record, first);
+                released(&lock, &record, second);
             }
             Op::Release | Op::ReleaseTwoLevels => {}
         }
@@ -316,9 +363,13 @@ async fn act(
     j.done = true;
 }
 
-fn released(record: &Mutex<Journal>, outcome: crate::Result<()>) {
+fn released(handle: &Handle, record: &Mutex<Journal>, outcome: crate::Result<()>) {
     let mut j = journal(record);
     j.releasing -= 1;
+    if let Handle::Permits(_) = handle {
+        // Given back, or (an error) no longer the caller's to use either way.
+        j.permits -= 1;
+    }
     if let Err(err) = &outcome {
         if err.kind() == ErrorKind::LockLost {
             j.release_lost = Some(err.to_string());
@@ -405,22 +456,37 @@ impl World {
             };
             let client = world.connect(server, &seam, options, !scenario.broadcast);
             let lock = match actor.kind {
-                Kind::Plain => client.lock(NAME),
-                Kind::Fenced => client.fenced_lock(NAME),
-                Kind::Fair => client.fair_lock(NAME),
-                Kind::Fifo => client.fifo_lock(NAME),
-                Kind::Read => client.read_write_lock(NAME).map(|rw| rw.read_lock()),
-                Kind::Write => client.read_write_lock(NAME).map(|rw| rw.write_lock()),
-            }
-            .expect("a handle");
-            let lock = if actor.poll {
-                lock.with_wait_mode(crate::WaitMode::Poll {
-                    min: crate::options::DEFAULT_POLL_MIN,
-                    max: crate::options::DEFAULT_POLL_MAX,
-                })
-                .expect("a poll waiter")
-            } else {
-                lock
+                Kind::Permit => {
+                    // The semaphore's one permit.
+                    let _: () = redis::cmd("SET")
+                        .arg(&world.key)
+                        .arg(1)
+                        .arg("NX")
+                        .query(server.connection())
+                        .unwrap();
+                    Handle::Permits(client.semaphore(NAME).expect("a semaphore"))
+                }
+                kind => {
+                    let lock = match kind {
+                        Kind::Plain => client.lock(NAME),
+                        Kind::Fenced => client.fenced_lock(NAME),
+                        Kind::Fair => client.fair_lock(NAME),
+                        Kind::Fifo => client.fifo_lock(NAME),
+                        Kind::Read => client.read_write_lock(NAME).map(|rw| rw.read_lock()),
+                        Kind::Write => client.read_write_lock(NAME).map(|rw| rw.write_lock()),
+                        Kind::Permit => unreachable!("above"),
+                    }
+                    .expect("a handle");
+                    Handle::Lock(if actor.poll {
+                        lock.with_wait_mode(crate::WaitMode::Poll {
+                            min: crate::options::DEFAULT_POLL_MIN,
+                            max: crate::options::DEFAULT_POLL_MAX,
+                        })
+                        .expect("a poll waiter")
+                    } else {
+                        lock
+                    })
+                }
             };
             let journal = Arc::new(Mutex::new(Journal::default()));
             let turns = Arc::new(tokio::sync::Semaphore::new(if scenario.paced {
@@ -437,7 +503,7 @@ impl World {
             world.members.push(Member {
                 seam,
                 client,
-                lock,
+                handle: lock,
                 kind: actor.kind,
                 poll: actor.poll,
                 journal,
@@ -655,13 +721,13 @@ impl World {
             let line = match member.kind {
                 Kind::Fair => crate::keys::fair_queue(&self.key),
                 Kind::Fifo => crate::keys::fifo_line(&self.key),
-                Kind::Plain | Kind::Fenced | Kind::Read | Kind::Write => continue,
+                Kind::Plain | Kind::Fenced | Kind::Read | Kind::Write | Kind::Permit => continue,
             };
             let mut j = journal(&member.journal);
             if !j.acquiring || j.queued_at.is_some() {
                 continue;
             }
-            let owner = member.lock.owner();
+            let owner = member.handle.owner();
             let (place, holds): (Option<i64>, bool) = redis::pipe()
                 .cmd("LPOS")
                 .arg(&line)
@@ -806,13 +872,26 @@ impl World {
             .push(format!("clocks +{ms} ms (now {} ms)", server.now_ms()));
     }
 
+    fn has_permits(&self) -> bool {
+        self.members.iter().any(|m| m.kind == Kind::Permit)
+    }
+
+    /// The semaphore's permits not taken.
+    fn permits_available(&self, server: &mut Server) -> i64 {
+        redis::cmd("GET")
+            .arg(&self.key)
+            .query::<Option<i64>>(server.connection())
+            .unwrap()
+            .unwrap_or(0)
+    }
+
     fn believers(&self) -> Vec<usize> {
         (0..self.members.len())
             .filter(|&i| {
                 let m = &self.members[i];
                 let j = journal(&m.journal);
                 // A release under way of its last level: the caller has left its section.
-                m.lock.is_held() && j.releasing < m.lock.hold_count()
+                j.releasing < m.handle.held(&j)
             })
             .collect()
     }
@@ -834,7 +913,20 @@ impl World {
         }
         for &actor in &believers {
             let member = &self.members[actor];
-            let field = member.kind.field(member.lock.owner());
+            if member.kind == Kind::Permit {
+                // The one permit is taken: none is left to give.
+                let available = self.permits_available(server);
+                if available != 0 {
+                    return violation(
+                        "a belief is backed by the server",
+                        format!(
+                            "actor{actor} believes it holds the permit, yet {available} are free"
+                        ),
+                    );
+                }
+                continue;
+            }
+            let field = member.kind.field(member.handle.owner());
             let held: bool = redis::cmd("HEXISTS")
                 .arg(&self.key)
                 .arg(&field)
@@ -867,10 +959,14 @@ impl World {
             return Some(found);
         }
         if self.quiescent() && !self.faulted && self.advanced_ms == 0 && !self.all_done() {
-            let free: bool = !redis::cmd("EXISTS")
-                .arg(&self.key)
-                .query::<bool>(server.connection())
-                .unwrap();
+            let free = if self.has_permits() {
+                self.permits_available(server) > 0
+            } else {
+                !redis::cmd("EXISTS")
+                    .arg(&self.key)
+                    .query::<bool>(server.connection())
+                    .unwrap()
+            };
             // A poll waiter wakes by its own timer, not by a message.
             let waiting: Vec<usize> = (0..self.members.len())
                 .filter(|&i| !self.members[i].poll && journal(&self.members[i].journal).acquiring)
@@ -1009,16 +1105,49 @@ impl World {
         while let Some(step) = self.next_plain_step() {
             self.apply(server, step);
         }
+        // A semaphore's permits are its value, kept at rest: every permit came back.
+        let permits = self.has_permits();
+        if permits && self.permits_available(server) != 1 {
+            return violation(
+                "every permit comes back",
+                format!(
+                    "every call ended, yet {} permits of 1 are free",
+                    self.permits_available(server)
+                ),
+            );
+        }
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg("*")
             .query(server.connection())
             .unwrap();
+        // A semaphore's tombstone (an undone acquire) lives its request window: permits never
+        // expire, so a late copy of the acquire must never take one (one per acquire whose
+        // outcome was unknown, not one per call).
+        let tombstones: Vec<String> = if permits {
+            keys.iter()
+                .filter(|key| key.contains("polylock_acquire_latch:"))
+                .filter(|key| {
+                    redis::cmd("GET")
+                        .arg(key.as_str())
+                        .query::<Option<String>>(server.connection())
+                        .unwrap()
+                        .as_deref()
+                        == Some("0")
+                })
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
         let left: Vec<String> = keys
             .into_iter()
             .filter(|key| {
-                !key.starts_with("explorer:")
-                    && !key.contains("redisson_lock_token:")
-                    && !spared.iter().any(|prefix| key.contains(prefix))
+                let kept = (permits && *key == self.key)
+                    || tombstones.contains(key)
+                    || key.starts_with("explorer:")
+                    || key.contains("redisson_lock_token:")
+                    || spared.iter().any(|prefix| key.contains(prefix));
+                !kept
             })
             .collect();
         if !left.is_empty() {
@@ -1073,7 +1202,7 @@ impl std::fmt::Display for World {
                 f,
                 "  actor{actor} ({:?}, {}): {:?}",
                 member.kind,
-                member.lock.owner(),
+                member.handle.owner(),
                 j.outcomes
             )?;
         }

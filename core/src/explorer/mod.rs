@@ -688,6 +688,32 @@ mod driven_tests {
                 None,
             ));
         }
+        // A semaphore of one permit: three takers (lost and duplicated replies), two (every
+        // fault), and two in the broadcast pub/sub mode.
+        all.extend([
+            scenario(
+                "semaphore-line",
+                vec![
+                    cycles(Permit, WATCHDOG, 2),
+                    cycles(Permit, WATCHDOG, 1),
+                    cycles(Permit, WATCHDOG, 1),
+                ],
+                replies_lost(),
+                None,
+            ),
+            scenario(
+                "semaphore",
+                vec![cycles(Permit, WATCHDOG, 2), cycles(Permit, WATCHDOG, 2)],
+                every_fault(),
+                None,
+            ),
+            scenario(
+                "semaphore-broadcast",
+                vec![cycles(Permit, WATCHDOG, 2), cycles(Permit, WATCHDOG, 1)],
+                every_fault(),
+                None,
+            ),
+        ]);
         // Every pair of kinds that may share a name: a holder of one, a waiter of the other,
         // no faults (a wake-up must come by message).
         let kinds = [Plain, Fenced, Fair, Fifo];
@@ -793,6 +819,14 @@ mod driven_tests {
     #[test]
     fn driven_read_write() {
         run(&["read-write", "write-write"], WALKS);
+    }
+
+    #[test]
+    fn driven_semaphore() {
+        run(
+            &["semaphore-line", "semaphore", "semaphore-broadcast"],
+            WALKS,
+        );
     }
 
     #[test]
