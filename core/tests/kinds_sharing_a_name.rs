@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use polylock::{keys, AcquireOptions, Client, Lock};
+use polylock_testkit::redisson;
 use redis::AsyncCommands;
 
 /// The holder's lease, and the emulated RLock's: far beyond the checks below.
@@ -20,29 +21,6 @@ const HOLDER_LEASE: Duration = Duration::from_secs(120);
 const QUEUE_TIMEOUT: Duration = Duration::from_secs(120);
 /// A waiter woken by the release acquires well within this.
 const WOKEN_WITHIN: Duration = Duration::from_secs(30);
-
-/// Redisson's RLock tryLockInner, written from the layout (PROTOCOL.md, "Reentrant lock"):
-/// take a free lock or re-enter with the owner's count and the lease, else reply the PTTL.
-const RLOCK_TRY: &str = "\
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
-return redis.call('pttl', KEYS[1])";
-
-/// Redisson's RLock unlock: one level off; the last deletes the hash and publishes `0` on the
-/// lock channel.
-const RLOCK_RELEASE: &str = "\
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-  return nil
-end
-if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then
-  return 0
-end
-redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], 0)
-return 1";
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Kind {
@@ -122,7 +100,7 @@ fn rlock_owner(index: usize) -> String {
 
 /// Redisson's RLock takes `name` (free) for HOLDER_LEASE.
 async fn rlock_take(con: &mut redis::aio::MultiplexedConnection, name: &str, owner: &str) {
-    let reply: Option<i64> = redis::Script::new(RLOCK_TRY)
+    let reply: Option<i64> = redis::Script::new(redisson::RLOCK_TRY)
         .key(name)
         .arg(HOLDER_LEASE.as_millis() as u64)
         .arg(owner)
@@ -148,7 +126,7 @@ fn rlock_wait(
     pubsub.subscribe(keys::lock_channel(&name)).unwrap();
     let mut waiting = Some(waiting);
     loop {
-        let reply: Option<i64> = redis::Script::new(RLOCK_TRY)
+        let reply: Option<i64> = redis::Script::new(redisson::RLOCK_TRY)
             .key(&name)
             .arg(30_000)
             .arg(&owner)
@@ -239,13 +217,15 @@ async fn handoff(
     let freed = Instant::now();
     match (holder, free, held) {
         (Kind::RLock, Free::Release, _) => {
-            let released: Option<i64> = redis::Script::new(RLOCK_RELEASE)
-                .key(&name)
-                .key(keys::lock_channel(&name))
-                .arg(&rlock_holder)
-                .invoke_async(&mut con)
-                .await
-                .unwrap();
+            let released: Option<i64> =
+                redis::Script::new(&redisson::rlock_unlock(redisson::PUBLISH))
+                    .key(&name)
+                    .key(keys::lock_channel(&name))
+                    .arg(HOLDER_LEASE.as_millis() as u64)
+                    .arg(&rlock_holder)
+                    .invoke_async(&mut con)
+                    .await
+                    .unwrap();
             assert_eq!(released, Some(1));
         }
         (_, Free::Release, Some(lock)) => lock.release().await.unwrap(),

@@ -3,7 +3,7 @@
 
 /// Commands the client sends itself on every deployment: `PING` (connection checks), the lock
 /// scripts (`EVALSHA`, and `SCRIPT LOAD` when the server does not know a script yet), `DEL`
-/// (a semaphore's spent request latches, the client record at close), `GET` (a count-down
+/// (the client record at close), `GET` (a count-down
 /// latch's count), waiting for wake-ups (`SUBSCRIBE`), the client record (`HSET`, `PEXPIRE`;
 /// `HMGET` to read holders' records), and `CLIENT SETINFO`, which the `redis` crate sends on
 /// every new connection (its cluster client has no way to leave it out; the server ignores

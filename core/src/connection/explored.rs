@@ -258,6 +258,14 @@ impl Bus {
         self.state().subscribed.contains(channel)
     }
 
+    /// The connection drops: its subscriptions end with it, and the hub's reader sees its
+    /// stream end (the hub then connects again and subscribes anew).
+    pub(crate) fn cut(&self) {
+        let mut state = self.state();
+        state.inbox = None;
+        state.subscribed.clear();
+    }
+
     /// Delivers a message (as the server does, only on a channel still subscribed).
     pub(crate) fn deliver(&self, channel: &str, payload: &[u8]) -> bool {
         let state = self.state();

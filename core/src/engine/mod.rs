@@ -99,12 +99,31 @@ pub(crate) async fn run_idempotent<T: redis::FromRedisValue>(
     }
 }
 
+/// [`run_idempotent`], and when it fails for a transient reason, the same call again in the
+/// background ([`retry_idempotent_in_background`]): the error says so.
+pub(crate) async fn run_idempotent_or_in_background<T: redis::FromRedisValue>(
+    client: &Arc<ClientInner>,
+    what: &str,
+    call: redis::ScriptInvocation<'static>,
+) -> Result<T> {
+    let first_sent = tokio::time::Instant::now();
+    match run_idempotent::<T>(client, what, &call).await {
+        Err(err) if err.is_transient() => {
+            retry_idempotent_in_background(client.clone(), what.to_owned(), call, first_sent);
+            Err(err.with_note(
+                "it is sent again in the background for a minute, and takes effect once",
+            ))
+        }
+        answer => answer,
+    }
+}
+
 /// A call of [`run_idempotent`], first sent at `first_sent`, that failed in its caller's time:
 /// sent again in the background, with the same request id, until `first_sent` + `LATCH_GRACE`.
 /// Its latch lives `latch_ms(2 * response_timeout)` from when the call first ran, so every copy
 /// still lands within it: what the call does (a semaphore's permits given back) happens once,
 /// even when the server was out of reach for longer than the caller waited.
-pub(crate) fn retry_idempotent_in_background(
+fn retry_idempotent_in_background(
     client: Arc<ClientInner>,
     what: String,
     call: redis::ScriptInvocation<'static>,

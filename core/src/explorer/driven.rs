@@ -17,11 +17,34 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 
-use super::properties::{violation, Violation};
-use super::search::XorShift;
+use polylock_testkit::redisson;
+
 use super::server::Server;
 use crate::connection::explored::Seam;
 use crate::{AcquireOptions, Client, ClientOptions, ErrorKind, Lock, Semaphore};
+
+/// A property that failed, and how.
+#[derive(Debug, Clone)]
+pub(crate) struct Violation {
+    pub property: &'static str,
+    pub detail: String,
+}
+
+fn violation(property: &'static str, detail: String) -> Option<Violation> {
+    Some(Violation { property, detail })
+}
+
+/// The walks' random numbers: the same seed, the same steps.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
 
 /// The lock every actor works on.
 const NAME: &str = "driven";
@@ -48,6 +71,8 @@ pub(crate) enum Kind {
     Write,
     /// A permit of a semaphore of one permit (each call takes or gives back one).
     Permit,
+    /// Redisson's `RLock`, emulated (see [`RedissonLock`]).
+    RLock,
 }
 
 impl Kind {
@@ -60,27 +85,135 @@ impl Kind {
     }
 }
 
+/// Redisson's `RLock` with its own wait loop (`tryLock(wait, lease)`): try; if busy, subscribe
+/// to the lock channel and try again, then sleep until a message on it (any: Redisson reads
+/// `0`, `00` and `1` as numbers that wake a waiter) or the holder's PTTL, within the wait; try
+/// again. No watchdog: a hold lasts its lease. Its commands go through the seam's wire like a
+/// client's, and it subscribes on the seam's bus.
+struct RedissonLock {
+    connection: crate::connection::Connection,
+    bus: Arc<crate::connection::explored::Bus>,
+    messages: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<(String, Vec<u8>)>>,
+    key: String,
+    channel: String,
+    owner: String,
+    /// When the latest acquisition's lease ends.
+    held_until: Mutex<Option<tokio::time::Instant>>,
+}
+
+impl RedissonLock {
+    fn new(seam: &Seam, key: &str, owner: String) -> RedissonLock {
+        let (inbox, messages) = tokio::sync::mpsc::unbounded_channel();
+        seam.bus.connect(inbox);
+        RedissonLock {
+            connection: crate::connection::Connection::explored(seam.wire.clone()),
+            bus: seam.bus.clone(),
+            messages: tokio::sync::Mutex::new(messages),
+            key: key.to_owned(),
+            channel: crate::keys::lock_channel(key),
+            owner,
+            held_until: Mutex::new(None),
+        }
+    }
+
+    async fn try_lock(&self, options: AcquireOptions) -> crate::Result<bool> {
+        let lease = options.lease.unwrap_or(Duration::from_millis(LEASE_MS));
+        let deadline = options.wait.map(|wait| tokio::time::Instant::now() + wait);
+        let mut subscribed = false;
+        let acquired = loop {
+            let ttl: Option<i64> = redis::Script::new(redisson::RLOCK_TRY)
+                .key(&self.key)
+                .arg(lease.as_millis() as u64)
+                .arg(&self.owner)
+                .invoke_async(&mut self.connection.clone())
+                .await
+                .map_err(|err| crate::Error::from_redis("RLock tryLock", err))?;
+            let Some(ttl) = ttl else {
+                *self.held_until.lock().unwrap() = Some(tokio::time::Instant::now() + lease);
+                break true;
+            };
+            let left = deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+            if left.is_some_and(|left| left.is_zero()) {
+                break false;
+            }
+            if !subscribed {
+                self.bus
+                    .subscribe(std::slice::from_ref(&self.channel), true);
+                subscribed = true;
+                continue;
+            }
+            let holder = u64::try_from(ttl).map_or(Duration::MAX, Duration::from_millis);
+            let sleep = left.map_or(holder, |left| left.min(holder));
+            let mut messages = self.messages.lock().await;
+            tokio::select! {
+                _ = messages.recv() => {}
+                _ = tokio::time::sleep(sleep) => {}
+            }
+        };
+        if subscribed {
+            self.bus
+                .subscribe(std::slice::from_ref(&self.channel), false);
+            while self.messages.lock().await.try_recv().is_ok() {}
+        }
+        Ok(acquired)
+    }
+
+    async fn unlock(&self) -> crate::Result<()> {
+        let lease = Duration::from_millis(LEASE_MS);
+        // Published through the explorer's log, as the explored form of polylock's scripts does.
+        let unlock =
+            redisson::rlock_unlock("redis.call('rpush', 'explorer:published', KEYS[2], '0')");
+        let released: Option<i64> = redis::Script::new(&unlock)
+            .key(&self.key)
+            .key(&self.channel)
+            .arg(lease.as_millis() as u64)
+            .arg(&self.owner)
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| crate::Error::from_redis("RLock unlock", err))?;
+        match released {
+            Some(_) => Ok(()),
+            None => Err(crate::Error::lock_lost("RLock unlock: not held")),
+        }
+    }
+
+    /// Whether its latest lease has not run out (it holds no longer, whatever it thinks).
+    fn within_lease(&self) -> bool {
+        self.held_until
+            .lock()
+            .unwrap()
+            .is_some_and(|until| tokio::time::Instant::now() < until)
+    }
+}
+
 /// An actor's handle.
 #[derive(Clone)]
 enum Handle {
     Lock(Lock),
     Permits(Semaphore),
+    Redisson(Arc<RedissonLock>),
 }
 
 impl Handle {
-    /// The levels (or permits) the actor holds: a semaphore's permits are the caller's, counted
-    /// by its journal.
+    /// The levels (or permits) the actor holds: a semaphore's permits are the caller's, and
+    /// the emulated RLock keeps no count: the journal counts both.
     fn held(&self, journal: &Journal) -> u32 {
         match self {
             Handle::Lock(lock) => lock.hold_count(),
-            Handle::Permits(_) => journal.permits,
+            Handle::Permits(_) | Handle::Redisson(_) => journal.taken,
         }
+    }
+
+    /// Whether the journal counts what it holds (see [`Handle::held`]).
+    fn counted_by_journal(&self) -> bool {
+        !matches!(self, Handle::Lock(_))
     }
 
     fn owner(&self) -> &str {
         match self {
             Handle::Lock(lock) => lock.owner(),
             Handle::Permits(_) => "permits",
+            Handle::Redisson(rlock) => &rlock.owner,
         }
     }
 
@@ -89,6 +222,7 @@ impl Handle {
             Handle::Lock(lock) => lock.acquire(options).await,
             // Its lease is the engine's own (the permits are detached once taken).
             Handle::Permits(semaphore) => semaphore.acquire(1, options.wait).await,
+            Handle::Redisson(rlock) => rlock.try_lock(options).await,
         }
     }
 
@@ -96,6 +230,7 @@ impl Handle {
         match self {
             Handle::Lock(lock) => lock.release().await,
             Handle::Permits(semaphore) => semaphore.release(1).await,
+            Handle::Redisson(rlock) => rlock.unlock().await,
         }
     }
 }
@@ -129,8 +264,13 @@ pub(crate) struct Faults {
     /// A command runs twice (a retry racing its original), answered once.
     pub duplicated: bool,
     pub message_lost: bool,
+    /// A client's pub/sub connection drops (what was on its way to it is lost with it).
+    pub cut: bool,
     /// Clock moves.
     pub advance_ms: Vec<u64>,
+    /// The server's clock moves and the clients' stand still (their machines were suspended:
+    /// a monotonic clock does not count a suspension).
+    pub suspend_ms: Vec<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -206,6 +346,10 @@ enum Step {
     ReplyLost {
         actor: usize,
     },
+    /// As `ReplyLost`, and the connection drops: every other command in flight fails.
+    Disconnect {
+        actor: usize,
+    },
     Duplicated {
         actor: usize,
     },
@@ -216,7 +360,15 @@ enum Step {
     MessageLost {
         actor: usize,
     },
+    /// `actor`'s pub/sub connection drops.
+    Cut {
+        actor: usize,
+    },
     Advance {
+        ms: u64,
+    },
+    /// The server's clock moves; the clients' stand still.
+    Suspend {
         ms: u64,
     },
     /// The replica's link is cut (a partition).
@@ -267,8 +419,9 @@ struct Journal {
     last_look_ms: Option<u64>,
     /// Release calls under way.
     releasing: u32,
-    /// Permits taken and not given back (a semaphore's actor).
-    permits: u32,
+    /// Permits taken and not given back (a semaphore's actor), or levels held (the emulated
+    /// RLock's).
+    taken: u32,
     /// Outcomes, in order (for the log).
     outcomes: Vec<String>,
     /// A release reported `LockLost`.
@@ -279,7 +432,8 @@ struct Journal {
 
 struct Member {
     seam: Seam,
-    client: Client,
+    /// None for the emulated RLock.
+    client: Option<Client>,
     handle: Handle,
     kind: Kind,
     /// Waits by polling: no message wakes it.
@@ -339,8 +493,8 @@ async fn act(
                 j.acquiring = false;
                 if matches!(outcome, Ok(true)) {
                     j.just_acquired = true;
-                    if let Handle::Permits(_) = lock {
-                        j.permits += 1;
+                    if lock.counted_by_journal() {
+                        j.taken += 1;
                     }
                 }
                 j.outcomes.push(format!("acquire: {outcome:?}"));
@@ -366,9 +520,9 @@ async fn act(
 fn released(handle: &Handle, record: &Mutex<Journal>, outcome: crate::Result<()>) {
     let mut j = journal(record);
     j.releasing -= 1;
-    if let Handle::Permits(_) = handle {
+    if handle.counted_by_journal() {
         // Given back, or (an error) no longer the caller's to use either way.
-        j.permits -= 1;
+        j.taken -= 1;
     }
     if let Err(err) = &outcome {
         if err.kind() == ErrorKind::LockLost {
@@ -401,8 +555,12 @@ enum Fate {
     Answered,
     /// It runs twice (a retry racing its original); the client gets the second reply.
     RunTwice,
-    /// It runs; the connection drops before the reply comes.
+    /// It runs; its reply is lost (its caller gets a connection error), the other commands
+    /// in flight go on.
     ReplyLost,
+    /// It runs; the connection drops before the reply comes, and every command sent after it
+    /// on that connection fails unrun.
+    Disconnected,
 }
 
 /// What one actor has done so far, as far as `settle` needs to tell: its waiting commands, its
@@ -454,8 +612,15 @@ impl World {
                 sync_replicas: scenario.replica,
                 ..ClientOptions::default()
             };
-            let client = world.connect(server, &seam, options, !scenario.broadcast);
+            // The emulated RLock has no polylock client: its commands and subscription are its own.
+            let client = (actor.kind != Kind::RLock)
+                .then(|| world.connect(server, &seam, options, !scenario.broadcast));
             let lock = match actor.kind {
+                Kind::RLock => Handle::Redisson(Arc::new(RedissonLock::new(
+                    &seam,
+                    &world.key,
+                    format!("0b5d2f3c-1111-4222-8333-{index:012}:1"),
+                ))),
                 Kind::Permit => {
                     // The semaphore's one permit.
                     let _: () = redis::cmd("SET")
@@ -464,9 +629,11 @@ impl World {
                         .arg("NX")
                         .query(server.connection())
                         .unwrap();
+                    let client = client.as_ref().expect("a client");
                     Handle::Permits(client.semaphore(NAME).expect("a semaphore"))
                 }
                 kind => {
+                    let client = client.as_ref().expect("a client");
                     let lock = match kind {
                         Kind::Plain => client.lock(NAME),
                         Kind::Fenced => client.fenced_lock(NAME),
@@ -474,7 +641,7 @@ impl World {
                         Kind::Fifo => client.fifo_lock(NAME),
                         Kind::Read => client.read_write_lock(NAME).map(|rw| rw.read_lock()),
                         Kind::Write => client.read_write_lock(NAME).map(|rw| rw.write_lock()),
-                        Kind::Permit => unreachable!("above"),
+                        Kind::Permit | Kind::RLock => unreachable!("above"),
                     }
                     .expect("a handle");
                     Handle::Lock(if actor.poll {
@@ -598,6 +765,9 @@ impl World {
                 steps.push(Step::Run { actor });
                 if faults_left && faults.reply_lost {
                     steps.push(Step::ReplyLost { actor });
+                    if member.seam.wire.waiting().len() > 1 {
+                        steps.push(Step::Disconnect { actor });
+                    }
                 }
                 if faults_left && faults.duplicated {
                     steps.push(Step::Duplicated { actor });
@@ -611,9 +781,15 @@ impl World {
                     steps.push(Step::MessageLost { actor });
                 }
             }
+            // A polylock client's hub connects again; the emulated RLock would not.
+            let listens = !member.seam.bus.subscribed().is_empty();
+            if faults_left && faults.cut && listens && member.client.is_some() {
+                steps.push(Step::Cut { actor });
+            }
         }
         if faults_left {
             steps.extend(faults.advance_ms.iter().map(|&ms| Step::Advance { ms }));
+            steps.extend(faults.suspend_ms.iter().map(|&ms| Step::Suspend { ms }));
         }
         // Once per path: a partition, then a promotion while some client believes it holds
         // (what a failover can take from it), or once nothing else is under way.
@@ -669,6 +845,7 @@ impl World {
         }
         let shown = match (&reply, fate) {
             (Ok(_), Fate::ReplyLost) => "(reply lost)".to_owned(),
+            (Ok(_), Fate::Disconnected) => "(reply lost, connection dropped)".to_owned(),
             (Ok(values), _) => format!("{values:?}"),
             (Err(err), _) => format!("error {err}"),
         };
@@ -683,6 +860,17 @@ impl World {
         ));
         match fate {
             Fate::ReplyLost => request.drop_connection(),
+            Fate::Disconnected => {
+                request.drop_connection();
+                let wire = &self.members[actor].seam.wire;
+                while let Some(unrun) = wire.take_oldest() {
+                    self.log.push(format!(
+                        "actor{actor}: {} -> (failed unrun: connection dropped)",
+                        unrun.describe()
+                    ));
+                    unrun.drop_connection();
+                }
+            }
             Fate::Answered | Fate::RunTwice => request.answer(reply),
         }
     }
@@ -703,13 +891,26 @@ impl World {
             })
         });
         let now = server.now_ms();
-        let mut j = journal(&self.members[actor].journal);
-        if j.acquiring && ran {
+        let member = &self.members[actor];
+        let mut j = journal(&member.journal);
+        if j.acquiring && ran && !self.undo_in_flight(member) {
             j.lapsed |= j
                 .last_look_ms
                 .is_some_and(|last| now - last >= queue_timeout_ms());
             j.last_look_ms = Some(now);
         }
+    }
+
+    /// Whether an undo of `member`'s owner is in flight: the engine's next look waits for it
+    /// (`engine/release_gate.rs`), so a script that runs meanwhile is the undo, and a place in
+    /// line is the undone request's, not the call's under way.
+    fn undo_in_flight(&self, member: &Member) -> bool {
+        member.client.as_ref().is_some_and(|client| {
+            !client
+                .inner
+                .release_gate
+                .no_undo(&self.key, member.handle.owner())
+        })
     }
 
     /// Marks, for each acquire under way of a fair or FIFO lock, the first step after which
@@ -721,10 +922,15 @@ impl World {
             let line = match member.kind {
                 Kind::Fair => crate::keys::fair_queue(&self.key),
                 Kind::Fifo => crate::keys::fifo_line(&self.key),
-                Kind::Plain | Kind::Fenced | Kind::Read | Kind::Write | Kind::Permit => continue,
+                Kind::Plain
+                | Kind::Fenced
+                | Kind::Read
+                | Kind::Write
+                | Kind::Permit
+                | Kind::RLock => continue,
             };
             let mut j = journal(&member.journal);
-            if !j.acquiring || j.queued_at.is_some() {
+            if !j.acquiring || j.queued_at.is_some() || self.undo_in_flight(member) {
                 continue;
             }
             let owner = member.handle.owner();
@@ -769,6 +975,7 @@ impl World {
             Step::Run { actor } => self.run(server, actor, Fate::Answered),
             Step::Duplicated { actor } => self.run(server, actor, Fate::RunTwice),
             Step::ReplyLost { actor } => self.run(server, actor, Fate::ReplyLost),
+            Step::Disconnect { actor } => self.run(server, actor, Fate::Disconnected),
             Step::Deliver { actor } => {
                 let (channel, payload) = self.members[actor].inbox.remove(0);
                 let delivered = self.members[actor]
@@ -789,7 +996,23 @@ impl World {
                 self.log
                     .push(format!("actor{actor} <- {channel} '{payload}' LOST"));
             }
+            Step::Cut { actor } => {
+                let member = &mut self.members[actor];
+                member.seam.bus.cut();
+                let lost = std::mem::take(&mut member.inbox).len();
+                self.log.push(format!(
+                    "actor{actor}: pub/sub connection cut ({lost} messages lost)"
+                ));
+            }
             Step::Advance { ms } => self.advance(server, ms),
+            Step::Suspend { ms } => {
+                self.advanced_ms += ms;
+                server.set_time(server.now_ms() + ms);
+                self.log.push(format!(
+                    "server clock +{ms} ms, the clients' stood still (now {} ms)",
+                    server.now_ms()
+                ));
+            }
             Step::Partition => self.partition(server),
             Step::Promote => self.promote(server),
         }
@@ -857,6 +1080,17 @@ impl World {
                 " (with its copy)"
             }
         ));
+        // Sentinel's switch: every client's pub/sub connection moves to the new primary.
+        for (actor, member) in self.members.iter_mut().enumerate() {
+            if member.client.is_some() && !member.seam.bus.subscribed().is_empty() {
+                member.seam.bus.cut();
+                member.inbox.clear();
+                self.log.push(format!(
+                    "actor{actor}: pub/sub connection moves to the new primary"
+                ));
+            }
+        }
+        let replica = self.replica.as_mut().expect("a replica");
         replica.linked = true;
         replica.promoted = true;
         replica.replication_id += 1;
@@ -891,7 +1125,13 @@ impl World {
                 let m = &self.members[i];
                 let j = journal(&m.journal);
                 // A release under way of its last level: the caller has left its section.
-                j.releasing < m.handle.held(&j)
+                let still_held = match &m.handle {
+                    // A hold found lost is no longer believed (its levels stay until released).
+                    Handle::Lock(lock) => lock.is_held(),
+                    Handle::Permits(_) => true,
+                    Handle::Redisson(rlock) => rlock.within_lease(),
+                };
+                still_held && j.releasing < m.handle.held(&j)
             })
             .collect()
     }
@@ -1180,7 +1420,9 @@ impl Drop for World {
         {
             let _inside = runtime.enter();
             for member in self.members.drain(..) {
-                member.client.close();
+                if let Some(client) = &member.client {
+                    client.close();
+                }
                 drop(member);
             }
         }

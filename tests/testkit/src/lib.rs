@@ -12,6 +12,7 @@ use redis::ConnectionLike;
 
 pub mod cluster;
 mod proxy;
+pub mod redisson;
 pub mod sentinel;
 mod server_build;
 mod tls;
