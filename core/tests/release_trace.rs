@@ -94,3 +94,73 @@ async fn calls_with_a_new_owner_each_leave_no_trace_beyond_the_retry_window() {
         "left at rest"
     );
 }
+
+/// A read-write lock's release remembers its answer under its request (an unlock latch) for
+/// the caller's retry window only, whether it freed the lock or left it to other readers. Before
+/// November 2026 a release that left the lock held kept its latch for the lease and 60 s more:
+/// a lock shared by many readers kept one latch per release, a number that grew with the
+/// release rate.
+#[tokio::test]
+async fn read_write_releases_leave_no_latch_beyond_the_retry_window() {
+    let server = RedisServer::start();
+    let response = Duration::from_millis(500);
+    let client = Client::builder(server.url())
+        .watchdog_timeout(Duration::from_secs(3600))
+        .response_timeout(response)
+        .connect()
+        .await
+        .unwrap();
+    let hour = AcquireOptions::new().lease(Duration::from_secs(3600));
+    let shared = client.read_write_lock("latched:rw").unwrap();
+    // A reader that stays: every other reader's release leaves the lock held.
+    let staying = shared.read_lock();
+    assert!(staying.acquire(hour).await.unwrap());
+    const CALLS: usize = 40;
+    for _ in 0..CALLS {
+        let reader = client.read_write_lock("latched:rw").unwrap().read_lock();
+        assert!(reader.acquire(hour).await.unwrap());
+        reader.release().await.unwrap();
+    }
+    staying.release().await.unwrap();
+    let writer = client.read_write_lock("latched:rw").unwrap().write_lock();
+    assert!(writer.acquire(hour).await.unwrap());
+    writer.release().await.unwrap();
+    let mut con = raw(&server).await;
+    let latches = || async {
+        let mut con = raw(&server).await;
+        redis::cmd("KEYS")
+            .arg("redisson_unlock_latch:*")
+            .query_async::<Vec<String>>(&mut con)
+            .await
+            .unwrap()
+    };
+    let left = latches().await;
+    assert_eq!(
+        left.len(),
+        CALLS + 2,
+        "one latch per release, for its retries"
+    );
+    for latch in &left {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(latch)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        assert!(
+            ttl > 0 && ttl <= window(response).as_millis() as i64,
+            "{latch} lives {ttl} ms, beyond the caller's retry window of {:?}",
+            window(response)
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !latches().await.is_empty() {
+        assert!(Instant::now() < deadline, "latches outlived their window");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*latched:*")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert!(keys.is_empty(), "left at rest: {keys:?}");
+}

@@ -66,7 +66,6 @@ impl ReleaseRequest {
                 lease_ms: self.lease.as_millis() as u64,
                 request: &self.request,
                 acquired_by: &self.acquired_by,
-                latch_ms: latch_ms(self.lease),
                 final_latch_ms: latch_ms(self.in_callers_time),
                 trace_ms: trace_window(self.in_callers_time, &self.client.options).as_millis()
                     as u64,
@@ -230,8 +229,13 @@ impl LockCore {
                     self.forget_hold(&reserved, false);
                 }
                 self.end_level(reserved.level, false);
-                call.finish_in_background(horizon, &self.stats);
-                Err(err.with_note("the release is retried in the background until the lease ends"))
+                if self.kind.retries_release_late() {
+                    call.finish_in_background(horizon, &self.stats);
+                    Err(err
+                        .with_note("the release is retried in the background until the lease ends"))
+                } else {
+                    Err(err.with_note("the lock is no longer renewed and expires with its lease"))
+                }
             }
             Err(err) => {
                 self.restore_level(reserved);
@@ -333,7 +337,10 @@ impl LockCore {
                 };
                 let mut answer = call.run(in_turn).await;
                 drop(in_flight);
-                if matches!(&answer, Err(err) if err.is_transient()) && Instant::now() < until {
+                if matches!(&answer, Err(err) if err.is_transient())
+                    && Instant::now() < until
+                    && kind.retries_release_late()
+                {
                     answer = call.run(until).await;
                 }
                 match answer {

@@ -1313,14 +1313,18 @@ impl World {
                 "actors still in a call after 400 steps".into(),
             );
         }
-        // A release's trace lives for its caller's retry window; an acquire's latch for its
-        // lease and `LATCH_GRACE` (its retries and the resolver's undo all come within it), and
-        // so, today, does the read-write lock's release latch (the caller's retry window and
-        // `LATCH_GRACE`: 66 s; see guarantees.md, "What the explorer does not cover yet").
+        // A release's trace (and the read-write lock's release latch) lives for its caller's
+        // retry window; an acquire's latch for its lease and `LATCH_GRACE` (its retries and the
+        // resolver's undo all come within it), and so does a semaphore's release latch (its
+        // background retries come within a minute of its first send).
         let options = ClientOptions::default();
         let window = crate::engine::release::trace_window(options.response_timeout * 2, &options);
-        let spared = ["polylock_acquire_latch:", "redisson_unlock_latch:"];
-        if let Some(found) = self.rest_for(server, window, &spared) {
+        let spared: &[&str] = if self.has_permits() {
+            &["polylock_acquire_latch:", "redisson_unlock_latch:"]
+        } else {
+            &["polylock_acquire_latch:"]
+        };
+        if let Some(found) = self.rest_for(server, window, spared) {
             return Some(found);
         }
         let latch_window =

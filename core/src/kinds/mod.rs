@@ -89,9 +89,8 @@ pub(crate) struct ReleaseArgs<'a> {
     pub request: &'a str,
     /// The acquire request of the level released: its latch is deleted with it.
     pub acquired_by: &'a str,
-    /// How long the answer is remembered after a partial release (every retry's window) ...
-    pub latch_ms: u64,
-    /// ... and after a final release (the caller's own retries).
+    /// How long the kinds that remember a release's answer under its request for every retry
+    /// (a semaphore's give-back, an expirable semaphore's release) remember it.
     pub final_latch_ms: u64,
     /// How long the owner's release trace lives after a final release: the window in which the
     /// caller may still read a retry's answer (`engine::release::trace_window`), and no longer,
@@ -315,6 +314,17 @@ pub(crate) trait LockKind: Send + Sync + 'static {
         _options: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
         None
+    }
+
+    /// Whether a release that failed in its caller's window is sent again in the background
+    /// until the lease ends: yes where a late copy finds what it released gone (the level's own
+    /// field, a permit's id) and so takes nothing twice. The read-write lock's release reads
+    /// only the owner's count, and its latch lives the caller's window only (a latch per
+    /// release for the whole lease would grow with the release rate): its retries end with that
+    /// window, and a level whose release never reached the server expires with its lease (its
+    /// renewal has stopped), as Redisson's does.
+    fn retries_release_late(&self) -> bool {
+        true
     }
 
     /// Deletes the lock whoever holds it and wakes a waiter; replies 1 when there was one.

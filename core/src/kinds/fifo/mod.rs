@@ -349,7 +349,6 @@ mod tests {
             lease_ms: 30_000,
             request: "release",
             acquired_by,
-            latch_ms: 60_000,
             final_latch_ms: 60_000,
             trace_ms: 60_000,
         };

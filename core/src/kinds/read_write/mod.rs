@@ -166,9 +166,14 @@ impl LockKind for ReadLock {
             .key(&self.0.writers)
             .arg(args.lease_ms)
             .arg(args.owner)
-            .arg(args.latch_ms)
-            .arg(args.final_latch_ms);
+            // The latch lives only the caller's window, whatever the answer (a late copy reads
+            // only the owner's count, so no retry comes after it: `retries_release_late`).
+            .arg(args.trace_ms);
         call
+    }
+
+    fn retries_release_late(&self) -> bool {
+        false
     }
 
     /// Deletes the lock when readers hold it (as Redisson's read lock's `forceUnlock`).
@@ -261,9 +266,13 @@ impl LockKind for WriteLock {
             .key(keys::acquire_latch(&self.0.key, args.acquired_by))
             .arg(args.lease_ms)
             .arg(write_field(args.owner))
-            .arg(args.latch_ms)
-            .arg(args.final_latch_ms);
+            // As the read side's.
+            .arg(args.trace_ms);
         call
+    }
+
+    fn retries_release_late(&self) -> bool {
+        false
     }
 
     fn leave_queue(

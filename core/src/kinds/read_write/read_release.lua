@@ -2,8 +2,8 @@
 -- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] this owner's timeout prefix, KEYS[4] unlock
 -- latch of this release request, KEYS[5] acquire latch of the level released, KEYS[6]
 -- polylock's waiting writers.
--- ARGV[1] lease ms (of the levels left), ARGV[2] owner, ARGV[3] latch lifetime ms, ARGV[4]
--- latch lifetime ms after a final release.
+-- ARGV[1] lease ms (of the levels left), ARGV[2] owner, ARGV[3] latch lifetime ms (the
+-- caller's retry window: no copy of the request is sent after it).
 -- Replies nil (not held by the owner), 0 (the lock is still held), 1 (released: the lock is
 -- free); a retry of the same request replays its first answer.
 local replay = redis.call('get', KEYS[4])
@@ -51,5 +51,5 @@ if result == 1 then
   redis.call('del', KEYS[1])
   publish(KEYS[2], freed_message(KEYS[6]))
 end
-redis.call('set', KEYS[4], result, 'px', result == 1 and ARGV[4] or ARGV[3])
+redis.call('set', KEYS[4], result, 'px', ARGV[3])
 return result

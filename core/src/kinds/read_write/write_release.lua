@@ -2,7 +2,7 @@
 -- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] unlock latch of this release request, KEYS[4]
 -- acquire latch of the level released.
 -- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] the writer's field, ARGV[3] latch
--- lifetime ms, ARGV[4] latch lifetime ms after a final release.
+-- lifetime ms (the caller's retry window: no copy of the request is sent after it).
 -- The last level frees the lock, or leaves it to the writer's own read levels (mode `read`:
 -- the downgrade); either way `1` tells every waiter to look (readers may all enter).
 local replay = redis.call('get', KEYS[3])
@@ -26,5 +26,5 @@ else
   result = 1
 end
 redis.call('del', KEYS[4])
-redis.call('set', KEYS[3], result, 'px', result == 1 and ARGV[4] or ARGV[3])
+redis.call('set', KEYS[3], result, 'px', ARGV[3])
 return result
