@@ -16,10 +16,36 @@ fn window(response: Duration) -> Duration {
     response * 3 + Duration::from_secs(1)
 }
 
-async fn traces(server: &RedisServer) -> Vec<String> {
+/// Each of `keys` lives no longer than the caller's retry window of a client with `response`.
+async fn assert_within_window(server: &RedisServer, keys: &[String], response: Duration) {
+    let mut con = raw(server).await;
+    for key in keys {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut con)
+            .await
+            .unwrap();
+        assert!(
+            ttl > 0 && ttl <= window(response).as_millis() as i64,
+            "{key} lives {ttl} ms, beyond the caller's retry window of {:?}",
+            window(response)
+        );
+    }
+}
+
+/// Waits until no key matches `pattern` (well within a minute).
+async fn until_gone(server: &RedisServer, pattern: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !keys(server, pattern).await.is_empty() {
+        assert!(Instant::now() < deadline, "{pattern} outlived its window");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn keys(server: &RedisServer, pattern: &str) -> Vec<String> {
     let mut con = raw(server).await;
     redis::cmd("KEYS")
-        .arg("polylock_released:*")
+        .arg(pattern)
         .query_async(&mut con)
         .await
         .unwrap()
@@ -58,38 +84,17 @@ async fn calls_with_a_new_owner_each_leave_no_trace_beyond_the_retry_window() {
         assert!(fifo.acquire(hour).await.unwrap());
         fifo.release().await.unwrap();
     }
-    let left = traces(&server).await;
+    let left = keys(&server, "polylock_released:*").await;
     assert!(
         !left.is_empty(),
         "a final release leaves a trace for its retries"
     );
-    let mut con = raw(&server).await;
-    for trace in &left {
-        let ttl: i64 = redis::cmd("PTTL")
-            .arg(trace)
-            .query_async(&mut con)
-            .await
-            .unwrap();
-        assert!(
-            ttl > 0 && ttl <= window(response).as_millis() as i64,
-            "{trace} lives {ttl} ms, beyond the caller's retry window of {:?}",
-            window(response)
-        );
-    }
+    assert_within_window(&server, &left, response).await;
     // At rest, once the window has passed: no trace, and no other key of these locks but the
     // fenced lock's token counter (one per lock, kept for good: tokens never go back).
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !traces(&server).await.is_empty() {
-        assert!(Instant::now() < deadline, "traces outlived their window");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg("*traced:*")
-        .query_async(&mut con)
-        .await
-        .unwrap();
+    until_gone(&server, "polylock_released:*").await;
     assert_eq!(
-        keys,
+        keys(&server, "*traced:*").await,
         vec!["redisson_lock_token:{traced:fenced}".to_owned()],
         "left at rest"
     );
@@ -125,42 +130,14 @@ async fn read_write_releases_leave_no_latch_beyond_the_retry_window() {
     let writer = client.read_write_lock("latched:rw").unwrap().write_lock();
     assert!(writer.acquire(hour).await.unwrap());
     writer.release().await.unwrap();
-    let mut con = raw(&server).await;
-    let latches = || async {
-        let mut con = raw(&server).await;
-        redis::cmd("KEYS")
-            .arg("redisson_unlock_latch:*")
-            .query_async::<Vec<String>>(&mut con)
-            .await
-            .unwrap()
-    };
-    let left = latches().await;
+    let left = keys(&server, "redisson_unlock_latch:*").await;
     assert_eq!(
         left.len(),
         CALLS + 2,
         "one latch per release, for its retries"
     );
-    for latch in &left {
-        let ttl: i64 = redis::cmd("PTTL")
-            .arg(latch)
-            .query_async(&mut con)
-            .await
-            .unwrap();
-        assert!(
-            ttl > 0 && ttl <= window(response).as_millis() as i64,
-            "{latch} lives {ttl} ms, beyond the caller's retry window of {:?}",
-            window(response)
-        );
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !latches().await.is_empty() {
-        assert!(Instant::now() < deadline, "latches outlived their window");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg("*latched:*")
-        .query_async(&mut con)
-        .await
-        .unwrap();
-    assert!(keys.is_empty(), "left at rest: {keys:?}");
+    assert_within_window(&server, &left, response).await;
+    until_gone(&server, "redisson_unlock_latch:*").await;
+    let rest = keys(&server, "*latched:*").await;
+    assert!(rest.is_empty(), "left at rest: {rest:?}");
 }
