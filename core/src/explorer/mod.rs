@@ -426,18 +426,24 @@ mod driven_tests {
         run(&names, WALKS / 10);
     }
 
-    /// The walks that found a defect (each fails with its fix reverted), replayed in every run:
-    /// a late confirmation left on the server (`fenced-pair-prefixed` 10), a lost look's place
-    /// kept after giving up (`fifo-impatient` 135), a next call taking over the place of its
-    /// predecessor's pending undo (`fifo-impatient` and `fair-impatient` 1356).
+    /// The walks that find a defect with its fix reverted, replayed in every run: a late
+    /// confirmation left on the server (`fenced-pair-prefixed` 8), a lost look's place kept
+    /// after giving up (`fifo-impatient` 135), a next call taking over the place of its
+    /// predecessor's pending undo (`fifo-impatient` and `fair-impatient` 148), a semaphore
+    /// release given up after its caller's time (`semaphore` 1305), a semaphore's acquire latch
+    /// left for its hour (`semaphore-line` 9), a read-write lock's release latch living its
+    /// lease (`read-write` 1).
     #[test]
     fn driven_regressions() {
         let mut server = Server::start();
         for (name, seed) in [
-            ("fenced-pair-prefixed", 10),
+            ("fenced-pair-prefixed", 8),
             ("fifo-impatient", 135),
-            ("fifo-impatient", 1356),
-            ("fair-impatient", 1356),
+            ("fifo-impatient", 148),
+            ("fair-impatient", 148),
+            ("semaphore", 1305),
+            ("semaphore-line", 9),
+            ("read-write", 1),
         ] {
             let scenario = named(name);
             let bound = Bound {
