@@ -73,9 +73,21 @@ pub(crate) enum Kind {
     Permit,
     /// Redisson's `RLock`, emulated (see [`RedissonLock`]).
     RLock,
+    /// Redisson's `RFairLock`, emulated likewise.
+    RFairLock,
 }
 
 impl Kind {
+    /// The line its waiters queue in, for the kinds that serve in order: the fair lock's queue
+    /// (polylock's and Redisson's fair locks share it), the FIFO lock's line.
+    fn line(self) -> Option<&'static str> {
+        match self {
+            Kind::Fair | Kind::RFairLock => Some("fair queue"),
+            Kind::Fifo => Some("FIFO line"),
+            _ => None,
+        }
+    }
+
     /// The field of the lock's hash that holds `owner`'s levels.
     fn field(self, owner: &str) -> String {
         match self {
@@ -85,16 +97,24 @@ impl Kind {
     }
 }
 
-/// Redisson's `RLock` with its own wait loop (`tryLock(wait, lease)`): try; if busy, subscribe
-/// to the lock channel and try again, then sleep until a message on it (any: Redisson reads
-/// `0`, `00` and `1` as numbers that wake a waiter) or the holder's PTTL, within the wait; try
-/// again. No watchdog: a hold lasts its lease. Its commands go through the seam's wire like a
-/// client's, and it subscribes on the seam's bus.
+/// How the emulated Redisson locks publish: through the explorer's log, as the explored form
+/// of polylock's scripts does.
+const EXPLORED_PUBLISH: &str = "redis.call('rpush', 'explorer:published', {channel}, '0')";
+
+/// Redisson's `RLock`, or its `RFairLock` (`fair`), with its own wait loop (`tryLock(wait,
+/// lease)`): try; if busy, subscribe (the `RLock` to the lock channel, the `RFairLock` to its
+/// own) and try again, then sleep until a message (any: Redisson reads `0`, `00` and `1` as
+/// numbers that wake a waiter) or the time the try replied (the holder's PTTL; for the fair
+/// lock the time until its turn), within the wait; try again. An `RFairLock` that gives up
+/// leaves the queue. No watchdog: a hold lasts its lease. Its commands go through the seam's
+/// wire like a client's, and it subscribes on the seam's bus.
 struct RedissonLock {
     connection: crate::connection::Connection,
     bus: Arc<crate::connection::explored::Bus>,
     messages: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<(String, Vec<u8>)>>,
     key: String,
+    fair: bool,
+    /// The channel it listens on.
     channel: String,
     owner: String,
     /// When the latest acquisition's lease ends.
@@ -102,32 +122,64 @@ struct RedissonLock {
 }
 
 impl RedissonLock {
-    fn new(seam: &Seam, key: &str, owner: String) -> RedissonLock {
+    fn new(seam: &Seam, key: &str, owner: String, fair: bool) -> RedissonLock {
         let (inbox, messages) = tokio::sync::mpsc::unbounded_channel();
         seam.bus.connect(inbox);
+        let channel = crate::keys::lock_channel(key);
         RedissonLock {
             connection: crate::connection::Connection::explored(seam.wire.clone()),
             bus: seam.bus.clone(),
             messages: tokio::sync::Mutex::new(messages),
             key: key.to_owned(),
-            channel: crate::keys::lock_channel(key),
+            fair,
+            channel: if fair {
+                format!("{channel}:{owner}")
+            } else {
+                channel
+            },
             owner,
             held_until: Mutex::new(None),
         }
     }
 
+    /// Runs one of its scripts: KEYS the lock (and for the fair lock its queue and timeouts),
+    /// then `keys`; ARGV `args`.
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        script: &str,
+        keys: &[String],
+        args: &[String],
+    ) -> crate::Result<T> {
+        let script = redis::Script::new(script);
+        let mut call = script.key(&self.key);
+        if self.fair {
+            call.key(crate::keys::fair_queue(&self.key))
+                .key(crate::keys::fair_timeouts(&self.key));
+        }
+        for key in keys {
+            call.key(key);
+        }
+        for arg in args {
+            call.arg(arg);
+        }
+        call.invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| crate::Error::from_redis("Redisson's lock", err))
+    }
+
     async fn try_lock(&self, options: AcquireOptions) -> crate::Result<bool> {
         let lease = options.lease.unwrap_or(Duration::from_millis(LEASE_MS));
         let deadline = options.wait.map(|wait| tokio::time::Instant::now() + wait);
+        let (script, mut args) = if self.fair {
+            (redisson::rfair_try(), vec![queue_timeout_ms().to_string()])
+        } else {
+            (redisson::RLOCK_TRY.to_owned(), vec![])
+        };
+        args.insert(0, self.owner.clone());
+        args.insert(0, lease.as_millis().to_string());
         let mut subscribed = false;
         let acquired = loop {
-            let ttl: Option<i64> = redis::Script::new(redisson::RLOCK_TRY)
-                .key(&self.key)
-                .arg(lease.as_millis() as u64)
-                .arg(&self.owner)
-                .invoke_async(&mut self.connection.clone())
-                .await
-                .map_err(|err| crate::Error::from_redis("RLock tryLock", err))?;
+            let ttl: Option<i64> = self.run(&script, &[], &args).await?;
             let Some(ttl) = ttl else {
                 *self.held_until.lock().unwrap() = Some(tokio::time::Instant::now() + lease);
                 break true;
@@ -155,25 +207,26 @@ impl RedissonLock {
                 .subscribe(std::slice::from_ref(&self.channel), false);
             while self.messages.lock().await.try_recv().is_ok() {}
         }
+        if !acquired && self.fair {
+            let args = [self.owner.clone(), queue_timeout_ms().to_string()];
+            self.run::<i64>(&redisson::rfair_leave(), &[], &args)
+                .await?;
+        }
         Ok(acquired)
     }
 
     async fn unlock(&self) -> crate::Result<()> {
-        let lease = Duration::from_millis(LEASE_MS);
-        // Published through the explorer's log, as the explored form of polylock's scripts does.
-        let unlock =
-            redisson::rlock_unlock("redis.call('rpush', 'explorer:published', KEYS[2], '0')");
-        let released: Option<i64> = redis::Script::new(&unlock)
-            .key(&self.key)
-            .key(&self.channel)
-            .arg(lease.as_millis() as u64)
-            .arg(&self.owner)
-            .invoke_async(&mut self.connection.clone())
-            .await
-            .map_err(|err| crate::Error::from_redis("RLock unlock", err))?;
+        let channel = crate::keys::lock_channel(&self.key);
+        let unlock = if self.fair {
+            redisson::rfair_unlock(EXPLORED_PUBLISH)
+        } else {
+            redisson::rlock_unlock(EXPLORED_PUBLISH)
+        };
+        let args = [LEASE_MS.to_string(), self.owner.clone()];
+        let released: Option<i64> = self.run(&unlock, &[channel], &args).await?;
         match released {
             Some(_) => Ok(()),
-            None => Err(crate::Error::lock_lost("RLock unlock: not held")),
+            None => Err(crate::Error::lock_lost("Redisson's unlock: not held")),
         }
     }
 
@@ -613,13 +666,14 @@ impl World {
                 ..ClientOptions::default()
             };
             // The emulated RLock has no polylock client: its commands and subscription are its own.
-            let client = (actor.kind != Kind::RLock)
+            let client = (!matches!(actor.kind, Kind::RLock | Kind::RFairLock))
                 .then(|| world.connect(server, &seam, options, !scenario.broadcast));
             let lock = match actor.kind {
-                Kind::RLock => Handle::Redisson(Arc::new(RedissonLock::new(
+                Kind::RLock | Kind::RFairLock => Handle::Redisson(Arc::new(RedissonLock::new(
                     &seam,
                     &world.key,
                     format!("0b5d2f3c-1111-4222-8333-{index:012}:1"),
+                    actor.kind == Kind::RFairLock,
                 ))),
                 Kind::Permit => {
                     // The semaphore's one permit.
@@ -641,7 +695,7 @@ impl World {
                         Kind::Fifo => client.fifo_lock(NAME),
                         Kind::Read => client.read_write_lock(NAME).map(|rw| rw.read_lock()),
                         Kind::Write => client.read_write_lock(NAME).map(|rw| rw.write_lock()),
-                        Kind::Permit | Kind::RLock => unreachable!("above"),
+                        Kind::Permit | Kind::RLock | Kind::RFairLock => unreachable!("above"),
                     }
                     .expect("a handle");
                     Handle::Lock(if actor.poll {
@@ -920,7 +974,7 @@ impl World {
     fn note_queued(&mut self, server: &mut Server) {
         for member in &self.members {
             let line = match member.kind {
-                Kind::Fair => crate::keys::fair_queue(&self.key),
+                Kind::Fair | Kind::RFairLock => crate::keys::fair_queue(&self.key),
                 Kind::Fifo => crate::keys::fifo_line(&self.key),
                 Kind::Plain
                 | Kind::Fenced
@@ -1238,10 +1292,7 @@ impl World {
             if !std::mem::take(&mut j.just_acquired) {
                 continue;
             }
-            if !matches!(member.kind, Kind::Fair | Kind::Fifo)
-                || j.held_before > 0
-                || self.history_rewound
-            {
+            if member.kind.line().is_none() || j.held_before > 0 || self.history_rewound {
                 continue;
             }
             let mine = j.queued_at;
@@ -1258,7 +1309,8 @@ impl World {
                     && !w.lapsed
                     && w.last_look_ms
                         .is_some_and(|last| now - last < queue_timeout_ms());
-                if other != actor && w.acquiring && live && earlier && waiter.kind == member.kind {
+                let same_line = waiter.kind.line() == member.kind.line();
+                if other != actor && w.acquiring && live && earlier && same_line {
                     found = violation(
                         "FIFO",
                         format!("actor{actor} acquired ahead of actor{other}, queued earlier"),

@@ -285,6 +285,34 @@ mod driven_tests {
                 None,
             ),
         ]);
+        // Redisson's RFairLock (emulated, with its own wait loop) beside polylock's fair lock,
+        // which shares its queue: holder and waiter both ways, and a line of the two. (A plain
+        // or FIFO release tells no RFairLock waiter, nor does Redisson's own RLock: it looks
+        // when the lease it waited on ends; PROTOCOL.md, "Kinds that share a name".)
+        all.extend([
+            scenario(
+                "share-fair-rfairlock",
+                vec![cycles(Fair, LEASE, 2), cycles(RFairLock, LEASE, 2)],
+                Faults::default(),
+                None,
+            ),
+            scenario(
+                "share-rfairlock-fair",
+                vec![cycles(RFairLock, LEASE, 2), cycles(Fair, LEASE, 2)],
+                Faults::default(),
+                None,
+            ),
+            scenario(
+                "fair-rfairlock-line",
+                vec![
+                    cycles(Fair, LEASE, 2),
+                    cycles(RFairLock, LEASE, 1),
+                    cycles(Fair, WATCHDOG, 1),
+                ],
+                Faults::default(),
+                None,
+            ),
+        ]);
         // Every pair of kinds that may share a name, Redisson's RLock (emulated, with its own
         // wait loop) among them: a holder of one, a waiter of the other, no faults (a wake-up
         // must come by message).
@@ -369,6 +397,7 @@ mod driven_tests {
                 "fair-line-faults",
                 "fair-impatient",
                 "fair-stall",
+                "fair-rfairlock-line",
             ],
             WALKS,
         );
