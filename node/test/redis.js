@@ -80,8 +80,12 @@ function connectRedis(port, options = {}) {
   return client
 }
 
-/** How long a topology wait (cluster agreement, a failover, sentinel discovery) may take. */
-const WAIT_TIMEOUT_MS = 30_000
+/**
+ * How long a topology wait (cluster agreement, a failover, sentinel discovery) may take. A
+ * Sentinel whose timer saw the process stall (a loaded machine) enters TILT mode and does
+ * nothing for 30 s, a forced failover included: the bound leaves room for one TILT.
+ */
+const WAIT_TIMEOUT_MS = 90_000
 
 /** Thrown by a `waitFor` check: the state is not reached yet; the message says what was seen. */
 class NotYet extends Error {}
