@@ -12,17 +12,10 @@ use std::time::{Duration, Instant};
 
 use polylock::{AcquireOptions, Client};
 
-async fn server_cpu(con: &mut redis::aio::MultiplexedConnection) -> f64 {
-    let cpu: String = redis::cmd("INFO")
-        .arg("cpu")
-        .query_async(con)
-        .await
-        .unwrap();
-    cpu.lines()
-        .filter(|line| line.starts_with("used_cpu_sys:") || line.starts_with("used_cpu_user:"))
-        .filter_map(|line| line.split(':').nth(1)?.trim().parse::<f64>().ok())
-        .sum()
-}
+#[path = "common/server_work.rs"]
+mod server_work;
+
+use server_work::server_cpu;
 
 #[tokio::main]
 async fn main() -> polylock::Result<()> {

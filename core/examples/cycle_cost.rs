@@ -10,32 +10,15 @@ use std::time::Instant;
 
 use polylock::{AcquireOptions, Client};
 
+#[path = "common/server_work.rs"]
+mod server_work;
+
 /// The server's CPU seconds so far and its commands so far (scripts' inner calls included).
 async fn server_work(con: &mut redis::aio::MultiplexedConnection) -> (f64, u64) {
-    let cpu: String = redis::cmd("INFO")
-        .arg("cpu")
-        .query_async(con)
-        .await
-        .unwrap();
-    let seconds = cpu
-        .lines()
-        .filter(|line| line.starts_with("used_cpu_sys:") || line.starts_with("used_cpu_user:"))
-        .filter_map(|line| line.split(':').nth(1)?.trim().parse::<f64>().ok())
-        .sum();
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(con)
-        .await
-        .unwrap();
-    let commands = stats
-        .lines()
-        .filter(|line| !line.starts_with("cmdstat_info:"))
-        .filter_map(|line| {
-            let calls = line.split("calls=").nth(1)?;
-            calls.split(',').next()?.parse::<u64>().ok()
-        })
-        .sum();
-    (seconds, commands)
+    (
+        server_work::server_cpu(con).await,
+        server_work::server_commands(con).await,
+    )
 }
 
 #[tokio::main]

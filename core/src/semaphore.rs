@@ -10,7 +10,7 @@ use crate::engine::context::{query, ClientInner};
 use crate::engine::{latch_ms, request_id, run_idempotent_or_in_background, LockCore};
 use crate::error::Result;
 use crate::keys;
-use crate::kinds::semaphore::{SemaphoreAcquisition, ADD, AVAILABLE, FORGET, TRY_SET};
+use crate::kinds::semaphore::{SemaphoreAcquisition, ADD, AVAILABLE, TRY_SET};
 use crate::metrics::{kind as metric_kind, LockStats};
 use crate::options::validate_permits;
 use crate::runtime::{on_runtime, runtime};
@@ -162,9 +162,9 @@ impl Semaphore {
         }
         // The permits are the caller's now; their request latches have done their work.
         // A latch left for its hour would be one key per acquisition whose deletion failed.
-        let mut forget = FORGET.prepare_invoke(self.inner.client.publish);
+        let mut forget = redis::cmd("DEL");
         for request in core.detach() {
-            forget.key(keys::acquire_latch(&self.inner.key, &request));
+            forget.arg(keys::acquire_latch(&self.inner.key, &request));
         }
         let client = self.inner.client.clone();
         let what = self.what("forget the requests of");

@@ -5,10 +5,10 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
-use polylock::{AcquireOptions, Client};
+use polylock::AcquireOptions;
 
 /// The caller's retry window of a client with this response timeout: two response timeouts of
 /// retries, one more for the last reply, and a second of grace (`engine::release`).
@@ -35,11 +35,13 @@ async fn assert_within_window(server: &RedisServer, keys: &[String], response: D
 
 /// Waits until no key matches `pattern` (well within a minute).
 async fn until_gone(server: &RedisServer, pattern: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !keys(server, pattern).await.is_empty() {
-        assert!(Instant::now() < deadline, "{pattern} outlived its window");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    assert!(
+        eventually(Duration::from_secs(60), || async {
+            keys(server, pattern).await.is_empty()
+        })
+        .await,
+        "{pattern} outlived its window"
+    );
 }
 
 async fn keys(server: &RedisServer, pattern: &str) -> Vec<String> {
@@ -57,12 +59,7 @@ async fn keys(server: &RedisServer, pattern: &str) -> Vec<String> {
 async fn calls_with_a_new_owner_each_leave_no_trace_beyond_the_retry_window() {
     let server = RedisServer::start();
     let response = Duration::from_millis(500);
-    let client = Client::builder(server.url())
-        .watchdog_timeout(Duration::from_secs(3600))
-        .response_timeout(response)
-        .connect()
-        .await
-        .unwrap();
+    let client = client_with(&server.url(), Duration::from_secs(3600), response).await;
     let hour = AcquireOptions::new().lease(Duration::from_secs(3600));
     const CALLS: usize = 40;
     for _ in 0..CALLS {
@@ -109,12 +106,7 @@ async fn calls_with_a_new_owner_each_leave_no_trace_beyond_the_retry_window() {
 async fn read_write_releases_leave_no_latch_beyond_the_retry_window() {
     let server = RedisServer::start();
     let response = Duration::from_millis(500);
-    let client = Client::builder(server.url())
-        .watchdog_timeout(Duration::from_secs(3600))
-        .response_timeout(response)
-        .connect()
-        .await
-        .unwrap();
+    let client = client_with(&server.url(), Duration::from_secs(3600), response).await;
     let hour = AcquireOptions::new().lease(Duration::from_secs(3600));
     let shared = client.read_write_lock("latched:rw").unwrap();
     // A reader that stays: every other reader's release leaves the lock held.

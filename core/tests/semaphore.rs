@@ -187,7 +187,7 @@ async fn a_timed_out_acquire_takes_no_permit() {
 /// A release that cannot reach the server within its caller's time (two response timeouts)
 /// returns an error, and is sent again in the background with the same request id: permits
 /// never expire, so ones not given back would be gone for good (the driven explorer's
-/// `semaphore` scenario found it, seed 291).
+/// `semaphore` scenario found it, seed 1305).
 #[tokio::test]
 async fn a_release_that_could_not_reach_the_server_gives_back_in_the_background() {
     let server = RedisServer::start();

@@ -72,20 +72,46 @@ impl Backoff {
     }
 }
 
-/// Runs `call`, a script made idempotent by the request id among its keys, retrying a dropped
-/// connection with the same call for up to twice the response timeout (so its latch must live
-/// at least `latch_ms(2 * response_timeout)`).
-pub(crate) async fn run_idempotent<T: redis::FromRedisValue>(
+/// A call that has the same effect however many times it runs: a script made idempotent by the
+/// request id among its keys, or a command idempotent by itself (`DEL`).
+pub(crate) trait Idempotent: Send + Sync {
+    fn send<T: redis::FromRedisValue + Send>(
+        &self,
+        connection: &mut crate::connection::Connection,
+    ) -> impl std::future::Future<Output = redis::RedisResult<T>> + Send;
+}
+
+impl Idempotent for redis::ScriptInvocation<'_> {
+    async fn send<T: redis::FromRedisValue + Send>(
+        &self,
+        connection: &mut crate::connection::Connection,
+    ) -> redis::RedisResult<T> {
+        self.invoke_async(connection).await
+    }
+}
+
+impl Idempotent for redis::Cmd {
+    async fn send<T: redis::FromRedisValue + Send>(
+        &self,
+        connection: &mut crate::connection::Connection,
+    ) -> redis::RedisResult<T> {
+        self.query_async(connection).await
+    }
+}
+
+/// Runs `call`, retrying a dropped connection with the same call for up to twice the response
+/// timeout (so a script's latch must live at least `latch_ms(2 * response_timeout)`).
+pub(crate) async fn run_idempotent<T: redis::FromRedisValue + Send>(
     client: &ClientInner,
     what: &str,
-    call: &redis::ScriptInvocation<'static>,
+    call: &impl Idempotent,
 ) -> Result<T> {
     let until = tokio::time::Instant::now() + client.options.response_timeout * 2;
     let mut backoff = Backoff::default();
     loop {
         client.check_usable_for(what)?;
         let mut connection = client.connection.clone();
-        match call.invoke_async::<T>(&mut connection).await {
+        match call.send::<T>(&mut connection).await {
             Ok(reply) => return Ok(reply),
             Err(err) => {
                 let err = Error::from_redis(what, err);
@@ -101,10 +127,10 @@ pub(crate) async fn run_idempotent<T: redis::FromRedisValue>(
 
 /// [`run_idempotent`], and when it fails for a transient reason, the same call again in the
 /// background ([`retry_idempotent_in_background`]): the error says so.
-pub(crate) async fn run_idempotent_or_in_background<T: redis::FromRedisValue>(
+pub(crate) async fn run_idempotent_or_in_background<T: redis::FromRedisValue + Send>(
     client: &Arc<ClientInner>,
     what: &str,
-    call: redis::ScriptInvocation<'static>,
+    call: impl Idempotent + 'static,
 ) -> Result<T> {
     let first_sent = tokio::time::Instant::now();
     match run_idempotent::<T>(client, what, &call).await {
@@ -119,14 +145,14 @@ pub(crate) async fn run_idempotent_or_in_background<T: redis::FromRedisValue>(
 }
 
 /// A call of [`run_idempotent`], first sent at `first_sent`, that failed in its caller's time:
-/// sent again in the background, with the same request id, until `first_sent` + `LATCH_GRACE`.
-/// Its latch lives `latch_ms(2 * response_timeout)` from when the call first ran, so every copy
+/// sent again in the background, the same call, until `first_sent` + `LATCH_GRACE`. A script's
+/// latch lives `latch_ms(2 * response_timeout)` from when the call first ran, so every copy
 /// still lands within it: what the call does (a semaphore's permits given back) happens once,
 /// even when the server was out of reach for longer than the caller waited.
 fn retry_idempotent_in_background(
     client: Arc<ClientInner>,
     what: String,
-    call: redis::ScriptInvocation<'static>,
+    call: impl Idempotent + 'static,
     first_sent: tokio::time::Instant,
 ) {
     let until = first_sent + LATCH_GRACE;
@@ -135,7 +161,7 @@ fn retry_idempotent_in_background(
         while tokio::time::Instant::now() < until && !client.is_closed() {
             tokio::time::sleep(backoff.next_delay()).await;
             let mut connection = client.connection.clone();
-            match call.invoke_async::<redis::Value>(&mut connection).await {
+            match call.send::<redis::Value>(&mut connection).await {
                 Ok(_) => {
                     tracing::info!(%what, "done in the background");
                     return;

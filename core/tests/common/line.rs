@@ -534,7 +534,7 @@ pub async fn a_look_that_runs_after_its_caller_gave_up_on_it_leaves_no_place(kin
 /// background. The same handle's next call, begun while that undo still waits for the server,
 /// must not take the place over (one place per owner): it would be served ahead of a waiter
 /// that queued in between (the protocol explorer's `fifo-impatient` and `fair-impatient`, seed
-/// 1356). It waits for the undo, then queues behind that waiter.
+/// 148). It waits for the undo, then queues behind that waiter.
 pub async fn a_call_after_an_unknown_look_queues_behind_those_who_came_meanwhile(kind: LineKind) {
     let server = RedisServer::start();
     let name = "unknown-look";
@@ -564,36 +564,35 @@ pub async fn a_call_after_an_unknown_look_queues_behind_those_who_came_meanwhile
         })
         .await
     );
-    while proxy.replies_lost() == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    // The reply reaches the proxy a moment after the place shows on the server.
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            proxy.replies_lost() > 0
+        })
+        .await
+    );
     proxy.set(Fault::Refuse);
     let gave_up = first.await.unwrap();
     assert!(!matches!(gave_up, Ok(true)), "{gave_up:?}");
     // A waiter of another process queues behind the place whose undo is pending.
     let other = kind.lock(&line_client(&server, Duration::from_secs(60)).await, name);
     let order = Arc::new(Mutex::new(Vec::new()));
-    let other_waits = {
-        let (other, order) = (other.clone(), order.clone());
+    // Waits without bound, notes when served, releases.
+    let served = |lock: &Lock, label: &'static str| {
+        let (lock, order) = (lock.clone(), order.clone());
         tokio::spawn(async move {
-            assert!(other.acquire(AcquireOptions::new()).await.unwrap());
-            order.lock().unwrap().push("other");
-            other.release().await.unwrap();
+            assert!(lock.acquire(AcquireOptions::new()).await.unwrap());
+            order.lock().unwrap().push(label);
+            lock.release().await.unwrap();
         })
     };
+    let other_waits = served(&other, "other");
     kind.in_line(&server, name, 2).await;
     // Not a condition but the bug's window: the undo's retries back off to 1 s apart, so
     // without the wait for it the next call's look runs well before the undo's next try.
     tokio::time::sleep(Duration::from_secs(3)).await;
     proxy.set(Fault::Pass);
-    let second = {
-        let (handle, order) = (handle.clone(), order.clone());
-        tokio::spawn(async move {
-            assert!(handle.acquire(AcquireOptions::new()).await.unwrap());
-            order.lock().unwrap().push("handle");
-            handle.release().await.unwrap();
-        })
-    };
+    let second = served(&handle, "handle");
     let behind = vec![other.owner().to_owned(), owner.clone()];
     assert!(
         eventually(Duration::from_secs(10), || async {

@@ -24,7 +24,6 @@ static HELD: LazyLock<LockScript> = lock_script!("prelude.lua", "held.lua");
 pub(crate) static ADD: LazyLock<LockScript> = lock_script!("prelude.lua", "add.lua");
 pub(crate) static TRY_SET: LazyLock<LockScript> = lock_script!("prelude.lua", "try_set.lua");
 pub(crate) static AVAILABLE: LazyLock<LockScript> = lock_script!("prelude.lua", "available.lua");
-pub(crate) static FORGET: LazyLock<LockScript> = lock_script!("forget.lua");
 
 /// One acquisition of `permits` permits.
 pub(crate) struct SemaphoreAcquisition {
