@@ -98,6 +98,6 @@ fn print_text(url: &str, prefix: &str, report: &Report, required: &[&str]) {
         println!("  grant it: ACL SETUSER <user> {}", quoted.join(" "));
     }
     if report.missing.iter().any(|missing| missing.optional) {
-        println!("  (optional: +wait +info only for sync_replicas; +restore saves a server call per lock acquire)");
+        println!("  (optional: +wait +info only for sync_replicas)");
     }
 }

@@ -211,15 +211,15 @@ fn permissions_lists_what_the_user_lacks_of_the_rule_and_nothing_for_the_rule_it
     let url = |user: &str| format!("redis://{user}:secret@127.0.0.1:{}", server.port());
     let rule = the_rule(&server);
     assert!(rule.contains(&"+evalsha".to_owned()) && rule.contains(&"~app:*".to_owned()));
-    // The rule and its optional additions (sync_replicas, RESTORE): nothing missing.
-    make_user(&server, &rule, "full", &["+wait", "+info", "+restore"]);
+    // The rule and its optional addition (sync_replicas): nothing missing.
+    make_user(&server, &rule, "full", &["+wait", "+info"]);
     let (code, report) = permissions(&url("full"));
     assert_eq!((code, grants(&report)), (0, vec![]), "{report}");
     // The rule alone: only the optional additions.
     make_user(&server, &rule, "rule", &[]);
     let (code, report) = permissions(&url("rule"));
     assert_eq!(code, 0, "{report}");
-    assert_eq!(grants(&report), ["?+restore", "?+info", "?+wait"]);
+    assert_eq!(grants(&report), ["?+info", "?+wait"]);
     // A command of the scripts, SUBSCRIBE, the derived keys and the lock channels taken away.
     make_user(
         &server,
@@ -273,7 +273,6 @@ fn permissions_lists_what_the_user_lacks_of_the_rule_and_nothing_for_the_rule_it
         "missing  +pexpire                     for the lock scripts",
         "missing  +subscribe                   for waiting for a release",
         "optional +info                        for sync_replicas",
-        "optional +restore                     for one server call fewer per lock acquire",
         "grant it: ACL SETUSER <user> ",
     ] {
         assert!(text.contains(line), "{line:?} not in {text}");
@@ -355,7 +354,7 @@ fn permissions_on_a_cluster_reports_sharded_pubsub_and_a_refused_spublish() {
     let (code, report) = permissions(&url("rule"));
     assert_eq!(code, 0, "{report}");
     assert_eq!(report["cluster_pubsub"], "sharded");
-    assert_eq!(grants(&report), ["?+restore", "?+info", "?+wait"]);
+    assert_eq!(grants(&report), ["?+info", "?+wait"]);
     let (code, report) = permissions(&url("no_sharded"));
     assert_eq!(code, 1, "{report}");
     let found = grants(&report);

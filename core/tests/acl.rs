@@ -284,43 +284,39 @@ async fn a_user_with_exactly_the_rule_runs_every_lock_kind_on_a_cluster() {
     every_kind_works(&url).await;
 }
 
-/// The optional addition `restore_rule`: a user with it has a free lock written with one
-/// RESTORE; a user with the rule alone (above: every kind works) has its locks written with
-/// HSET and PEXPIRE, and no refusal in ACL LOG where scripts can ask (Redis 7.0+; on 6.2 its
-/// client's first free-lock acquire is refused RESTORE once).
+/// polylock sends no RESTORE: under the rule alone a free lock is written with HSET and
+/// PEXPIRE and ACL LOG stays empty on every version (Redis 6.2, without
+/// `redis.acl_check_cmd`, once logged a refused RESTORE per client). The deprecated
+/// `restore_rule` adds nothing to the rule.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_the_restore_addition_a_free_lock_is_written_by_one_restore() {
+async fn under_the_rule_alone_a_free_lock_is_written_without_restore() {
     init_tracing();
+    #[allow(deprecated)]
+    let addition = polylock::acl::restore_rule();
+    assert!(addition.is_empty(), "{addition:?}");
     let server = RedisServer::start();
     make_user(&server, "app", &configured_rule());
-    let mut with_restore = configured_rule();
-    with_restore.extend(polylock::acl::restore_rule());
-    make_user(&server, "fast", &with_restore);
-    let con = common::raw(&server).await;
-    let restores = || {
-        let mut con = con.clone();
-        async move { common::command_calls(&mut con, |name| name == "restore").await }
-    };
-    for (user, restored) in [("app", 0), ("fast", 3)] {
-        let client = connect(&user_url(&server, user)).await.unwrap();
-        let before = restores().await;
-        for round in 0..3 {
-            let lock = client.lock(&format!("app:{user}:{round}")).unwrap();
+    let mut con = common::raw(&server).await;
+    let client = connect(&user_url(&server, "app")).await.unwrap();
+    for round in 0..3 {
+        for lock in [
+            client.lock(&format!("app:plain:{round}")).unwrap(),
+            client.fair_lock(&format!("app:fair:{round}")).unwrap(),
+            client.fifo_lock(&format!("app:fifo:{round}")).unwrap(),
+        ] {
             assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
             lock.release().await.unwrap();
         }
-        assert_eq!(restores().await - before, restored, "{user}");
-        client.close();
     }
-    // The rule alone: the scripts ask redis.acl_check_cmd before RESTORE (Redis 7.0+), which
-    // leaves no refusal in ACL LOG; Redis 6.2 lacks it, and the first acquire's RESTORE is
-    // refused once.
-    let refusals = if common::configured_version().has_acl_check_in_scripts() {
-        "*0"
-    } else {
-        "*1"
-    };
-    assert_eq!(server.command(&["ACL", "LOG"]).as_deref(), Some(refusals));
+    client.close();
+    assert_eq!(
+        common::command_calls(&mut con, |name| name == "restore").await,
+        0
+    );
+    // Each free lock written with one HSET (the client record's writes are HSETs too).
+    let hsets = common::command_calls(&mut con, |name| name == "hset").await;
+    assert!(hsets >= 9, "{hsets} HSETs");
+    assert_eq!(server.command(&["ACL", "LOG"]).as_deref(), Some("*0"));
 }
 
 /// What managed services take away: INFO, CONFIG, CLIENT and DEBUG.
@@ -740,13 +736,7 @@ async fn on_each_matrix_server_exactly_the_rule_runs_every_kind_and_acl_log_stay
         let url = user_url(&server, "app");
         latch_job_and_multi_work(&url).await;
         every_kind_works(&url).await;
-        let mut log = acl_log(&server);
-        if !version.has_acl_check_in_scripts() {
-            // Redis 6.2 has no redis.acl_check_cmd: a client's first free-lock acquire tries
-            // the optional RESTORE and is refused, once per client (docs/deployments.md).
-            assert!(log.len() <= 4, "{}: ACL LOG has {log:?}", build.id());
-            log.retain(|entry| entry != "command restore (app)");
-        }
+        let log = acl_log(&server);
         assert!(log.is_empty(), "{}: ACL LOG has {log:?}", build.id());
         eprintln!(
             "{}: every kind under exactly the rule, ACL LOG empty",

@@ -1598,13 +1598,13 @@ async fn a_waiter_whose_leave_failed_is_never_granted_that_request_later() {
 
 /// The server cost of an uncontended cycle (`docs/PROTOCOL.md`, "What each call of an
 /// uncontended cycle is for"): INFO commandstats, each call inside a script included, per
-/// acquire and release of a free lock nobody waits for: 8 for the lock (2 EVALSHA, EXISTS,
-/// RESTORE, HMGET, RENAME, PEXPIRE of the release trace, PUBLISH), 10 for the fair lock (EXISTS
-/// and RESTORE too, LINDEX in both scripts, PEXPIRE of the trace, and the PUBLISH on the shared
-/// channel, for waiters of the other kinds on the name) and the FIFO lock (PTTL, EXISTS,
-/// RESTORE; HMGET, RENAME, PEXPIRE, LINDEX, PUBLISH).
+/// acquire and release of a free lock nobody waits for: 9 for the lock (2 EVALSHA, EXISTS,
+/// HSET, PEXPIRE, HMGET, RENAME, PEXPIRE of the release trace, PUBLISH), 11 for the fair lock
+/// (EXISTS, HSET and PEXPIRE too, LINDEX in both scripts, PEXPIRE of the trace, and the PUBLISH
+/// on the shared channel, for waiters of the other kinds on the name) and the FIFO lock (PTTL,
+/// EXISTS, HSET, PEXPIRE; HMGET, RENAME, PEXPIRE, LINDEX, PUBLISH).
 #[tokio::test]
-async fn an_uncontended_cycle_costs_eight_commands_and_a_fair_or_fifo_one_ten() {
+async fn an_uncontended_cycle_costs_nine_commands_and_a_fair_or_fifo_one_eleven() {
     let server = RedisServer::start();
     let client = client(&server).await;
     let mut con = raw(&server).await;
@@ -1636,7 +1636,7 @@ async fn an_uncontended_cycle_costs_eight_commands_and_a_fair_or_fifo_one_ten() 
         assert!(handle.acquire(AcquireOptions::new()).await.unwrap());
         handle.release().await.unwrap();
     }
-    for (handle, per_cycle) in [(&lock, 8), (&fair, 10), (&fifo, 10)] {
+    for (handle, per_cycle) in [(&lock, 9), (&fair, 11), (&fifo, 11)] {
         reset(&mut con).await;
         for _ in 0..cycles {
             assert!(handle.acquire(AcquireOptions::new()).await.unwrap());
@@ -1678,94 +1678,55 @@ async fn lock_hash(
     (fields, encoding, pttl)
 }
 
-/// A free lock's acquire writes its hash and TTL with one RESTORE (`kinds/restore.rs`), the
-/// reentrant lock's and the fair lock's; where the server refuses RESTORE (a user without
-/// `+restore`) the script writes the same hash with HSET and PEXPIRE, and the client, told so
-/// by the first acquire, never sends RESTORE again. Either way the hash re-enters, counts and
-/// releases as Redisson's layout does.
+/// A free lock's acquire writes Redisson's layout with HSET and PEXPIRE: `{owner: 1, level
+/// field: 1}` with the lease as its TTL, for the reentrant, fair and FIFO locks alike. The hash
+/// re-enters (count 2, a second level field), counts down and releases as Redisson's does.
 #[tokio::test]
-async fn a_free_lock_is_written_alike_with_restore_and_without() {
+async fn a_free_lock_is_written_in_redissons_layout() {
     let server = RedisServer::start();
     let mut con = raw(&server).await;
-    let with = client(&server).await;
+    let client = client(&server).await;
     let lease = Duration::from_secs(30);
-    for fair in [false, true] {
-        let user = if fair {
-            "fair_no_restore"
-        } else {
-            "no_restore"
-        };
-        let rule = [
-            "ACL", "SETUSER", user, "on", ">secret", "+@all", "-restore", "~*", "&*",
-        ];
-        assert_eq!(server.command(&rule).as_deref(), Some("+OK"));
-        let without = Client::builder(format!("redis://{user}:secret@127.0.0.1:{}", server.port()))
-            .connect()
+    for lock in [
+        client.lock("written").unwrap(),
+        client.fair_lock("written-fair").unwrap(),
+        client.fifo_lock("written-fifo").unwrap(),
+    ] {
+        let name = lock.name().to_owned();
+        assert!(lock
+            .acquire(AcquireOptions::new().no_wait().lease(lease))
             .await
-            .unwrap();
-        let handle = |client: &Client, name: &str| match fair {
-            true => client.fair_lock(name).unwrap(),
-            false => client.lock(name).unwrap(),
-        };
-        let mut written = Vec::new();
-        for (client, name) in [
-            (&with, format!("{user}:restored")),
-            (&without, format!("{user}:written")),
-        ] {
-            let lock = handle(client, &name);
-            assert!(lock
-                .acquire(AcquireOptions::new().no_wait().lease(lease))
-                .await
-                .unwrap());
-            let (fields, encoding, pttl) = lock_hash(&mut con, &name).await;
-            assert!(pttl > 25_000 && pttl <= 30_000, "{name}: PTTL {pttl}");
-            written.push((fields, encoding));
-            // Re-entered: Redisson's count goes to 2, a second level field beside the first.
-            assert!(lock
-                .acquire(AcquireOptions::new().no_wait().lease(lease))
-                .await
-                .unwrap());
-            let (fields, _, _) = lock_hash(&mut con, &name).await;
-            assert!(
-                fields.contains(&("owner".to_owned(), "2".to_owned())),
-                "{fields:?}"
-            );
-            assert_eq!(fields.len(), 3, "{fields:?}");
-            lock.release().await.unwrap();
-            assert!(
-                exists(&mut con, &name).await,
-                "{name}: one level is still held"
-            );
-            lock.release().await.unwrap();
-            assert!(!exists(&mut con, &name).await, "{name}: released");
-        }
+            .unwrap());
+        let (fields, encoding, pttl) = lock_hash(&mut con, &name).await;
+        assert!(pttl > 25_000 && pttl <= 30_000, "{name}: PTTL {pttl}");
         let one_level = vec![
             ("level".to_owned(), "1".to_owned()),
             ("owner".to_owned(), "1".to_owned()),
         ];
-        assert_eq!(written[0].0, one_level, "{user}");
-        assert_eq!(
-            written[0], written[1],
-            "{user}: RESTORE wrote another hash than HSET"
+        assert_eq!(fields, one_level, "{name}");
+        assert!(
+            ["listpack", "ziplist"].contains(&encoding.as_str()),
+            "{name}: {encoding}"
         );
-        // Told once: more acquires, on other handles too, send no RESTORE to be refused.
-        assert_eq!(
-            restore_refusals(&mut con, user).await,
-            common::logged_restore_refusals(1),
-            "{user}"
+        // Re-entered: Redisson's count goes to 2, a second level field beside the first.
+        assert!(lock
+            .acquire(AcquireOptions::new().no_wait().lease(lease))
+            .await
+            .unwrap());
+        let (fields, _, _) = lock_hash(&mut con, &name).await;
+        assert!(
+            fields.contains(&("owner".to_owned(), "2".to_owned())),
+            "{fields:?}"
         );
-        for round in 0..5 {
-            let lock = handle(&without, &format!("{user}:{round}"));
-            assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
-            lock.release().await.unwrap();
-        }
-        assert_eq!(
-            restore_refusals(&mut con, user).await,
-            common::logged_restore_refusals(1),
-            "{user}"
+        assert_eq!(fields.len(), 3, "{fields:?}");
+        lock.release().await.unwrap();
+        assert!(
+            exists(&mut con, &name).await,
+            "{name}: one level is still held"
         );
+        lock.release().await.unwrap();
+        assert!(!exists(&mut con, &name).await, "{name}: released");
     }
-    assert_eq!(restore_refusals(&mut con, "default").await, 0);
 }
 
 /// A release that begins after a fixed lease ended reports the hold lost (`LockLost`), as the

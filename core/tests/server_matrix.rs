@@ -238,80 +238,10 @@ async fn every_lock_kind_on_a_three_primary_cluster() {
     every_kind(&cluster.url(), "matrix").await;
 }
 
-/// A free reentrant lock is written with one RESTORE of a payload in RDB version 9
-/// (`kinds/restore.rs`): this server takes it, without the script falling back to
-/// HSET, as the same hash, in the same encoding, as HSET writes here, with the lease as TTL.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_free_lock_is_restored_as_this_server_writes_the_hash() {
-    let server = RedisServer::start();
-    assert_expected_server(&server);
-    let client = connect(&server.url(), Duration::from_secs(30)).await;
-    let mut con = server.connection().unwrap();
-    let lock = client.lock("matrix:restored").unwrap();
-    // Loads the scripts, so that the counted acquire below is the only one.
-    assert!(lock.acquire(AcquireOptions::new().no_wait()).await.unwrap());
-    lock.release().await.unwrap();
-    redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query::<()>(&mut con)
-        .unwrap();
-    assert!(lock
-        .acquire(AcquireOptions::new().no_wait().lease(LONG_LEASE))
-        .await
-        .unwrap());
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut con)
-        .unwrap();
-    assert!(
-        stats.contains("cmdstat_restore:calls=1,") && !stats.contains("cmdstat_hset:"),
-        "not written by one RESTORE: {stats}"
-    );
-    let hash: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
-        .arg("matrix:restored")
-        .query(&mut con)
-        .unwrap();
-    let level = hash
-        .keys()
-        .find(|field| field.starts_with("polylock:level:"))
-        .expect("a level field")
-        .clone();
-    assert_eq!(hash.len(), 2, "{hash:?}");
-    assert!(hash.values().all(|value| value == "1"), "{hash:?}");
-    let owner = hash.keys().find(|field| **field != level).unwrap().clone();
-    redis::cmd("HSET")
-        .arg("matrix:written")
-        .arg(&owner)
-        .arg(1)
-        .arg(&level)
-        .arg(1)
-        .query::<()>(&mut con)
-        .unwrap();
-    let encoding = |con: &mut redis::Connection, key: &str| -> String {
-        redis::cmd("OBJECT")
-            .arg("ENCODING")
-            .arg(key)
-            .query(con)
-            .unwrap()
-    };
-    assert_eq!(
-        encoding(&mut con, "matrix:restored"),
-        encoding(&mut con, "matrix:written")
-    );
-    let pttl: i64 = redis::cmd("PTTL")
-        .arg("matrix:restored")
-        .query(&mut con)
-        .unwrap();
-    assert!(pttl > 50_000 && pttl <= 60_000, "PTTL {pttl}");
-    lock.release().await.unwrap();
-    client.close();
-}
-
 /// The least-privilege rule on this server: a fresh user with exactly `acl::rule_for` this
 /// server's version (what the docs show and `polylock check --permissions` checks) runs every
-/// kind, and `ACL SETUSER` takes the rule and `ACL LOG` is empty afterwards. (Redis 6.2, whose
-/// scripts cannot ask `redis.acl_check_cmd` before the optional RESTORE, is refused it once per
-/// client: nothing else.) `core/tests/acl.rs` runs more recipes on every server of the matrix.
+/// kind, and `ACL SETUSER` takes the rule and `ACL LOG` is empty afterwards.
+/// `core/tests/acl.rs` runs more recipes on every server of the matrix.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_lock_kind_as_a_user_with_exactly_the_rule_leaves_acl_log_empty() {
     let server = RedisServer::start();
@@ -329,14 +259,5 @@ async fn every_lock_kind_as_a_user_with_exactly_the_rule_leaves_acl_log_empty() 
     every_kind(&url, "matrix").await;
     let mut connection = server.connection().unwrap();
     let log: Vec<Vec<redis::Value>> = redis::cmd("ACL").arg("LOG").query(&mut connection).unwrap();
-    let restore = redis::Value::BulkString(b"restore".to_vec());
-    let refused: Vec<_> = log
-        .iter()
-        .filter(|entry| version.has_acl_check_in_scripts() || !entry.contains(&restore))
-        .collect();
-    assert!(
-        refused.is_empty(),
-        "{}: ACL LOG has {refused:?}",
-        build.id()
-    );
+    assert!(log.is_empty(), "{}: ACL LOG has {log:?}", build.id());
 }

@@ -48,8 +48,8 @@ static PROBE: std::sync::LazyLock<redis::Script> =
     std::sync::LazyLock::new(|| redis::Script::new(include_str!("probe.lua")));
 
 /// Tries, as the user of `url`, everything [`rule_for`] the server's version grants for the locks under `prefix` (after
-/// `options.key_prefix`, as [`rule_under_key_prefix`]), and [`sync_replicas_rule`] and
-/// [`restore_rule`] (reported as optional), harmlessly: each command the client sends,
+/// `options.key_prefix`, as [`rule_under_key_prefix`]), and [`sync_replicas_rule`] (reported
+/// as optional), harmlessly: each command the client sends,
 /// each command the lock scripts call (on a probe key, left empty), each derived key and
 /// channel of the lock `<prefix>polylock_acl_probe`. Needs no admin command (`ACL DRYRUN` needs
 /// one, and Redis 6.2 lacks it). An error only when it cannot even connect (a refused `PING` or
@@ -237,11 +237,6 @@ async fn check_on_runtime(
                             .unwrap_or_else(|| channel.to_owned());
                         missing(format!("&{grant}"), "the channels of the locks", false);
                     }
-                    None if RESTORE_COMMANDS.contains(&item.as_str()) => missing(
-                        format!("+{item}"),
-                        "one server call fewer per lock acquire",
-                        true,
-                    ),
                     None => missing(format!("+{item}"), "the lock scripts", false),
                 }
             }
@@ -536,7 +531,7 @@ mod tests {
     }
 
     /// The commands the scripts call are found in their sources (`build.rs`), and the rule of
-    /// each version grants each one that version has (but the optional RESTORE).
+    /// each version grants each one that version has.
     #[test]
     fn the_rule_grants_what_the_scripts_call_where_the_server_has_it() {
         for command in [
@@ -558,9 +553,11 @@ mod tests {
             let rule = rule_for(version, "", "app:");
             for command in SCRIPT_COMMANDS.iter().chain(CLIENT_COMMANDS) {
                 let granted = rule.contains(&format!("+{command}"));
-                let expected =
-                    version.accepts_grant(command) && !RESTORE_COMMANDS.contains(command);
-                assert_eq!(granted, expected, "{version}: {command}");
+                assert_eq!(
+                    granted,
+                    version.accepts_grant(command),
+                    "{version}: {command}"
+                );
             }
         }
         let has = |version, grant: &str| rule_for(version, "", "app:").contains(&grant.to_owned());
@@ -602,7 +599,6 @@ mod tests {
             .chain(SHARDED_PUBSUB_COMMANDS)
             .chain(SCRIPT_COMMANDS)
             .chain(SYNC_REPLICAS_COMMANDS)
-            .chain(RESTORE_COMMANDS)
             .chain(TOOL_COMMANDS)
             // Asked of the sentinels (without the data user), and the version HELLO (which
             // every user may send) by `check`.

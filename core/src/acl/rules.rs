@@ -57,11 +57,10 @@ include!(concat!(env!("OUT_DIR"), "/script_commands.rs"));
 /// (at most once a second per primary) to learn how many replicas to wait for.
 pub const SYNC_REPLICAS_COMMANDS: &[&str] = &["wait", "info"];
 
-/// The optional addition that saves a server call per lock cycle: a free reentrant or fair
-/// lock's acquire writes the lock hash and its TTL with one `RESTORE` (`kinds/restore.rs`).
-/// Without it the script writes them with `HSET` and `PEXPIRE`, and the client, told once,
-/// stops trying.
-pub const RESTORE_COMMANDS: &[&str] = &["restore"];
+/// Formerly the optional `RESTORE` grant. polylock no longer sends `RESTORE` (a free lock is
+/// written with `HSET` and `PEXPIRE`): nothing to add to [`rule`].
+#[deprecated(note = "polylock no longer sends RESTORE: acl::rule is enough, with nothing added")]
+pub const RESTORE_COMMANDS: &[&str] = &[];
 
 /// The channel of the connect-time `SPUBLISH` on a cluster (nobody listens on it): its answer
 /// tells whether the cluster has sharded pub/sub and the user may use it.
@@ -99,12 +98,11 @@ pub fn channel_patterns(prefix: &str) -> Vec<String> {
     ]
 }
 
-/// The arguments to add to [`rule`] for the one-call lock write.
+/// Formerly the `+restore` grant to add to [`rule`]; now empty, as polylock no longer sends
+/// `RESTORE`.
+#[deprecated(note = "polylock no longer sends RESTORE: acl::rule is enough, with nothing added")]
 pub fn restore_rule() -> Vec<String> {
-    RESTORE_COMMANDS
-        .iter()
-        .map(|command| format!("+{command}"))
-        .collect()
+    Vec::new()
 }
 
 /// The Redis command set a server offers, as the rule needs to know it: the Redis version, or
@@ -146,8 +144,8 @@ impl RedisVersion {
         self >= RedisVersion::new(7, 0, 0)
     }
 
-    /// `redis.acl_check_cmd` in scripts (Redis 7.0): a lock script asks it before the
-    /// optional `RESTORE`, so that a user without `+restore` leaves no refusal in `ACL LOG`.
+    /// `redis.acl_check_cmd` in scripts (Redis 7.0). polylock's scripts no longer ask it.
+    #[deprecated(note = "polylock's scripts no longer ask redis.acl_check_cmd")]
     pub fn has_acl_check_in_scripts(self) -> bool {
         self >= RedisVersion::new(7, 0, 0)
     }
@@ -176,7 +174,7 @@ impl std::fmt::Display for RedisVersion {
 }
 
 /// The commands the rule grants on `version`: the client's, a cluster's, sharded pub/sub, and
-/// the scripts' (without the optional [`RESTORE_COMMANDS`]), each only where it exists.
+/// the scripts', each only where it exists.
 pub fn commands_for(version: RedisVersion) -> Vec<&'static str> {
     let mut commands: Vec<&str> = CLIENT_COMMANDS
         .iter()
@@ -185,7 +183,6 @@ pub fn commands_for(version: RedisVersion) -> Vec<&'static str> {
         .chain(SHARDED_PUBSUB_COMMANDS)
         .chain(SCRIPT_COMMANDS)
         .copied()
-        .filter(|command| !RESTORE_COMMANDS.contains(command))
         .filter(|command| version.accepts_grant(command))
         .collect();
     commands.sort_unstable();

@@ -15,7 +15,6 @@ use crate::engine::release_gate::ReleaseGate;
 use crate::engine::renew::{Scheduler, TrackedHold, Upkeep};
 use crate::error::{Error, Result};
 use crate::kinds::messages::LockHub;
-use crate::kinds::restore::HashWrites;
 use crate::metrics::Metrics;
 use crate::options::ClientOptions;
 use crate::runtime::{current_pid, on_runtime};
@@ -55,9 +54,6 @@ pub(crate) struct ClientInner {
     holds_changed: AtomicBool,
     /// Wakes the client record's task for a change of holds (once per look, not per change).
     pub(crate) holds_wake: Arc<Notify>,
-    /// Whether its reentrant and fair locks' uncontended acquires may use RESTORE (until the server
-    /// refuses it once).
-    pub(crate) hash_writes: Arc<HashWrites>,
     /// Holds an owner's acquire of a lock while its release of it awaits an answer.
     pub(crate) release_gate: Arc<ReleaseGate>,
 }
@@ -100,7 +96,6 @@ impl ClientInner {
             next_handle: AtomicU64::new(1),
             holds_changed: AtomicBool::new(false),
             holds_wake: Arc::new(Notify::new()),
-            hash_writes: Arc::default(),
             release_gate: Arc::default(),
         }
     }

@@ -46,24 +46,12 @@ local function not_a_lock(key)
 end
 
 -- Writes the first level of `owner` (its count 1 and the level's field `field`) into the free
--- `lock`, with the TTL `lease_ms`: in one call by RESTORE of `payload` (the new lock hash as a
--- DUMP payload, `restore.rs`), else by HSET and PEXPIRE. Replies what an acquire script replies
--- then: nil, or WRITTEN_WITHOUT_RESTORE when RESTORE was tried and refused (the client then
--- stops sending payloads). RESTORE is tried only when redis.acl_check_cmd (Redis 7.0+, Valkey)
--- says the user may run it, which leaves no refusal in ACL LOG (Redis 6.2, without it, tries).
+-- `lock`, with the TTL `lease_ms`, and replies what an acquire script replies then (nil).
 -- (The reentrant lock's uncontended acquire writes the same inline: it runs before these
 -- helpers are defined.)
-local function write_first_level(lock, lease_ms, owner, field, payload)
-  if payload ~= '' and (not redis.acl_check_cmd
-      or select(2, pcall(redis.acl_check_cmd, 'restore', lock, lease_ms, payload)) == true)
-      and not redis.pcall('restore', lock, lease_ms, payload).err then
-    return nil
-  end
+local function write_first_level(lock, lease_ms, owner, field)
   redis.call('hset', lock, owner, 1, field, 1)
   redis.call('pexpire', lock, lease_ms)
-  if payload ~= '' then
-    return redis.status_reply('WRITTEN_WITHOUT_RESTORE')
-  end
   return nil
 end
 

@@ -23,7 +23,6 @@ pub(crate) mod latch;
 pub(crate) mod messages;
 pub(crate) mod read_write;
 pub(crate) mod reentrant;
-pub(crate) mod restore;
 pub(crate) mod script;
 pub(crate) mod semaphore;
 
@@ -395,26 +394,15 @@ mod retried_acquisitions {
                     "reentrant",
                     "reentrant",
                     Publish::Plain,
-                    Default::default(),
                 )),
             ),
             (
                 OWNER,
-                Box::new(fair::Fair::new(
-                    "fair",
-                    "fair",
-                    Publish::Plain,
-                    Default::default(),
-                )),
+                Box::new(fair::Fair::new("fair", "fair", Publish::Plain)),
             ),
             (
                 OWNER,
-                Box::new(fifo::Fifo::new(
-                    "fifo",
-                    "fifo",
-                    Publish::Plain,
-                    Default::default(),
-                )),
+                Box::new(fifo::Fifo::new("fifo", "fifo", Publish::Plain)),
             ),
             (
                 OWNER,

@@ -145,38 +145,6 @@ pub async fn command_calls(
         .sum()
 }
 
-/// How many times the server refused a script's RESTORE to `user` (ACL LOG counts repeats of
-/// one refusal in one entry).
-pub async fn restore_refusals(con: &mut redis::aio::MultiplexedConnection, user: &str) -> i64 {
-    let entries: Vec<std::collections::HashMap<String, redis::Value>> =
-        redis::cmd("ACL").arg("LOG").query_async(con).await.unwrap();
-    let text = |value: Option<&redis::Value>| match value {
-        Some(redis::Value::BulkString(bytes)) => String::from_utf8_lossy(bytes).into_owned(),
-        _ => String::new(),
-    };
-    entries
-        .iter()
-        .filter(|entry| {
-            text(entry.get("object")) == "restore" && text(entry.get("username")) == user
-        })
-        .map(|entry| match entry.get("count") {
-            Some(redis::Value::Int(count)) => *count,
-            other => panic!("ACL LOG count {other:?}"),
-        })
-        .sum()
-}
-
-/// How many of `tried` refused RESTOREs reach `ACL LOG` on the configured server: all of them
-/// on Redis 6.2, none where the scripts ask `redis.acl_check_cmd` first (Redis 7.0+, Valkey),
-/// which leaves no entry.
-pub fn logged_restore_refusals(tried: i64) -> i64 {
-    if polylock_testkit::ServerBuild::configured().has_sharded_pubsub() {
-        0
-    } else {
-        tried
-    }
-}
-
 /// Script calls counted in INFO commandstats.
 pub async fn evalsha_calls(con: &mut redis::aio::MultiplexedConnection) -> i64 {
     command_calls(con, |name| name == "evalsha" || name == "eval").await

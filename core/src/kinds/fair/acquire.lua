@@ -1,19 +1,18 @@
 -- Fair lock: acquire, re-enter, or queue. KEYS[8] tombstone of this request.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] queue timeout ms, ARGV[4] wait allowance W ms
 -- (Redisson's fairLockWaitTimeout), ARGV[5] the grant entry `<request>:<look>` when the waiter
--- accepts the lock directly from a release ('' when not), ARGV[6] the request, ARGV[7] the new
--- lock hash as a DUMP payload (`restore.rs`), or '' once the server refused RESTORE, ARGV[8] '1'
+-- accepts the lock directly from a release ('' when not), ARGV[6] the request, ARGV[7] '1'
 -- when the handle may re-enter (it holds a level, or has another call under way), else '0'.
 -- The level is recorded in the hash (`level_field`), so it lives as long as its lease.
 -- Replies nil when acquired (or already acquired by this request), UNDONE when the request was
 -- undone, else how long to wait at most before looking again (ms), or {that wait} for a waiter
--- that accepts a grant; WRITTEN_WITHOUT_RESTORE when acquired after RESTORE was refused.
+-- that accepts a grant.
 local field = level_field(ARGV[6])
 local allowance = tonumber(ARGV[4])
 -- Nobody queued, and neither the lock nor this request's tombstone exists (one call): the
 -- level is written at once, with its TTL, as the reentrant lock's uncontended acquire writes it.
 if not head and redis.call('exists', KEYS[1], KEYS[8]) == 0 then
-  return write_first_level(KEYS[1], ARGV[1], ARGV[2], field, ARGV[7])
+  return write_first_level(KEYS[1], ARGV[1], ARGV[2], field)
 end
 if redis.call('exists', KEYS[8]) == 1 then
   return redis.status_reply('UNDONE')
@@ -26,7 +25,7 @@ if mine then
 end
 -- Re-entry. Levels of an owner whose handle holds none are orphans (an acquisition whose reply
 -- was lost, not undone yet): the caller queues, and the undo passes the lock on.
-if levels and ARGV[8] == '1' then
+if levels and ARGV[7] == '1' then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('hset', KEYS[1], field, 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
@@ -36,7 +35,7 @@ if ((not head) or head == ARGV[2]) and redis.call('exists', KEYS[1]) == 0 then
   if head then
     head_takes_lock(allowance)
   end
-  return write_first_level(KEYS[1], ARGV[1], ARGV[2], field, ARGV[7])
+  return write_first_level(KEYS[1], ARGV[1], ARGV[2], field)
 end
 read_clock()
 local deadline = tonumber(redis.call('zscore', KEYS[3], ARGV[2]))

@@ -17,16 +17,17 @@
 //! holds it without an acquire of its own. Any other head (Redisson's,
 //! or a fixed lease) is told the lock is free and comes to take it, as in Redisson.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
 use crate::connection::Publish;
 use crate::keys;
-use crate::kinds::restore::HashWrites;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
+use crate::kinds::{
+    read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy,
+};
 use crate::options::ClientOptions;
 
 /// Redisson's default `fairLockWaitTimeout` (5 min): the allowance each queued waiter adds to
@@ -77,17 +78,10 @@ pub(crate) struct Fair {
     /// `redisson_lock__channel:{name}`; each waiter listens on `<prefix>:<owner>`.
     channel_prefix: String,
     publish: Publish,
-    /// Whether the uncontended acquire may write the lock hash with RESTORE (the client's).
-    hash_writes: Arc<HashWrites>,
 }
 
 impl Fair {
-    pub(crate) fn new(
-        name: &str,
-        key: &str,
-        publish: Publish,
-        hash_writes: Arc<HashWrites>,
-    ) -> Fair {
+    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Fair {
         Fair {
             name: name.to_owned(),
             key: key.to_owned(),
@@ -98,7 +92,6 @@ impl Fair {
             latch_prefix: keys::acquire_latch_prefix(key),
             channel_prefix: keys::lock_channel(key),
             publish,
-            hash_writes,
         }
     }
 
@@ -184,13 +177,12 @@ impl LockKind for Fair {
             .arg(allowance_ms())
             .arg(args.grant_entry())
             .arg(args.request)
-            .arg(self.hash_writes.payload(args.owner, args.request))
             .arg(if args.reenters { "1" } else { "0" });
         call
     }
 
     fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
-        self.hash_writes.read_acquire(reply)
+        read_queued_acquire(reply)
     }
 
     fn undo_acquire(
@@ -267,7 +259,7 @@ mod tests {
             .unwrap()
             .get_connection()
             .unwrap();
-        let fair = Fair::new("late-undo", "late-undo", Publish::Plain, Default::default());
+        let fair = Fair::new("late-undo", "late-undo", Publish::Plain);
         let _: () = redis::cmd("HSET")
             .arg("late-undo")
             .arg("6b1f1f5e-0000-4000-8000-0000000000ee:1") // someone else: a real owner field, or force_unlock refuses the hash
@@ -338,7 +330,7 @@ mod tests {
             .unwrap()
             .get_connection()
             .unwrap();
-        let fair = Fair::new("orphan", "orphan", Publish::Plain, Default::default());
+        let fair = Fair::new("orphan", "orphan", Publish::Plain);
         let (lost, next) = (
             "11111111111111111111111111111111",
             "22222222222222222222222222222222",

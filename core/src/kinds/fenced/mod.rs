@@ -36,8 +36,7 @@ pub(crate) struct Fenced {
 impl Fenced {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Fenced {
         Fenced {
-            // Its own acquire script writes the hash: no RESTORE to allow.
-            lock: Reentrant::new(name, key, publish, Default::default()),
+            lock: Reentrant::new(name, key, publish),
             token_counter: keys::fenced_token(key),
         }
     }

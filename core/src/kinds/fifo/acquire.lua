@@ -1,19 +1,17 @@
 -- FIFO lock: acquire, re-enter, or wait in line. KEYS[6] the tombstone of this request.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] queue timeout ms (the record's TTL; 0 for a single
 -- try, which takes no place in line), ARGV[4] the grant entry `<request>:<look>` when the waiter
--- accepts the lock directly from a release ('' when not), ARGV[5] the request, ARGV[6] the new
--- lock hash as a DUMP payload (`restore.rs`), or '' once the server refused RESTORE, ARGV[7] '1'
+-- accepts the lock directly from a release ('' when not), ARGV[5] the request, ARGV[6] '1'
 -- when the handle may re-enter (it holds a level, or has another call under way), else '0'.
 -- Replies nil when acquired (or already acquired by this request), UNDONE when the request was
 -- undone, else how long to wait at most before looking again (ms; negative: no bound from the
--- lock), or {that wait} for a waiter that accepts a grant; WRITTEN_WITHOUT_RESTORE when
--- acquired after RESTORE was refused.
+-- lock), or {that wait} for a waiter that accepts a grant.
 local field = level_field(ARGV[5])
 local pttl = redis.call('pttl', KEYS[1])
 if pttl == -2 then
   -- Free, nobody in line, not undone: the level is written at once, with its TTL.
   if redis.call('exists', KEYS[2], KEYS[6]) == 0 then
-    return write_first_level(KEYS[1], ARGV[1], ARGV[2], field, ARGV[6])
+    return write_first_level(KEYS[1], ARGV[1], ARGV[2], field)
   end
   if redis.call('exists', KEYS[6]) == 1 then
     return redis.status_reply('UNDONE')
@@ -24,7 +22,7 @@ if pttl == -2 then
     if head then
       head_leaves(head)
     end
-    return write_first_level(KEYS[1], ARGV[1], ARGV[2], field, ARGV[6])
+    return write_first_level(KEYS[1], ARGV[1], ARGV[2], field)
   end
   -- The head may not know the lock is free (it expired, nobody released it).
   publish(KEYS[4] .. ':' .. head, 0)
@@ -37,7 +35,7 @@ else
   end
   -- Re-entry. Levels of an owner whose handle holds none are orphans (an acquisition whose
   -- reply was lost, not undone yet): the caller waits its turn, and the undo passes it on.
-  if levels and ARGV[7] == '1' then
+  if levels and ARGV[6] == '1' then
     if redis.call('exists', KEYS[6]) == 1 then
       return redis.status_reply('UNDONE')
     end

@@ -7,15 +7,16 @@
 //! the line when it reaches the head. About half the server calls of the Redisson-layout fair
 //! lock per contended hand-over (`bench/NOTES.md`).
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use redis::{ScriptInvocation, Value};
 
 use crate::connection::Publish;
 use crate::keys;
-use crate::kinds::restore::HashWrites;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
+use crate::kinds::{
+    read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy,
+};
 use crate::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!(
@@ -66,17 +67,10 @@ pub(crate) struct Fifo {
     /// waiters are not counted as Redisson's there).
     listening: String,
     publish: Publish,
-    /// Whether the uncontended acquire may write the lock hash with RESTORE (the client's).
-    hash_writes: Arc<HashWrites>,
 }
 
 impl Fifo {
-    pub(crate) fn new(
-        name: &str,
-        key: &str,
-        publish: Publish,
-        hash_writes: Arc<HashWrites>,
-    ) -> Fifo {
+    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Fifo {
         Fifo {
             name: name.to_owned(),
             key: key.to_owned(),
@@ -87,7 +81,6 @@ impl Fifo {
             shared_channel: keys::lock_channel(key),
             listening: keys::lock_listening_channel(key),
             publish,
-            hash_writes,
         }
     }
 
@@ -170,14 +163,13 @@ impl LockKind for Fifo {
             .arg(place_ms)
             .arg(args.grant_entry())
             .arg(args.request)
-            .arg(self.hash_writes.payload(args.owner, args.request))
             .arg(if args.reenters { "1" } else { "0" });
         call.key(&self.shared_channel);
         call
     }
 
     fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
-        self.hash_writes.read_acquire(reply)
+        read_queued_acquire(reply)
     }
 
     fn undo_acquire(
@@ -263,7 +255,7 @@ mod tests {
             .unwrap()
             .get_connection()
             .unwrap();
-        let fifo = Fifo::new("late", "late", Publish::Plain, Default::default());
+        let fifo = Fifo::new("late", "late", Publish::Plain);
         let options = ClientOptions::default();
         let _: () = redis::cmd("HSET")
             .arg("late")
@@ -328,11 +320,7 @@ mod tests {
             .arg(1)
             .query(&mut con)
             .unwrap();
-        (
-            server,
-            con,
-            Fifo::new(name, name, Publish::Plain, Default::default()),
-        )
+        (server, con, Fifo::new(name, name, Publish::Plain))
     }
 
     use crate::kinds::look_as;
@@ -454,7 +442,7 @@ mod tests {
             .unwrap()
             .get_connection()
             .unwrap();
-        let fifo = Fifo::new("orphan", "orphan", Publish::Plain, Default::default());
+        let fifo = Fifo::new("orphan", "orphan", Publish::Plain);
         let (lost, next) = (
             "11111111111111111111111111111111",
             "22222222222222222222222222222222",

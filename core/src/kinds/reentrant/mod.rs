@@ -12,16 +12,17 @@
 //! moves. They still listen there for Redisson's releases. The lock is not fair: a Redisson
 //! client, or a polylock one whose look finds it free and unreserved, may take it first.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
 use crate::connection::Publish;
 use crate::keys;
-use crate::kinds::restore::HashWrites;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
+use crate::kinds::{
+    read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy,
+};
 use crate::options::ClientOptions;
 
 /// How long a release keeps the free lock for the waiter it told: ample for that waiter's look
@@ -76,17 +77,10 @@ pub(crate) struct Reentrant {
     grants: String,
     latch_prefix: String,
     pub(super) publish: Publish,
-    /// Whether the uncontended acquire may write the lock hash with RESTORE (the client's).
-    hash_writes: Arc<HashWrites>,
 }
 
 impl Reentrant {
-    pub(crate) fn new(
-        name: &str,
-        key: &str,
-        publish: Publish,
-        hash_writes: Arc<HashWrites>,
-    ) -> Reentrant {
+    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Reentrant {
         Reentrant {
             name: name.to_owned(),
             key: key.to_owned(),
@@ -98,7 +92,6 @@ impl Reentrant {
             grants: keys::lock_grants(key),
             latch_prefix: keys::acquire_latch_prefix(key),
             publish,
-            hash_writes,
         }
     }
 
@@ -195,13 +188,12 @@ impl LockKind for Reentrant {
             .arg(args.owner)
             .arg(place_ms(args, options))
             .arg(args.grant_entry())
-            .arg(args.request)
-            .arg(self.hash_writes.payload(args.owner, args.request));
+            .arg(args.request);
         call
     }
 
     fn read_acquire(&self, reply: Value) -> Result<Attempt, Value> {
-        self.hash_writes.read_acquire(reply)
+        read_queued_acquire(reply)
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
