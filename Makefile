@@ -5,11 +5,25 @@
 SHELL := /bin/bash
 
 .PHONY: help test test-core lint redis-server
+# The public targets: exactly these, one line each (tests/make_help.py, in `make lint`, checks
+# that there are at most 15 and that each exists). Every other target is an internal step of one
+# of them (docs/development.md).
 help:
-	@echo "make demo   - the cross-language ticket-sale demo (builds what is missing)"
-	@echo "make test   - every test: core and faults, the protocol explorer, Redisson interop (3.52.0 and 4.3.0), Python, Node, Kotlin, Swift, API parity, CLI, history under faults, demo, packages, bench smoke, the server matrix smoke"
-	@echo "make bench  - the benchmark run, written to bench/results/RESULTS.md"
-	@echo "make dist   - every package (Python wheel and sdist, npm tarballs, Maven jar) into dist/"
+	@echo "make demo          - the cross-language ticket-sale demo (builds what is missing)"
+	@echo "make test          - every test, in lanes side by side (POLYLOCK_TEST_LANES=1: one after the other)"
+	@echo "make lint          - rustfmt, clippy -D warnings, feature unification, the core's layer order"
+	@echo "make test-core     - the core's tests against real servers, faults and doc tests included"
+	@echo "make test-protocol - the protocol explorer on the real engine (test-protocol-long: longer walks)"
+	@echo "make test-history  - Rust, Python and Node workers on one lock under faults, checked for overlaps"
+	@echo "make test-python   - the Python package's tests, stub check and mypy --strict"
+	@echo "make test-node     - the Node package's tests and the generated-binding drift check"
+	@echo "make test-kotlin   - the Kotlin binding's tests on the JVM (the Swift check: test-swift)"
+	@echo "make test-cli      - the polylock command's tests and every demo scenario"
+	@echo "make test-interop  - Redisson interop (3.52.0; test-interop-redisson4: 4.3.0)"
+	@echo "make test-matrix   - every suite on Redis 6.2, 7.0, 8.2 and Valkey 8.1 (long; make test runs its smoke)"
+	@echo "make dist          - every package (Python wheel and sdist, npm tarballs, Maven jar) into dist/"
+	@echo "make test-dist     - each package installed and used as a new user would"
+	@echo "make bench         - the benchmark run, written to bench/results/RESULTS.md"
 
 # Installs redis-server (and faketime, which skews one test peer's clock) from Debian's
 # packages when they are missing.
@@ -38,6 +52,10 @@ lint:
 	@# The core's layer order (docs/architecture.md): no import points upward.
 	python3 -m unittest -q tests/test_layers.py
 	python3 tests/layers.py
+	python3 tests/make_help.py
+	@# The bench's own workspace (bench/rust) locks the core's dependencies too: bench-smoke
+	@# builds it with --locked, so a dependency change must update its lock file as well.
+	cd bench/rust && cargo metadata --locked --format-version 1 >/dev/null
 
 include $(sort $(wildcard mk/*.mk))
 
@@ -66,18 +84,24 @@ test-serial:
 	POLYLOCK_TEST_LANES=1 python3 tests/suites.py
 
 # What the suites build, built once and in the suites' own way, so that their cargo, maturin and
-# napi calls find nothing left to do while other suites run.
-test-build: redis-server
+# napi calls find nothing left to do while other suites run. test-build-core first: what the core's
+# suites (test-core, test-protocol) need, so that they start while the rest builds.
+.PHONY: test-build-core
+test-build-core: redis-server
 	cargo test -p polylock -p polylock-testkit --no-run
 	cargo test -p polylock --features explorer --lib --no-run
+	cargo build -p polylock-testkit --bins
+	$(MAKE) --no-print-directory protocol-server
+
+test-build: test-build-core
 	cargo test -p polylock --features opentelemetry --test otel --no-run
 	cargo test -p polylock --no-default-features --lib --no-run
 	cargo test -p polylock-cli --no-run
 	cargo build -p polylock --example peer --example history_worker --example job_lock --example election_worker
-	cargo build -p polylock-testkit --bins
 	cargo build -p polylock-cli
 	@# bench-smoke builds its own peers and worker in its lane (downloads, mostly); only its
 	@# Maven build is here, so that no two lanes fill ~/.m2 at once.
-	@# kotlin-release-library right after build-node: the release tree they share is then warm.
-	$(MAKE) --no-print-directory build-python build-node kotlin-release-library build-uniffi protocol-server swift-deps \
-	  bench-java interop-build kotlin-build matrix-servers
+	@# kotlin-release-library (dev, as make test packs it) right after build-node: the tree they
+	@# share (target/<triple>/debug) is then warm.
+	$(MAKE) --no-print-directory build-python build-node kotlin-release-library build-uniffi swift-deps \
+	  bench-java interop-build kotlin-build matrix-servers KOTLIN_PROFILE=dev

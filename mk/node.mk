@@ -1,11 +1,13 @@
-# The Node package `@polylock/polylock` (node/, built from bindings/node with @napi-rs/cli).
+# The Node package `@polylock/polylock` (node/: its napi crate in node/src, built with @napi-rs/cli).
 
 NODE_GENERATED := native.js native.d.ts
-# Tests and the demo use the release addon, the one the package ships: napi always builds for an
-# explicit --target, so a debug addon shares no build with the other debug crates anyway, and
-# this way dist-node (same triple, release) reuses its build.
-# `make build-node NODE_BUILD=build:debug` makes a debug addon.
-NODE_BUILD ?= build
+# Tests and the demo use a debug addon: napi builds for an explicit --target, so it shares its
+# tree (target/<triple>/debug) with the Kotlin library make test packs (KOTLIN_PROFILE=dev), and
+# make test compiles no release build at all (a release build of the core's tree took minutes
+# of its 2 cores). dist-node builds the release addon the package ships (NODE_DIST_BUILD);
+# `make build-node NODE_BUILD=build` makes a release addon for everything else.
+NODE_BUILD ?= build:debug
+NODE_DIST_BUILD ?= build
 
 .PHONY: node-deps build-node test-node
 
@@ -23,7 +25,7 @@ $(NODE_DEPS_STAMP): node/package.json node/package-lock.json
 ## source changed, NODE_BUILD changed or the addon is gone: napi always recompiles the binding
 ## crate with a thin-LTO link, and five suites ask for the addon)
 NODE_ADDON_STAMP := target/node-addon-$(subst :,-,$(NODE_BUILD)).stamp
-NODE_ADDON_SOURCES := $(wildcard $(shell git ls-files -- core bindings/node workspace-hack Cargo.toml Cargo.lock 2>/dev/null))
+NODE_ADDON_SOURCES := $(wildcard $(shell git ls-files -- core node/src node/Cargo.toml node/build.rs workspace-hack Cargo.toml Cargo.lock 2>/dev/null))
 build-node: node-deps
 	@ls node/polylock.*.node >/dev/null 2>&1 || rm -f target/node-addon-*.stamp
 	@$(MAKE) --no-print-directory $(NODE_ADDON_STAMP)
@@ -65,12 +67,12 @@ NODE_PLATFORM_TARBALL = $(DIST_DIR)/polylock-polylock-$(NODE_PLATFORM)-$(NODE_VE
 
 .PHONY: dist-node test-dist-node
 
-## dist-node: dist/polylock-polylock-<v>.tgz and dist/polylock-polylock-<platform>-<v>.tgz (release addon)
+## dist-node: dist/polylock-polylock-<v>.tgz and dist/polylock-polylock-<platform>-<v>.tgz (release addon;
+## make test packs the debug one: test-dist-node-dev)
 dist-node: node-deps
-	@# The release addon of build-node (`npm run build`), which test-build made for the suites: a
-	@# second `napi build` into another directory recompiles and links the binding crate again
-	@# (several minutes of `make test`'s CPU) for the same library.
-	@$(MAKE) --no-print-directory build-node NODE_BUILD=build
+	@# The addon of build-node, in place: a second `napi build` into another directory would
+	@# recompile and link the binding crate again for the same library.
+	@$(MAKE) --no-print-directory build-node NODE_BUILD=$(NODE_DIST_BUILD)
 	rm -rf $(NODE_STAGE) && mkdir -p $(NODE_STAGE)/addon $(NODE_STAGE)/polylock $(NODE_STAGE)/platform $(DIST_DIR)
 	@# Stripped here, not built with --strip: that changes RUSTFLAGS, which would make
 	@# dist-kotlin's release build of the same dependencies start over.
@@ -92,6 +94,12 @@ dist-node: node-deps
 	@tar -tzf $(NODE_PLATFORM_TARBALL) | grep -qx 'package/polylock.$(NODE_PLATFORM).node' || { \
 	  echo "dist-node: the platform package has no addon"; exit 1; }
 	rm -rf $(NODE_STAGE)
+
+## test-dist-node-dev: what make test runs: test-dist-node on tarballs of the debug addon the
+## other suites use (no release build; `make test-dist` packs and tests the release one)
+.PHONY: test-dist-node-dev
+test-dist-node-dev:
+	$(MAKE) --no-print-directory test-dist-node NODE_DIST_BUILD=$(NODE_BUILD)
 
 ## test-dist-node: install both tarballs offline in an empty directory and use them
 test-dist-node: dist-node redis-server

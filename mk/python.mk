@@ -1,4 +1,4 @@
-# Python package `polylock` (pyo3 binding in bindings/python, package in python/).
+# Python package `polylock` (python/: the pyo3 crate in python/src, the package in python/polylock).
 # build-python: a venv at python/.venv with maturin, pytest, mypy, redis-py and the OpenTelemetry
 #               SDK and Prometheus exporter (test_otel.py, docs/python.md), and the package
 #               installed into it (`maturin develop`: a debug build sharing target/).
@@ -6,13 +6,18 @@
 #               the job fleet test with Node workers too (so it needs build-node),
 #               plus the stub check (mypy.stubtest).
 # A plain `pip install ./python` builds a release wheel from source (needs Rust); users install the wheel of dist-python.
-# dist-python:      the abi3 wheel (CPython 3.9+, manylinux_2_17 through zig, release profile)
-#                   and the sdist, into dist/; maturin, ziglang and auditwheel live in
-#                   target/dist-venv.
-# test-dist-python: installs that wheel (with no index; then redis-py for the test kit's launcher)
-#                   into a fresh venv (target/dist-test-venv) and uses
+# python-wheel:     the abi3 wheel (CPython 3.9+, manylinux_2_17 through zig) with the cargo
+#                   profile PY_WHEEL_PROFILE (release by default) into target/wheels/<profile>;
+#                   maturin, ziglang and auditwheel live in target/dist-venv.
+# dist-python:      the release wheel and the sdist, into dist/.
+# test-dist-python: installs the PY_WHEEL_PROFILE wheel (with no index; then redis-py for the
+#                   test kit's launcher) into a fresh venv (target/dist-test-venv) and uses
 #                   it with no cargo/rustc on PATH (python/tests/install_check.py); auditwheel
 #                   must find it manylinux_2_17 and the tag abi3 / cp39.
+# test-wheel-python: what `make test` runs: test-dist-python on a wheel of the dev profile, built
+#                   the same way (maturin, zig, manylinux2014) but in a few minutes instead of the
+#                   release build's 14 on 2 cores, and the sdist check. `make test-dist` and
+#                   `make dist` keep the release build.
 
 PYTHON ?= python3
 PY_VENV := python/.venv
@@ -32,7 +37,7 @@ PY_DEV_TOOLS := "maturin>=1.9,<2" "pytest>=8" "mypy>=1.10" "redis>=5" \
 # build-python). The package's .py files are installed editable, so they need no rebuild.
 PY_TOOLS_STAMP := $(PY_VENV)/.installed-dev-tools
 PY_NATIVE_STAMP := target/python-native.stamp
-PY_NATIVE_SOURCES := $(wildcard $(shell git ls-files -- core bindings/python workspace-hack Cargo.toml Cargo.lock python/pyproject.toml 2>/dev/null))
+PY_NATIVE_SOURCES := $(wildcard $(shell git ls-files -- core python/src python/Cargo.toml workspace-hack Cargo.toml Cargo.lock python/pyproject.toml 2>/dev/null))
 
 $(PY_TOOLS_STAMP): $(PY_VENV)/bin/python mk/python.mk
 	$(PY_RUN) -m pip install --quiet --disable-pip-version-check $(PY_DEV_TOOLS)
@@ -62,25 +67,45 @@ $(PY_DIST_VENV)/bin/maturin:
 	$(PYTHON) -m venv $(PY_DIST_VENV)
 	$(PY_DIST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "maturin>=1.9,<2" "ziglang>=0.13" "auditwheel>=6"
 
-dist-python: $(PY_DIST_VENV)/bin/maturin
-	mkdir -p dist
-	rm -f dist/polylock-*.whl dist/polylock-*.tar.gz
+PY_WHEEL_PROFILE ?= release
+PY_WHEEL_DIR = target/wheels/$(PY_WHEEL_PROFILE)
+
+.PHONY: python-wheel python-sdist test-wheel-python
+python-wheel: $(PY_DIST_VENV)/bin/maturin
+	rm -rf $(PY_WHEEL_DIR) && mkdir -p $(PY_WHEEL_DIR)
 	@# Its own target dir: zig's compiler settings would otherwise rebuild, in place, the release
 	@# artifacts the Node addon and its tests share (same profile, other fingerprints).
-	cd python && CARGO_TARGET_DIR=$(CURDIR)/target/dist-python PATH="$(PY_DIST_VENV)/bin:$$PATH" maturin build --quiet --release --zig --compatibility manylinux2014 --out ../dist
+	cd python && CARGO_TARGET_DIR=$(CURDIR)/target/dist-python PATH="$(PY_DIST_VENV)/bin:$$PATH" maturin build --quiet --profile $(PY_WHEEL_PROFILE) --zig --compatibility manylinux2014 --out $(CURDIR)/$(PY_WHEEL_DIR)
+
+python-sdist: $(PY_DIST_VENV)/bin/maturin
+	mkdir -p dist
+	rm -f dist/polylock-*.tar.gz
 	cd python && $(PY_DIST_VENV)/bin/maturin sdist --out ../dist
 	tar tzf dist/polylock-*.tar.gz | grep -q '^polylock-[^/]*/core/src/lib.rs$$'
+
+dist-python: python-sdist
+	$(MAKE) --no-print-directory python-wheel PY_WHEEL_PROFILE=release
+	rm -f dist/polylock-*.whl
+	cp target/wheels/release/polylock-*.whl dist/
 	@ls -l dist/polylock-*
 
-test-dist-python: dist-python redis-server
+test-dist-python: python-wheel redis-server
 	@# The test kit's launcher, which install_check.py starts its redis-server with.
 	cargo build -p polylock-testkit --bins
 	rm -rf $(PY_TEST_VENV)
 	$(PYTHON) -m venv $(PY_TEST_VENV)
-	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-index dist/polylock-*-cp39-abi3-*.whl
+	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-index $(PY_WHEEL_DIR)/polylock-*-cp39-abi3-*.whl
 	@# redis-py for the test kit's redis-server launcher (python/tests/redis_server.py) only.
 	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "redis>=5"
 	cd $(PY_TEST_VENV) && PATH="$(PATH_WITHOUT_RUST)" $(PY_TEST_VENV)/bin/python $(CURDIR)/python/tests/install_check.py
-	$(PY_DIST_VENV)/bin/auditwheel show dist/polylock-*.whl | tee target/dist-python-auditwheel.txt
+	$(PY_DIST_VENV)/bin/auditwheel show $(PY_WHEEL_DIR)/polylock-*.whl | tee target/dist-python-auditwheel.txt
 	grep -q '"manylinux_2_17_x86_64"' target/dist-python-auditwheel.txt
-	ls dist/polylock-*.whl | grep -q -- '-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl$$'
+	ls $(PY_WHEEL_DIR)/polylock-*.whl | grep -q -- '-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl$$'
+
+# make test's release lane builds it early (python-wheel-dev, beside test-build), then tests it.
+.PHONY: python-wheel-dev
+python-wheel-dev: python-sdist
+	$(MAKE) --no-print-directory python-wheel PY_WHEEL_PROFILE=dev
+
+test-wheel-python: python-sdist
+	$(MAKE) --no-print-directory test-dist-python PY_WHEEL_PROFILE=dev

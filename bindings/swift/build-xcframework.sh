@@ -14,7 +14,7 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 OUT="$TARGET_DIR/swift-package"
 
-# Names the package depends on (tests/swift/check_swift.py checks them against Package.swift
+# Names the package depends on (bindings/swift/tests/check_swift.py checks them against Package.swift
 # and the generated files).
 FFI_MODULE=polylockFFI
 XCFRAMEWORK=PolylockFFI.xcframework

@@ -9,7 +9,7 @@ Where each language's API is read from (each must be built first: `make test-par
   python_async  the same, for the asyncio classes
   node          the classes' prototypes and statics in node/index.js
   kotlin        the generated interfaces (uniffi) plus the package's hand-written extensions
-  swift         tests/swift/api.golden (checked against the generated and hand-written Swift),
+  swift         bindings/swift/tests/api.golden (checked against the generated and hand-written Swift),
                 plus the protocols the hand-written idioms make a type conform to
 
 The [errors] table lists each error kind (the core's ErrorKind) with its name in every language:
@@ -174,7 +174,7 @@ def error_kinds(language: str, python: str, kotlin_generated: Path) -> set[str]:
         return set(re.findall(r"'(ERR_\w+)'", body))
     if language == "kotlin":
         return set(re.findall(r"class (\w+)\(message: String\) : LockException\(message\)", kotlin_generated.read_text()))
-    text = (ROOT / "tests/swift/api.golden").read_text()
+    text = (ROOT / "bindings/swift/tests/api.golden").read_text()
     body = re.search(r"public enum LockError:.*?\n((?:    case .*\n)+)", text).group(1)
     return set(re.findall(r"case (\w+)\(", body))
 
@@ -260,7 +260,7 @@ def main() -> int:
         "python_async": lambda c: python_api(args.python, c),
         "node": lambda c: node_api(c),
         "kotlin": lambda c: kotlin_api(Path(args.kotlin_generated), [ROOT / p for p in table["kotlin_idioms"]], c),
-        "swift": lambda c: swift_api(ROOT / "tests/swift/api.golden", ROOT / "bindings/swift/Sources/Polylock/Polylock+Idioms.swift", c),
+        "swift": lambda c: swift_api(ROOT / "bindings/swift/tests/api.golden", ROOT / "bindings/swift/Sources/Polylock/Polylock+Idioms.swift", c),
     }
     if args.dump:
         print(json.dumps({lang: {t: sorted(n) for t, n in extractors[lang](classes[lang]).items()} for lang in languages}, indent=1))

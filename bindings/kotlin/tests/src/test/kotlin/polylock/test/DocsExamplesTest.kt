@@ -60,7 +60,7 @@ class DocsExamplesTest {
 
     @Test
     fun `every kotlin block of the docs is in a test`() {
-        val sources = File(root, "tests/kotlin/src/test/kotlin").walk()
+        val sources = File(root, "bindings/kotlin/tests/src/test/kotlin").walk()
             .filter { it.isFile && it.extension == "kt" }
             .map { it.readText() }
             .toList()
@@ -79,7 +79,7 @@ class DocsExamplesTest {
             importsMissing || codeMissing
         }
         assertTrue(missing.isEmpty()) {
-            "Kotlin blocks of the docs that no test in tests/kotlin/src/test/kotlin holds verbatim " +
+            "Kotlin blocks of the docs that no test in bindings/kotlin/tests/src/test/kotlin holds verbatim " +
                 "(whitespace aside): ${missing.map { it.id }}"
         }
     }

@@ -8,12 +8,12 @@
 3. polylockFFI.h compiles with `gcc -fsyntax-only`.
 4. Every function the header declares is exported by the library (`nm -D`).
 5. The public API (public/open declarations, protocol requirements and enum cases, nested
-   under their type) equals tests/swift/api.golden.
+   under their type) equals bindings/swift/tests/api.golden.
 6. The Swift package (bindings/swift): Package.swift and the hand-written
    Sources/Polylock/Polylock+Idioms.swift parse without errors; the layout Package.swift
    declares exists (target paths, the binary target that build-xcframework.sh makes, the C
    module its module map declares, which is the one the generated Swift imports); and the
-   idioms' public API is in tests/swift/api.golden too (after the generated API).
+   idioms' public API is in bindings/swift/tests/api.golden too (after the generated API).
 7. Every ```swift block of README.md and docs/*.md parses, and every method it calls on a value
    (`lock.acquire(waitMs: 5_000)`, `Client.connect(url:)`, `lock.withLock { }`) is a function of
    that name in the public API whose parameters have the labels the call uses (the blocks cannot
@@ -21,8 +21,8 @@
    (`.package(...)`) are skipped.
 
 Usage (from anywhere; `make test-swift` builds the library and installs tree-sitter first):
-    python3 tests/swift/check_swift.py                  # check
-    python3 tests/swift/check_swift.py --update-golden  # rewrite api.golden after an API change
+    python3 bindings/swift/tests/check_swift.py                  # check
+    python3 bindings/swift/tests/check_swift.py --update-golden  # rewrite api.golden after an API change
 Ends with the line `N passed, N failed`; exit status 1 when a check failed.
 """
 
@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
+ROOT = HERE.parent.parent.parent
 GOLDEN = HERE / "api.golden"
 PACKAGE = ROOT / "bindings" / "swift"
 IDIOMS_NAME = "Polylock+Idioms.swift"
@@ -175,7 +175,7 @@ def public_api(tree, doc_private_rows):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--update-golden", action="store_true", help="rewrite tests/swift/api.golden")
+    parser.add_argument("--update-golden", action="store_true", help="rewrite bindings/swift/tests/api.golden")
     parser.add_argument("--target-dir", default=str(ROOT / "target"), help="cargo's target directory")
     args = parser.parse_args()
 
@@ -241,9 +241,9 @@ def main():
         print(f"wrote {GOLDEN} ({len(api)} lines)")
     golden = GOLDEN.read_text() if GOLDEN.exists() else ""
     diff = "".join(difflib.unified_diff(golden.splitlines(True), text.splitlines(True),
-                                        "tests/swift/api.golden", "generated polylock.swift"))
-    check(f"the public Swift API ({len(api)} declarations) matches tests/swift/api.golden", text == golden,
-          diff + "\nIf the change is intended: python3 tests/swift/check_swift.py --update-golden")
+                                        "bindings/swift/tests/api.golden", "generated polylock.swift"))
+    check(f"the public Swift API ({len(api)} declarations) matches bindings/swift/tests/api.golden", text == golden,
+          diff + "\nIf the change is intended: python3 bindings/swift/tests/check_swift.py --update-golden")
 
     # 7. The docs' Swift examples against that API.
     check_docs_blocks(api)
