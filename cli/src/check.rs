@@ -54,6 +54,13 @@ pub struct CheckArgs {
     /// Seconds into the run when the failover is started (default: a third of the run).
     #[arg(long)]
     pub failover_after: Option<f64>,
+    /// Start the failover once a worker holds the lock (or was refused it as not synced), not
+    /// at a time. The sections open then stay open until the failover has completed, another
+    /// worker has entered and the holder's lost signal has fired (or --duration ran out), and
+    /// the round ends when they close: the case of a holder across a failover, whatever the
+    /// machine's speed.
+    #[arg(long, requires = "failover", conflicts_with = "failover_after")]
+    pub failover_while_held: bool,
     /// Run with replica sync (WAIT after every acquire, renewal and release).
     #[arg(long)]
     pub sync_replicas: bool,
@@ -93,6 +100,10 @@ pub struct Round {
     pub seconds: f64,
     /// How the failover was made, if one was.
     pub failover: Option<String>,
+    /// Seconds into the run when the new primary was in place (the failover completed), if seen.
+    pub failover_completed_after: Option<f64>,
+    /// Sections open from the start of the failover until it completed (--failover-while-held).
+    pub sections_across_failover: u64,
     pub acquisitions: u64,
     /// Entries while another worker was inside.
     pub overlaps: u64,
@@ -121,7 +132,21 @@ struct Journal {
     overlaps: Vec<(usize, u64, i64, i64)>,
     /// Sections (worker, section) that left with their lost signal fired.
     left_lost: HashSet<(usize, u64)>,
+    /// A worker's acquire answered: it entered, or was refused as not synced.
+    answered: bool,
+    /// With --failover-while-held: the sections (worker, section) open when the failover
+    /// started, until they close.
+    across_failover: Option<HashSet<(usize, u64)>>,
+    failover_completed: bool,
     round: Round,
+}
+
+impl Journal {
+    /// The failover-while-held case ran: its failover completed and every section open across
+    /// it closed (the round may end).
+    fn failover_case_done(&self) -> bool {
+        self.failover_completed && self.across_failover.as_ref().is_some_and(HashSet::is_empty)
+    }
 }
 
 type Shared = Arc<Mutex<Journal>>;
@@ -230,9 +255,10 @@ async fn run_round(args: &CheckArgs, sync_replicas: bool) -> CliResult<Round> {
         let client = client.clone();
         let (shared, resource) = (shared.clone(), resource.clone());
         let hold = Duration::from_millis(args.hold_ms);
+        let while_held = args.failover_while_held;
         tasks.push(tokio::spawn(async move {
             let mut section = 0u64;
-            while Instant::now() < deadline {
+            while Instant::now() < deadline && !journal(&shared).failover_case_done() {
                 let options = AcquireOptions::new().wait(Duration::from_secs(2));
                 match lock.acquire(options).await {
                     Ok(true) => {}
@@ -242,6 +268,7 @@ async fn run_round(args: &CheckArgs, sync_replicas: bool) -> CliResult<Round> {
                             let mut journal = journal(&shared);
                             if err.kind() == ErrorKind::NotSynced {
                                 journal.round.not_synced += 1;
+                                journal.answered = true;
                             } else {
                                 journal.round.acquire_errors += 1;
                             }
@@ -254,6 +281,9 @@ async fn run_round(args: &CheckArgs, sync_replicas: bool) -> CliResult<Round> {
                 let token = lock.token().unwrap_or(0);
                 enter(&shared, worker, section, token);
                 tokio::time::sleep(hold).await;
+                if while_held {
+                    stay_while_across_the_failover(&shared, worker, section, &lock, deadline).await;
+                }
                 match client
                     .fenced_set(&resource, worker.to_string(), token)
                     .await
@@ -271,17 +301,53 @@ async fn run_round(args: &CheckArgs, sync_replicas: bool) -> CliResult<Round> {
         }));
     }
     let mut failover = None;
+    let mut failover_completed_after = None;
     if args.failover {
-        let after = args
-            .failover_after
-            .unwrap_or(args.duration / 3.0)
-            .clamp(0.0, args.duration);
-        tokio::time::sleep(Duration::from_secs_f64(after)).await;
+        // Who serves the lock before: the failover has completed once that changed.
+        let mut primary_before = None;
+        while primary_before.is_none() && Instant::now() < deadline {
+            primary_before = primary_address(&args.redis, &name).await;
+            if primary_before.is_none() {
+                tokio::time::sleep(POLL).await;
+            }
+        }
+        let primary_before = primary_before.ok_or_else(|| {
+            CliError::Connection("--failover: the deployment never named its primary".into())
+        })?;
+        if args.failover_while_held {
+            while !journal(&shared).answered && Instant::now() < deadline {
+                tokio::time::sleep(POLL).await;
+            }
+            let mut journal = journal(&shared);
+            let open = journal.inside.iter().map(|(w, s, _)| (*w, *s)).collect();
+            journal.across_failover = Some(open);
+        } else {
+            let after = args
+                .failover_after
+                .unwrap_or(args.duration / 3.0)
+                .clamp(0.0, args.duration);
+            tokio::time::sleep(Duration::from_secs_f64(after)).await;
+        }
         failover = Some(
             trigger_failover(&args.redis, &name)
                 .await
                 .map_err(|err| CliError::Connection(format!("--failover: {err}")))?,
         );
+        // The new primary in place: the address that serves the lock changed.
+        while Instant::now() < deadline {
+            let primary = primary_address(&args.redis, &name).await;
+            if primary.is_some_and(|primary| primary != primary_before) {
+                failover_completed_after = Some(started.elapsed().as_secs_f64());
+                let mut journal = journal(&shared);
+                journal.failover_completed = true;
+                journal.round.sections_across_failover = journal
+                    .across_failover
+                    .as_ref()
+                    .map_or(0, |open| open.len() as u64);
+                break;
+            }
+            tokio::time::sleep(POLL).await;
+        }
     }
     for task in tasks {
         let _ = task.await;
@@ -299,6 +365,7 @@ async fn run_round(args: &CheckArgs, sync_replicas: bool) -> CliResult<Round> {
     round.workers = args.workers;
     round.seconds = started.elapsed().as_secs_f64();
     round.failover = failover;
+    round.failover_completed_after = failover_completed_after;
     round.overlaps = overlaps.len() as u64;
     round.overlaps_told_lost = overlaps
         .iter()
@@ -311,9 +378,51 @@ async fn run_round(args: &CheckArgs, sync_replicas: bool) -> CliResult<Round> {
     Ok(round)
 }
 
+/// How often the round looks at the failover's progress and a held section's conditions.
+const POLL: Duration = Duration::from_millis(20);
+
+/// With --failover-while-held, a section waits for the failover to start (the round's first
+/// one is then open), and one open when it started stays open until the failover completed,
+/// another worker entered (the overlap the case is about, or none) and this holder's lost
+/// signal fired, or the run's time ran out.
+async fn stay_while_across_the_failover(
+    shared: &Shared,
+    worker: usize,
+    section: u64,
+    lock: &polylock::Lock,
+    deadline: Instant,
+) {
+    let across = |journal: &Journal| {
+        journal
+            .across_failover
+            .as_ref()
+            .is_some_and(|open| open.contains(&(worker, section)))
+    };
+    while Instant::now() < deadline {
+        {
+            let mut journal = journal(shared);
+            if journal.across_failover.is_some() && !across(&journal) {
+                return;
+            }
+            let other_entered = journal.inside.iter().any(|(w, _, _)| *w != worker);
+            if journal.failover_completed && other_entered && lock.is_lost() {
+                if let Some(open) = journal.across_failover.as_mut() {
+                    open.remove(&(worker, section));
+                }
+                return;
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    if let Some(open) = journal(shared).across_failover.as_mut() {
+        open.remove(&(worker, section));
+    }
+}
+
 fn enter(shared: &Shared, worker: usize, section: u64, token: i64) {
     let mut journal = journal(shared);
     journal.round.acquisitions += 1;
+    journal.answered = true;
     let earlier: Vec<(usize, u64, i64, i64)> = journal
         .inside
         .iter()
@@ -387,6 +496,49 @@ async fn trigger_failover(url: &str, name: &str) -> Result<String, String> {
     }
 }
 
+/// The address of the primary serving `name` as the deployment tells it now (Sentinel's
+/// `GET-MASTER-ADDR-BY-NAME`, the cluster's `CLUSTER NODES`), if one answers.
+async fn primary_address(url: &str, name: &str) -> Option<String> {
+    match failover_target(url)? {
+        FailoverTarget::Sentinel { hosts, master } => {
+            for host in hosts {
+                let command = redis::cmd("SENTINEL")
+                    .arg("GET-MASTER-ADDR-BY-NAME")
+                    .arg(&master)
+                    .clone();
+                if let Ok(redis::Value::Array(parts)) =
+                    command_at(&host, &mut command.clone()).await
+                {
+                    let text: Vec<String> = parts
+                        .iter()
+                        .filter_map(|part| redis::from_redis_value_ref::<String>(part).ok())
+                        .collect();
+                    return Some(text.join(":"));
+                }
+            }
+            None
+        }
+        FailoverTarget::Cluster { hosts } => {
+            for host in hosts {
+                let Ok(redis::Value::Int(slot)) =
+                    command_at(&host, redis::cmd("CLUSTER").arg("KEYSLOT").arg(name)).await
+                else {
+                    continue;
+                };
+                let nodes = match command_at(&host, redis::cmd("CLUSTER").arg("NODES")).await {
+                    Ok(redis::Value::BulkString(text)) => {
+                        String::from_utf8_lossy(&text).into_owned()
+                    }
+                    Ok(redis::Value::VerbatimString { text, .. }) => text,
+                    _ => continue,
+                };
+                return primary_in(&nodes, slot);
+            }
+            None
+        }
+    }
+}
+
 /// One command on a fresh connection to `host:port`.
 async fn command_at(host: &str, command: &mut redis::Cmd) -> Result<redis::Value, String> {
     let client = redis::Client::open(format!("redis://{host}")).map_err(|err| err.to_string())?;
@@ -432,21 +584,45 @@ async fn replica_serving(hosts: &[String], key: &str) -> Result<String, String> 
     Err(last)
 }
 
-/// In a `CLUSTER NODES` listing: the address of a healthy replica of the primary of `slot`.
-fn replica_in(nodes: &str, slot: i64) -> Option<String> {
-    let lines: Vec<Vec<&str>> = nodes
+/// A `CLUSTER NODES` listing, a node's fields per line.
+fn node_lines(nodes: &str) -> Vec<Vec<&str>> {
+    nodes
         .lines()
         .map(|line| line.split(' ').collect())
-        .collect();
+        .collect()
+}
+
+/// Of `lines`, the primary (not failed) that serves `slot`.
+fn primary_line<'a>(lines: &'a [Vec<&'a str>], slot: i64) -> Option<&'a Vec<&'a str>> {
     let serves = |fields: &Vec<&str>| {
         fields.iter().skip(8).any(|range| {
             let (low, high) = range.split_once('-').unwrap_or((range, range));
             matches!((low.parse::<i64>(), high.parse::<i64>()), (Ok(l), Ok(h)) if l <= slot && slot <= h)
         })
     };
-    let primary = lines
-        .iter()
-        .find(|fields| fields.len() > 8 && fields[2].contains("master") && serves(fields))?;
+    lines.iter().find(|fields| {
+        fields.len() > 8
+            && fields[2].contains("master")
+            && !fields[2].contains("fail")
+            && serves(fields)
+    })
+}
+
+/// A node's `host:port` (without the cluster bus port).
+fn node_address(fields: &[&str]) -> String {
+    fields[1].split('@').next().unwrap_or(fields[1]).to_owned()
+}
+
+/// In a `CLUSTER NODES` listing: the address of the primary of `slot`.
+fn primary_in(nodes: &str, slot: i64) -> Option<String> {
+    let lines = node_lines(nodes);
+    primary_line(&lines, slot).map(|fields| node_address(fields))
+}
+
+/// In a `CLUSTER NODES` listing: the address of a healthy replica of the primary of `slot`.
+fn replica_in(nodes: &str, slot: i64) -> Option<String> {
+    let lines = node_lines(nodes);
+    let primary = primary_line(&lines, slot)?;
     lines
         .iter()
         .find(|fields| {
@@ -455,7 +631,7 @@ fn replica_in(nodes: &str, slot: i64) -> Option<String> {
                 && fields[2].contains("slave")
                 && !fields[2].contains("fail")
         })
-        .map(|fields| fields[1].split('@').next().unwrap_or(fields[1]).to_owned())
+        .map(|fields| node_address(fields))
 }
 
 #[cfg(test)]
@@ -475,6 +651,9 @@ mod tests {
             "a failed replica is not chosen"
         );
         assert_eq!(replica_in(nodes, 16000), None, "nobody serves that slot");
+        assert_eq!(primary_in(nodes, 42).as_deref(), Some("127.0.0.1:7000"));
+        assert_eq!(primary_in(nodes, 6000).as_deref(), Some("127.0.0.1:7001"));
+        assert_eq!(primary_in(nodes, 16000), None);
     }
 
     #[test]
