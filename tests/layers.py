@@ -4,7 +4,8 @@ import each other in a circle.
 
 The layer order is read from ONE place: the table between the `layers:begin` and
 `layers:end` markers in docs/architecture.md (bottom layer first, one layer per row, its files
-as paths under core/src, `dir/*` for every file below a directory). An import is any
+as paths under core/src: `dir/*` for every file below a directory as one unit, `dir/**` for
+every file below a directory, each of its modules a unit of its own). An import is any
 `crate::`, `super::` or child-module path in the code (comments and string literals are not
 read). Prints each offending import as `core/src/<file>:<line>: ...` and exits 1.
 
@@ -197,11 +198,14 @@ def reexports(lib_text):
 
 def file_of(segments, files, roots):
     """The file that defines the longest module prefix of `segments` (an item re-exported by
-    lib.rs counts as its module's), or None (lib.rs's own items)."""
-    if segments and segments[0] in roots and not any(
+    lib.rs counts as its module's, a module re-exported by lib.rs as its own file, through
+    re-exports of re-exports too), or None (lib.rs's own items)."""
+    followed = set()
+    while segments and segments[0] in roots and segments[0] not in followed and not any(
         segments[0] + suffix in files for suffix in (".rs", "/mod.rs")
     ):
-        segments = roots[segments[0]] + segments[1:]
+        followed.add(segments[0])
+        segments = roots[segments[0]] + segments
     for length in range(len(segments), 0, -1):
         prefix = "/".join(segments[:length])
         for candidate in (prefix + ".rs", prefix + "/mod.rs"):
@@ -222,10 +226,18 @@ def expand_braces(pattern):
 def place_of(layers, relative):
     """(layer index, unit) of a file: the first pattern that matches it, bottom layer first.
     A unit is one pattern: a file, or files that may use each other freely (a directory
-    module's parent and children, `dir/*`; files listed together, `{a,b}.rs`)."""
+    module's parent and children, `dir/*`; files listed together, `{a,b}.rs`). A folder of
+    separate modules, `dir/**`, matches every file below `dir` too, but each of its modules is a
+    unit of its own: a file directly in `dir`, or a subfolder as one directory module
+    (`dir/sub/*`)."""
     for index, (_, patterns) in enumerate(layers):
         for pattern in patterns:
-            if any(fnmatch.fnmatch(relative, p) for p in expand_braces(pattern)):
+            if pattern.endswith("/**"):
+                folder = pattern[:-len("/**")]
+                if relative.startswith(folder + "/"):
+                    module = relative[len(folder) + 1:].split("/")
+                    return index, (f"{folder}/{module[0]}/*" if len(module) > 1 else relative)
+            elif any(fnmatch.fnmatch(relative, p) for p in expand_braces(pattern)):
                 return index, pattern
     return None, None
 

@@ -20,6 +20,16 @@ text before
 text after, `ignored.rs`
 """
 
+FOLDERS = """
+<!-- layers:begin -->
+| layer | files |
+|---|---|
+| bottom | `base/**` |
+| handles | `handles/{semaphore,permits}.rs` `handles/**` |
+| top | `lib.rs` |
+<!-- layers:end -->
+"""
+
 
 class ParseLayers(unittest.TestCase):
     def test_rows_bottom_first_header_skipped(self):
@@ -41,6 +51,22 @@ class ParseLayers(unittest.TestCase):
         self.assertEqual(layers.place_of(table, "engine/acquire.rs"), (1, "engine/*"))
         self.assertEqual(layers.place_of(table, "guard.rs"), (1, "{lock,guard}.rs"))
         self.assertEqual(layers.place_of(table, "other.rs"), (None, None))
+
+    def test_a_folder_of_modules_is_a_unit_per_module(self):
+        table = layers.parse_layers(FOLDERS)
+        # `dir/**`: each file directly in the folder its own unit, a subfolder one unit.
+        self.assertEqual(layers.place_of(table, "base/mod.rs"), (0, "base/mod.rs"))
+        self.assertEqual(layers.place_of(table, "base/error.rs"), (0, "base/error.rs"))
+        self.assertEqual(layers.place_of(table, "handles/lock.rs"), (1, "handles/lock.rs"))
+        self.assertEqual(layers.place_of(table, "handles/multi/mod.rs"), (1, "handles/multi/*"))
+        self.assertEqual(layers.place_of(table, "handles/multi/group.rs"),
+                         (1, "handles/multi/*"))
+        # A pattern before it in the row still wins.
+        self.assertEqual(layers.place_of(table, "handles/permits.rs"),
+                         (1, "handles/{semaphore,permits}.rs"))
+        # The folder's own name is not a file below it, nor is a folder whose name extends it.
+        self.assertEqual(layers.place_of(table, "handles.rs"), (None, None))
+        self.assertEqual(layers.place_of(table, "handlesx/lock.rs"), (None, None))
 
 
 class ReadImports(unittest.TestCase):
@@ -104,6 +130,32 @@ class Check(unittest.TestCase):
         self.assertEqual(problems[1:], [
             "a cycle in layer 'middle' between guard.rs, lock.rs: "
             "core/src/guard.rs:1 -> lock.rs, core/src/lock.rs:1 -> guard.rs",
+        ])
+
+    def test_modules_of_a_folder_must_not_import_each_other_in_a_circle(self):
+        root = self.tree({
+            "lib.rs": "pub use base::keys;\npub use keys::name;\nmod base;\nmod handles;\n",
+            "base/mod.rs": "pub mod error;\npub mod keys;\n",
+            "base/error.rs": "",
+            "base/keys.rs": "use crate::base::error::Error;\n",
+            "handles/mod.rs": "mod lock;\nmod multi;\nmod semaphore;\nmod permits;\n",
+            "handles/lock.rs": "use crate::keys::name;\nuse crate::handles::multi::Group;\n",
+            "handles/multi/mod.rs": "mod group;\npub use group::Group;\n",
+            "handles/multi/group.rs": "use super::Group;\nuse crate::handles::lock::Lock;\n",
+            "handles/semaphore.rs": "use crate::handles::permits::Permits;\nuse crate::name;\n",
+            "handles/permits.rs": "use crate::handles::semaphore::Semaphore;\n",
+        })
+        problems, arrows = layers.check(root, layers.parse_layers(FOLDERS))
+        # A module re-exported by lib.rs (`crate::keys`) is its own file, and an item
+        # re-exported through it (`crate::name`, from `keys::name`) is that file's too.
+        self.assertIn(("handles/lock.rs", "base/keys.rs"), arrows)
+        self.assertIn(("handles/semaphore.rs", "base/keys.rs"), arrows)
+        # The semaphore and its permits are one unit, as are the files of `handles/multi/`;
+        # the lock and the group are not.
+        self.assertEqual(problems, [
+            "a cycle in layer 'handles' between handles/lock.rs, handles/multi/*: "
+            "core/src/handles/lock.rs:2 -> handles/multi/mod.rs, "
+            "core/src/handles/multi/group.rs:2 -> handles/lock.rs",
         ])
 
     def test_a_file_in_no_layer_is_a_problem(self):
