@@ -26,64 +26,55 @@
 //! # Ok(()) }
 //! ```
 
+// One folder per layer of docs/architecture.md, whose table gives their order (`acl/` has a
+// file in two: its rule is a setting, its check a tool).
 pub mod acl;
 mod client;
-mod client_record;
 mod connection;
-mod election;
 mod engine;
-mod error;
-mod expirable_semaphore;
+mod exporters;
+mod foundation;
+mod handles;
+mod kinds;
+pub mod metrics;
+mod settings;
 // The protocol explorer needs a Valkey server under libfaketime: `make test-protocol`.
 #[cfg(all(test, feature = "explorer"))]
 mod explorer;
-mod hold;
-mod ids;
-mod inspect;
-mod job_lock;
-pub mod key_prefix;
-pub mod keys;
-mod kinds;
-mod latch;
-mod lock;
-pub mod metrics;
-mod multi;
-pub mod options;
-#[cfg(feature = "opentelemetry")]
-pub mod otel;
-mod pubsub;
-mod read_write_lock;
-mod redis_errors;
-mod runtime;
-mod semaphore;
-mod semaphore_permits;
-mod shrinking;
-mod tls;
 
+// The public modules that live in a layer's folder.
+#[cfg(feature = "opentelemetry")]
+pub use exporters::otel;
+pub use foundation::{key_prefix, keys};
+pub use settings::options;
+
+pub use client::election::{Election, Leader, Leadership, Observer, OBSERVE_POLL};
+pub use client::job_lock::{JobHold, JobLock, JobLockOptions, JobOutcome};
 pub use client::{Client, ClientBuilder};
-pub use election::{Election, Leader, Leadership, Observer, OBSERVE_POLL};
-pub use error::{Error, ErrorKind, Result};
-pub use expirable_semaphore::ExpirableSemaphore;
-pub use hold::{Guard, Hold};
+pub use foundation::error::{Error, ErrorKind, Result};
+pub use foundation::runtime::runtime;
+pub use handles::expirable_semaphore::ExpirableSemaphore;
+pub use handles::guard::{Guard, Hold};
 
 /// The guard of a [`Lock`], by its former name.
 #[deprecated(note = "use Guard<Lock>")]
 pub type LockGuard = Guard<Lock>;
-pub use inspect::{
+pub use handles::inspect::{
     ClientRecordFields, FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo,
     LockMode, WaitingWriter,
 };
-pub use job_lock::{JobHold, JobLock, JobLockOptions, JobOutcome};
-pub use latch::{latch_timeout_from_millis, CountDownLatch, MAX_LATCH_COUNT};
-pub use lock::Lock;
+pub use handles::latch::{latch_timeout_from_millis, CountDownLatch, MAX_LATCH_COUNT};
+pub use handles::lock::Lock;
+pub use handles::multi::{LockGroup, MultiLock, RedLock};
+pub use handles::read_write_lock::ReadWriteLock;
+pub use handles::semaphore::Semaphore;
+pub use handles::semaphore_permits::SemaphorePermits;
 pub use metrics::MetricsSnapshot;
-pub use multi::{LockGroup, MultiLock, RedLock};
+// Shown in the docs as re-exports of `polylock::options`, where they are documented.
+#[doc(no_inline)]
 pub use options::WaitMode;
+#[doc(no_inline)]
 pub use options::{AcquireOptions, ClientOptions, MAX_DURATION, MAX_NAME_BYTES, MAX_PERMITS};
-pub use read_write_lock::ReadWriteLock;
-pub use runtime::runtime;
-pub use semaphore::Semaphore;
-pub use semaphore_permits::SemaphorePermits;
 
 // Every page with Rust examples is compiled as doc tests, so the docs cannot drift from the
 // API; `tests/doc_pages.rs` fails when a page with a ```rust block is missing here.

@@ -240,7 +240,7 @@ def test_forked_workers_after_the_parent_used_polylock_hand_the_lock_on_promptly
         for child in children:
             child.start()
         # Meanwhile: the requests the waiters are listed under, each owner's its own.
-        grants_key = f"polylock_lock_grants:{{{name}}}"  # core/src/keys.rs lock_grants
+        grants_key = f"polylock_lock_grants:{{{name}}}"  # core/src/foundation/keys.rs lock_grants
         shared_requests: list[dict[bytes, bytes]] = []
         reports = []
         deadline = time.monotonic() + FORKED_CONTENTION + 3 * FORKED_LEASE

@@ -157,7 +157,7 @@ def error_kinds(language: str, python: str, kotlin_generated: Path) -> set[str]:
     node/index.d.ts), Kotlin's LockException subclasses, Swift's LockError cases."""
     if language == "rust":
         # ErrorKind is declared from the one list in the core's `with_error_kinds!` macro.
-        text = (ROOT / "core/src/error.rs").read_text()
+        text = (ROOT / "core/src/foundation/error.rs").read_text()
         body = re.search(r"macro_rules! with_error_kinds \{(.*?)\n\}", text, re.S).group(1)
         return set(re.findall(r"^\s*(\w+) => \w+,", body, re.M))
     if language in ("python", "python_async"):

@@ -15,7 +15,7 @@ pub(crate) mod rules;
 
 pub use rules::*;
 
-use crate::redis_errors::{quoted, refusal};
+use crate::foundation::redis_errors::{quoted, refusal};
 
 /// One part of the rule that the connecting user lacks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,9 +60,9 @@ pub async fn check(
     prefix: &str,
 ) -> crate::Result<Report> {
     options.validate()?;
-    crate::tls::install_crypto_provider();
+    crate::settings::tls::install_crypto_provider();
     let (url, prefix) = (url.to_owned(), prefix.to_owned());
-    crate::runtime()
+    crate::foundation::runtime::runtime()
         .spawn(async move { check_on_runtime(&url, options, &prefix).await })
         .await
         .map_err(|err| crate::Error::connection(format!("check permissions: {err}")))?
@@ -75,7 +75,7 @@ async fn check_on_runtime(
 ) -> crate::Result<Report> {
     use crate::connection::target::{redact, Target};
     use crate::connection::Publish;
-    let tls = crate::tls::Tls::from_options(&options)?;
+    let tls = crate::settings::tls::Tls::from_options(&options)?;
     let deployment = Target::parse(url, &tls)?;
     let cluster = matches!(deployment, Target::Cluster { .. });
     let opened = crate::client::open(deployment, &redact(url), &options).await?;
@@ -157,7 +157,10 @@ async fn check_on_runtime(
         note(&err, &mut missing, "loading the lock scripts", false);
     }
     // The client record: written (then deleted) and read, on a probe record of its own.
-    let record = format!("{key_prefix}{}", crate::keys::client_record(&name));
+    let record = format!(
+        "{key_prefix}{}",
+        crate::foundation::keys::client_record(&name)
+    );
     let mut write = redis::pipe();
     write
         .cmd("HSET")
@@ -362,7 +365,7 @@ fn hello_version(reply: &redis::Value) -> Option<RedisVersion> {
 
 /// Every key the kinds derive from the lock `name`, and the name itself.
 fn derived_keys(name: &str) -> Vec<String> {
-    use crate::keys;
+    use crate::foundation::keys;
     vec![
         name.to_owned(),
         keys::lock_waiters(name),
@@ -392,7 +395,7 @@ fn derived_keys(name: &str) -> Vec<String> {
 
 /// Every channel the kinds derive from the lock `name`.
 fn derived_channels(name: &str) -> Vec<String> {
-    use crate::keys;
+    use crate::foundation::keys;
     vec![
         keys::lock_channel(name),
         keys::lock_told_channel(name, "u:1"),
@@ -488,9 +491,9 @@ mod tests {
             .any(|p| glob_matches(p, "redisson_lock_queue:{other:1}")));
     }
 
-    /// Every key and channel shape `keys.rs` names is probed by `check` (and so covered by the
-    /// test above): a new `pub fn` there that makes a name fails here until it is listed in
-    /// `derived_keys` or `derived_channels`, or below as no shape of its own.
+    /// Every key and channel shape `foundation/keys.rs` names is probed by `check` (and so
+    /// covered by the test above): a new `pub fn` there that makes a name fails here until it is
+    /// listed in `derived_keys` or `derived_channels`, or below as no shape of its own.
     #[test]
     fn every_key_shape_of_keys_rs_is_probed() {
         // Helpers and prefixes of shapes listed (`tagged`, `suffixed`, `*_prefix`), and names
@@ -507,7 +510,7 @@ mod tests {
             "owner_client_id",
             "is_auxiliary",
         ];
-        let keys_rs = include_str!("../keys.rs");
+        let keys_rs = include_str!("../foundation/keys.rs");
         let this = include_str!("mod.rs");
         let listed =
             &this[this.find("fn derived_keys").unwrap()..this.find("fn glob_matches").unwrap()];

@@ -5,9 +5,13 @@
 //!
 //! Also here: how lock scripts publish on this deployment ([`Publish`]), and waiting for
 //! replicas to acknowledge a write (`WAIT`, for `sync_replicas`).
+//!
+//! And the pub/sub hub (`pubsub`): one pub/sub connection, one subscription per channel shared
+//! by the local listeners, resubscribed after a reconnect or a slot move.
 
 #[cfg(all(test, feature = "explorer"))]
 pub(crate) mod explored;
+pub(crate) mod pubsub;
 mod replica_sync;
 pub(crate) mod sentinel;
 pub(crate) mod target;
@@ -27,7 +31,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use sentinel::Sentinel;
 
-use crate::error::{Error, Result};
+use crate::foundation::error::{Error, Result};
 use crate::metrics::Metrics;
 
 /// How long to wait for a connection, and then for each reply, on every connection a client
@@ -57,7 +61,7 @@ pub(crate) async fn connect_manager(
     .await
     {
         Ok(Ok(manager)) => Ok(manager),
-        Ok(Err(err)) => Err(match crate::redis_errors::tls_failure(&err) {
+        Ok(Err(err)) => Err(match crate::foundation::redis_errors::tls_failure(&err) {
             Some(why) => Error::connection(format!("{what}: TLS: {why} ({err})")),
             None => Error::connection(format!("{what}: {err}")),
         }

@@ -18,7 +18,7 @@ use redis::{ConnectionAddr, ConnectionInfo, RedisError};
 
 use crate::connection::connect_manager;
 use crate::connection::Timeouts;
-use crate::error::{Error, Result};
+use crate::foundation::error::{Error, Result};
 
 /// How often the sentinels are asked which primary they name while no subscription is up.
 const WATCH_PERIOD: Duration = Duration::from_millis(500);
@@ -76,7 +76,7 @@ impl Sentinel {
         sentinels: Vec<ConnectionInfo>,
         master: String,
         node: ConnectionInfo,
-        tls: &crate::tls::Tls,
+        tls: &crate::settings::tls::Tls,
         timeouts: Timeouts,
     ) -> Result<Arc<Sentinel>> {
         let mut client = sentinel_client(&sentinels, &master, &node, tls).map_err(|err| {
@@ -276,7 +276,7 @@ fn sentinel_client(
     sentinels: &[ConnectionInfo],
     master: &str,
     node: &ConnectionInfo,
-    #[allow(unused_variables)] tls: &crate::tls::Tls,
+    #[allow(unused_variables)] tls: &crate::settings::tls::Tls,
 ) -> redis::RedisResult<SentinelClient> {
     let tls_mode = match node.addr() {
         ConnectionAddr::TcpTls { insecure: true, .. } => Some(redis::TlsMode::Insecure),
@@ -330,13 +330,13 @@ async fn discover(
     let client = match tokio::time::timeout(timeouts.connect, client.async_get_client()).await {
         Ok(Ok(client)) => client,
         Ok(Err(err)) => {
-            return Err(
-                Error::connection(match crate::redis_errors::tls_failure(&err) {
+            return Err(Error::connection(
+                match crate::foundation::redis_errors::tls_failure(&err) {
                     Some(why) => format!("{what}: TLS: {why} ({err})"),
                     None => format!("{what}: {err}"),
-                })
-                .with_source(err),
+                },
             )
+            .with_source(err))
         }
         Err(_) => {
             return Err(Error::connection(format!(

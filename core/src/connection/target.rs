@@ -10,8 +10,8 @@
 
 use redis::{ConnectionInfo, IntoConnectionInfo};
 
-use crate::error::{Error, Result};
-use crate::tls::Tls;
+use crate::foundation::error::{Error, Result};
+use crate::settings::tls::Tls;
 
 pub(crate) enum Target {
     Single(redis::Client),

@@ -18,12 +18,12 @@ use tracing::Instrument;
 
 use crate::connection::{Publish, Synced};
 use crate::engine::{latch_ms, request_id, Backoff, Lease, LockCore, LATCH_GRACE};
-use crate::error::{Error, Result};
+use crate::foundation::error::{Error, Result};
+use crate::foundation::runtime::{runtime, Inline};
 use crate::kinds::messages::LockSubscription;
 use crate::kinds::{AcquireArgs, Attempt, Unconfirmed, UndoArgs};
 use crate::metrics::{AcquireRecord, Progress, WokenBy};
-use crate::options::{validate_acquire, WaitMode};
-use crate::runtime::{runtime, Inline};
+use crate::settings::options::{validate_acquire, WaitMode};
 
 /// Longest single sleep of a waiter between two looks at the lock (it normally wakes by message).
 const MAX_WAIT_SLICE: Duration = Duration::from_secs(3600);
@@ -44,7 +44,7 @@ impl PollBackoff {
     pub(crate) fn next_sleep(&mut self) -> Duration {
         let cap = self.cap;
         self.cap = (self.cap * 2).min(self.max);
-        let fraction = (crate::ids::random_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        let fraction = (crate::foundation::ids::random_u64() >> 11) as f64 / (1u64 << 53) as f64;
         cap.mul_f64(fraction)
     }
 }
@@ -259,7 +259,7 @@ impl LockCore {
         let mode = mode.unwrap_or(self.client.options.wait_mode);
         mode.validate()?;
         if !mode.is_poll() && self.client.hub.is_none() {
-            return Err(crate::options::invalid(format!(
+            return Err(crate::settings::options::invalid(format!(
                 "lock '{}': wait_mode pubsub needs a pub/sub connection, which a client \
                  connected with wait_mode poll does not open",
                 self.name()

@@ -13,12 +13,12 @@ use crate::connection::sentinel::Sentinel;
 use crate::connection::{Connection, Publish, ReplicaSync};
 use crate::engine::release_gate::ReleaseGate;
 use crate::engine::renew::{Scheduler, TrackedHold, Upkeep};
-use crate::error::{Error, Result};
+use crate::foundation::error::{Error, Result};
+use crate::foundation::runtime::{current_pid, on_runtime};
+use crate::foundation::shrinking::remove_shrinking;
 use crate::kinds::messages::LockHub;
 use crate::metrics::Metrics;
-use crate::options::ClientOptions;
-use crate::runtime::{current_pid, on_runtime};
-use crate::shrinking::remove_shrinking;
+use crate::settings::options::ClientOptions;
 
 /// The holds made through a client, and whether it was closed (under one lock, so that
 /// nothing registers after `close`).
@@ -81,9 +81,9 @@ impl ClientInner {
     ) -> ClientInner {
         ClientInner {
             metrics,
-            id: crate::ids::client_id(),
+            id: crate::foundation::ids::client_id(),
             pid: current_pid(),
-            generation: crate::ids::generation(),
+            generation: crate::foundation::ids::generation(),
             connection,
             publish,
             replica_sync,
@@ -185,7 +185,7 @@ impl ClientInner {
     /// Whether this is a forked child of the process that made the client: its connections,
     /// upkeep task and pub/sub hub are the parent's, and run only there.
     pub(crate) fn forked(&self) -> bool {
-        self.generation != crate::ids::generation()
+        self.generation != crate::foundation::ids::generation()
     }
 
     pub(crate) fn next_handle_id(&self) -> u64 {
@@ -269,7 +269,7 @@ impl ClientInner {
     /// The name polylock works with for the user's `name`: the key prefix, then the name
     /// (`ClientOptions::key_prefix`). Every key and channel derives from it.
     pub(crate) fn key_of(&self, name: &str) -> String {
-        crate::key_prefix::apply(self.options.key_prefix.as_deref(), name)
+        crate::foundation::key_prefix::apply(self.options.key_prefix.as_deref(), name)
     }
 }
 

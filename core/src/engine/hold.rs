@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::engine::renew::Upkeep;
 use crate::engine::LockCore;
-use crate::error::{Error, Result};
+use crate::foundation::error::{Error, Result};
 use crate::metrics::LostReason;
 
 pub(crate) type LostCallback = Arc<dyn Fn(&Error) + Send + Sync>;
@@ -386,7 +386,7 @@ impl LockCore {
             .clone();
         if !callbacks.is_empty() {
             // Never on the caller's thread nor a runtime worker: callbacks may block.
-            crate::runtime::runtime().spawn_blocking(move || {
+            crate::foundation::runtime::runtime().spawn_blocking(move || {
                 for callback in callbacks {
                     callback(&error);
                 }

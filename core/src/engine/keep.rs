@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::engine::{run_idempotent, LockCore};
-use crate::error::Result;
+use crate::foundation::error::Result;
 
 impl LockCore {
     /// Sets the key's TTL to `ttl` (shortening or extending it) if this handle's owner still

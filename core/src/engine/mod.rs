@@ -1,6 +1,8 @@
 //! The engine every lock kind runs on. One concept per file:
 //! - `acquire`: the acquire task, its hand-off to the caller, the wait loop, and resolving an
 //!   acquire whose reply was lost;
+//! - `client_record`: the client record `polylock:client:<id>` (who holds a lock);
+//! - `context`: `ClientInner`, the state a client shares with every handle and the engine;
 //! - `hold`: what a handle holds (levels, lease, expiry), the lost signal;
 //! - `keep`: letting go of a hold without releasing it, its key's TTL set (the job lock);
 //! - `release`: release with retries under one request id, then in the background;
@@ -12,6 +14,7 @@
 //! A kind (`crate::kinds`) brings its scripts, keys and replies.
 
 mod acquire;
+pub(crate) mod client_record;
 pub(crate) mod context;
 mod hold;
 mod keep;
@@ -27,7 +30,7 @@ use tokio::sync::watch;
 use crate::engine::acquire::WaitSubscriptions;
 use crate::engine::context::ClientInner;
 use crate::engine::renew::TrackedHold;
-use crate::error::{Error, Result};
+use crate::foundation::error::{Error, Result};
 use crate::kinds::{LockKind, Renewal, WaitPolicy};
 use crate::metrics::{LockStats, LostReason};
 
@@ -37,9 +40,9 @@ pub(crate) use hold::{Hold, Lease, LostCallback};
 /// Told on the spot when a hold is found lost (see [`LockCore::set_lost_hook`]).
 pub(crate) type LostHook = Box<dyn Fn(&Error) + Send + Sync>;
 
-/// The PTTL of a hash-based lock: see `scripts/inspect.lua`.
-pub(crate) static INSPECT: LazyLock<redis::Script> =
-    LazyLock::new(|| redis::Script::new(include_str!("scripts/inspect.lua")));
+/// The PTTL of a hash-based lock: see `scripts/lock_pttl.lua`.
+pub(crate) static LOCK_PTTL: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("scripts/lock_pttl.lua")));
 
 /// How long a latch (the remembered outcome of an acquire or release request) outlives the
 /// lease it was written with. Every retry of one request is sent before the lease it guards
@@ -48,7 +51,7 @@ const LATCH_GRACE: Duration = Duration::from_secs(60);
 
 /// A fresh request id (32 hex characters), one per logical acquire or release.
 pub(crate) fn request_id() -> String {
-    crate::ids::request_id()
+    crate::foundation::ids::request_id()
 }
 
 pub(crate) fn latch_ms(lease: Duration) -> u64 {
@@ -156,7 +159,7 @@ fn retry_idempotent_in_background(
     first_sent: tokio::time::Instant,
 ) {
     let until = first_sent + LATCH_GRACE;
-    crate::runtime::runtime().spawn(async move {
+    crate::foundation::runtime::runtime().spawn(async move {
         let mut backoff = Backoff::default();
         while tokio::time::Instant::now() < until && !client.is_closed() {
             tokio::time::sleep(backoff.next_delay()).await;
@@ -265,7 +268,7 @@ impl LockCore {
         format!("{action} lock '{}'", self.name())
     }
 
-    /// The error of a call whose work panicked (see [`crate::runtime::Inline`]).
+    /// The error of a call whose work panicked (see [`crate::foundation::runtime::Inline`]).
     pub(crate) fn task_panicked(&self, action: &str) -> Error {
         Error::redis(format!(
             "lock '{}': {action} task failed: it panicked",
@@ -308,7 +311,7 @@ impl LockCore {
     pub(crate) async fn remaining_lease(&self) -> Result<Option<Duration>> {
         self.client.check_usable(self.name())?;
         let mut connection = self.client.connection.clone();
-        let pttl: i64 = INSPECT
+        let pttl: i64 = LOCK_PTTL
             .key(self.kind.key())
             .invoke_async(&mut connection)
             .await

@@ -14,10 +14,10 @@ use tracing::Instrument;
 use crate::engine::context::ClientInner;
 use crate::engine::hold::Reserved;
 use crate::engine::{latch_ms, request_id, Backoff, LockCore};
-use crate::error::{Error, ErrorKind, Result};
+use crate::foundation::error::{Error, ErrorKind, Result};
+use crate::foundation::runtime::runtime;
 use crate::kinds::{LockKind, ReleaseArgs};
 use crate::metrics::{LockStats, LostReason};
-use crate::runtime::runtime;
 
 /// Added to a release trace's window: the server's clock and the client's may run at slightly
 /// different rates, and the trace's TTL starts when the final release ran, after the first send.

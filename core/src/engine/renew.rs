@@ -22,11 +22,11 @@ use tokio::sync::Notify;
 use redis::cluster_routing::Slot;
 
 use crate::connection::{Connection, Publish, ReplicaSync};
-use crate::error::Error;
+use crate::foundation::error::Error;
+use crate::foundation::shrinking::remove_shrinking;
 use crate::kinds::script::LockScript;
 use crate::kinds::Renewal;
 use crate::metrics::{LockStats, LostReason};
-use crate::shrinking::remove_shrinking;
 
 /// Holds renewed (or checked) by one script call.
 pub(crate) const BATCH: usize = 100;

@@ -125,7 +125,7 @@ impl RedissonLock {
     fn new(seam: &Seam, key: &str, owner: String, fair: bool) -> RedissonLock {
         let (inbox, messages) = tokio::sync::mpsc::unbounded_channel();
         seam.bus.connect(inbox);
-        let channel = crate::keys::lock_channel(key);
+        let channel = crate::foundation::keys::lock_channel(key);
         RedissonLock {
             connection: crate::connection::Connection::explored(seam.wire.clone()),
             bus: seam.bus.clone(),
@@ -153,8 +153,8 @@ impl RedissonLock {
         let script = redis::Script::new(script);
         let mut call = script.key(&self.key);
         if self.fair {
-            call.key(crate::keys::fair_queue(&self.key))
-                .key(crate::keys::fair_timeouts(&self.key));
+            call.key(crate::foundation::keys::fair_queue(&self.key))
+                .key(crate::foundation::keys::fair_timeouts(&self.key));
         }
         for key in keys {
             call.key(key);
@@ -216,7 +216,7 @@ impl RedissonLock {
     }
 
     async fn unlock(&self) -> crate::Result<()> {
-        let channel = crate::keys::lock_channel(&self.key);
+        let channel = crate::foundation::keys::lock_channel(&self.key);
         let unlock = if self.fair {
             redisson::rfair_unlock(EXPLORED_PUBLISH)
         } else {
@@ -630,7 +630,7 @@ impl World {
             .query(server.connection())
             .unwrap();
         // The same ids on every replay of the same steps.
-        crate::ids::count_from(1 << 64);
+        crate::foundation::ids::count_from(1 << 64);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
@@ -639,11 +639,11 @@ impl World {
         // Given back in `Drop` (`Box::from_raw`), once every client is gone; the core holds
         // `&'static` runtimes, and nothing of this world outlives it.
         let runtime: &'static Runtime = unsafe { &*Box::into_raw(Box::new(runtime)) };
-        crate::runtime::explore_on(Some(runtime));
+        crate::foundation::runtime::explore_on(Some(runtime));
         let mut world = World {
             runtime: Some(runtime),
             members: Vec::new(),
-            key: crate::key_prefix::apply(scenario.key_prefix, NAME),
+            key: crate::foundation::key_prefix::apply(scenario.key_prefix, NAME),
             steps: 0,
             faulted: false,
             advanced_ms: 0,
@@ -700,8 +700,8 @@ impl World {
                     .expect("a handle");
                     Handle::Lock(if actor.poll {
                         lock.with_wait_mode(crate::WaitMode::Poll {
-                            min: crate::options::DEFAULT_POLL_MIN,
-                            max: crate::options::DEFAULT_POLL_MAX,
+                            min: crate::settings::options::DEFAULT_POLL_MIN,
+                            max: crate::settings::options::DEFAULT_POLL_MAX,
                         })
                         .expect("a poll waiter")
                     } else {
@@ -974,8 +974,8 @@ impl World {
     fn note_queued(&mut self, server: &mut Server) {
         for member in &self.members {
             let line = match member.kind {
-                Kind::Fair | Kind::RFairLock => crate::keys::fair_queue(&self.key),
-                Kind::Fifo => crate::keys::fifo_line(&self.key),
+                Kind::Fair | Kind::RFairLock => crate::foundation::keys::fair_queue(&self.key),
+                Kind::Fifo => crate::foundation::keys::fifo_line(&self.key),
                 Kind::Plain
                 | Kind::Fenced
                 | Kind::Read
@@ -1482,7 +1482,7 @@ impl Drop for World {
                 drop(member);
             }
         }
-        crate::runtime::explore_on(None);
+        crate::foundation::runtime::explore_on(None);
         // SAFETY: made by `Box::into_raw` in `new`; every client of this world is gone, and
         // the tasks that hold it are dropped with it.
         drop(unsafe { Box::from_raw(runtime as *const Runtime as *mut Runtime) });

@@ -1,6 +1,6 @@
 //! The lock messages (Redisson's `LockPubSub` beside its generic `PublishSubscribe`): what
 //! a release publishes on a lock's channels, and what a local waiter does on each. The hub
-//! (`crate::pubsub`) keeps one [`Wakeups`] per channel and hands it every message.
+//! (`crate::connection::pubsub`) keeps one [`Wakeups`] per channel and hands it every message.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::pubsub::{ChannelState, Hub, Subscription};
+use crate::connection::pubsub::{ChannelState, Hub, Subscription};
 
 /// The client's pub/sub hub, its channels read as lock channels.
 pub(crate) type LockHub = Hub<Wakeups>;

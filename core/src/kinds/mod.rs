@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
-use crate::options::ClientOptions;
+use crate::settings::options::ClientOptions;
 use script::LockScript;
 
 /// Renews the hash-based kinds (reentrant, fair, FIFO, read-write): see `renew.lua`.

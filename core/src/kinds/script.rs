@@ -133,7 +133,7 @@ mod tests {
     /// Every lock script file (the kinds', the engine's) reaches pub/sub only through the names
     /// a form defines: a publish spelled in a script would escape the sharded and broadcast forms.
     /// (Not the probe of `polylock check`, which sends what it probes on purpose, nor
-    /// `inspect.lua`, which only reads.)
+    /// `handles/inspect.lua`, which only reads.)
     #[test]
     fn scripts_reach_pub_sub_only_through_their_form() {
         let mut files = Vec::new();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use super::{AcquireResult, LockStats, WokenBy};
-use crate::error::Result;
+use crate::foundation::error::Result;
 
 /// What the acquire task tells the caller's [`AcquireRecord`]: how many attempts it sent, and
 /// what woke it before the attempt that took the lock (shared, as the task may outlive the

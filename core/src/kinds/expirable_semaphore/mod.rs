@@ -10,10 +10,10 @@ use std::sync::LazyLock;
 use redis::ScriptInvocation;
 
 use crate::connection::Publish;
-use crate::keys;
+use crate::foundation::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
-use crate::options::ClientOptions;
+use crate::settings::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> =
     lock_script!("../semaphore/prelude.lua", "prelude.lua", "acquire.lua");

@@ -23,12 +23,12 @@ use std::time::Duration;
 use redis::{ScriptInvocation, Value};
 
 use crate::connection::Publish;
-use crate::keys;
+use crate::foundation::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
     read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy,
 };
-use crate::options::ClientOptions;
+use crate::settings::options::ClientOptions;
 
 /// Redisson's default `fairLockWaitTimeout` (5 min): the allowance each queued waiter adds to
 /// the deadlines behind it, and which each acquisition from the head subtracts again.

@@ -8,8 +8,8 @@ use std::sync::LazyLock;
 use redis::{Script, Value};
 
 use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::keys;
+use crate::foundation::error::{Error, Result};
+use crate::foundation::keys;
 
 static FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("fence.lua")));
 

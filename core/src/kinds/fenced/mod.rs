@@ -15,11 +15,11 @@ use std::sync::LazyLock;
 use redis::{ScriptInvocation, Value};
 
 use crate::connection::Publish;
-use crate::keys;
+use crate::foundation::keys;
 use crate::kinds::reentrant::{self, Reentrant};
 use crate::kinds::script::LockScript;
 use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
-use crate::options::ClientOptions;
+use crate::settings::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!(
     "../lock_fields.lua",

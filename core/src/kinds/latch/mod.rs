@@ -2,7 +2,7 @@
 //! a plain number; no key means open (count 0). Its channel is
 //! `redisson_countdownlatch__channel__{name}` (see [`crate::keys::latch_channel`]): `1` when a
 //! count was set or the latch deleted (waiters look again), `0` when a count down reached zero.
-//! Not a lock kind: nothing is held, so the engine has no part in it (`crate::latch`).
+//! Not a lock kind: nothing is held, so the engine has no part in it (`crate::handles::latch`).
 
 use std::sync::LazyLock;
 

@@ -17,10 +17,10 @@ use std::time::Duration;
 use redis::ScriptInvocation;
 
 use crate::connection::Publish;
-use crate::keys;
+use crate::foundation::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
-use crate::options::ClientOptions;
+use crate::settings::options::ClientOptions;
 
 static READ_ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_acquire.lua");
 static READ_RELEASE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_release.lua");

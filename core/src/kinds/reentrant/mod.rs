@@ -18,12 +18,12 @@ use std::time::Duration;
 use redis::{ScriptInvocation, Value};
 
 use crate::connection::Publish;
-use crate::keys;
+use crate::foundation::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
     read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy,
 };
-use crate::options::ClientOptions;
+use crate::settings::options::ClientOptions;
 
 /// How long a release keeps the free lock for the waiter it told: ample for that waiter's look
 /// to arrive; if it never does (its process paused or died just then), others may take the

@@ -8,13 +8,13 @@ use tokio::time::Instant;
 
 use crate::engine::context::{query, ClientInner};
 use crate::engine::{latch_ms, request_id, run_idempotent_or_in_background, LockCore};
-use crate::error::Result;
-use crate::keys;
+use crate::foundation::error::Result;
+use crate::foundation::keys;
+use crate::foundation::runtime::{on_runtime, runtime};
+use crate::handles::semaphore_permits::SemaphorePermits;
 use crate::kinds::semaphore::{SemaphoreAcquisition, ADD, AVAILABLE, TRY_SET};
 use crate::metrics::{kind as metric_kind, LockStats};
-use crate::options::validate_permits;
-use crate::runtime::{on_runtime, runtime};
-use crate::semaphore_permits::SemaphorePermits;
+use crate::settings::options::validate_permits;
 
 /// How long an acquire request's latch lives: every retry of one request (a reply lost to a
 /// dropped connection) must arrive within it, or it could take its permits twice.

@@ -1,8 +1,8 @@
 //! [`MultiLock`]: all of several locks or none (Redisson `RedissonMultiLock`).
 
-use crate::error::Result;
-use crate::lock::Lock;
-use crate::multi::group::{group_handle, GroupKind, LockGroup};
+use crate::foundation::error::Result;
+use crate::handles::lock::Lock;
+use crate::handles::multi::group::{group_handle, GroupKind, LockGroup};
 
 /// All of several locks, possibly made by clients of independent servers, held together or
 /// not at all. Lost when any of its locks is lost.

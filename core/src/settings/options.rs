@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::foundation::error::{Error, Result};
 
 pub(crate) const CERT_WITHOUT_KEY: &str =
     "tls_cert is set without tls_key: a client certificate needs its private key";
@@ -205,7 +205,7 @@ impl ClientOptions {
     /// Checks every option against its limits.
     pub fn validate(&self) -> Result<()> {
         if let Some(prefix) = &self.key_prefix {
-            crate::key_prefix::validate(prefix)?;
+            crate::foundation::key_prefix::validate(prefix)?;
         }
         if let Some(name) = &self.name {
             if name.trim().is_empty() || name.len() > MAX_CLIENT_NAME_BYTES {

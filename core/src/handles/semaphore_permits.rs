@@ -8,10 +8,10 @@ use tokio::time::Instant;
 
 use tokio::sync::watch;
 
-use crate::error::{Error, Result};
-use crate::hold::Hold;
-use crate::options::{invalid, validate_permits, AcquireOptions};
-use crate::semaphore::Semaphore;
+use crate::foundation::error::{Error, Result};
+use crate::handles::guard::Hold;
+use crate::handles::semaphore::Semaphore;
+use crate::settings::options::{invalid, validate_permits, AcquireOptions};
 
 /// `permits` permits of one semaphore, taken together by each acquire and given back together
 /// by each release ([`Semaphore::permits`]). Clones share the count of levels held.

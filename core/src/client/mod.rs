@@ -1,5 +1,11 @@
 //! The client: one id, one multiplexed command connection, one pub/sub connection, one upkeep
 //! task, all on the core's runtime; and the registry of the holds made through it.
+//!
+//! Also here, the recipes made through a client: the run-once job lock (`job_lock`) and leader
+//! election (`election`).
+
+pub(crate) mod election;
+pub(crate) mod job_lock;
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -8,13 +14,18 @@ use crate::connection::sentinel::Sentinel;
 use crate::connection::target::{redact, Target};
 use crate::connection::{connect_manager, Connection, Publish, ReplicaSync, Timeouts};
 
+use crate::connection::pubsub::Source;
 use crate::engine::context::ClientInner;
 use crate::engine::renew::Scheduler;
 use crate::engine::LockCore;
-use crate::error::{Error, ErrorKind, Result};
-use crate::expirable_semaphore::ExpirableSemaphore;
-use crate::hold::{Guard, Hold};
-use crate::inspect::LockInfo;
+use crate::foundation::error::{Error, ErrorKind, Result};
+use crate::foundation::runtime::runtime;
+use crate::handles::expirable_semaphore::ExpirableSemaphore;
+use crate::handles::guard::{Guard, Hold};
+use crate::handles::inspect::LockInfo;
+use crate::handles::lock::Lock;
+use crate::handles::read_write_lock::ReadWriteLock;
+use crate::handles::semaphore::Semaphore;
 use crate::kinds::fair::Fair;
 use crate::kinds::fenced::{fence, Fenced};
 use crate::kinds::fifo::Fifo;
@@ -22,14 +33,11 @@ use crate::kinds::messages::LockHub;
 use crate::kinds::read_write::{ReadLock, WriteLock};
 use crate::kinds::reentrant::Reentrant;
 use crate::kinds::LockKind;
-use crate::lock::Lock;
 use crate::metrics::{kind as metric_kind, Metrics};
-use crate::options::{validate_fenced_write, validate_name, AcquireOptions, ClientOptions};
-use crate::pubsub::Source;
-use crate::read_write_lock::ReadWriteLock;
-use crate::runtime::runtime;
-use crate::semaphore::Semaphore;
-use crate::tls::Tls;
+use crate::settings::options::{
+    validate_fenced_write, validate_name, AcquireOptions, ClientOptions,
+};
+use crate::settings::tls::Tls;
 
 /// Builds a [`Client`] option by option; see [`ClientOptions`] for each option.
 #[derive(Debug, Clone)]
@@ -222,7 +230,7 @@ pub(crate) async fn open(
                 Err(err) => {
                     // The cluster client keeps only the text of a failed handshake: one seed
                     // node, asked alone, tells why.
-                    let why = crate::tls::diagnose(&nodes, options.connect_timeout).await;
+                    let why = crate::settings::tls::diagnose(&nodes, options.connect_timeout).await;
                     return Err(match why {
                         Some(why) => Error::connection(format!("{what}: TLS: {why} ({err})"))
                             .with_source(err),
@@ -295,7 +303,7 @@ async fn start_client(
     let name = options
         .name
         .clone()
-        .unwrap_or_else(crate::ids::default_client_name);
+        .unwrap_or_else(crate::foundation::ids::default_client_name);
     let metrics = Arc::new(Metrics::new(
         name,
         options.metrics,
@@ -372,7 +380,7 @@ async fn start_client(
         options,
         metrics,
     ));
-    crate::client_record::start(&inner).await;
+    crate::engine::client_record::start(&inner).await;
     Ok(Client { inner })
 }
 
@@ -401,7 +409,7 @@ impl Client {
     /// reached.
     pub async fn connect_with(url: &str, options: ClientOptions) -> Result<Client> {
         options.validate()?;
-        crate::tls::install_crypto_provider();
+        crate::settings::tls::install_crypto_provider();
         // Connections live on the core's runtime, whatever runtime the caller awaits on.
         runtime()
             .spawn(connect_on_runtime(url.to_owned(), options))
@@ -426,7 +434,7 @@ impl Client {
         } else {
             redis_client
         };
-        crate::tls::install_crypto_provider();
+        crate::settings::tls::install_crypto_provider();
         runtime()
             .spawn(connect_target(
                 Target::Single(redis_client),
@@ -700,7 +708,7 @@ impl Client {
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an empty or too long name; a name holding something else
     /// is not an error but [`InspectedKind::Unknown`](crate::InspectedKind::Unknown).
     pub async fn inspect(&self, name: &str) -> Result<LockInfo> {
-        crate::inspect::inspect(&self.inner, name).await
+        crate::handles::inspect::inspect(&self.inner, name).await
     }
 
     /// The names of everything matching the glob `pattern` (`SCAN`; on a cluster, on every
@@ -708,7 +716,7 @@ impl Client {
     /// counters, timeouts). For tools that list locks, as the CLI's `watch`: pass each name to
     /// [`Client::inspect`]. Not atomic: names come and go while it pages.
     pub async fn scan_names(&self, pattern: &str) -> Result<Vec<String>> {
-        crate::inspect::scan_names(&self.inner, pattern).await
+        crate::handles::inspect::scan_names(&self.inner, pattern).await
     }
 
     /// The client records (`polylock:client:<client-id>`, docs/PROTOCOL.md) of `client_ids`
@@ -719,8 +727,8 @@ impl Client {
     pub async fn client_records(
         &self,
         client_ids: Option<Vec<String>>,
-    ) -> Result<Vec<crate::inspect::ClientRecordFields>> {
-        crate::inspect::client_records(&self.inner, client_ids).await
+    ) -> Result<Vec<crate::handles::inspect::ClientRecordFields>> {
+        crate::handles::inspect::client_records(&self.inner, client_ids).await
     }
 
     /// Number of channels this client's waiters are subscribed to now.

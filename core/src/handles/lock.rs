@@ -8,9 +8,9 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::engine::LockCore;
-use crate::error::{Error, Result};
-use crate::options::{AcquireOptions, WaitMode};
-use crate::runtime::Inline;
+use crate::foundation::error::{Error, Result};
+use crate::foundation::runtime::Inline;
+use crate::settings::options::{AcquireOptions, WaitMode};
 
 /// A handle on one lock for one owner. Clones share the handle (and its holds).
 ///
@@ -65,7 +65,7 @@ impl Lock {
 
     /// Who holds this lock now, as a timed-out acquire names them (see [`crate::Hold`]).
     pub(crate) async fn describe_holders(&self) -> Option<String> {
-        crate::inspect::describe_holders(&self.core.client, self.name()).await
+        crate::handles::inspect::describe_holders(&self.core.client, self.name()).await
     }
 
     /// `<client-uuid>:<holder-id>`, the hash field this handle writes.
@@ -192,7 +192,7 @@ impl Lock {
         poll_min_ms: Option<f64>,
         poll_max_ms: Option<f64>,
     ) -> Result<Lock> {
-        match crate::options::wait_mode_from_millis(mode, poll_min_ms, poll_max_ms)? {
+        match crate::settings::options::wait_mode_from_millis(mode, poll_min_ms, poll_max_ms)? {
             Some(mode) => self.with_wait_mode(mode),
             None => Ok(self),
         }
@@ -204,4 +204,4 @@ impl Lock {
     }
 }
 
-crate::hold::hold_by_inherent_methods!(Lock);
+crate::handles::guard::hold_by_inherent_methods!(Lock);

@@ -21,7 +21,7 @@ use serde_json::json;
 
 use crate::connection::Connection;
 use crate::engine::context::{ClientInner, HoldSummary};
-use crate::keys;
+use crate::foundation::keys;
 
 /// How long after a change of holds the record is written (changes meanwhile join it).
 const HOLDS_DEBOUNCE: Duration = Duration::from_secs(1);
@@ -65,7 +65,7 @@ pub(crate) async fn start(client: &Arc<ClientInner>) {
     let identity = Identity {
         key: client.key_of(&keys::client_record(&client.id)),
         name: client.metrics.client_name().to_owned(),
-        host: crate::ids::host_name(),
+        host: crate::foundation::ids::host_name(),
         pid: client.pid(),
         connected_ms: unix_ms(SystemTime::now()),
     };
@@ -80,7 +80,7 @@ pub(crate) async fn start(client: &Arc<ClientInner>) {
     };
     writer.write(client).await;
     let closed = client.closed_receiver();
-    crate::runtime::runtime().spawn(writer.run(closed));
+    crate::foundation::runtime::runtime().spawn(writer.run(closed));
 }
 
 impl Writer {
@@ -239,7 +239,7 @@ pub(crate) async fn read_records(
     client_ids: &[&str],
 ) -> HashMap<String, RecordView> {
     let reads = client_ids.iter().map(|id| {
-        let key = crate::key_prefix::apply(key_prefix, &keys::client_record(id));
+        let key = crate::foundation::key_prefix::apply(key_prefix, &keys::client_record(id));
         let mut read = redis::cmd("HMGET");
         read.arg(&key).arg(&["name", "host", "pid", "holds"]);
         async move { (*id, connection.query_at(&key, read).await) }

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::error::{Error, Result};
-use crate::options::AcquireOptions;
-use crate::runtime::runtime;
+use crate::foundation::error::{Error, Result};
+use crate::foundation::runtime::runtime;
+use crate::settings::options::AcquireOptions;
 
 /// A thing you hold: acquired, released level by level, and possibly lost while held.
 /// Clones share the handle and its hold.
@@ -165,32 +165,34 @@ impl<H: Hold> Drop for Guard<H> {
 /// (a [`crate::Lock`], a [`crate::LockGroup`]): callers need no import for those.
 macro_rules! hold_by_inherent_methods {
     ($handle:ty) => {
-        impl $crate::hold::Hold for $handle {
+        impl $crate::handles::guard::Hold for $handle {
             fn name(&self) -> &str {
                 <$handle>::name(self)
             }
 
-            fn defaults(&self) -> $crate::options::AcquireOptions {
+            fn defaults(&self) -> $crate::settings::options::AcquireOptions {
                 <$handle>::defaults(self)
             }
 
             fn with_defaults(
                 self,
-                defaults: $crate::options::AcquireOptions,
-            ) -> $crate::error::Result<Self> {
+                defaults: $crate::settings::options::AcquireOptions,
+            ) -> $crate::foundation::error::Result<Self> {
                 <$handle>::with_defaults(self, defaults)
             }
 
             fn acquire(
                 &self,
-                options: $crate::options::AcquireOptions,
-            ) -> impl std::future::Future<Output = $crate::error::Result<bool>> + Send {
+                options: $crate::settings::options::AcquireOptions,
+            ) -> impl std::future::Future<Output = $crate::foundation::error::Result<bool>> + Send
+            {
                 <$handle>::acquire(self, options)
             }
 
             fn release(
                 &self,
-            ) -> impl std::future::Future<Output = $crate::error::Result<()>> + Send {
+            ) -> impl std::future::Future<Output = $crate::foundation::error::Result<()>> + Send
+            {
                 <$handle>::release(self)
             }
 

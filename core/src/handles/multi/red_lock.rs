@@ -1,9 +1,9 @@
 //! [`RedLock`]: a quorum of independent masters (the Redlock algorithm of the Redis docs,
 //! Redisson `RedissonRedLock`).
 
-use crate::error::Result;
-use crate::lock::Lock;
-use crate::multi::group::{group_handle, GroupKind, LockGroup};
+use crate::foundation::error::Result;
+use crate::handles::lock::Lock;
+use crate::handles::multi::group::{group_handle, GroupKind, LockGroup};
 
 /// One lock on each of N independent Redis masters, held when a majority (`N / 2 + 1`) of
 /// them is: it stays available while a minority of the servers is down, and a hold survives

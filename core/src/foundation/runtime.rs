@@ -31,7 +31,7 @@ pub fn runtime() -> &'static Runtime {
     if let Some(runtime) = EXPLORED.with(std::cell::Cell::get) {
         return runtime;
     }
-    let generation = crate::ids::generation();
+    let generation = crate::foundation::ids::generation();
     if let Some(runtime) = current(generation) {
         return runtime;
     }

@@ -10,9 +10,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::Client;
-use crate::error::{ErrorKind, Result};
-use crate::lock::Lock;
-use crate::options::{invalid, validate_name, AcquireOptions, MAX_DURATION};
+use crate::foundation::error::{ErrorKind, Result};
+use crate::handles::lock::Lock;
+use crate::settings::options::{invalid, validate_name, AcquireOptions, MAX_DURATION};
 
 /// How long a job lock is held: at most `at_most` (the fixed lease: a node that dies holding
 /// it blocks the job no longer than that), at least `at_least` from the job's start (a node
@@ -209,7 +209,7 @@ impl Drop for JobHold {
     fn drop(&mut self) {
         if let Some(lock) = self.lock.take() {
             let (started, options) = (self.started, self.options);
-            crate::runtime::runtime().spawn(async move {
+            crate::foundation::runtime::runtime().spawn(async move {
                 if let Err(err) = finish(lock, started, options).await {
                     tracing::warn!(%err, "job lock dropped unfinished: its finish failed");
                 }
@@ -236,11 +236,11 @@ async fn finish(lock: Lock, started: Instant, options: JobLockOptions) -> Result
         .filter(|left| !left.is_zero())
     {
         let core = lock.core.clone();
-        let kept =
-            crate::runtime::Inline::new(async move { core.leave_held_for(left).await }, || {
-                lock.core.task_panicked("keep")
-            })
-            .await?;
+        let kept = crate::foundation::runtime::Inline::new(
+            async move { core.leave_held_for(left).await },
+            || lock.core.task_panicked("keep"),
+        )
+        .await?;
         if !kept {
             lapsed();
         }

@@ -1,20 +1,20 @@
 //! The expirable semaphore handle (`Client::expirable_semaphore`): permits with an id and a
 //! lease (Redisson RPermitExpirableSemaphore layout).
 
-use crate::options::AcquireOptions;
+use crate::settings::options::AcquireOptions;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::engine::context::query;
 use crate::engine::context::ClientInner;
 use crate::engine::LockCore;
-use crate::error::{Error, ErrorKind, Result};
+use crate::foundation::error::{Error, ErrorKind, Result};
+use crate::foundation::runtime::on_runtime;
+use crate::foundation::shrinking::remove_shrinking;
+use crate::handles::semaphore::Semaphore;
 use crate::kinds::expirable_semaphore::Permit;
 use crate::metrics::{kind as metric_kind, LockStats};
-use crate::options::validate_permit_id;
-use crate::runtime::on_runtime;
-use crate::semaphore::Semaphore;
-use crate::shrinking::remove_shrinking;
+use crate::settings::options::validate_permit_id;
 
 /// How many lost permits a handle remembers, so that their release reports them lost: its
 /// memory follows the permits of now, never all those of the past.

@@ -19,13 +19,13 @@ use tokio::sync::watch;
 
 use crate::client::Client;
 use crate::engine::run_idempotent;
-use crate::error::{Error, ErrorKind, Result};
-use crate::keys;
+use crate::foundation::error::{Error, ErrorKind, Result};
+use crate::foundation::keys;
+use crate::foundation::runtime::on_runtime;
+use crate::handles::lock::Lock;
 use crate::kinds::election::{ANNOUNCE, LEADER, WITHDRAW};
 use crate::kinds::messages::LockSubscription;
-use crate::lock::Lock;
-use crate::options::AcquireOptions;
-use crate::runtime::on_runtime;
+use crate::settings::options::AcquireOptions;
 
 /// The longest an observer goes without reading the leader: a change whose message was missed
 /// (a leader that died publishes nothing) is seen within it.

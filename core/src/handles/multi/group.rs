@@ -11,11 +11,11 @@ use futures_util::future::join_all;
 use tokio::sync::{oneshot, watch};
 
 use crate::engine::LostCallback;
-use crate::error::{Error, Result};
-use crate::lock::Lock;
+use crate::foundation::error::{Error, Result};
+use crate::foundation::runtime::runtime;
+use crate::handles::lock::Lock;
 use crate::metrics::{kind as metric_kind, AcquireRecord, LockStats, LostReason};
-use crate::options::AcquireOptions;
-use crate::runtime::runtime;
+use crate::settings::options::AcquireOptions;
 
 /// How long each lock of a group may wait per round when the group's wait has no bound
 /// (Redisson's base lock wait): a round that falls short gives back what it took after this.
@@ -567,7 +567,7 @@ impl GroupInner {
 
 /// A pause from 0 to [`MAX_ROUND_PAUSE`], random enough to part two contenders.
 fn random_pause() -> Duration {
-    let random = crate::ids::random_u64();
+    let random = crate::foundation::ids::random_u64();
     MAX_ROUND_PAUSE.mul_f64((random % 1000) as f64 / 1000.0)
 }
 
@@ -602,7 +602,7 @@ impl Drop for GroupInner {
     }
 }
 
-crate::hold::hold_by_inherent_methods!(LockGroup);
+crate::handles::guard::hold_by_inherent_methods!(LockGroup);
 
 /// The face of a group kind (`MultiLock`, `RedLock`) over its [`LockGroup`]: the group's own
 /// calls (`locks`, `quorum`, `into_group`) and [`crate::Hold`], each delegated, written once.
@@ -610,12 +610,12 @@ macro_rules! group_handle {
     ($handle:ident) => {
         impl $handle {
             /// The group handle, for code that takes either kind.
-            pub fn into_group(self) -> $crate::multi::group::LockGroup {
+            pub fn into_group(self) -> $crate::handles::multi::group::LockGroup {
                 self.0
             }
 
             /// Its locks, in the order given.
-            pub fn locks(&self) -> &[$crate::lock::Lock] {
+            pub fn locks(&self) -> &[$crate::handles::lock::Lock] {
                 self.0.locks()
             }
 
@@ -625,32 +625,34 @@ macro_rules! group_handle {
             }
         }
 
-        impl $crate::hold::Hold for $handle {
+        impl $crate::handles::guard::Hold for $handle {
             fn name(&self) -> &str {
                 self.0.name()
             }
 
-            fn defaults(&self) -> $crate::options::AcquireOptions {
+            fn defaults(&self) -> $crate::settings::options::AcquireOptions {
                 self.0.defaults()
             }
 
             fn with_defaults(
                 self,
-                defaults: $crate::options::AcquireOptions,
-            ) -> $crate::error::Result<Self> {
+                defaults: $crate::settings::options::AcquireOptions,
+            ) -> $crate::foundation::error::Result<Self> {
                 self.0.with_defaults(defaults).map($handle)
             }
 
             fn acquire(
                 &self,
-                options: $crate::options::AcquireOptions,
-            ) -> impl std::future::Future<Output = $crate::error::Result<bool>> + Send {
+                options: $crate::settings::options::AcquireOptions,
+            ) -> impl std::future::Future<Output = $crate::foundation::error::Result<bool>> + Send
+            {
                 self.0.acquire(options)
             }
 
             fn release(
                 &self,
-            ) -> impl std::future::Future<Output = $crate::error::Result<()>> + Send {
+            ) -> impl std::future::Future<Output = $crate::foundation::error::Result<()>> + Send
+            {
                 self.0.release()
             }
 
@@ -678,7 +680,7 @@ macro_rules! group_handle {
                 &self,
                 wait: std::time::Duration,
             ) -> impl std::future::Future<Output = $crate::Error> + Send {
-                $crate::hold::Hold::not_acquired_error(&self.0, wait)
+                $crate::handles::guard::Hold::not_acquired_error(&self.0, wait)
             }
         }
     };

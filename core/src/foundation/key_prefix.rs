@@ -4,7 +4,7 @@
 //! [`crate::keys`]) derives from that mapped name, so a Redisson client whose `NameMapper` adds
 //! the same prefix shares the locks. Errors, metrics and `LockInfo` show the user's name.
 
-use crate::error::{Error, Result};
+use crate::foundation::error::{Error, Result};
 
 /// Longest key prefix accepted: a namespace, not a payload.
 pub const MAX_KEY_PREFIX_BYTES: usize = 128;

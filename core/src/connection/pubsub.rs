@@ -30,9 +30,9 @@ use tokio::task::JoinHandle;
 
 use crate::connection::sentinel::Sentinel;
 use crate::connection::Timeouts;
-use crate::error::{Error, Result};
+use crate::foundation::error::{Error, Result};
+use crate::foundation::shrinking::remove_shrinking;
 use crate::metrics::Metrics;
-use crate::shrinking::remove_shrinking;
 
 /// Delay before the next attempt to re-establish a broken pub/sub connection.
 const RECONNECT_DELAY: Duration = Duration::from_millis(200);
@@ -105,7 +105,7 @@ pub(crate) enum Source {
         nodes: Vec<ConnectionInfo>,
         /// SSUBSCRIBE (Redis 7+) rather than SUBSCRIBE.
         sharded: bool,
-        tls: crate::tls::Tls,
+        tls: crate::settings::tls::Tls,
     },
     /// Test only: the protocol explorer's seam.
     #[cfg(all(test, feature = "explorer"))]
@@ -524,7 +524,7 @@ impl<S: ChannelState> Control<S> {
         &mut self,
         nodes: Vec<ConnectionInfo>,
         sharded: bool,
-        tls: &crate::tls::Tls,
+        tls: &crate::settings::tls::Tls,
     ) -> Result<(Sink, JoinHandle<()>)> {
         let what = "open the pub/sub connection to the cluster";
         let (pushes, mut received) = mpsc::unbounded_channel::<PushInfo>();

@@ -9,11 +9,11 @@ use tokio::time::Instant;
 
 use crate::engine::context::{query, ClientInner};
 use crate::engine::PollBackoff;
-use crate::error::{Error, Result};
-use crate::keys;
+use crate::foundation::error::{Error, Result};
+use crate::foundation::keys;
+use crate::foundation::runtime::on_runtime;
 use crate::kinds::latch::{COUNT_DOWN, DELETE, TRY_SET};
-use crate::options::{WaitMode, MAX_DURATION};
-use crate::runtime::on_runtime;
+use crate::settings::options::{WaitMode, MAX_DURATION};
 
 /// The largest count accepted: the largest integer every language's numbers hold exactly
 /// (JavaScript's `Number.MAX_SAFE_INTEGER`), so that a count means the same everywhere.

@@ -1,7 +1,7 @@
 //! The read-write lock handle (`Client::read_write_lock`): a read lock and a write lock on one
 //! name, each with the whole [`Lock`] API, for one owner.
 
-use crate::lock::Lock;
+use crate::handles::lock::Lock;
 
 /// A read-write lock (Redisson RReadWriteLock layout) for one owner: readers share it, a writer
 /// excludes readers and writers. The writer may also take the read lock (and keep it after

@@ -5,9 +5,9 @@
 
 use redis::{ConnectionAddr, ConnectionInfo};
 
-use crate::error::{Error, Result};
-use crate::options::{ClientOptions, CERT_WITHOUT_KEY, KEY_WITHOUT_CERT};
-use crate::redis_errors::tls_failure;
+use crate::foundation::error::{Error, Result};
+use crate::foundation::redis_errors::tls_failure;
+use crate::settings::options::{ClientOptions, CERT_WITHOUT_KEY, KEY_WITHOUT_CERT};
 
 /// Installs rustls's `ring` provider as the process default, once, before any TLS connection:
 /// the `redis` crate enables no crypto backend of rustls, so without a default rustls panics on

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use redis::{Script, Value};
 
-use crate::client_record::{self, RecordView};
+use crate::engine::client_record::{self, RecordView};
 use crate::engine::context::ClientInner;
-use crate::error::{Error, Result};
-use crate::keys;
-use crate::options::validate_name;
-use crate::runtime::on_runtime;
+use crate::foundation::error::{Error, Result};
+use crate::foundation::keys;
+use crate::foundation::runtime::on_runtime;
+use crate::settings::options::validate_name;
 
 /// Reads every key of every kind at once (`inspect.lua`); writes nothing.
 static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("inspect.lua")));
@@ -320,7 +320,7 @@ pub(crate) async fn scan_names(client: &Arc<ClientInner>, pattern: &str) -> Resu
         let prefix = inner.options.key_prefix.as_deref();
         let mut names: Vec<String> = found
             .iter()
-            .filter_map(|key| crate::key_prefix::strip(prefix, key))
+            .filter_map(|key| crate::foundation::key_prefix::strip(prefix, key))
             .filter(|name| !keys::is_auxiliary(name))
             .map(str::to_owned)
             .collect();

@@ -168,7 +168,7 @@ impl Error {
         if err.is_timeout() {
             return Error::timeout(format!("{what}: Redis did not answer in time ({err})"));
         }
-        if let Some(refused) = crate::redis_errors::refusal(err) {
+        if let Some(refused) = crate::foundation::redis_errors::refusal(err) {
             return Error::permission(format!("{what}: {refused}"));
         }
         if err.code() == Some("WRONGTYPE") || err.to_string().contains("WRONGTYPE") {
@@ -185,7 +185,7 @@ impl Error {
         ) {
             return Error::connection(format!("{what}: Redis is not available for now ({err})"));
         }
-        if let Some(why) = crate::redis_errors::tls_failure(err) {
+        if let Some(why) = crate::foundation::redis_errors::tls_failure(err) {
             return Error::connection(format!("{what}: TLS: {why} ({err})"));
         }
         if err.is_io_error()

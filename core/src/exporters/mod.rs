@@ -1,0 +1,4 @@
+//! Exporters: a client's metrics fed to a monitoring system, each behind its feature.
+
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
