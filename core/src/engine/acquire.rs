@@ -245,6 +245,59 @@ fn remaining(deadline: Option<Instant>) -> Duration {
     })
 }
 
+/// The channels an acquire call waits on: the lock's (`wait`), the waiter's own (`told`) and
+/// the channel a plain waiter announces itself on (`listening`), as its kind names them.
+struct WaitChannels {
+    wait: String,
+    told: Option<String>,
+    listening: Option<String>,
+}
+
+/// What the acquire loop does after [`LockCore::subscribe`].
+enum Subscribed {
+    /// It was subscribed already.
+    Already,
+    /// Subscribed, and nothing was missed: sleep, woken by messages after these counts.
+    Sleep((u64, u64)),
+    /// Look again first (a message may have been missed, or the client closed).
+    LookAgain,
+    /// The call ends with this outcome.
+    Ended(Result<bool>),
+}
+
+/// How a wait of the acquire loop ended.
+enum Waited<T> {
+    /// What it waited for came (its output).
+    Done(T),
+    /// The caller cancelled the call.
+    Cancelled,
+    /// The client closed: the loop looks again, which ends the call with the client's error.
+    Closed,
+}
+
+/// What ends every wait of the acquire loop besides what it waits for: the caller's
+/// cancellation and the client's close.
+struct Interruptions<'a> {
+    cancelled: &'a mut oneshot::Receiver<()>,
+    closed: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Interruptions<'_> {
+    /// Runs `future` until it ends, the call is cancelled or the client closes.
+    async fn run<T>(&mut self, future: impl std::future::Future<Output = T>) -> Waited<T> {
+        tokio::select! {
+            output = future => Waited::Done(output),
+            _ = &mut *self.cancelled => Waited::Cancelled,
+            _ = self.closed.wait_for(|closed| *closed) => Waited::Closed,
+        }
+    }
+
+    /// Sleeps `delay` (a backoff before the next look). False when the call was cancelled.
+    async fn pause(&mut self, delay: Duration) -> bool {
+        !matches!(self.run(tokio::time::sleep(delay)).await, Waited::Cancelled)
+    }
+}
+
 impl LockCore {
     /// Acquires or re-enters. `wait`: `None` no bound, zero one attempt. `lease`: `None` the
     /// watchdog lease. `mode`: `None` the client's wait mode. Dropping the future leaves no
@@ -374,11 +427,15 @@ impl LockCore {
         waiting: &mut Waiting,
     ) -> Ended {
         let ended = |outcome: Result<bool>, unknown: bool| Ended { outcome, unknown };
-        let channel = self.kind.wait_channel(&self.owner);
-        let told_channel = self.kind.told_channel(&self.owner);
-        let listening = self.kind.listening_channel();
-        let silence = self.wait_policy().longest_silence;
-        let mut closed = self.client.closed_receiver();
+        let channels = WaitChannels {
+            wait: self.kind.wait_channel(&self.owner),
+            told: self.kind.told_channel(&self.owner),
+            listening: self.kind.listening_channel(),
+        };
+        let mut interruptions = Interruptions {
+            cancelled,
+            closed: self.client.closed_receiver(),
+        };
         let mut backoff = Backoff::default();
         let mut unknown = false;
         // What ended the latest sleep, until the next attempt answers.
@@ -400,55 +457,18 @@ impl LockCore {
                 )
                 .unknown_if_closed();
             }
-            let (gate, key, owner) = (&self.client.release_gate, self.kind.key(), &self.owner);
-            let held_back = if !gate.no_undo(key, owner) {
-                // An undo of this owner's earlier request is in flight (`release_gate`): a look
-                // now could take over the place it is for, ahead of waiters that queued since.
-                // Wait for it within the wait bound, and a call that waits less (`try_lock`)
-                // for one response time, as for its own command.
-                Some(remaining(deadline).max(self.client.options.response_timeout))
-            } else if !gate.is_clear(key, owner) {
-                // The owner's release of this lock awaits its answer (`release_gate`): the
-                // attempt waits for it, within the wait bound. A call that cannot wait that
-                // long (a no-wait acquire, `try_lock`) answers "not acquired", as when the lock
-                // is taken, rather than wait up to the release's retry window.
-                Some(remaining(deadline))
-            } else {
-                None
-            };
-            if let Some(bound) = held_back {
-                if deadline.is_some() && bound.is_zero() {
-                    return ended(Ok(false), unknown);
-                }
-                let bound = async {
-                    match deadline {
-                        Some(_) => tokio::time::sleep(bound).await,
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    _ = gate.open(key, owner) => {}
-                    _ = bound => return ended(Ok(false), unknown),
-                    _ = &mut *cancelled => return ended(Ok(false), unknown),
-                    _ = closed.wait_for(|closed| *closed) => {}
-                }
+            match self
+                .wait_for_release_gate(deadline, &mut interruptions)
+                .await
+            {
                 // Look again: abandoned, closed or granted meanwhile.
-                continue;
+                Some(true) => continue,
+                Some(false) => return ended(Ok(false), unknown),
+                None => {}
             }
             // Messages after this look are not missed by the sleep after it.
             let (mut messages, mut told) = waiting.subscriptions.messages();
-            let will_wait = !remaining(deadline).is_zero();
-            // A kind that keeps the lock for the waiter it told must not list a poll waiter:
-            // the one told would never hear it, and the lock would stay kept for it.
-            let registers =
-                will_wait && (waiting.poll.is_none() || self.wait_policy().lists_poll_waiters);
-            let sent_at = Instant::now();
-            let grant_look = (waiting.poll.is_none() && self.accepts_grant(lease, will_wait))
-                .then(|| waiting.grant_looks.next(sent_at));
-            progress.attempt_sent();
-            let attempt = self
-                .try_acquire(lease, request, registers, grant_look)
-                .await;
+            let (attempt, sent_at, registers) = self.look(request, lease, deadline, waiting).await;
             let woken = woke.take();
             if woken.is_some() && matches!(attempt, Ok(Attempt::Busy(_) | Attempt::Queued { .. })) {
                 self.stats.wakeup_found_taken();
@@ -466,28 +486,16 @@ impl LockCore {
                 }
                 Ok(Attempt::Undone) => return ended(Ok(false), false),
                 Ok(Attempt::NotSynced(why)) => {
-                    // Held on the primary only, where a failover would hand it to a second
-                    // holder: undo it, and try again under a new request id (first in line
-                    // still, for a kind with a queue: the place is kept for the new request).
-                    let next = request_id();
-                    if let Err(err) = self.undo_attempt(request, lease, Some(&next)).await {
-                        // The undo may have kept the place for `next`, which will never look:
-                        // that place is undone too (the resolver undoes `request`).
-                        self.resolve_unknown(next, lease, Instant::now());
+                    if let Err(err) = self.undo_not_synced(request, lease, waiting).await {
                         return ended(Err(err), true);
                     }
-                    *request = next;
-                    // A place kept for it is left if the call ends before it looks.
-                    waiting.has_place = true;
                     unknown = false;
                     let left = remaining(deadline);
                     if left.is_zero() {
                         return ended(Err(self.not_synced(why)), false);
                     }
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff.next_delay().min(left)) => {}
-                        _ = &mut *cancelled => return ended(Ok(false), false),
-                        _ = closed.wait_for(|closed| *closed) => {}
+                    if !interruptions.pause(backoff.next_delay().min(left)).await {
+                        return ended(Ok(false), false);
                     }
                     continue;
                 }
@@ -515,10 +523,8 @@ impl LockCore {
                         return ended(Err(err), true);
                     }
                     tracing::debug!(%err, "acquire attempt failed; retrying with the same request id");
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff.next_delay().min(left)) => {}
-                        _ = &mut *cancelled => return ended(Ok(false), true),
-                        _ = closed.wait_for(|closed| *closed) => {}
+                    if !interruptions.pause(backoff.next_delay().min(left)).await {
+                        return ended(Ok(false), true);
                     }
                     continue;
                 }
@@ -535,87 +541,240 @@ impl LockCore {
             if let Some(poll) = waiting.poll.as_mut() {
                 // The last sleep ends with the wait, so the wait ends at its bound (with one
                 // more look), not a backoff later.
-                let mut slice = poll
-                    .next_sleep()
-                    .min(left)
-                    .min(holder_lease.unwrap_or(MAX_WAIT_SLICE));
-                if let Some(longest) = self.wait_policy().longest_wait {
-                    slice = slice.min(longest);
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(slice) => woke = Some(WokenBy::Poll),
-                    _ = &mut *cancelled => return ended(Ok(false), false),
-                    _ = closed.wait_for(|closed| *closed) => {}
+                let slice = self.sleep_slice(poll.next_sleep().min(left), holder_lease);
+                match interruptions.run(tokio::time::sleep(slice)).await {
+                    Waited::Done(()) => woke = Some(WokenBy::Poll),
+                    Waited::Cancelled => return ended(Ok(false), false),
+                    Waited::Closed => {}
                 }
                 continue;
             }
-            let Some(hub) = self.client.hub.as_ref() else {
-                // Checked when the call began; a client never loses its hub.
-                return ended(Err(Error::redis("no pub/sub connection to wait on")), false);
-            };
-            let subscriptions = &mut waiting.subscriptions;
-            let told_missing = told_channel
-                .as_ref()
-                .filter(|_| subscriptions.told.is_none());
-            if subscriptions.wait.is_none() || told_missing.is_some() {
-                // Subscribe before the retry, so an unlock after our attempt is never missed.
-                let subscribing = async {
-                    if subscriptions.wait.is_none() {
-                        subscriptions.wait =
-                            Some(hub.subscribe(&channel, listening.as_deref()).await?);
-                    }
-                    if let Some(told_channel) = told_missing {
-                        subscriptions.told = Some(hub.subscribe(told_channel, None).await?);
-                    }
-                    Ok::<(), Error>(())
-                };
-                let subscribed = tokio::select! {
-                    subscribed = subscribing => subscribed,
-                    _ = tokio::time::sleep(left) => return ended(Ok(false), false),
-                    _ = &mut *cancelled => return ended(Ok(false), false),
-                    _ = closed.wait_for(|closed| *closed) => continue,
-                };
-                // Messages from here on wake the sleep below.
-                (messages, told) = subscriptions.messages();
-                match subscribed {
-                    // Sleep without a second look when it can be shown that nothing was missed.
-                    Ok(()) if self.nothing_missed().await => {}
-                    Ok(()) => continue,
-                    Err(err) if err.is_transient() => {
-                        tracing::debug!(%err, "subscribe failed; retrying");
-                        tokio::select! {
-                            _ = tokio::time::sleep(backoff.next_delay().min(left)) => {}
-                            _ = &mut *cancelled => return ended(Ok(false), false),
-                            _ = closed.wait_for(|closed| *closed) => {}
-                        }
-                        continue;
-                    }
-                    Err(err) => return ended(Err(err), false),
+            match self
+                .subscribe(waiting, &channels, left, &mut interruptions, &mut backoff)
+                .await
+            {
+                Subscribed::Sleep(counts) => (messages, told) = counts,
+                Subscribed::LookAgain => continue,
+                Subscribed::Ended(outcome) => return ended(outcome, false),
+                Subscribed::Already => {}
+            }
+            let slice = self.sleep_slice(left.min(MAX_WAIT_SLICE), holder_lease);
+            match self
+                .sleep_until_news(waiting, slice, (messages, told), &mut interruptions)
+                .await
+            {
+                Waited::Done(by) => woke = by,
+                Waited::Cancelled => return ended(Ok(false), false),
+                Waited::Closed => {}
+            }
+        }
+    }
+
+    /// Subscribes to the waiter's channels where it is not subscribed yet, before it sleeps, so
+    /// that an unlock after its look is never missed.
+    async fn subscribe(
+        &self,
+        waiting: &mut Waiting,
+        channels: &WaitChannels,
+        left: Duration,
+        interruptions: &mut Interruptions<'_>,
+        backoff: &mut Backoff,
+    ) -> Subscribed {
+        let Some(hub) = self.client.hub.as_ref() else {
+            // Checked when the call began; a client never loses its hub.
+            return Subscribed::Ended(Err(Error::redis("no pub/sub connection to wait on")));
+        };
+        let subscriptions = &mut waiting.subscriptions;
+        let told_missing = channels
+            .told
+            .as_ref()
+            .filter(|_| subscriptions.told.is_none());
+        if subscriptions.wait.is_some() && told_missing.is_none() {
+            return Subscribed::Already;
+        }
+        let subscribing = async {
+            if subscriptions.wait.is_none() {
+                let listening = channels.listening.as_deref();
+                subscriptions.wait = Some(hub.subscribe(&channels.wait, listening).await?);
+            }
+            if let Some(told_channel) = told_missing {
+                subscriptions.told = Some(hub.subscribe(told_channel, None).await?);
+            }
+            Ok::<(), Error>(())
+        };
+        let subscribed = match interruptions
+            .run(tokio::time::timeout(left, subscribing))
+            .await
+        {
+            Waited::Done(Ok(subscribed)) => subscribed,
+            // The wait ran out while subscribing.
+            Waited::Done(Err(_)) | Waited::Cancelled => return Subscribed::Ended(Ok(false)),
+            Waited::Closed => return Subscribed::LookAgain,
+        };
+        // Messages from here on wake the sleep.
+        let counts = subscriptions.messages();
+        match subscribed {
+            // Sleep without a second look when it can be shown that nothing was missed.
+            Ok(()) if self.nothing_missed().await => Subscribed::Sleep(counts),
+            Ok(()) => Subscribed::LookAgain,
+            Err(err) if err.is_transient() => {
+                tracing::debug!(%err, "subscribe failed; retrying");
+                if !interruptions.pause(backoff.next_delay().min(left)).await {
+                    return Subscribed::Ended(Ok(false));
                 }
+                Subscribed::LookAgain
             }
-            let Some(subscription) = subscriptions.wait.as_ref() else {
-                continue;
-            };
-            let mut slice = left
-                .min(holder_lease.unwrap_or(MAX_WAIT_SLICE))
-                .min(MAX_WAIT_SLICE);
-            if let Some(longest) = self.wait_policy().longest_wait {
-                slice = slice.min(longest);
-            }
+            Err(err) => Subscribed::Ended(Err(err)),
+        }
+    }
+
+    /// Sleeps at most `slice` until a message on the waiter's channels after `counts` (the
+    /// lock's channel, its told channel), or the channel's silence (a lost connection): what
+    /// woke it.
+    async fn sleep_until_news(
+        &self,
+        waiting: &mut Waiting,
+        slice: Duration,
+        (messages, told): (u64, u64),
+        interruptions: &mut Interruptions<'_>,
+    ) -> Waited<Option<WokenBy>> {
+        let subscriptions = &waiting.subscriptions;
+        let Some(subscription) = subscriptions.wait.as_ref() else {
+            return Waited::Done(None);
+        };
+        let silence = self.wait_policy().longest_silence;
+        // What woke it, and for a message on the lock's channel whether it was woken
+        // (`Waiting::woken`; the others leave that as it is).
+        let sleep = async {
             tokio::select! {
                 woken = subscription.wait(slice, messages) => {
                     tracing::trace!(target: "polylock::handoff", "woken");
-                    waiting.woken = woken;
-                    woke = Some(if woken { WokenBy::Message } else { WokenBy::Poll });
+                    (Some(woken), if woken { WokenBy::Message } else { WokenBy::Poll })
                 }
                 _ = told_or_pending(subscriptions.told.as_ref(), slice, told) => {
                     tracing::trace!(target: "polylock::handoff", "woken");
-                    woke = Some(WokenBy::Message);
+                    (None, WokenBy::Message)
                 }
-                _ = silence_or_pending(subscription, silence) => woke = Some(WokenBy::Poll),
-                _ = &mut *cancelled => return ended(Ok(false), false),
-                _ = closed.wait_for(|closed| *closed) => {}
+                _ = silence_or_pending(subscription, silence) => (None, WokenBy::Poll),
             }
+        };
+        match interruptions.run(sleep).await {
+            Waited::Done((woken, by)) => {
+                if let Some(woken) = woken {
+                    waiting.woken = woken;
+                }
+                Waited::Done(Some(by))
+            }
+            Waited::Cancelled => Waited::Cancelled,
+            Waited::Closed => Waited::Closed,
+        }
+    }
+
+    /// Waits while the owner's undo or release of this lock is in flight (`release_gate`),
+    /// within the call's wait: None when nothing is, else whether to look again (false: the
+    /// call ends, not acquired).
+    async fn wait_for_release_gate(
+        &self,
+        deadline: Option<Instant>,
+        interruptions: &mut Interruptions<'_>,
+    ) -> Option<bool> {
+        let bound = self.held_back(deadline)?;
+        if deadline.is_some() && bound.is_zero() {
+            return Some(false);
+        }
+        let (gate, key, owner) = (&self.client.release_gate, self.kind.key(), &self.owner);
+        let opened = async {
+            match deadline {
+                Some(_) => tokio::time::timeout(bound, gate.open(key, owner))
+                    .await
+                    .is_ok(),
+                None => {
+                    gate.open(key, owner).await;
+                    true
+                }
+            }
+        };
+        Some(match interruptions.run(opened).await {
+            Waited::Done(opened) => opened,
+            Waited::Closed => true,
+            Waited::Cancelled => false,
+        })
+    }
+
+    /// One look: the acquire script under `request`. With it, when it was sent, and whether it
+    /// registered the caller as a waiter.
+    async fn look(
+        &self,
+        request: &str,
+        lease: Lease,
+        deadline: Option<Instant>,
+        waiting: &mut Waiting,
+    ) -> (Result<Attempt>, Instant, bool) {
+        let will_wait = !remaining(deadline).is_zero();
+        // A kind that keeps the lock for the waiter it told must not list a poll waiter: the
+        // one told would never hear it, and the lock would stay kept for it.
+        let registers =
+            will_wait && (waiting.poll.is_none() || self.wait_policy().lists_poll_waiters);
+        let sent_at = Instant::now();
+        let grant_look = (waiting.poll.is_none() && self.accepts_grant(lease, will_wait))
+            .then(|| waiting.grant_looks.next(sent_at));
+        waiting.progress.attempt_sent();
+        let attempt = self
+            .try_acquire(lease, request, registers, grant_look)
+            .await;
+        (attempt, sent_at, registers)
+    }
+
+    /// An acquisition held on the primary only, where a failover would hand it to a second
+    /// holder: undone, and `request` replaced by a new request id to try again under (first in
+    /// line still, for a kind with a queue: the place is kept for the new request).
+    async fn undo_not_synced(
+        self: &Arc<Self>,
+        request: &mut String,
+        lease: Lease,
+        waiting: &mut Waiting,
+    ) -> Result<()> {
+        let next = request_id();
+        if let Err(err) = self.undo_attempt(request, lease, Some(&next)).await {
+            // The undo may have kept the place for `next`, which will never look: that place
+            // is undone too (the resolver undoes `request`).
+            self.resolve_unknown(next, lease, Instant::now());
+            return Err(err);
+        }
+        *request = next;
+        // A place kept for it is left if the call ends before it looks.
+        waiting.has_place = true;
+        Ok(())
+    }
+
+    /// How long a look may be held back for the owner's undo or release of this lock in
+    /// flight (`release_gate`), or None when nothing is in flight.
+    fn held_back(&self, deadline: Option<Instant>) -> Option<Duration> {
+        let (gate, key, owner) = (&self.client.release_gate, self.kind.key(), &self.owner);
+        if !gate.no_undo(key, owner) {
+            // An undo of this owner's earlier request is in flight: a look now could take over
+            // the place it is for, ahead of waiters that queued since. Wait for it within the
+            // wait bound, and a call that waits less (`try_lock`) for one response time, as for
+            // its own command.
+            Some(remaining(deadline).max(self.client.options.response_timeout))
+        } else if !gate.is_clear(key, owner) {
+            // The owner's release of this lock awaits its answer: the attempt waits for it,
+            // within the wait bound. A call that cannot wait that long (a no-wait acquire,
+            // `try_lock`) answers "not acquired", as when the lock is taken, rather than wait
+            // up to the release's retry window.
+            Some(remaining(deadline))
+        } else {
+            None
+        }
+    }
+
+    /// A sleep between two looks: at most `longest`, the holder's lease (the lock may lapse
+    /// then) and the kind's longest wait (a queued waiter must look before its place lapses).
+    fn sleep_slice(&self, longest: Duration, holder_lease: Option<Duration>) -> Duration {
+        let slice = longest.min(holder_lease.unwrap_or(MAX_WAIT_SLICE));
+        match self.wait_policy().longest_wait {
+            Some(longest_wait) => slice.min(longest_wait),
+            None => slice,
         }
     }
 
