@@ -78,7 +78,7 @@ dist-node: node-deps
 	@# dist-kotlin's release build of the same dependencies start over.
 	strip --strip-unneeded -o $(NODE_STAGE)/addon/polylock.$(NODE_PLATFORM).node node/polylock.$(NODE_PLATFORM).node
 	@# (node/native.js and node/native.d.ts are the committed ones, drift-checked by test-node.)
-	cp node/package.json node/README.md node/index.js node/index.d.ts node/native.js node/native.d.ts node/otel.js node/otel.d.ts \
+	cp -r node/package.json node/README.md node/index.js node/index.d.ts node/lib node/native.js node/native.d.ts node/otel.js node/otel.d.ts \
 	  $(NODE_STAGE)/polylock/
 	cd $(NODE_STAGE)/polylock && npm pkg delete scripts devDependencies && \
 	  for manifest in ../../../node/npm/*/package.json; do \

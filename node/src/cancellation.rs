@@ -1,4 +1,4 @@
-//! The native `Cancellation`, which `node/index.js` fires from an `AbortSignal`, and the
+//! The native `Cancellation`, which `node/lib/signal.js` fires from an `AbortSignal`, and the
 //! cancellable acquire of every handle.
 
 use std::future::Future;

@@ -1,6 +1,6 @@
 //! The native `Election`, `Leadership` and `ElectionObserver`: the core's leader election.
-//! `node/index.js` wraps them (an AbortSignal for the end of a leadership, an async iterator
-//! for `observe`).
+//! `node/lib/election.js` wraps them (an AbortSignal for the end of a leadership, an async
+//! iterator for `observe`).
 
 use napi::bindgen_prelude::{Function, Object, Unknown};
 use napi::Env;

@@ -1,5 +1,5 @@
 //! The native `LockGroup`: a core `MultiLock` or `RedLock` over native `Lock` handles.
-//! `node/index.js` wraps it as `MultiLock` and `RedLock`.
+//! `node/lib/group.js` wraps it as `MultiLock` and `RedLock`.
 
 use napi::bindgen_prelude::{ClassInstance, Unknown};
 use napi::Env;

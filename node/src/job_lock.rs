@@ -1,5 +1,6 @@
 //! The native `JobLock` and `JobHold`: the core's run-once job lock. `run` and
-//! `client.runJob` are JavaScript (`node/index.js`) over `tryAcquire` and `finish`.
+//! `client.runJob` are JavaScript (`node/lib/job_lock.js`, `node/lib/client.js`) over `tryAcquire`
+//! and `finish`.
 
 use std::sync::Mutex;
 

@@ -1,10 +1,11 @@
 //! The napi-rs binding of polylock: the native `Client`, `Lock`, `LockGroup`, `ReadWriteLock`,
 //! `Semaphore`, `ExpirableSemaphore` and `Cancellation` classes and `setLogger`.
 //!
-//! `node/index.js` wraps them to give `using`, `AbortSignal` and `Symbol.asyncDispose`. This
-//! binding checks only the JavaScript types of arguments ([`args`]) and maps every error to a JS
-//! `Error` with a `code` ([`error`]); the core checks every value, so a bad value gets the same
-//! message in every language. Times are milliseconds.
+//! `node/lib/` (one module per class, exported by `node/index.js`) wraps them to give `using`,
+//! `AbortSignal` and `Symbol.asyncDispose`. This binding checks only the JavaScript types of
+//! arguments ([`args`]) and maps every error to a JS `Error` with a `code` ([`error`]); the core
+//! checks every value, so a bad value gets the same message in every language. Times are
+//! milliseconds.
 
 mod args;
 mod cancellation;

@@ -7,7 +7,7 @@ Where each language's API is read from (each must be built first: `make test-par
   rust          `pub fn` in the inherent impls of core/src (the crate's public types)
   python        dir() of the classes of the installed package (python/.venv)
   python_async  the same, for the asyncio classes
-  node          the classes' prototypes and statics in node/index.js
+  node          the prototypes and statics of the classes node/index.js exports (node/lib/)
   kotlin        the generated interfaces (uniffi) plus the package's hand-written extensions
   swift         bindings/swift/tests/api.golden (checked against the generated and hand-written Swift),
                 plus the protocols the hand-written idioms make a type conform to
