@@ -320,9 +320,18 @@ def check(source, layers):
     return problems, arrows
 
 
+def files_at_the_root(source):
+    """The source files directly under `source` but the crate root: each belongs in the folder
+    of its layer, so that the tree says what the table says."""
+    return sorted(path.name for path in source.iterdir()
+                  if path.is_file() and path.suffix in (".rs", ".lua") and path.name != "lib.rs")
+
+
 def main(arguments):
     layers = parse_layers(DOC.read_text())
     problems, arrows = check(SOURCE, layers)
+    problems += [f"core/src/{name}: a file at the root of src; move it into its layer's folder"
+                 for name in files_at_the_root(SOURCE)]
     if "--graph" in arguments:
         for (a, b), number in sorted(arrows.items()):
             print(f"{a}:{number} -> {b}")

@@ -158,6 +158,14 @@ class Check(unittest.TestCase):
             "core/src/handles/multi/group.rs:2 -> handles/lock.rs",
         ])
 
+    def test_only_the_crate_root_may_sit_at_the_root_of_src(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            source = pathlib.Path(tmp)
+            (source / "engine").mkdir()
+            for name in ("lib.rs", "engine/mod.rs", "hold.rs", "inspect.lua", "notes.md"):
+                (source / name).write_text("")
+            self.assertEqual(layers.files_at_the_root(source), ["hold.rs", "inspect.lua"])
+
     def test_a_file_in_no_layer_is_a_problem(self):
         root = self.tree({"lib.rs": "", "stray.rs": ""})
         problems, _ = layers.check(root, layers.parse_layers(TABLE))

@@ -60,7 +60,9 @@ async fn connect(url: &str) -> polylock::Result<Client> {
     tokio::time::timeout(
         NO_HANG,
         Client::builder(url)
-            .watchdog_timeout(Duration::from_millis(300))
+            // Long enough that a loaded machine's stall does not end it: the renewal is
+            // checked by the lease left growing back, not after a sleep.
+            .watchdog_timeout(Duration::from_secs(6))
             .connect_timeout(Duration::from_secs(3))
             .response_timeout(Duration::from_secs(3))
             .connect(),
@@ -113,12 +115,22 @@ async fn every_kind_works(url: &str) {
     let a = connect(url).await.expect("connect as the rule's user");
     let b = connect(url).await.expect("connect as the rule's user");
 
-    // Reentrant: acquire, renewal by the watchdog (300 ms lease), wait + wake-up, release.
+    // Reentrant: acquire, renewal by the watchdog (6 s lease, renewed every 2 s: the lease left
+    // grows back), wait + wake-up, release.
     let held = a.lock("app:reentrant").unwrap();
     assert!(held.acquire(AcquireOptions::new().no_wait()).await.unwrap());
-    tokio::time::sleep(Duration::from_millis(900)).await;
-    assert!(held.is_held() && !held.is_lost(), "the watchdog renewed it");
-    assert!(held.remaining_lease().await.unwrap().is_some());
+    // The lease left only falls between renewals: a rise past the lowest seen is one.
+    let mut lowest = held.remaining_lease().await.unwrap().expect("a lease");
+    let looking = Instant::now();
+    let mut renewed = false;
+    while !renewed && looking.elapsed() < Duration::from_secs(30) {
+        let left = held.remaining_lease().await.unwrap().expect("still held");
+        renewed = left > lowest + Duration::from_millis(500);
+        lowest = lowest.min(left);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(renewed, "the watchdog renewed it");
+    assert!(held.is_held() && !held.is_lost());
     let waiter = b.lock("app:reentrant").unwrap();
     let waits = waiter.clone();
     woken(
