@@ -91,7 +91,8 @@ test-build-core: redis-server
 	cargo test -p polylock -p polylock-testkit --no-run
 	cargo test -p polylock --features explorer --lib --no-run
 	cargo build -p polylock-testkit --bins
-	$(MAKE) --no-print-directory protocol-server
+	@# The explorer's Valkey server, and the matrix's servers that core/tests/acl.rs runs on.
+	$(MAKE) --no-print-directory protocol-server matrix-servers
 
 test-build: test-build-core
 	cargo test -p polylock --features opentelemetry --test otel --no-run
@@ -104,4 +105,4 @@ test-build: test-build-core
 	@# kotlin-release-library (dev, as make test packs it) right after build-node: the tree they
 	@# share (target/<triple>/debug) is then warm.
 	$(MAKE) --no-print-directory build-python build-node kotlin-release-library build-uniffi swift-deps \
-	  bench-java interop-build kotlin-build matrix-servers KOTLIN_PROFILE=dev
+	  bench-java interop-build kotlin-build KOTLIN_PROFILE=dev
