@@ -68,188 +68,296 @@ pub async fn check(
         .map_err(|err| crate::Error::connection(format!("check permissions: {err}")))?
 }
 
+/// [`check`], on the core's runtime.
 async fn check_on_runtime(
     url: &str,
     options: crate::ClientOptions,
     prefix: &str,
 ) -> crate::Result<Report> {
     use crate::connection::target::{redact, Target};
-    use crate::connection::Publish;
     let tls = crate::settings::tls::Tls::from_options(&options)?;
     let deployment = Target::parse(url, &tls)?;
     let cluster = matches!(deployment, Target::Cluster { .. });
     let opened = crate::client::open(deployment, &redact(url), &options).await?;
     let _sentinel = StopSentinel(opened.sentinel.clone());
-    let connection = opened.connection.clone();
-    let mut report = Report::default();
-    let mut found: Vec<Missing> = Vec::new();
-    let mut missing = |grant: String, needed_for: &str, optional: bool| {
-        if !found.iter().any(|m| m.grant == grant) {
-            found.push(Missing {
+    let mut found = Findings::default();
+    let sharded = publishes_sharded(&opened.publish, cluster, &mut found);
+    // Under a key prefix every name, and the client records, start with it.
+    let key_prefix = options.key_prefix.as_deref().unwrap_or_default();
+    let mut probe = Probe::new(
+        opened.connection.clone(),
+        key_prefix,
+        prefix,
+        sharded,
+        found,
+    );
+    probe
+        .send_noting(redis::cmd("PING"), "connection checks", false)
+        .await;
+    let version = probe.server_version().await;
+    let rule_version = version.unwrap_or(RedisVersion::NEWEST);
+    probe.client_commands(rule_version).await;
+    let script_loaded = probe.load_scripts().await;
+    probe.client_record().await;
+    probe.lock_keys(script_loaded).await;
+    probe.script_commands_and_channels(rule_version).await;
+    // Waiting: subscribing to each channel of a lock (a client that polls never does).
+    if !options.wait_mode.is_poll() {
+        probe.subscriptions(opened.source, &options).await?;
+    }
+    probe.sync_replicas().await;
+    Ok(Report {
+        missing: probe.found.0,
+        cluster_pubsub: cluster.then_some(if sharded { "sharded" } else { "broadcast" }),
+        version,
+    })
+}
+
+/// Whether pub/sub is sharded here, as a client finds it (a refused `SPUBLISH` is missing).
+fn publishes_sharded(
+    publish: &crate::Result<crate::connection::Publish>,
+    cluster: bool,
+    found: &mut Findings,
+) -> bool {
+    use crate::connection::Publish;
+    match publish {
+        Ok(Publish::Broadcast) => false,
+        Ok(_) => cluster,
+        Err(_) => {
+            found.missing("+spublish".into(), "cluster pub/sub (SPUBLISH)", false);
+            true
+        }
+    }
+}
+
+/// The parts of the rule found missing, each grant once, in the order found.
+#[derive(Default)]
+struct Findings(Vec<Missing>);
+
+impl Findings {
+    /// Records `grant` unless it is recorded already (several probes may find one grant lacking).
+    fn missing(&mut self, grant: String, needed_for: &str, optional: bool) {
+        if !self.0.iter().any(|m| m.grant == grant) {
+            self.0.push(Missing {
                 grant,
                 needed_for: needed_for.to_owned(),
                 optional,
             });
         }
-    };
-    let sharded = match &opened.publish {
-        Ok(Publish::Broadcast) => false,
-        Ok(_) => cluster,
-        Err(_) => {
-            missing("+spublish".into(), "cluster pub/sub (SPUBLISH)", false);
-            true
-        }
-    };
-    let cluster_pubsub = cluster.then_some(if sharded { "sharded" } else { "broadcast" });
-    // Under a key prefix every name, and the client records, start with it.
-    let key_prefix = options.key_prefix.as_deref().unwrap_or_default();
-    let prefix = &format!("{key_prefix}{prefix}");
-    let name = probe_name(prefix);
-    let probe_key = format!("{{{name}}}");
+    }
 
-    // Commands the client sends itself.
-    let sent = |command: redis::Cmd| {
-        let connection = connection.clone();
-        let key = probe_key.clone();
-        async move { connection.query_at(&key, command).await }
-    };
-    if let Err(err) = sent(redis::cmd("PING")).await {
-        note(&err, &mut missing, "connection checks", false);
-    }
-    // The server's version (HELLO needs no grant: every user may send it).
-    let version = match sent(redis::cmd("HELLO").arg(2).clone()).await {
-        Ok(reply) => hello_version(&reply),
-        Err(_) => None,
-    };
-    report.version = version;
-    let version = version.unwrap_or(RedisVersion::NEWEST);
-    if version.accepts_grant("client|setinfo") {
-        // What the `redis` crate sends on each new connection (its own name, unchanged).
-        let setinfo = redis::cmd("CLIENT")
-            .arg("SETINFO")
-            .arg("LIB-NAME")
-            .arg("redis-rs")
-            .clone();
-        if let Err(err) = sent(setinfo).await {
-            note(
-                &err,
-                &mut missing,
-                "connecting (the redis crate sends it)",
-                false,
-            );
+    /// Records the command `err` says was refused (the `'quoted'` name the server gives).
+    fn note(&mut self, err: &redis::RedisError, needed_for: &str, optional: bool) {
+        if refusal(err).is_none() {
+            return;
+        }
+        let detail = err.detail().unwrap_or_default();
+        match quoted(detail) {
+            Some(command) => {
+                self.missing(format!("+{}", command.to_lowercase()), needed_for, optional)
+            }
+            None => self.missing(format!("(refused: {detail})"), needed_for, optional),
         }
     }
-    if let Err(err) = sent(redis::cmd("DEL").arg(&probe_key).clone()).await {
-        note(
-            &err,
-            &mut missing,
-            "a semaphore's spent request latches",
-            false,
-        );
+
+    /// Records a refused channel of a lock under `prefix` as the rule's pattern that covers it.
+    fn channel(&mut self, prefix: &str, channel: &str) {
+        let grant = format!("&{}", covering(channel_patterns(prefix), channel));
+        self.missing(grant, "the channels of the locks", false);
     }
-    let mut loaded = true;
-    if let Err(err) = PROBE
-        .prepare_invoke()
-        .load_async(&mut connection.clone())
-        .await
-    {
-        loaded = false;
-        note(&err, &mut missing, "loading the lock scripts", false);
+
+    /// Records the subscribe command of waiters (`sharded`: `SSUBSCRIBE`) as refused.
+    fn subscribe(&mut self, sharded: bool) {
+        let subscribe = if sharded { "+ssubscribe" } else { "+subscribe" };
+        self.missing(subscribe.into(), "waiting for a release", false);
     }
-    // The client record: written (then deleted) and read, on a probe record of its own.
-    let record = format!(
-        "{key_prefix}{}",
-        crate::foundation::keys::client_record(&name)
-    );
-    let mut write = redis::pipe();
-    write
-        .cmd("HSET")
-        .arg(&record)
-        .arg("probe")
-        .arg("1")
-        .ignore();
-    write.cmd("PEXPIRE").arg(&record).arg(1000).ignore();
-    write.cmd("HMGET").arg(&record).arg("probe").ignore();
-    write.cmd("DEL").arg(&record).ignore();
-    if let Err(err) = write.query_async::<()>(&mut connection.clone()).await {
-        if refusal(&err).is_some() && err.to_string().contains("key") {
-            missing(
-                format!("~{key_prefix}{CLIENT_RECORD_PATTERN}"),
-                "the client record (who holds a lock)",
-                false,
-            );
-        } else {
-            note(
-                &err,
-                &mut missing,
-                "the client record (who holds a lock)",
-                false,
-            );
+}
+
+/// What the steps of [`check_on_runtime`] share: the connection, the probe lock, what is missing.
+struct Probe {
+    connection: crate::connection::Connection,
+    /// `options.key_prefix` (empty without one): the client record starts with it.
+    key_prefix: String,
+    /// The key prefix and the prefix checked: every name of the probe lock starts with it.
+    prefix: String,
+    /// The probe lock's name.
+    name: String,
+    /// The probe key: the name as its own hash tag, left empty.
+    key: String,
+    /// Every channel derived from the probe lock's name.
+    channels: Vec<String>,
+    /// The deployment's pub/sub is sharded (`SPUBLISH`, `SSUBSCRIBE`).
+    sharded: bool,
+    found: Findings,
+}
+
+impl Probe {
+    /// The probe of the locks under `key_prefix` and `prefix`, on `connection`.
+    fn new(
+        connection: crate::connection::Connection,
+        key_prefix: &str,
+        prefix: &str,
+        sharded: bool,
+        found: Findings,
+    ) -> Probe {
+        let prefix = format!("{key_prefix}{prefix}");
+        let name = probe_name(&prefix);
+        Probe {
+            connection,
+            key_prefix: key_prefix.to_owned(),
+            key: format!("{{{name}}}"),
+            channels: derived_channels(&name),
+            prefix,
+            name,
+            sharded,
+            found,
         }
     }
-    // Each key of a lock (one call per key: NOPERM does not say which key).
-    let key_names = derived_keys(&name);
-    for key in &key_names {
-        let mut call = PROBE.prepare_invoke();
-        call.key(key).arg("keys");
-        if let Err(err) = call
-            .invoke_async::<redis::Value>(&mut connection.clone())
+
+    /// Sends a command as the client sends it itself (routed by the probe key).
+    async fn send(&self, command: redis::Cmd) -> redis::RedisResult<redis::Value> {
+        self.connection.query_at(&self.key, command).await
+    }
+
+    /// [`Probe::send`], noting the command when it is refused.
+    async fn send_noting(&mut self, command: redis::Cmd, needed_for: &str, optional: bool) {
+        if let Err(err) = self.send(command).await {
+            self.found.note(&err, needed_for, optional);
+        }
+    }
+
+    /// The server's version (HELLO needs no grant: every user may send it).
+    async fn server_version(&self) -> Option<RedisVersion> {
+        match self.send(redis::cmd("HELLO").arg(2).clone()).await {
+            Ok(reply) => hello_version(&reply),
+            Err(_) => None,
+        }
+    }
+
+    /// The commands the client sends itself besides `PING`, where `version` has them.
+    async fn client_commands(&mut self, version: RedisVersion) {
+        if version.accepts_grant("client|setinfo") {
+            // What the `redis` crate sends on each new connection (its own name, unchanged).
+            let setinfo = redis::cmd("CLIENT")
+                .arg("SETINFO")
+                .arg("LIB-NAME")
+                .arg("redis-rs")
+                .clone();
+            self.send_noting(setinfo, "connecting (the redis crate sends it)", false)
+                .await;
+        }
+        let del = redis::cmd("DEL").arg(&self.key).clone();
+        self.send_noting(del, "a semaphore's spent request latches", false)
+            .await;
+    }
+
+    /// Loads the probe script as the client loads the lock scripts: false when it could not.
+    async fn load_scripts(&mut self) -> bool {
+        let Err(err) = PROBE
+            .prepare_invoke()
+            .load_async(&mut self.connection.clone())
             .await
-        {
+        else {
+            return true;
+        };
+        self.found.note(&err, "loading the lock scripts", false);
+        false
+    }
+
+    /// The client record: written (then deleted) and read, on a probe record of its own.
+    async fn client_record(&mut self) {
+        let record = format!(
+            "{}{}",
+            self.key_prefix,
+            crate::foundation::keys::client_record(&self.name)
+        );
+        let mut write = redis::pipe();
+        write
+            .cmd("HSET")
+            .arg(&record)
+            .arg("probe")
+            .arg("1")
+            .ignore();
+        write.cmd("PEXPIRE").arg(&record).arg(1000).ignore();
+        write.cmd("HMGET").arg(&record).arg("probe").ignore();
+        write.cmd("DEL").arg(&record).ignore();
+        let Err(err) = write.query_async::<()>(&mut self.connection.clone()).await else {
+            return;
+        };
+        let needed_for = "the client record (who holds a lock)";
+        if refusal(&err).is_some() && err.to_string().contains("key") {
+            let grant = format!("~{}{CLIENT_RECORD_PATTERN}", self.key_prefix);
+            self.found.missing(grant, needed_for, false);
+        } else {
+            self.found.note(&err, needed_for, false);
+        }
+    }
+
+    /// Each key of a lock (one call per key: NOPERM does not say which key).
+    async fn lock_keys(&mut self, script_loaded: bool) {
+        for key in &derived_keys(&self.name) {
+            let mut call = PROBE.prepare_invoke();
+            call.key(key).arg("keys");
+            let Err(err) = call
+                .invoke_async::<redis::Value>(&mut self.connection.clone())
+                .await
+            else {
+                continue;
+            };
             if refusal(&err).is_some() && !err.to_string().contains("key") {
-                note(&err, &mut missing, "running the lock scripts", false);
+                self.found.note(&err, "running the lock scripts", false);
                 break;
             }
             if refusal(&err).is_some() {
-                let grant = key_patterns(prefix)
-                    .into_iter()
-                    .find(|pattern| glob_matches(pattern, key))
-                    .unwrap_or_else(|| key.clone());
-                missing(format!("~{grant}"), "the keys of the locks", false);
-            } else if !loaded {
+                let grant = format!("~{}", covering(key_patterns(&self.prefix), key));
+                self.found.missing(grant, "the keys of the locks", false);
+            } else if !script_loaded {
                 break;
             }
         }
     }
-    // Each command the scripts call, and publishing on each channel of a lock (the publish
-    // commands only there: a channel is no key).
-    let channels = derived_channels(&name);
-    let probed: Vec<&str> = SCRIPT_COMMANDS
-        .iter()
-        .copied()
-        .filter(|command| !matches!(*command, "publish" | "spublish"))
-        .filter(|command| version.accepts_grant(command))
-        .collect();
-    let mut call = PROBE.prepare_invoke();
-    call.key(&probe_key)
-        .arg(if sharded { "sharded" } else { "plain" })
-        .arg(probed.len())
-        .arg(&probed)
-        .arg(&channels);
-    match call
-        .invoke_async::<Vec<String>>(&mut connection.clone())
-        .await
-    {
-        Ok(refused) => {
-            for item in refused {
-                match item.strip_prefix('&') {
-                    Some(channel) => {
-                        let grant = channel_patterns(prefix)
-                            .into_iter()
-                            .find(|pattern| glob_matches(pattern, channel))
-                            .unwrap_or_else(|| channel.to_owned());
-                        missing(format!("&{grant}"), "the channels of the locks", false);
+
+    /// Each command the scripts call (where `version` has it), and publishing on each channel.
+    async fn script_commands_and_channels(&mut self, version: RedisVersion) {
+        // The publish commands only on the channels of a lock: a channel is no key.
+        let probed: Vec<&str> = SCRIPT_COMMANDS
+            .iter()
+            .copied()
+            .filter(|command| !matches!(*command, "publish" | "spublish"))
+            .filter(|command| version.accepts_grant(command))
+            .collect();
+        let mut call = PROBE.prepare_invoke();
+        call.key(&self.key)
+            .arg(if self.sharded { "sharded" } else { "plain" })
+            .arg(probed.len())
+            .arg(&probed)
+            .arg(&self.channels);
+        match call
+            .invoke_async::<Vec<String>>(&mut self.connection.clone())
+            .await
+        {
+            Ok(refused) => {
+                for item in refused {
+                    match item.strip_prefix('&') {
+                        Some(channel) => self.found.channel(&self.prefix, channel),
+                        None => self
+                            .found
+                            .missing(format!("+{item}"), "the lock scripts", false),
                     }
-                    None => missing(format!("+{item}"), "the lock scripts", false),
                 }
             }
+            Err(err) => self.found.note(&err, "running the lock scripts", false),
         }
-        Err(err) => note(&err, &mut missing, "running the lock scripts", false),
     }
-    // Waiting: subscribing to each channel of a lock (a client that polls never does).
-    if !options.wait_mode.is_poll() {
+
+    /// Subscribes to each channel of a lock as a waiter does (an error not a refusal ends it).
+    async fn subscriptions(
+        &mut self,
+        source: crate::connection::pubsub::Source,
+        options: &crate::ClientOptions,
+    ) -> crate::Result<()> {
         let hub = crate::kinds::messages::LockHub::start(
-            opened.source,
+            source,
             crate::connection::Timeouts {
                 connect: options.connect_timeout,
                 response: options.response_timeout,
@@ -259,53 +367,62 @@ async fn check_on_runtime(
             std::sync::Arc::new(crate::metrics::Metrics::new(String::new(), false, 0)),
         )
         .await;
-        let subscribe = if sharded { "+ssubscribe" } else { "+subscribe" };
-        let mut failed = None;
-        match &hub {
+        let failed = match &hub {
             Ok(hub) => {
-                for channel in &channels {
-                    match hub.subscribe(channel, None).await {
-                        Ok(_) => {}
-                        Err(err) if err.kind() == crate::ErrorKind::Permission => {
-                            if err.to_string().contains("use a channel") {
-                                let grant = channel_patterns(prefix)
-                                    .into_iter()
-                                    .find(|pattern| glob_matches(pattern, channel))
-                                    .unwrap_or_else(|| channel.clone());
-                                missing(format!("&{grant}"), "the channels of the locks", false);
-                            } else {
-                                missing(subscribe.into(), "waiting for a release", false);
-                                break;
-                            }
-                        }
-                        Err(err) => {
-                            failed = Some(err);
-                            break;
-                        }
-                    }
-                }
+                let failed = self.subscribe_each(hub).await;
                 hub.shutdown();
+                failed
             }
             Err(err) if err.kind() == crate::ErrorKind::Permission => {
-                missing(subscribe.into(), "waiting for a release", false)
+                self.found.subscribe(self.sharded);
+                None
             }
-            Err(err) => failed = Some(err.clone()),
-        }
-        if let Some(err) = failed {
-            return Err(err);
-        }
-    }
-    // The optional addition for sync_replicas.
-    for (command, arguments) in [("INFO", vec!["replication"]), ("WAIT", vec!["0", "0"])] {
-        let mut cmd = redis::cmd(command);
-        cmd.arg(&arguments);
-        if let Err(err) = sent(cmd).await {
-            note(&err, &mut missing, "sync_replicas", true);
+            Err(err) => Some(err.clone()),
+        };
+        match failed {
+            Some(err) => Err(err),
+            None => Ok(()),
         }
     }
-    report.missing = found;
-    report.cluster_pubsub = cluster_pubsub;
-    Ok(report)
+
+    /// Subscribes to each channel on `hub`, noting refusals: the first other error, if any.
+    async fn subscribe_each(
+        &mut self,
+        hub: &crate::kinds::messages::LockHub,
+    ) -> Option<crate::Error> {
+        for channel in &self.channels {
+            match hub.subscribe(channel, None).await {
+                Ok(_) => {}
+                Err(err) if err.kind() == crate::ErrorKind::Permission => {
+                    if err.to_string().contains("use a channel") {
+                        self.found.channel(&self.prefix, channel);
+                    } else {
+                        self.found.subscribe(self.sharded);
+                        break;
+                    }
+                }
+                Err(err) => return Some(err),
+            }
+        }
+        None
+    }
+
+    /// The optional addition for sync_replicas.
+    async fn sync_replicas(&mut self) {
+        for (command, arguments) in [("INFO", vec!["replication"]), ("WAIT", vec!["0", "0"])] {
+            let mut cmd = redis::cmd(command);
+            cmd.arg(&arguments);
+            self.send_noting(cmd, "sync_replicas", true).await;
+        }
+    }
+}
+
+/// The pattern of `patterns` covering `name` (the grant to report), else `name` itself.
+fn covering(patterns: Vec<String>, name: &str) -> String {
+    patterns
+        .into_iter()
+        .find(|pattern| glob_matches(pattern, name))
+        .unwrap_or_else(|| name.to_owned())
 }
 
 /// Stops a Sentinel client's watch when the check ends, however it ends.
@@ -316,23 +433,6 @@ impl Drop for StopSentinel {
         if let Some(sentinel) = &self.0 {
             sentinel.shutdown();
         }
-    }
-}
-
-/// Records the command `err` says was refused (the `'quoted'` name the server gives).
-fn note(
-    err: &redis::RedisError,
-    missing: &mut impl FnMut(String, &str, bool),
-    needed_for: &str,
-    optional: bool,
-) {
-    if refusal(err).is_none() {
-        return;
-    }
-    let detail = err.detail().unwrap_or_default();
-    match quoted(detail) {
-        Some(command) => missing(format!("+{}", command.to_lowercase()), needed_for, optional),
-        None => missing(format!("(refused: {detail})"), needed_for, optional),
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use opentelemetry::metrics::{AsyncInstrument, Histogram, Meter};
+use opentelemetry::metrics::{AsyncInstrument, AsyncInstrumentBuilder, Histogram, Meter};
 use opentelemetry::KeyValue;
 
 use crate::metrics::{
@@ -42,29 +42,45 @@ const ERROR_TYPE: &str = "error.type";
 /// # Ok(()) }
 /// ```
 pub fn instrument(client: &Client, meter: &Meter) -> Instrumentation {
-    let bounds = BUCKET_BOUNDS_SECONDS.to_vec();
-    let time_in_queue = meter
-        .f64_histogram("polylock.lock.acquire.time_in_queue")
-        .with_unit("s")
-        .with_description("Time from an acquire's call to its end, by result")
-        .with_boundaries(bounds.clone())
-        .build();
-    let hold_duration = meter
-        .f64_histogram("polylock.lock.hold.duration")
-        .with_unit("s")
-        .with_description("Time from an acquire to the release or loss of that hold")
-        .with_boundaries(bounds)
-        .build();
     let source = Arc::new(Source {
         client: Mutex::new(Some(client.clone())),
-        time_in_queue,
-        hold_duration,
+        time_in_queue: seconds_histogram(
+            meter,
+            "polylock.lock.acquire.time_in_queue",
+            "Time from an acquire's call to its end, by result",
+        ),
+        hold_duration: seconds_histogram(
+            meter,
+            "polylock.lock.hold.duration",
+            "Time from an acquire to the release or loss of that hold",
+        ),
     });
     client.record_metric_events(true);
+    acquire_instruments(meter, &source);
+    lease_and_release_instruments(meter, &source);
+    connection_instruments(meter, &source);
+    Instrumentation { source }
+}
 
+/// A histogram of durations in seconds, in the buckets of `BUCKET_BOUNDS_SECONDS`.
+fn seconds_histogram(
+    meter: &Meter,
+    name: &'static str,
+    description: &'static str,
+) -> Histogram<f64> {
+    meter
+        .f64_histogram(name)
+        .with_unit("s")
+        .with_description(description)
+        .with_boundaries(BUCKET_BOUNDS_SECONDS.to_vec())
+        .build()
+}
+
+/// The per-lock instruments of acquiring: results, holds and waiters now, hand-offs, wake-ups.
+fn acquire_instruments(meter: &Meter, source: &Arc<Source>) {
     lock_counter(
         meter,
-        &source,
+        source,
         "polylock.lock.acquires",
         "{acquire}",
         "Acquires by result",
@@ -81,7 +97,7 @@ pub fn instrument(client: &Client, meter: &Meter) -> Instrumentation {
     );
     lock_up_down_counter(
         meter,
-        &source,
+        source,
         "polylock.lock.active_holds",
         "{hold}",
         "Holds current now",
@@ -89,7 +105,7 @@ pub fn instrument(client: &Client, meter: &Meter) -> Instrumentation {
     );
     lock_up_down_counter(
         meter,
-        &source,
+        source,
         "polylock.lock.queued_acquires",
         "{acquire}",
         "Acquires waiting now",
@@ -97,7 +113,7 @@ pub fn instrument(client: &Client, meter: &Meter) -> Instrumentation {
     );
     lock_counter(
         meter,
-        &source,
+        source,
         "polylock.lock.handoffs",
         "{handoff}",
         "Acquires given the lock by its releaser (grant) or woken by its release message (message)",
@@ -116,15 +132,19 @@ pub fn instrument(client: &Client, meter: &Meter) -> Instrumentation {
     );
     lock_counter(
         meter,
-        &source,
+        source,
         "polylock.lock.wakeups_found_taken",
         "{wakeup}",
         "Wake-ups of a waiting acquire that found the lock taken again",
         |lock| vec![(lock.wakeups_found_taken, None)],
     );
+}
+
+/// The per-lock instruments of holding: renewals, leases lost, failed and retried releases.
+fn lease_and_release_instruments(meter: &Meter, source: &Arc<Source>) {
     lock_counter(
         meter,
-        &source,
+        source,
         "polylock.lock.renewals",
         "{renewal}",
         "Lease renewals by result",
@@ -140,7 +160,7 @@ pub fn instrument(client: &Client, meter: &Meter) -> Instrumentation {
     );
     lock_counter(
         meter,
-        &source,
+        source,
         "polylock.lock.leases_lost",
         "{lease}",
         "Holds lost, by reason",
@@ -156,7 +176,7 @@ pub fn instrument(client: &Client, meter: &Meter) -> Instrumentation {
     );
     lock_counter(
         meter,
-        &source,
+        source,
         "polylock.lock.release_failures",
         "{release}",
         "Releases that ended with an error",
@@ -164,68 +184,62 @@ pub fn instrument(client: &Client, meter: &Meter) -> Instrumentation {
     );
     lock_counter(
         meter,
-        &source,
+        source,
         "polylock.lock.release_retries",
         "{release}",
         "Releases retried in the background after the caller's call returned",
         |lock| vec![(lock.release_retries, None)],
     );
+}
 
-    let observed = source.clone();
-    meter
-        .u64_observable_counter("polylock.client.server_calls")
-        .with_unit("{call}")
-        .with_description("Commands and scripts sent to the server")
-        .with_callback(move |observer| {
-            if let Some(snapshot) = observed.collect() {
-                let attributes = [client_name(&snapshot)];
-                observer.observe(snapshot.connection.server_calls, &attributes);
+/// The client's instruments of its connections: calls, errors, subscriptions, reconnects.
+fn connection_instruments(meter: &Meter, source: &Arc<Source>) {
+    observing(
+        meter.u64_observable_counter("polylock.client.server_calls"),
+        source,
+        "{call}",
+        "Commands and scripts sent to the server",
+        |observer, snapshot| {
+            observer.observe(snapshot.connection.server_calls, &[client_name(snapshot)])
+        },
+    )
+    .build();
+    observing(
+        meter.u64_observable_counter("polylock.client.server_errors"),
+        source,
+        "{error}",
+        "Failed server calls by error kind",
+        |observer, snapshot| {
+            for (kind, count) in &snapshot.connection.server_errors {
+                let attributes = [
+                    client_name(snapshot),
+                    KeyValue::new(ERROR_TYPE, kind.clone()),
+                ];
+                observer.observe(*count, &attributes);
             }
-        })
-        .build();
-    let observed = source.clone();
-    meter
-        .u64_observable_counter("polylock.client.server_errors")
-        .with_unit("{error}")
-        .with_description("Failed server calls by error kind")
-        .with_callback(move |observer| {
-            if let Some(snapshot) = observed.collect() {
-                for (kind, count) in &snapshot.connection.server_errors {
-                    let attributes = [
-                        client_name(&snapshot),
-                        KeyValue::new(ERROR_TYPE, kind.clone()),
-                    ];
-                    observer.observe(*count, &attributes);
-                }
-            }
-        })
-        .build();
-    let observed = source.clone();
-    meter
-        .i64_observable_up_down_counter("polylock.client.subscriptions")
-        .with_unit("{subscription}")
-        .with_description("Pub/sub channels subscribed now")
-        .with_callback(move |observer| {
-            if let Some(snapshot) = observed.collect() {
-                let attributes = [client_name(&snapshot)];
-                observer.observe(snapshot.connection.subscriptions, &attributes);
-            }
-        })
-        .build();
-    let observed = source.clone();
-    meter
-        .u64_observable_counter("polylock.client.reconnects")
-        .with_unit("{reconnect}")
-        .with_description("Reconnects of the command or pub/sub connections")
-        .with_callback(move |observer| {
-            if let Some(snapshot) = observed.collect() {
-                let attributes = [client_name(&snapshot)];
-                observer.observe(snapshot.connection.reconnects, &attributes);
-            }
-        })
-        .build();
-
-    Instrumentation { source }
+        },
+    )
+    .build();
+    observing(
+        meter.i64_observable_up_down_counter("polylock.client.subscriptions"),
+        source,
+        "{subscription}",
+        "Pub/sub channels subscribed now",
+        |observer, snapshot| {
+            observer.observe(snapshot.connection.subscriptions, &[client_name(snapshot)])
+        },
+    )
+    .build();
+    observing(
+        meter.u64_observable_counter("polylock.client.reconnects"),
+        source,
+        "{reconnect}",
+        "Reconnects of the command or pub/sub connections",
+        |observer, snapshot| {
+            observer.observe(snapshot.connection.reconnects, &[client_name(snapshot)])
+        },
+    )
+    .build();
 }
 
 /// Keeps a client's instruments reporting; [`Instrumentation::shutdown`] (or drop) stops them.
@@ -344,6 +358,26 @@ fn observe_locks<T: Copy>(
     }
 }
 
+/// `builder` with a callback handing `observe` the client's counters (none after shutdown).
+fn observing<'a, I, T: 'static>(
+    builder: AsyncInstrumentBuilder<'a, I, T>,
+    source: &Arc<Source>,
+    unit: &'static str,
+    description: &'static str,
+    observe: impl Fn(&dyn AsyncInstrument<T>, &MetricsSnapshot) + Send + Sync + 'static,
+) -> AsyncInstrumentBuilder<'a, I, T> {
+    let source = source.clone();
+    builder
+        .with_unit(unit)
+        .with_description(description)
+        .with_callback(move |observer| {
+            if let Some(snapshot) = source.collect() {
+                observe(observer, &snapshot);
+            }
+        })
+}
+
+/// Registers a per-lock counter of the counts `read` gives, each with its extra attribute.
 fn lock_counter(
     meter: &Meter,
     source: &Arc<Source>,
@@ -352,19 +386,17 @@ fn lock_counter(
     description: &'static str,
     read: impl Fn(&LockMetrics) -> Vec<(u64, Option<KeyValue>)> + Send + Sync + 'static,
 ) {
-    let source = source.clone();
-    meter
-        .u64_observable_counter(name)
-        .with_unit(unit)
-        .with_description(description)
-        .with_callback(move |observer| {
-            if let Some(snapshot) = source.collect() {
-                observe_locks(observer, &snapshot, &read);
-            }
-        })
-        .build();
+    observing(
+        meter.u64_observable_counter(name),
+        source,
+        unit,
+        description,
+        move |observer, snapshot| observe_locks(observer, snapshot, &read),
+    )
+    .build();
 }
 
+/// Registers a per-lock up-down counter of the value `read` gives.
 fn lock_up_down_counter(
     meter: &Meter,
     source: &Arc<Source>,
@@ -373,15 +405,14 @@ fn lock_up_down_counter(
     description: &'static str,
     read: impl Fn(&LockMetrics) -> i64 + Send + Sync + 'static,
 ) {
-    let source = source.clone();
-    meter
-        .i64_observable_up_down_counter(name)
-        .with_unit(unit)
-        .with_description(description)
-        .with_callback(move |observer| {
-            if let Some(snapshot) = source.collect() {
-                observe_locks(observer, &snapshot, &|lock| vec![(read(lock), None)]);
-            }
-        })
-        .build();
+    observing(
+        meter.i64_observable_up_down_counter(name),
+        source,
+        unit,
+        description,
+        move |observer, snapshot| {
+            observe_locks(observer, snapshot, &|lock| vec![(read(lock), None)])
+        },
+    )
+    .build();
 }

@@ -415,34 +415,155 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
     let redis_type = text(parts.next()?)?;
     let pttl = int(parts.next()?)?;
     let contents = strings(parts.next()?)?;
-    let mut aux = Vec::with_capacity(7);
-    for part in parts.by_ref().take(7) {
-        let mut pair = array(part)?.into_iter();
-        let kind = text(pair.next()?)?;
-        let items = strings(pair.next()?)?;
-        aux.push((kind, items));
-    }
-    let record_ttls: Vec<i64> = array(parts.next()?)?
-        .into_iter()
-        .map(int)
-        .collect::<Option<_>>()?;
-    let [queue, deadlines, seen, token, writers, permits, line]: [(String, Vec<Vec<u8>>); 7] =
-        aux.try_into().ok()?;
-    let typed = |(kind, items): (String, Vec<Vec<u8>>), want: &str| {
-        if kind == want {
-            items
-        } else {
-            Vec::new()
-        }
+    let beside = KindKeys::parse(&mut parts, server_time_ms)?;
+    let mut info = LockInfo {
+        name,
+        kind: InspectedKind::None,
+        redis_type,
+        server_time_ms,
+        ttl: key_ttl(pttl),
+        holders: Vec::new(),
+        mode: None,
+        queue: Vec::new(),
+        waiting_writers: Vec::new(),
+        permits_available: None,
+        permits: Vec::new(),
+        fence_token: None,
     };
-    let has_fair_keys = queue.0 == "list" || deadlines.0 == "zset";
-    let has_token = token.0 == "string";
-    let has_writers = writers.0 == "zset";
-    let has_permits = permits.0 == "zset";
-    let has_line = line.0 == "list";
-    let fifo_line: Vec<FairWaiter> = typed(line, "list")
+    match info.redis_type.as_str() {
+        "none" => info.read_no_key(&beside),
+        "hash" => info.read_hash(&contents, &beside),
+        "string" => info.read_string(&contents, &beside),
+        _ => info.kind = InspectedKind::Unknown,
+    }
+    info.add_what_the_kind_keeps(beside);
+    Some(info)
+}
+
+/// The TTL of the key at the name, from its `PTTL` (-2: no key; another negative: no expiry).
+fn key_ttl(pttl: i64) -> KeyTtl {
+    match pttl {
+        -2 => KeyTtl::Missing,
+        ms if ms < 0 => KeyTtl::Persistent,
+        ms => KeyTtl::Remaining(Duration::from_millis(ms as u64)),
+    }
+}
+
+/// One key a kind keeps beside the name, as the script reads it: its Redis type and its items.
+struct TypedKey {
+    redis_type: String,
+    items: Vec<Vec<u8>>,
+}
+
+impl TypedKey {
+    /// The key exists with the type its kind gives it.
+    fn is(&self, redis_type: &str) -> bool {
+        self.redis_type == redis_type
+    }
+
+    /// Its items if it has the type its kind gives it (a key of another type is no part of it).
+    fn items(&self, redis_type: &str) -> &[Vec<u8>] {
+        if self.is(redis_type) {
+            &self.items
+        } else {
+            &[]
+        }
+    }
+}
+
+/// What the keys the kinds keep beside the name tell: which exist, and what they hold.
+struct KindKeys {
+    /// A fair lock's queue or deadlines exist.
+    has_fair_keys: bool,
+    /// A fenced lock's token counter exists.
+    has_token: bool,
+    /// polylock's record of a read-write lock's waiting writers exists.
+    has_writers: bool,
+    /// An expirable semaphore's taken permits exist.
+    has_permits: bool,
+    /// A FIFO lock's line exists.
+    has_line: bool,
+    fair_queue: Vec<FairWaiter>,
+    fifo_line: Vec<FairWaiter>,
+    fence_token: Option<i64>,
+    waiting_writers: Vec<WaitingWriter>,
+    permits: Vec<HeldPermit>,
+}
+
+impl KindKeys {
+    /// Decodes the reply's parts after the name's: the kinds' keys, the FIFO records' TTLs.
+    fn parse(parts: &mut impl Iterator<Item = Value>, server_time_ms: i64) -> Option<KindKeys> {
+        let mut aux = Vec::with_capacity(7);
+        for part in parts.by_ref().take(7) {
+            let mut pair = array(part)?.into_iter();
+            let redis_type = text(pair.next()?)?;
+            let items = strings(pair.next()?)?;
+            aux.push(TypedKey { redis_type, items });
+        }
+        let record_ttls: Vec<i64> = array(parts.next()?)?
+            .into_iter()
+            .map(int)
+            .collect::<Option<_>>()?;
+        let [queue, deadlines, seen, token, writers, permits, line]: [TypedKey; 7] =
+            aux.try_into().ok()?;
+        Some(KindKeys {
+            has_fair_keys: queue.is("list") || deadlines.is("zset"),
+            has_token: token.is("string"),
+            has_writers: writers.is("zset"),
+            has_permits: permits.is("zset"),
+            has_line: line.is("list"),
+            fair_queue: fair_queue(
+                queue.items("list"),
+                deadlines.items("zset"),
+                seen.items("zset"),
+            ),
+            fifo_line: fifo_line(line.items("list"), &record_ttls, server_time_ms),
+            fence_token: first_integer(token.items("string")),
+            waiting_writers: waiting_writers(writers.items("zset")),
+            permits: held_permits(permits.items("zset")),
+        })
+    }
+
+    /// The lock kind these keys tell: a free lock (no hash at the name) is told apart by them.
+    fn lock_kind(&self) -> Option<InspectedKind> {
+        if self.has_fair_keys {
+            Some(InspectedKind::Fair)
+        } else if self.has_line {
+            Some(InspectedKind::Fifo)
+        } else if self.has_token {
+            Some(InspectedKind::Fenced)
+        } else if self.has_writers {
+            Some(InspectedKind::ReadWrite)
+        } else {
+            None
+        }
+    }
+}
+
+/// A fair lock's queue, head first, each waiter with its shared and its liveness deadline.
+fn fair_queue(queue: &[Vec<u8>], deadlines: &[Vec<u8>], seen: &[Vec<u8>]) -> Vec<FairWaiter> {
+    let (deadlines, seen) = (scores(deadlines), scores(seen));
+    let score_of = |scores: &[(String, i64)], owner: &str| {
+        scores
+            .iter()
+            .find(|(queued, _)| queued == owner)
+            .map(|(_, score)| *score)
+    };
+    queue
         .iter()
-        .zip(&record_ttls)
+        .filter_map(|owner| utf8(owner).map(str::to_owned))
+        .map(|owner| FairWaiter {
+            deadline_ms: score_of(&deadlines, &owner),
+            seen_deadline_ms: score_of(&seen, &owner),
+            owner,
+        })
+        .collect()
+}
+
+/// A FIFO lock's line, head first, each waiter with when its record (`record_ttls`) lapses.
+fn fifo_line(line: &[Vec<u8>], record_ttls: &[i64], server_time_ms: i64) -> Vec<FairWaiter> {
+    line.iter()
+        .zip(record_ttls)
         .filter_map(|(owner, ttl)| {
             Some(FairWaiter {
                 owner: utf8(owner)?.to_owned(),
@@ -450,14 +571,12 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
                 seen_deadline_ms: Some(server_time_ms + (*ttl).max(0)),
             })
         })
-        .collect();
-    let queue = typed(queue, "list");
-    let deadlines = scores(&typed(deadlines, "zset"));
-    let seen = scores(&typed(seen, "zset"));
-    let fence_token = typed(token, "string")
-        .first()
-        .and_then(|value| utf8(value)?.parse::<i64>().ok());
-    let waiting_writers = scores(&typed(writers, "zset"))
+        .collect()
+}
+
+/// A read-write lock's waiting writers, from their ZSET (members `<owner>:write`).
+fn waiting_writers(writers: &[Vec<u8>]) -> Vec<WaitingWriter> {
+    scores(writers)
         .into_iter()
         .map(|(field, until_ms)| WaitingWriter {
             owner: field
@@ -465,8 +584,12 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
                 .map_or(field.clone(), str::to_owned),
             until_ms,
         })
-        .collect();
-    let permit_list: Vec<HeldPermit> = typed(permits, "zset")
+        .collect()
+}
+
+/// An expirable semaphore's taken permits, from their ZSET (binary ids scored by expiry).
+fn held_permits(permits: &[Vec<u8>]) -> Vec<HeldPermit> {
+    permits
         .chunks(2)
         .filter_map(|pair| {
             let expiry = utf8(pair.get(1)?)?.parse::<f64>().ok()? as i64;
@@ -475,130 +598,84 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
                 expires_at_ms: (expiry < NEVER).then_some(expiry),
             })
         })
-        .collect();
+        .collect()
+}
 
-    let mut info = LockInfo {
-        name,
-        kind: InspectedKind::None,
-        redis_type,
-        server_time_ms,
-        ttl: match pttl {
-            -2 => KeyTtl::Missing,
-            ms if ms < 0 => KeyTtl::Persistent,
-            ms => KeyTtl::Remaining(Duration::from_millis(ms as u64)),
-        },
-        holders: Vec::new(),
-        mode: None,
-        queue: Vec::new(),
-        waiting_writers,
-        permits_available: None,
-        permits: Vec::new(),
-        fence_token,
-    };
-    let score_of = |scores: &[(String, i64)], owner: &str| {
-        scores
+/// The integer the first item holds (a string key's value), if it holds one.
+fn first_integer(items: &[Vec<u8>]) -> Option<i64> {
+    items
+        .first()
+        .and_then(|value| utf8(value)?.parse::<i64>().ok())
+}
+
+/// The steps of `parse` that tell the kind from the key at the name and the keys beside it.
+impl LockInfo {
+    /// No key at the name: an expirable semaphore with no permit left, a free lock, or nothing.
+    fn read_no_key(&mut self, beside: &KindKeys) {
+        if beside.has_permits {
+            self.kind = InspectedKind::ExpirableSemaphore;
+            self.permits_available = Some(0);
+        } else if let Some(kind) = beside.lock_kind() {
+            self.kind = kind;
+        }
+    }
+
+    /// A hash at the name: a read-write lock (with a `mode` field), another lock, or unknown.
+    fn read_hash(&mut self, contents: &[Vec<u8>], beside: &KindKeys) {
+        let fields = pairs(contents);
+        if let Some(mode) = fields
             .iter()
-            .find(|(queued, _)| queued == owner)
-            .map(|(_, score)| *score)
-    };
-    let fair_queue = || -> Vec<FairWaiter> {
-        queue
-            .iter()
-            .filter_map(|owner| utf8(owner).map(str::to_owned))
-            .map(|owner| FairWaiter {
-                deadline_ms: score_of(&deadlines, &owner),
-                seen_deadline_ms: score_of(&seen, &owner),
-                owner,
-            })
-            .collect()
-    };
-    // A lock kind with no hash at the name: free, told apart by its other keys.
-    let free_lock_kind = if has_fair_keys {
-        Some(InspectedKind::Fair)
-    } else if has_line {
-        Some(InspectedKind::Fifo)
-    } else if has_token {
-        Some(InspectedKind::Fenced)
-    } else if has_writers {
-        Some(InspectedKind::ReadWrite)
-    } else {
-        None
-    };
-    match info.redis_type.as_str() {
-        "none" => {
-            if has_permits {
-                info.kind = InspectedKind::ExpirableSemaphore;
-                info.permits_available = Some(0);
-                info.permits = permit_list;
-            } else if let Some(kind) = free_lock_kind {
-                info.kind = kind;
-                if kind == InspectedKind::Fair {
-                    info.queue = fair_queue();
-                } else if kind == InspectedKind::Fifo {
-                    info.queue = fifo_line;
+            .find_map(|(field, value)| (*field == "mode").then_some(*value))
+        {
+            match read_write_holders(mode, &fields) {
+                Some((mode, holders)) => {
+                    self.kind = InspectedKind::ReadWrite;
+                    self.mode = Some(mode);
+                    self.holders = holders;
                 }
+                None => self.kind = InspectedKind::Unknown,
+            }
+        } else {
+            match lock_holders(&fields) {
+                Some(holders) => {
+                    self.holders = holders;
+                    // Without a `mode` field, waiting writers make no read-write lock.
+                    self.kind = match beside.lock_kind() {
+                        Some(InspectedKind::ReadWrite) | None => InspectedKind::Reentrant,
+                        Some(kind) => kind,
+                    };
+                }
+                None => self.kind = InspectedKind::Unknown,
             }
         }
-        "hash" => {
-            let fields = pairs(&contents);
-            if let Some(mode) = fields
-                .iter()
-                .find_map(|(field, value)| (*field == "mode").then_some(*value))
-            {
-                match read_write_holders(mode, &fields) {
-                    Some((mode, holders)) => {
-                        info.kind = InspectedKind::ReadWrite;
-                        info.mode = Some(mode);
-                        info.holders = holders;
-                    }
-                    None => info.kind = InspectedKind::Unknown,
-                }
-            } else {
-                match lock_holders(&fields) {
-                    Some(holders) => {
-                        info.holders = holders;
-                        info.kind = if has_fair_keys {
-                            info.queue = fair_queue();
-                            InspectedKind::Fair
-                        } else if has_line {
-                            info.queue = fifo_line;
-                            InspectedKind::Fifo
-                        } else if has_token {
-                            InspectedKind::Fenced
-                        } else {
-                            InspectedKind::Reentrant
-                        };
-                    }
-                    None => info.kind = InspectedKind::Unknown,
-                }
+    }
+
+    /// A string at the name: a semaphore's available permits, or unknown if it is no integer.
+    fn read_string(&mut self, contents: &[Vec<u8>], beside: &KindKeys) {
+        match first_integer(contents) {
+            Some(permits) => {
+                self.permits_available = Some(permits);
+                self.kind = if beside.has_permits {
+                    InspectedKind::ExpirableSemaphore
+                } else {
+                    InspectedKind::Semaphore
+                };
             }
+            None => self.kind = InspectedKind::Unknown,
         }
-        "string" => {
-            match contents
-                .first()
-                .and_then(|value| utf8(value)?.parse::<i64>().ok())
-            {
-                Some(permits) => {
-                    info.permits_available = Some(permits);
-                    if has_permits {
-                        info.kind = InspectedKind::ExpirableSemaphore;
-                        info.permits = permit_list;
-                    } else {
-                        info.kind = InspectedKind::Semaphore;
-                    }
-                }
-                None => info.kind = InspectedKind::Unknown,
-            }
+    }
+
+    /// What the keys beside the name hold for the kind found, and for no other kind.
+    fn add_what_the_kind_keeps(&mut self, beside: KindKeys) {
+        match self.kind {
+            InspectedKind::Fair => self.queue = beside.fair_queue,
+            InspectedKind::Fifo => self.queue = beside.fifo_line,
+            InspectedKind::ExpirableSemaphore => self.permits = beside.permits,
+            InspectedKind::ReadWrite => self.waiting_writers = beside.waiting_writers,
+            InspectedKind::Fenced => self.fence_token = beside.fence_token,
+            _ => {}
         }
-        _ => info.kind = InspectedKind::Unknown,
     }
-    if info.kind != InspectedKind::ReadWrite {
-        info.waiting_writers.clear();
-    }
-    if info.kind != InspectedKind::Fenced {
-        info.fence_token = None;
-    }
-    Some(info)
 }
 
 /// `<client-id>:<holder-id>`: the owner strings polylock and Redisson write (a UUID, a colon, a
