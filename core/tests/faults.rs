@@ -85,7 +85,8 @@ async fn close_ends_pending_waits_and_reports_held_locks_lost() {
         .expect("the pending wait ends at once")
         .unwrap()
         .unwrap_err();
-    assert!(closed_at.elapsed() < Duration::from_secs(2));
+    // Long before its 30 s wait would have ended (a loaded machine may take a while).
+    assert!(closed_at.elapsed() < Duration::from_secs(10));
     assert_eq!(err.kind(), ErrorKind::Connection);
     assert!(err.to_string().contains("client is closed"), "{err}");
 
