@@ -21,6 +21,7 @@ pub(crate) mod fenced;
 pub(crate) mod fifo;
 pub(crate) mod latch;
 pub(crate) mod messages;
+pub(crate) mod queued;
 pub(crate) mod read_write;
 pub(crate) mod reentrant;
 pub(crate) mod script;
@@ -237,6 +238,17 @@ impl WaitPolicy {
             self.busy_waiter_takes_a_place
         } else {
             self.busy_try_takes_a_place
+        }
+    }
+
+    /// How long the place a busy attempt that `will_wait` (or not) takes lasts beyond its sleep
+    /// (which ends when the wait the script replied runs out, at the latest), as the acquire
+    /// scripts of the kinds with a line take it: 0 for an attempt that takes no place.
+    pub(crate) fn place_ms(&self, will_wait: bool, options: &ClientOptions) -> u64 {
+        if self.busy_attempt_takes_a_place(will_wait) {
+            options.fair_queue_timeout.as_millis() as u64
+        } else {
+            0
         }
     }
 }

@@ -16,7 +16,7 @@ use redis::{ScriptInvocation, Value};
 
 use crate::connection::Publish;
 use crate::foundation::keys;
-use crate::kinds::reentrant::{self, Reentrant};
+use crate::kinds::reentrant::Reentrant;
 use crate::kinds::script::LockScript;
 use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
 use crate::settings::options::ClientOptions;
@@ -93,7 +93,7 @@ impl LockKind for Fenced {
             .key(&self.lock.reservation)
             .arg(args.lease_ms)
             .arg(args.owner)
-            .arg(reentrant::place_ms(args, options))
+            .arg(self.wait_policy(options).place_ms(args.will_wait, options))
             .arg(args.request);
         call
     }

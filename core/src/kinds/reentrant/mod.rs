@@ -114,16 +114,6 @@ impl Reentrant {
     }
 }
 
-/// How long a waiter's place lasts beyond its sleep (which ends when the wait the script replied
-/// runs out, at the latest).
-pub(super) fn place_ms(args: &AcquireArgs<'_>, options: &ClientOptions) -> u64 {
-    if args.will_wait {
-        options.fair_queue_timeout.as_millis() as u64
-    } else {
-        0
-    }
-}
-
 fn reservation_ms() -> u64 {
     RESERVATION.as_millis() as u64
 }
@@ -186,7 +176,7 @@ impl LockKind for Reentrant {
             .key(&self.grants)
             .arg(args.lease_ms)
             .arg(args.owner)
-            .arg(place_ms(args, options))
+            .arg(self.wait_policy(options).place_ms(args.will_wait, options))
             .arg(args.grant_entry())
             .arg(args.request);
         call
