@@ -502,13 +502,9 @@ async fn primary_address(url: &str, name: &str) -> Option<String> {
     match failover_target(url)? {
         FailoverTarget::Sentinel { hosts, master } => {
             for host in hosts {
-                let command = redis::cmd("SENTINEL")
-                    .arg("GET-MASTER-ADDR-BY-NAME")
-                    .arg(&master)
-                    .clone();
-                if let Ok(redis::Value::Array(parts)) =
-                    command_at(&host, &mut command.clone()).await
-                {
+                let mut command = redis::cmd("SENTINEL");
+                command.arg("GET-MASTER-ADDR-BY-NAME").arg(&master);
+                if let Ok(redis::Value::Array(parts)) = command_at(&host, &mut command).await {
                     let text: Vec<String> = parts
                         .iter()
                         .filter_map(|part| redis::from_redis_value_ref::<String>(part).ok())
@@ -519,22 +515,8 @@ async fn primary_address(url: &str, name: &str) -> Option<String> {
             None
         }
         FailoverTarget::Cluster { hosts } => {
-            for host in hosts {
-                let Ok(redis::Value::Int(slot)) =
-                    command_at(&host, redis::cmd("CLUSTER").arg("KEYSLOT").arg(name)).await
-                else {
-                    continue;
-                };
-                let nodes = match command_at(&host, redis::cmd("CLUSTER").arg("NODES")).await {
-                    Ok(redis::Value::BulkString(text)) => {
-                        String::from_utf8_lossy(&text).into_owned()
-                    }
-                    Ok(redis::Value::VerbatimString { text, .. }) => text,
-                    _ => continue,
-                };
-                return primary_in(&nodes, slot);
-            }
-            None
+            let (slot, nodes) = slot_and_nodes(&hosts, name).await.ok()?;
+            primary_in(&nodes, slot)
         }
     }
 }
@@ -556,8 +538,16 @@ async fn command_at(host: &str, command: &mut redis::Cmd) -> Result<redis::Value
 }
 
 /// A healthy replica of the cluster primary serving `key`, asked from the first seed node that
-/// answers (`CLUSTER KEYSLOT`, `CLUSTER NODES`).
+/// answers.
 async fn replica_serving(hosts: &[String], key: &str) -> Result<String, String> {
+    let (slot, nodes) = slot_and_nodes(hosts, key).await?;
+    replica_in(&nodes, slot).ok_or_else(|| {
+        format!("the primary serving slot {slot} has no healthy replica to fail over to")
+    })
+}
+
+/// The slot of `key` and the `CLUSTER NODES` listing, from the first seed node that answers.
+async fn slot_and_nodes(hosts: &[String], key: &str) -> Result<(i64, String), String> {
     let mut last = String::from("no seed node answered");
     for host in hosts {
         let slot = match command_at(host, redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).await {
@@ -577,9 +567,7 @@ async fn replica_serving(hosts: &[String], key: &str) -> Result<String, String> 
                 continue;
             }
         };
-        return replica_in(&nodes, slot).ok_or_else(|| {
-            format!("the primary serving slot {slot} has no healthy replica to fail over to")
-        });
+        return Ok((slot, nodes));
     }
     Err(last)
 }

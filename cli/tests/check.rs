@@ -98,7 +98,6 @@ fn failover_before_the_replicas_have_the_lock(sync_replicas: bool) -> serde_json
     );
     let overlaps = round["overlaps"].as_u64().unwrap();
     assert_eq!(code, if overlaps > 0 { 1 } else { 0 }, "{round} {stderr}");
-    eprintln!("round: {round}");
     round
 }
 
