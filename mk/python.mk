@@ -71,11 +71,17 @@ PY_WHEEL_PROFILE ?= release
 PY_WHEEL_DIR = target/wheels/$(PY_WHEEL_PROFILE)
 
 .PHONY: python-wheel python-sdist test-wheel-python
+# Built again only when a source changed: make test's release lane builds the dev wheel early
+# (python-wheel-dev), and test-wheel-python then finds it built.
+PY_WHEEL_SOURCES := $(PY_NATIVE_SOURCES) $(wildcard $(shell git ls-files -- python/polylock python/README.md 2>/dev/null))
 python-wheel: $(PY_DIST_VENV)/bin/maturin
+	@$(MAKE) --no-print-directory $(PY_WHEEL_DIR)/.built
+$(PY_WHEEL_DIR)/.built: $(PY_WHEEL_SOURCES)
 	rm -rf $(PY_WHEEL_DIR) && mkdir -p $(PY_WHEEL_DIR)
 	@# Its own target dir: zig's compiler settings would otherwise rebuild, in place, the release
 	@# artifacts the Node addon and its tests share (same profile, other fingerprints).
 	cd python && CARGO_TARGET_DIR=$(CURDIR)/target/dist-python PATH="$(PY_DIST_VENV)/bin:$$PATH" maturin build --quiet --profile $(PY_WHEEL_PROFILE) --zig --compatibility manylinux2014 --out $(CURDIR)/$(PY_WHEEL_DIR)
+	touch $@
 
 python-sdist: $(PY_DIST_VENV)/bin/maturin
 	mkdir -p dist
