@@ -94,7 +94,13 @@ test-build-core: redis-server
 	@# The explorer's Valkey server, and the matrix's servers that core/tests/acl.rs runs on.
 	$(MAKE) --no-print-directory protocol-server matrix-servers
 
-test-build: test-build-core
+# test-build-scripts then: what the Python and Node suites need, so that they start while the rest
+# builds (their tests mostly wait on servers and child processes).
+.PHONY: test-build-scripts
+test-build-scripts: test-build-core
+	$(MAKE) --no-print-directory build-python build-node python-peer
+
+test-build: test-build-scripts
 	cargo test -p polylock --features opentelemetry --test otel --no-run
 	cargo test -p polylock --no-default-features --lib --no-run
 	cargo test -p polylock-cli --no-run
@@ -102,7 +108,7 @@ test-build: test-build-core
 	cargo build -p polylock-cli
 	@# bench-smoke builds its own peers and worker in its lane (downloads, mostly); only its
 	@# Maven build is here, so that no two lanes fill ~/.m2 at once.
-	@# kotlin-release-library (dev, as make test packs it) right after build-node: the tree they
-	@# share (target/<triple>/debug) is then warm.
-	$(MAKE) --no-print-directory build-python build-node kotlin-release-library build-uniffi swift-deps \
+	@# The Node addon and the Kotlin jar's library (dev, as make test packs them) are debug builds
+	@# in target/debug too, so the core's dependency tree is compiled once for all of them.
+	$(MAKE) --no-print-directory build-python build-node build-uniffi swift-deps \
 	  bench-java interop-build kotlin-build KOTLIN_PROFILE=dev

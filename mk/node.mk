@@ -1,13 +1,14 @@
 # The Node package `@polylock/polylock` (node/: its napi crate in node/src, built with @napi-rs/cli).
 
 NODE_GENERATED := native.js native.d.ts
-# Tests and the demo use a debug addon: napi builds for an explicit --target, so it shares its
-# tree (target/<triple>/debug) with the Kotlin library make test packs (KOTLIN_PROFILE=dev), and
-# make test compiles no release build at all (a release build of the core's tree took minutes
-# of its 2 cores). dist-node builds the release addon the package ships (NODE_DIST_BUILD);
-# `make build-node NODE_BUILD=build` makes a release addon for everything else.
+# Tests and the demo use a debug addon, so make test compiles no release build at all (a release
+# build of the core's tree took minutes of its 2 cores); it is built in target/debug, beside the
+# test builds, whose compiled dependencies it reuses (node/scripts/cargo-on-host-tree.sh drops
+# the --target napi always passes). dist-node builds the release addon the package ships
+# (NODE_DIST_BUILD); `make build-node NODE_BUILD=build` makes a release addon for everything else.
 NODE_BUILD ?= build:debug
 NODE_DIST_BUILD ?= build
+NODE_BUILD_CARGO = $(if $(filter build:debug,$(NODE_BUILD)),CARGO=$(CURDIR)/node/scripts/cargo-on-host-tree.sh)
 
 .PHONY: node-deps build-node test-node
 

@@ -15,16 +15,16 @@ UNIFFI_PYDEPS_STAMP := $(UNIFFI_PYDEPS)/.installed-tree-sitter-0.26.1-swift-0.7.
 
 .PHONY: build-uniffi test-kotlin kotlin-build test-swift swift-deps kotlin-release-library dist-kotlin test-dist-kotlin
 
-# The jar's library is built for the host's triple named explicitly, as napi builds the Node
-# addon (it always passes --target): both then share one build of the core's tree per profile.
+# The jar's library. The release one (`make dist`) is built for the host's triple named
+# explicitly, as napi builds the release Node addon (it always passes --target): both then share
+# one release build of the core's tree. make test packs and tests the dev one
+# (test-dist-kotlin-dev): build-uniffi's own library, in target/debug beside the test builds.
 UNIFFI_HOST_TRIPLE := $(shell rustc -vV | sed -n 's/^host: //p')
-# The cargo profile of the jar's library: release for `make dist`; make test packs and tests a
-# dev one (test-dist-kotlin-dev), which shares the debug Node addon's tree (node.mk).
 KOTLIN_PROFILE ?= release
 # As a cdylib only (the crate is also a staticlib and rlib, for Swift and the tests), its
 # dependencies get the same settings as the addon's, so only the binding's own crates compile.
 UNIFFI_RELEASE_TARGET_DIR := $(UNIFFI_TARGET_DIR)
-UNIFFI_RELEASE_LIBRARY = $(UNIFFI_RELEASE_TARGET_DIR)/$(UNIFFI_HOST_TRIPLE)/$(if $(filter dev,$(KOTLIN_PROFILE)),debug,$(KOTLIN_PROFILE))/libpolylock_ffi.so
+UNIFFI_RELEASE_LIBRARY = $(if $(filter dev,$(KOTLIN_PROFILE)),$(UNIFFI_LIBRARY),$(UNIFFI_RELEASE_TARGET_DIR)/$(UNIFFI_HOST_TRIPLE)/$(KOTLIN_PROFILE)/libpolylock_ffi.so)
 # A stripped copy of the release library, the one packed into the jar.
 KOTLIN_NATIVE_DIR := $(UNIFFI_TARGET_DIR)/kotlin-native
 KOTLIN_VERSION := 0.1.0
@@ -63,7 +63,11 @@ $(UNIFFI_PYDEPS_STAMP):
 
 ## kotlin-release-library: the libpolylock_ffi the jar carries (profile KOTLIN_PROFILE)
 kotlin-release-library:
+ifeq ($(KOTLIN_PROFILE),dev)
+	cargo build -p polylock-ffi
+else
 	CARGO_TARGET_DIR=$(UNIFFI_RELEASE_TARGET_DIR) cargo rustc --profile $(KOTLIN_PROFILE) -p polylock-ffi --lib --crate-type cdylib --target $(UNIFFI_HOST_TRIPLE)
+endif
 
 ## dist-kotlin: the Maven package dev.polylock:polylock (release libpolylock_ffi inside the jar),
 ## installed into ~/.m2 and copied with its pom into dist/

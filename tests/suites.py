@@ -28,33 +28,34 @@ ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "target" / "suites"
 
 # make targets, one after the other, before the suites that wait for them ("target@<step>").
-# test-build-core builds what the core's suites need: the rust lane starts after it, while the
-# rest builds.
-BUILD = ["test-build-core", "test-build"]
+# test-build-core builds what the core's suites need, test-build-scripts what the Python and Node
+# suites need: each of their lanes starts while the rest builds.
+BUILD = ["test-build-core", "test-build-scripts", "test-build"]
 
 # lane -> (nice level, make targets in order). "target@lane" starts only after that lane ended
 # ("@build": after the build). Lanes in EARLY start with the build, the others after it.
-# The Kotlin package's Maven build must not share ~/.m2 with the JVM lane's downloads, so it
-# ends the JVM lane (which has room), under `nice` as the other release builds.
+# The suites after the build are spread so that no lane is much longer than another: the
+# critical path is the build, then the longest lane (CI's 1,206 s was 788 s of build, then the
+# Python and Node suites one after the other, 419 s).
 LANES = {
-    # test-cli (about 50 s) runs in the JVM lane, which has room: test-build plus the rust lane
-    # was the critical path (747 + 487 s of CI's 1,233).
     "rust": (0, ["test-core@test-build-core", "test-protocol"]),
+    # Every Maven project is in this lane: they share ~/.m2 and a working copy. The Kotlin
+    # package's build ends it, under `nice` as the other package builds.
+    "jvm": (0, ["test-interop@build", "test-interop-redisson4", "test-kotlin", "test-swift",
+                "test-dist-kotlin-dev"]),
     # The demo, history and election suites run the Python venv and the Node addon, which
-    # build-python and build-node rebuild only when a source changed: after test-build they are
-    # read-only, so those suites need not share the scripts lane (the longest).
-    "jvm": (0, ["test-interop", "test-interop-redisson4", "test-kotlin", "test-swift", "test-matrix-smoke",
-                "test-demo", "test-history", "test-election", "test-cli", "test-dist-kotlin-dev"]),
-    "scripts": (0, ["test-python", "test-node", "test-parity", "bench-smoke"]),
+    # build-python and build-node rebuild only when a source changed: after the build they are
+    # read-only, so any lane may run them.
+    "python": (0, ["test-python@test-build-scripts", "test-parity@build", "test-history", "test-election"]),
+    "node": (0, ["test-node@test-build-scripts", "bench-smoke@build", "test-matrix-smoke", "test-demo", "test-cli"]),
     # Both build in target/lint: the clippy check, then the packaged crate.
     "lint": (15, ["lint", "test-rust-package@build"]),
-    # The wheel is the dev profile's (make dist builds the release one): the release build
-    # alone took about 14 minutes of a fresh make test on 2 cores.
     # The packages make test installs are built with the dev profile, as the suites' own are
-    # (make dist and make test-dist build and test the release ones).
+    # (make dist and make test-dist build and test the release ones): the release wheel alone
+    # took about 14 minutes of a fresh make test on 2 cores.
     "release": (15, ["python-wheel-dev", "test-wheel-python@build", "test-dist-node-dev"]),
 }
-EARLY = ("rust", "lint", "release")
+EARLY = ("rust", "python", "node", "lint", "release")
 # Package builds in lanes of tests: niced like the release lane.
 NICED = {"test-dist-kotlin-dev": 15}
 
