@@ -30,7 +30,7 @@ use crate::kinds::fair::Fair;
 use crate::kinds::fenced::{fence, Fenced};
 use crate::kinds::fifo::Fifo;
 use crate::kinds::messages::LockHub;
-use crate::kinds::read_write::{ReadLock, WriteLock};
+use crate::kinds::read_write::ReadWriteSide;
 use crate::kinds::reentrant::Reentrant;
 use crate::kinds::LockKind;
 use crate::metrics::{kind as metric_kind, Metrics};
@@ -617,7 +617,7 @@ impl Client {
         validate_name(name)?;
         Ok(ReadWriteLock::new(
             self.handle(
-                Arc::new(ReadLock::new(
+                Arc::new(ReadWriteSide::read(
                     name,
                     &self.inner.key_of(name),
                     self.inner.publish,
@@ -626,7 +626,7 @@ impl Client {
                 metric_kind::READ_WRITE_LOCK,
             ),
             self.handle(
-                Arc::new(WriteLock::new(
+                Arc::new(ReadWriteSide::write(
                     name,
                     &self.inner.key_of(name),
                     self.inner.publish,

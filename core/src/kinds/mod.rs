@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use redis::{ScriptInvocation, Value};
 
+use crate::connection::Publish;
 use crate::settings::options::ClientOptions;
 use script::LockScript;
 
@@ -253,15 +254,47 @@ impl WaitPolicy {
     }
 }
 
+/// What every kind knows of its lock: the user's name, the key under the client's prefix, the
+/// channel its waiters listen on, and how its scripts publish. A kind keeps one and hands it to
+/// the engine through [`LockKind::names`].
+pub(crate) struct LockNames {
+    /// The name as the user gave it (errors, metrics).
+    pub name: String,
+    /// The name under the client's key prefix: the lock's key, from which every other key and
+    /// channel of the kind derives.
+    pub key: String,
+    /// The channel its waiters are woken on (`LockKind::wait_channel`).
+    pub channel: String,
+    pub publish: Publish,
+}
+
+impl LockNames {
+    pub(crate) fn new(name: &str, key: &str, channel: String, publish: Publish) -> LockNames {
+        LockNames {
+            name: name.to_owned(),
+            key: key.to_owned(),
+            channel,
+            publish,
+        }
+    }
+}
+
 /// A kind of lock: its keys, scripts and replies. Replies of `release`: nil (not held by the
 /// owner), 0 (still held), 1 (released).
 pub(crate) trait LockKind: Send + Sync + 'static {
+    /// The lock's name, key, wait channel and publish form.
+    fn names(&self) -> &LockNames;
+
     /// The lock's name as the user gave it.
-    fn name(&self) -> &str;
+    fn name(&self) -> &str {
+        &self.names().name
+    }
 
     /// The lock's key: its name under the client's key prefix (`ClientOptions::key_prefix`),
     /// from which every other key and channel of the kind derives.
-    fn key(&self) -> &str;
+    fn key(&self) -> &str {
+        &self.names().key
+    }
 
     /// The kind's name in metrics and the client record: `lock`, `fair_lock`, `fenced_lock`,
     /// `read_write_lock`, `semaphore`, `expirable_semaphore`.
@@ -270,7 +303,9 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     }
 
     /// The channel on which `owner` waits to be woken.
-    fn wait_channel(&self, owner: &str) -> String;
+    fn wait_channel(&self, _owner: &str) -> String {
+        self.names().channel.clone()
+    }
 
     /// A channel of `owner`'s own on which a release tells it that it is next, beside the wait
     /// channel (which then still carries the wake-ups of other clients, Redisson's).
@@ -422,11 +457,19 @@ mod retried_acquisitions {
             ),
             (
                 OWNER,
-                Box::new(read_write::ReadLock::new("read", "read", Publish::Plain)),
+                Box::new(read_write::ReadWriteSide::read(
+                    "read",
+                    "read",
+                    Publish::Plain,
+                )),
             ),
             (
                 OWNER,
-                Box::new(read_write::WriteLock::new("write", "write", Publish::Plain)),
+                Box::new(read_write::ReadWriteSide::write(
+                    "write",
+                    "write",
+                    Publish::Plain,
+                )),
             ),
             (
                 OWNER,

@@ -18,7 +18,8 @@ use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
-    read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy,
+    read_queued_acquire, AcquireArgs, Attempt, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs,
+    WaitPolicy,
 };
 use crate::settings::options::ClientOptions;
 
@@ -84,30 +85,22 @@ pub(crate) trait Layout: Send + Sync + 'static {
 
 /// A queued lock in the layout `L`.
 pub(crate) struct Queued<L> {
-    /// The name as the user gave it (errors, metrics).
-    name: String,
-    /// The name under the client's key prefix, from which every key and channel derives.
-    key: String,
+    /// Its wait channel is the plain lock's (`redisson_lock__channel:{name}`), shared by every
+    /// kind whose lock is this hash.
+    names: LockNames,
     line_keys: Vec<String>,
-    /// The plain lock's channel (`redisson_lock__channel:{name}`), shared by every kind whose
-    /// lock is this hash.
-    shared_channel: String,
     /// The plain lock's listening channel, subscribed with the shared channel (so polylock's
     /// waiters are not counted as Redisson's there).
     listening: String,
-    publish: Publish,
     layout: PhantomData<L>,
 }
 
 impl<L: Layout> Queued<L> {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Queued<L> {
         Queued {
-            name: name.to_owned(),
-            key: key.to_owned(),
+            names: LockNames::new(name, key, keys::lock_channel(key), publish),
             line_keys: L::line_keys(key),
-            shared_channel: keys::lock_channel(key),
             listening: keys::lock_listening_channel(key),
-            publish,
             layout: PhantomData,
         }
     }
@@ -116,8 +109,8 @@ impl<L: Layout> Queued<L> {
     /// the request's acquire latch, the owner's release trace) if it has one, then the shared
     /// channel where the layout's scripts take it.
     fn call(&self, script: &'static LockScript, own: Option<String>) -> ScriptInvocation<'static> {
-        let mut call = script.prepare_invoke(self.publish);
-        call.key(&self.key);
+        let mut call = script.prepare_invoke(self.names.publish);
+        call.key(&self.names.key);
         for key in &self.line_keys {
             call.key(key);
         }
@@ -125,7 +118,7 @@ impl<L: Layout> Queued<L> {
             call.key(own);
         }
         if L::SHARED_CHANNEL_LAST {
-            call.key(&self.shared_channel);
+            call.key(&self.names.channel);
         }
         call
     }
@@ -138,27 +131,17 @@ impl<L: Layout> Queued<L> {
 }
 
 impl<L: Layout> LockKind for Queued<L> {
+    fn names(&self) -> &LockNames {
+        &self.names
+    }
+
     fn kind_name(&self) -> &'static str {
         L::KIND_NAME
     }
 
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// The shared channel: a release of another kind of lock on the name (the plain lock,
-    /// Redisson's RLock, the other queued kind) tells it there that the lock is free.
-    fn wait_channel(&self, _owner: &str) -> String {
-        self.shared_channel.clone()
-    }
-
     /// Its own channel, on which a release of this kind tells or grants it the lock.
     fn told_channel(&self, owner: &str) -> Option<String> {
-        Some(L::told_channel(&self.key, owner))
+        Some(L::told_channel(&self.names.key, owner))
     }
 
     fn listening_channel(&self) -> Option<String> {
@@ -182,8 +165,8 @@ impl<L: Layout> LockKind for Queued<L> {
     /// left the lock free for it to take), and still in line.
     fn nothing_missed(&self, owner: &str) -> Option<redis::Pipeline> {
         let mut pipe = redis::pipe();
-        pipe.exists(&self.key);
-        L::still_in_line(&mut pipe, &self.key, owner);
+        pipe.exists(&self.names.key);
+        L::still_in_line(&mut pipe, &self.names.key, owner);
         Some(pipe)
     }
 
@@ -193,7 +176,7 @@ impl<L: Layout> LockKind for Queued<L> {
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
         let place_ms = self.wait_policy(options).place_ms(args.will_wait, options);
-        let latch = keys::acquire_latch(&self.key, args.request);
+        let latch = keys::acquire_latch(&self.names.key, args.request);
         let mut call = self.call(&L::scripts().acquire, Some(latch));
         call.arg(args.lease_ms)
             .arg(args.owner)
@@ -214,7 +197,7 @@ impl<L: Layout> LockKind for Queued<L> {
         args: &UndoArgs<'_>,
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
-        let latch = keys::acquire_latch(&self.key, args.request);
+        let latch = keys::acquire_latch(&self.names.key, args.request);
         let mut call = self.call(&L::scripts().undo, Some(latch));
         call.arg(args.owner)
             .arg(args.latch_ms)
@@ -227,7 +210,7 @@ impl<L: Layout> LockKind for Queued<L> {
     }
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let trace = keys::release_trace(&self.key, args.owner);
+        let trace = keys::release_trace(&self.names.key, args.owner);
         let mut call = self.call(&L::scripts().release, Some(trace));
         call.arg(args.lease_ms)
             .arg(args.owner)
@@ -244,7 +227,7 @@ impl<L: Layout> LockKind for Queued<L> {
         latch_ms: u64,
         _: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
-        let latch = keys::acquire_latch(&self.key, request);
+        let latch = keys::acquire_latch(&self.names.key, request);
         let mut call = self.call(&L::scripts().cancel, Some(latch));
         call.arg(owner)
             .arg(Self::allowance_ms())
@@ -260,7 +243,7 @@ impl<L: Layout> LockKind for Queued<L> {
     }
 
     fn renewal(&self, owner: &str) -> Renewal {
-        Renewal::of_hash(&self.key, owner.to_owned())
+        Renewal::of_hash(&self.names.key, owner.to_owned())
     }
 }
 
@@ -317,7 +300,7 @@ pub(crate) mod tests {
         owner: &str,
     ) -> bool {
         let mut pipe = redis::pipe();
-        L::still_in_line(&mut pipe, &lock.key, owner);
+        L::still_in_line(&mut pipe, lock.key(), owner);
         let (reply,): (Value,) = pipe.query(con).unwrap();
         !matches!(reply, Value::Nil | Value::Int(0))
     }

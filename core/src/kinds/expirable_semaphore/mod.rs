@@ -12,7 +12,7 @@ use redis::ScriptInvocation;
 use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::kinds::{AcquireArgs, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs};
 use crate::settings::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> =
@@ -28,80 +28,66 @@ pub(crate) static AVAILABLE: LazyLock<LockScript> =
 
 /// The permits of one expirable semaphore; the owner of each hold is its permit id.
 pub(crate) struct Permit {
-    /// The name as the user gave it (errors, metrics).
-    name: String,
-    /// The name under the client's key prefix, from which every key and channel derives.
-    key: String,
+    names: LockNames,
     timeouts: String,
-    channel: String,
-    publish: Publish,
 }
 
 impl Permit {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Permit {
         Permit {
-            name: name.to_owned(),
-            key: key.to_owned(),
+            names: LockNames::new(name, key, keys::semaphore_channel(key), publish),
             timeouts: keys::permit_timeouts(key),
-            channel: keys::semaphore_channel(key),
-            publish,
         }
     }
 
     /// The permits available now (expired ones come back first).
     pub(crate) fn available(&self) -> ScriptInvocation<'static> {
-        let mut call = AVAILABLE.prepare_invoke(self.publish);
-        call.key(&self.key).key(&self.timeouts).key(&self.channel);
+        let mut call = AVAILABLE.prepare_invoke(self.names.publish);
+        call.key(&self.names.key)
+            .key(&self.timeouts)
+            .key(&self.names.channel);
         call
     }
 }
 
 impl LockKind for Permit {
+    fn names(&self) -> &LockNames {
+        &self.names
+    }
+
     fn kind_name(&self) -> &'static str {
         crate::metrics::kind::EXPIRABLE_SEMAPHORE
     }
 
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn key(&self) -> &str {
-        &self.key
-    }
-
-    fn wait_channel(&self, _owner: &str) -> String {
-        self.channel.clone()
-    }
-
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = ACQUIRE.prepare_invoke(self.publish);
-        call.key(&self.key)
+        let mut call = ACQUIRE.prepare_invoke(self.names.publish);
+        call.key(&self.names.key)
             .key(&self.timeouts)
-            .key(&self.channel)
-            .key(keys::acquire_latch(&self.key, args.request))
+            .key(&self.names.channel)
+            .key(keys::acquire_latch(&self.names.key, args.request))
             .arg(args.lease_ms)
             .arg(args.owner);
         call
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = UNDO.prepare_invoke(self.publish);
-        call.key(&self.key)
+        let mut call = UNDO.prepare_invoke(self.names.publish);
+        call.key(&self.names.key)
             .key(&self.timeouts)
-            .key(&self.channel)
-            .key(keys::acquire_latch(&self.key, args.request))
+            .key(&self.names.channel)
+            .key(keys::acquire_latch(&self.names.key, args.request))
             .arg(args.owner)
             .arg(args.latch_ms);
         call
     }
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let mut call = RELEASE.prepare_invoke(self.publish);
-        call.key(&self.key)
+        let mut call = RELEASE.prepare_invoke(self.names.publish);
+        call.key(&self.names.key)
             .key(&self.timeouts)
-            .key(&self.channel)
-            .key(keys::unlock_latch(&self.key, args.request))
-            .key(keys::acquire_latch(&self.key, args.acquired_by))
+            .key(&self.names.channel)
+            .key(keys::unlock_latch(&self.names.key, args.request))
+            .key(keys::acquire_latch(&self.names.key, args.acquired_by))
             .arg(args.owner)
             .arg(0)
             .arg(args.final_latch_ms);

@@ -18,7 +18,9 @@ use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::reentrant::Reentrant;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
+use crate::kinds::{
+    AcquireArgs, Attempt, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs, WaitPolicy,
+};
 use crate::settings::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!(
@@ -43,20 +45,12 @@ impl Fenced {
 }
 
 impl LockKind for Fenced {
+    fn names(&self) -> &LockNames {
+        self.lock.names()
+    }
+
     fn kind_name(&self) -> &'static str {
         crate::metrics::kind::FENCED_LOCK
-    }
-
-    fn name(&self) -> &str {
-        self.lock.name()
-    }
-
-    fn key(&self) -> &str {
-        &self.lock.key
-    }
-
-    fn wait_channel(&self, owner: &str) -> String {
-        self.lock.wait_channel(owner)
     }
 
     fn told_channel(&self, owner: &str) -> Option<String> {
@@ -85,10 +79,10 @@ impl LockKind for Fenced {
         args: &AcquireArgs<'_>,
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
-        let mut call = ACQUIRE.prepare_invoke(self.lock.publish);
-        call.key(&self.lock.key)
+        let mut call = ACQUIRE.prepare_invoke(self.lock.names.publish);
+        call.key(&self.lock.names.key)
             .key(&self.token_counter)
-            .key(keys::acquire_latch(&self.lock.key, args.request))
+            .key(keys::acquire_latch(&self.lock.names.key, args.request))
             .key(&self.lock.waiters)
             .key(&self.lock.reservation)
             .arg(args.lease_ms)

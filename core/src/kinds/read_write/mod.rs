@@ -19,7 +19,7 @@ use redis::ScriptInvocation;
 use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
+use crate::kinds::{AcquireArgs, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
 use crate::settings::options::ClientOptions;
 
 static READ_ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_acquire.lua");
@@ -32,43 +32,6 @@ static WRITE_UNDO: LazyLock<LockScript> = lock_script!("prelude.lua", "write_und
 static LEAVE: LazyLock<LockScript> = lock_script!("prelude.lua", "leave.lua");
 static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!("prelude.lua", "force_unlock.lua");
 
-/// Keys shared by both sides of one read-write lock.
-struct Names {
-    /// The name as the user gave it (errors, metrics).
-    name: String,
-    /// The name under the client's key prefix, from which every key and channel derives.
-    key: String,
-    channel: String,
-    writers: String,
-    readers: String,
-    since: String,
-    publish: Publish,
-}
-
-impl Names {
-    fn new(name: &str, key: &str, publish: Publish) -> Names {
-        Names {
-            publish,
-            name: name.to_owned(),
-            key: key.to_owned(),
-            channel: keys::rwlock_channel(key),
-            writers: keys::rwlock_writers(key),
-            readers: keys::rwlock_readers(key),
-            since: keys::rwlock_since(key),
-        }
-    }
-
-    /// A waiter that gives up leaves `side` (its ZSET of waiters), under `member`.
-    fn leave(&self, side: &str, member: String) -> ScriptInvocation<'static> {
-        let mut call = LEAVE.prepare_invoke(self.publish);
-        call.key(side)
-            .key(&self.since)
-            .key(&self.channel)
-            .arg(member);
-        call
-    }
-}
-
 /// The writer's field of `owner` in the hash.
 fn write_field(owner: &str) -> String {
     format!("{owner}:write")
@@ -80,32 +43,66 @@ fn registration(options: &ClientOptions) -> Duration {
     options.fair_queue_timeout
 }
 
-pub(crate) struct ReadLock(Names);
+/// Which side of the lock a handle takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Read,
+    Write,
+}
 
-impl ReadLock {
-    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> ReadLock {
-        ReadLock(Names::new(name, key, publish))
+/// One side of a read-write lock: what both sides share is written once here, and the methods
+/// whose keys and scripts differ say so per side.
+pub(crate) struct ReadWriteSide {
+    names: LockNames,
+    /// The ZSETs of waiting writers and readers, and when each waiter began to wait.
+    writers: String,
+    readers: String,
+    since: String,
+    side: Side,
+}
+
+impl ReadWriteSide {
+    /// The read side: a hold is a count in the owner's field plus one key per read level.
+    pub(crate) fn read(name: &str, key: &str, publish: Publish) -> ReadWriteSide {
+        ReadWriteSide::new(name, key, publish, Side::Read)
+    }
+
+    /// The write side: a hold is a count in the owner's writer field (`owner:write`).
+    pub(crate) fn write(name: &str, key: &str, publish: Publish) -> ReadWriteSide {
+        ReadWriteSide::new(name, key, publish, Side::Write)
+    }
+
+    fn new(name: &str, key: &str, publish: Publish, side: Side) -> ReadWriteSide {
+        ReadWriteSide {
+            names: LockNames::new(name, key, keys::rwlock_channel(key), publish),
+            writers: keys::rwlock_writers(key),
+            readers: keys::rwlock_readers(key),
+            since: keys::rwlock_since(key),
+            side,
+        }
+    }
+
+    /// A waiter that gives up leaves `side` (its ZSET of waiters), under `member`.
+    fn leave(&self, side: &str, member: String) -> ScriptInvocation<'static> {
+        let mut call = LEAVE.prepare_invoke(self.names.publish);
+        call.key(side)
+            .key(&self.since)
+            .key(&self.names.channel)
+            .arg(member);
+        call
     }
 }
 
-impl LockKind for ReadLock {
+impl LockKind for ReadWriteSide {
+    fn names(&self) -> &LockNames {
+        &self.names
+    }
+
     fn kind_name(&self) -> &'static str {
         crate::metrics::kind::READ_WRITE_LOCK
     }
 
-    fn name(&self) -> &str {
-        &self.0.name
-    }
-
-    fn key(&self) -> &str {
-        &self.0.key
-    }
-
-    fn wait_channel(&self, _owner: &str) -> String {
-        self.0.channel.clone()
-    }
-
-    /// A waiting reader looks again before its registration runs out.
+    /// A waiting reader or writer looks again before its registration runs out.
     fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
         WaitPolicy {
             longest_wait: Some(registration(options) / 2),
@@ -118,161 +115,30 @@ impl LockKind for ReadLock {
         args: &AcquireArgs<'_>,
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
-        let mut call = READ_ACQUIRE.prepare_invoke(self.0.publish);
-        call.key(&self.0.key)
-            .key(keys::rwlock_timeout_prefix(&self.0.key, args.owner))
-            .key(keys::acquire_latch(&self.0.key, args.request))
-            .key(&self.0.writers)
-            .key(&self.0.readers)
-            .key(&self.0.since)
-            .arg(args.lease_ms)
-            .arg(args.owner)
-            .arg(write_field(args.owner))
-            .arg(registration(options).as_millis() as u64);
-        call
-    }
-
-    fn leave_queue(
-        &self,
-        owner: &str,
-        _: &str,
-        _: u64,
-        _: &ClientOptions,
-    ) -> Option<ScriptInvocation<'static>> {
-        Some(self.0.leave(&self.0.readers, owner.to_owned()))
-    }
-
-    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = READ_UNDO.prepare_invoke(self.0.publish);
-        call.key(&self.0.key)
-            .key(&self.0.channel)
-            .key(keys::rwlock_timeout_prefix(&self.0.key, args.owner))
-            .key(keys::acquire_latch(&self.0.key, args.request))
-            .key(&self.0.writers)
-            .key(&self.0.readers)
-            .key(&self.0.since)
-            .arg(args.owner)
-            .arg(args.latch_ms);
-        call
-    }
-
-    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let mut call = READ_RELEASE.prepare_invoke(self.0.publish);
-        call.key(&self.0.key)
-            .key(&self.0.channel)
-            .key(keys::rwlock_timeout_prefix(&self.0.key, args.owner))
-            .key(keys::unlock_latch(&self.0.key, args.request))
-            .key(keys::acquire_latch(&self.0.key, args.acquired_by))
-            .key(&self.0.writers)
-            .arg(args.lease_ms)
-            .arg(args.owner)
-            // The latch lives only the caller's window, whatever the answer (a late copy reads
-            // only the owner's count, so no retry comes after it: `retries_release_late`).
-            .arg(args.trace_ms);
-        call
-    }
-
-    fn retries_release_late(&self) -> bool {
-        false
-    }
-
-    /// Deletes the lock when readers hold it (as Redisson's read lock's `forceUnlock`).
-    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
-        let mut call = FORCE_UNLOCK.prepare_invoke(self.0.publish);
-        call.key(&self.0.key)
-            .key(&self.0.channel)
-            .arg("read")
-            .arg(0);
-        Some(call)
-    }
-
-    fn renewal(&self, owner: &str) -> Renewal {
-        Renewal {
-            script: &READ_RENEWAL,
-            key: self.0.key.clone(),
-            owner: owner.to_owned(),
+        let lock = &self.names;
+        let mut call;
+        match self.side {
+            Side::Read => {
+                call = READ_ACQUIRE.prepare_invoke(lock.publish);
+                call.key(&lock.key)
+                    .key(keys::rwlock_timeout_prefix(&lock.key, args.owner));
+            }
+            Side::Write => {
+                call = WRITE_ACQUIRE.prepare_invoke(lock.publish);
+                call.key(&lock.key);
+            }
         }
-    }
-}
-
-pub(crate) struct WriteLock(Names);
-
-impl WriteLock {
-    pub(crate) fn new(name: &str, key: &str, publish: Publish) -> WriteLock {
-        WriteLock(Names::new(name, key, publish))
-    }
-}
-
-impl LockKind for WriteLock {
-    fn kind_name(&self) -> &'static str {
-        crate::metrics::kind::READ_WRITE_LOCK
-    }
-
-    fn name(&self) -> &str {
-        &self.0.name
-    }
-
-    fn key(&self) -> &str {
-        &self.0.key
-    }
-
-    fn wait_channel(&self, _owner: &str) -> String {
-        self.0.channel.clone()
-    }
-
-    /// A waiting writer looks again before its registration runs out.
-    fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
-        WaitPolicy {
-            longest_wait: Some(registration(options) / 2),
-            ..WaitPolicy::default()
-        }
-    }
-
-    fn acquire(
-        &self,
-        args: &AcquireArgs<'_>,
-        options: &ClientOptions,
-    ) -> ScriptInvocation<'static> {
-        let mut call = WRITE_ACQUIRE.prepare_invoke(self.0.publish);
-        call.key(&self.0.key)
-            .key(keys::acquire_latch(&self.0.key, args.request))
-            .key(&self.0.writers)
-            .key(&self.0.readers)
-            .key(&self.0.since)
-            .arg(args.lease_ms)
-            .arg(write_field(args.owner))
-            .arg(registration(options).as_millis() as u64);
-        call
-    }
-
-    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = WRITE_UNDO.prepare_invoke(self.0.publish);
-        call.key(&self.0.key)
-            .key(&self.0.channel)
-            .key(keys::acquire_latch(&self.0.key, args.request))
-            .key(&self.0.writers)
-            .key(&self.0.since)
-            .arg(write_field(args.owner))
-            .arg(args.latch_ms)
+        call.key(keys::acquire_latch(&lock.key, args.request))
+            .key(&self.writers)
+            .key(&self.readers)
+            .key(&self.since)
             .arg(args.lease_ms);
+        if self.side == Side::Read {
+            call.arg(args.owner);
+        }
+        call.arg(write_field(args.owner))
+            .arg(registration(options).as_millis() as u64);
         call
-    }
-
-    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let mut call = WRITE_RELEASE.prepare_invoke(self.0.publish);
-        call.key(&self.0.key)
-            .key(&self.0.channel)
-            .key(keys::unlock_latch(&self.0.key, args.request))
-            .key(keys::acquire_latch(&self.0.key, args.acquired_by))
-            .arg(args.lease_ms)
-            .arg(write_field(args.owner))
-            // As the read side's.
-            .arg(args.trace_ms);
-        call
-    }
-
-    fn retries_release_late(&self) -> bool {
-        false
     }
 
     fn leave_queue(
@@ -282,20 +148,101 @@ impl LockKind for WriteLock {
         _: u64,
         _: &ClientOptions,
     ) -> Option<ScriptInvocation<'static>> {
-        Some(self.0.leave(&self.0.writers, write_field(owner)))
+        Some(match self.side {
+            Side::Read => self.leave(&self.readers, owner.to_owned()),
+            Side::Write => self.leave(&self.writers, write_field(owner)),
+        })
     }
 
-    /// Deletes the lock when a writer holds it (as Redisson's write lock's `forceUnlock`).
+    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+        let lock = &self.names;
+        match self.side {
+            Side::Read => {
+                let mut call = READ_UNDO.prepare_invoke(lock.publish);
+                call.key(&lock.key)
+                    .key(&lock.channel)
+                    .key(keys::rwlock_timeout_prefix(&lock.key, args.owner))
+                    .key(keys::acquire_latch(&lock.key, args.request))
+                    .key(&self.writers)
+                    .key(&self.readers)
+                    .key(&self.since)
+                    .arg(args.owner)
+                    .arg(args.latch_ms);
+                call
+            }
+            Side::Write => {
+                let mut call = WRITE_UNDO.prepare_invoke(lock.publish);
+                call.key(&lock.key)
+                    .key(&lock.channel)
+                    .key(keys::acquire_latch(&lock.key, args.request))
+                    .key(&self.writers)
+                    .key(&self.since)
+                    .arg(write_field(args.owner))
+                    .arg(args.latch_ms)
+                    .arg(args.lease_ms);
+                call
+            }
+        }
+    }
+
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+        let lock = &self.names;
+        let mut call;
+        match self.side {
+            Side::Read => {
+                call = READ_RELEASE.prepare_invoke(lock.publish);
+                call.key(&lock.key)
+                    .key(&lock.channel)
+                    .key(keys::rwlock_timeout_prefix(&lock.key, args.owner))
+                    .key(keys::unlock_latch(&lock.key, args.request))
+                    .key(keys::acquire_latch(&lock.key, args.acquired_by))
+                    .key(&self.writers)
+                    .arg(args.lease_ms)
+                    .arg(args.owner);
+            }
+            Side::Write => {
+                call = WRITE_RELEASE.prepare_invoke(lock.publish);
+                call.key(&lock.key)
+                    .key(&lock.channel)
+                    .key(keys::unlock_latch(&lock.key, args.request))
+                    .key(keys::acquire_latch(&lock.key, args.acquired_by))
+                    .arg(args.lease_ms)
+                    .arg(write_field(args.owner));
+            }
+        }
+        // The latch lives only the caller's window, whatever the answer (a late copy reads only
+        // the owner's count, so no retry comes after it: `retries_release_late`).
+        call.arg(args.trace_ms);
+        call
+    }
+
+    fn retries_release_late(&self) -> bool {
+        false
+    }
+
+    /// Deletes the lock when this side holds it (as Redisson's read and write locks'
+    /// `forceUnlock`): the mode it must be in, and the message that wakes the waiters.
     fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
-        let mut call = FORCE_UNLOCK.prepare_invoke(self.0.publish);
-        call.key(&self.0.key)
-            .key(&self.0.channel)
-            .arg("write")
-            .arg(1);
+        let (mode, message) = match self.side {
+            Side::Read => ("read", 0),
+            Side::Write => ("write", 1),
+        };
+        let mut call = FORCE_UNLOCK.prepare_invoke(self.names.publish);
+        call.key(&self.names.key)
+            .key(&self.names.channel)
+            .arg(mode)
+            .arg(message);
         Some(call)
     }
 
     fn renewal(&self, owner: &str) -> Renewal {
-        Renewal::of_hash(&self.0.key, write_field(owner))
+        match self.side {
+            Side::Read => Renewal {
+                script: &READ_RENEWAL,
+                key: self.names.key.clone(),
+                owner: owner.to_owned(),
+            },
+            Side::Write => Renewal::of_hash(&self.names.key, write_field(owner)),
+        }
     }
 }

@@ -21,7 +21,8 @@ use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
-    read_queued_acquire, AcquireArgs, Attempt, LockKind, ReleaseArgs, Renewal, UndoArgs, WaitPolicy,
+    read_queued_acquire, AcquireArgs, Attempt, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs,
+    WaitPolicy,
 };
 use crate::settings::options::ClientOptions;
 
@@ -64,41 +65,32 @@ static FORCE_UNLOCK: LazyLock<LockScript> = lock_script!(
 );
 
 pub(crate) struct Reentrant {
-    /// The name as the user gave it (errors, metrics).
-    name: String,
-    /// The name under the client's key prefix: the lock's key, from which every other key and
-    /// channel derives.
-    pub(super) key: String,
-    channel: String,
+    pub(super) names: LockNames,
     pub(super) waiters: String,
     pub(super) reservation: String,
     told_prefix: String,
     listening: String,
     grants: String,
     latch_prefix: String,
-    pub(super) publish: Publish,
 }
 
 impl Reentrant {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Reentrant {
         Reentrant {
-            name: name.to_owned(),
-            key: key.to_owned(),
-            channel: keys::lock_channel(key),
+            names: LockNames::new(name, key, keys::lock_channel(key), publish),
             waiters: keys::lock_waiters(key),
             reservation: keys::lock_reservation(key),
             told_prefix: keys::lock_told_prefix(key),
             listening: keys::lock_listening_channel(key),
             grants: keys::lock_grants(key),
             latch_prefix: keys::acquire_latch_prefix(key),
-            publish,
         }
     }
 
     /// A call of `script` with the keys every waking script starts with: the lock, its channel.
     fn waking_call(&self, script: &'static LockScript) -> ScriptInvocation<'static> {
-        let mut call = script.prepare_invoke(self.publish);
-        call.key(&self.key).key(&self.channel);
+        let mut call = script.prepare_invoke(self.names.publish);
+        call.key(&self.names.key).key(&self.names.channel);
         call
     }
 
@@ -119,20 +111,12 @@ fn reservation_ms() -> u64 {
 }
 
 impl LockKind for Reentrant {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn key(&self) -> &str {
-        &self.key
-    }
-
-    fn wait_channel(&self, _owner: &str) -> String {
-        self.channel.clone()
+    fn names(&self) -> &LockNames {
+        &self.names
     }
 
     fn told_channel(&self, owner: &str) -> Option<String> {
-        Some(keys::lock_told_channel(&self.key, owner))
+        Some(keys::lock_told_channel(&self.names.key, owner))
     }
 
     fn listening_channel(&self) -> Option<String> {
@@ -159,7 +143,7 @@ impl LockKind for Reentrant {
     /// not yet listening dropped it from the list).
     fn nothing_missed(&self, owner: &str) -> Option<redis::Pipeline> {
         let mut pipe = redis::pipe();
-        pipe.exists(&self.key).zscore(&self.waiters, owner);
+        pipe.exists(&self.names.key).zscore(&self.waiters, owner);
         Some(pipe)
     }
 
@@ -168,9 +152,9 @@ impl LockKind for Reentrant {
         args: &AcquireArgs<'_>,
         options: &ClientOptions,
     ) -> ScriptInvocation<'static> {
-        let mut call = ACQUIRE.prepare_invoke(self.publish);
-        call.key(&self.key)
-            .key(keys::acquire_latch(&self.key, args.request))
+        let mut call = ACQUIRE.prepare_invoke(self.names.publish);
+        call.key(&self.names.key)
+            .key(keys::acquire_latch(&self.names.key, args.request))
             .key(&self.waiters)
             .key(&self.reservation)
             .key(&self.grants)
@@ -188,7 +172,7 @@ impl LockKind for Reentrant {
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
         let mut call = self.waking_call(&UNDO);
-        call.key(keys::acquire_latch(&self.key, args.request));
+        call.key(keys::acquire_latch(&self.names.key, args.request));
         self.with_waiter_keys(&mut call);
         call.arg(args.owner)
             .arg(args.latch_ms)
@@ -200,7 +184,7 @@ impl LockKind for Reentrant {
 
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
         let mut call = self.waking_call(&RELEASE);
-        call.key(keys::release_trace(&self.key, args.owner));
+        call.key(keys::release_trace(&self.names.key, args.owner));
         self.with_waiter_keys(&mut call);
         call.arg(args.lease_ms)
             .arg(args.owner)
@@ -219,7 +203,7 @@ impl LockKind for Reentrant {
     ) -> Option<ScriptInvocation<'static>> {
         let mut call = self.waking_call(&LEAVE);
         self.with_waiter_keys(&mut call);
-        call.key(keys::acquire_latch(&self.key, request))
+        call.key(keys::acquire_latch(&self.names.key, request))
             .arg(owner)
             .arg(reservation_ms())
             .arg(latch_ms)
@@ -235,6 +219,6 @@ impl LockKind for Reentrant {
     }
 
     fn renewal(&self, owner: &str) -> Renewal {
-        Renewal::of_hash(&self.key, owner.to_owned())
+        Renewal::of_hash(&self.names.key, owner.to_owned())
     }
 }

@@ -14,7 +14,7 @@ use redis::ScriptInvocation;
 use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, LockKind, ReleaseArgs, Renewal, UndoArgs};
+use crate::kinds::{AcquireArgs, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs};
 use crate::settings::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "acquire.lua");
@@ -27,13 +27,8 @@ pub(crate) static AVAILABLE: LazyLock<LockScript> = lock_script!("prelude.lua", 
 
 /// One acquisition of `permits` permits.
 pub(crate) struct SemaphoreAcquisition {
-    /// The name as the user gave it (errors, metrics).
-    name: String,
-    /// The name under the client's key prefix, from which every key and channel derives.
-    key: String,
-    channel: String,
+    names: LockNames,
     permits: i64,
-    publish: Publish,
 }
 
 impl SemaphoreAcquisition {
@@ -44,47 +39,36 @@ impl SemaphoreAcquisition {
         publish: Publish,
     ) -> SemaphoreAcquisition {
         SemaphoreAcquisition {
-            name: name.to_owned(),
-            key: key.to_owned(),
-            channel: keys::semaphore_channel(key),
+            names: LockNames::new(name, key, keys::semaphore_channel(key), publish),
             permits,
-            publish,
         }
     }
 }
 
 impl LockKind for SemaphoreAcquisition {
+    fn names(&self) -> &LockNames {
+        &self.names
+    }
+
     fn kind_name(&self) -> &'static str {
         crate::metrics::kind::SEMAPHORE
     }
 
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn key(&self) -> &str {
-        &self.key
-    }
-
-    fn wait_channel(&self, _owner: &str) -> String {
-        self.channel.clone()
-    }
-
     /// The lease is the lifetime of the request's latch (permits do not expire).
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = ACQUIRE.prepare_invoke(self.publish);
-        call.key(&self.key)
-            .key(keys::acquire_latch(&self.key, args.request))
+        let mut call = ACQUIRE.prepare_invoke(self.names.publish);
+        call.key(&self.names.key)
+            .key(keys::acquire_latch(&self.names.key, args.request))
             .arg(args.lease_ms)
             .arg(self.permits);
         call
     }
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
-        let mut call = UNDO.prepare_invoke(self.publish);
-        call.key(&self.key)
-            .key(&self.channel)
-            .key(keys::acquire_latch(&self.key, args.request))
+        let mut call = UNDO.prepare_invoke(self.names.publish);
+        call.key(&self.names.key)
+            .key(&self.names.channel)
+            .key(keys::acquire_latch(&self.names.key, args.request))
             .arg(args.latch_ms)
             .arg(self.permits);
         call
@@ -92,11 +76,11 @@ impl LockKind for SemaphoreAcquisition {
 
     /// Gives the permits back (only for an acquisition whose caller went away).
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
-        let mut call = GIVE_BACK.prepare_invoke(self.publish);
-        call.key(&self.key)
-            .key(&self.channel)
-            .key(keys::unlock_latch(&self.key, args.request))
-            .key(keys::acquire_latch(&self.key, args.acquired_by))
+        let mut call = GIVE_BACK.prepare_invoke(self.names.publish);
+        call.key(&self.names.key)
+            .key(&self.names.channel)
+            .key(keys::unlock_latch(&self.names.key, args.request))
+            .key(keys::acquire_latch(&self.names.key, args.acquired_by))
             .arg(self.permits)
             .arg(args.final_latch_ms);
         call
@@ -109,7 +93,7 @@ impl LockKind for SemaphoreAcquisition {
     fn renewal(&self, owner: &str) -> Renewal {
         Renewal {
             script: &HELD,
-            key: self.key.clone(),
+            key: self.names.key.clone(),
             owner: owner.to_owned(),
         }
     }
