@@ -45,6 +45,18 @@ local function not_a_lock(key)
   return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. kind .. ' that is not a lock')
 end
 
+-- What a force-unlock replies instead of deleting `lock` when it is no lock hash: 0 for a
+-- missing key, `not_a_lock`'s error for anything else (left as it is). Nil for a lock hash.
+local function refused_force_unlock(lock)
+  if is_lock_hash(lock) then
+    return nil
+  end
+  if redis.call('exists', lock) == 1 then
+    return not_a_lock(lock)
+  end
+  return 0
+end
+
 -- Writes the first level of `owner` (its count 1 and the level's field `field`) into the free
 -- `lock`, with the TTL `lease_ms`, and replies what an acquire script replies then (nil).
 -- (The reentrant lock's uncontended acquire writes the same inline: it runs before these

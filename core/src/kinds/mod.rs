@@ -36,8 +36,7 @@ use crate::settings::options::ClientOptions;
 use script::LockScript;
 
 /// Renews the hash-based kinds (reentrant, fair, FIFO, read-write): see `renew.lua`.
-static HASH_RENEWAL: std::sync::LazyLock<LockScript> =
-    std::sync::LazyLock::new(|| LockScript::new(include_str!("renew.lua")));
+static HASH_RENEWAL: std::sync::LazyLock<LockScript> = lock_script!("renew_each.lua", "renew.lua");
 
 /// One acquire attempt. The request id makes it idempotent: a retry with the same id replays
 /// the first outcome (through the acquire latch), and [`LockKind::undo_acquire`] with the same

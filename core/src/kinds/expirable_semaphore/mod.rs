@@ -21,8 +21,12 @@ static RELEASE: LazyLock<LockScript> =
     lock_script!("../semaphore/prelude.lua", "prelude.lua", "release.lua");
 static UNDO: LazyLock<LockScript> =
     lock_script!("../semaphore/prelude.lua", "prelude.lua", "undo.lua");
-static RENEWAL: LazyLock<LockScript> =
-    lock_script!("../semaphore/prelude.lua", "prelude.lua", "renew.lua");
+static RENEWAL: LazyLock<LockScript> = lock_script!(
+    "../semaphore/prelude.lua",
+    "prelude.lua",
+    "../renew_each.lua",
+    "renew.lua"
+);
 pub(crate) static AVAILABLE: LazyLock<LockScript> =
     lock_script!("../semaphore/prelude.lua", "prelude.lua", "available.lua");
 

@@ -25,7 +25,8 @@ use crate::settings::options::ClientOptions;
 static READ_ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_acquire.lua");
 static READ_RELEASE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_release.lua");
 static READ_UNDO: LazyLock<LockScript> = lock_script!("prelude.lua", "read_undo.lua");
-static READ_RENEWAL: LazyLock<LockScript> = lock_script!("prelude.lua", "read_renew.lua");
+static READ_RENEWAL: LazyLock<LockScript> =
+    lock_script!("prelude.lua", "../renew_each.lua", "read_renew.lua");
 static WRITE_ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "write_acquire.lua");
 static WRITE_RELEASE: LazyLock<LockScript> = lock_script!("prelude.lua", "write_release.lua");
 static WRITE_UNDO: LazyLock<LockScript> = lock_script!("prelude.lua", "write_undo.lua");

@@ -22,6 +22,29 @@ local function freed_message(writers)
   return 0
 end
 
+-- The lock's mode: `read`, `write`, false when free, or `foreign` for a hash without a mode
+-- (another kind's lock hash, or the application's data): never written into, it is busy until
+-- it goes.
+local function lock_mode(lock)
+  local mode = redis.call('hget', lock, 'mode')
+  if mode == false and redis.call('exists', lock) == 1 then
+    return 'foreign'
+  end
+  return mode
+end
+
+-- The writer's last level leaves: its field goes, and with it the lock unless the writer's own
+-- read levels are left (mode `read`: the downgrade); either way `1` tells every waiter to look.
+local function last_write_level_off(lock, field, channel)
+  redis.call('hdel', lock, field)
+  if redis.call('hlen', lock) == 1 then
+    redis.call('del', lock)
+  else
+    redis.call('hset', lock, 'mode', 'read')
+  end
+  publish(channel, 1)
+end
+
 -- Phase fairness among polylock clients. A waiting writer is registered in the writers ZSET, a
 -- waiting reader in the readers ZSET (member -> time until which the registration holds), and
 -- both in the since ZSET (member -> when it began to wait). A waiter defers only to live

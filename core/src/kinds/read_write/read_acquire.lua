@@ -20,12 +20,7 @@ if latch and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[3], ARGV[1])
   return nil
 end
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false and redis.call('exists', KEYS[1]) == 1 then
-  -- A hash without a mode is no read-write lock (another kind's lock hash, or the
-  -- application's data): never written into; it is busy until it goes.
-  mode = 'foreign'
-end
+local mode = lock_mode(KEYS[1])
 local writer = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1
 local writers_for = nil
 if not writer and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then

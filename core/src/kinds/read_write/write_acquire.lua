@@ -16,12 +16,7 @@ if latch == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[2], ARGV[1])
   return nil
 end
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false and redis.call('exists', KEYS[1]) == 1 then
-  -- A hash without a mode is no read-write lock (another kind's lock hash, or the
-  -- application's data): never written into; it is busy until it goes.
-  mode = 'foreign'
-end
+local mode = lock_mode(KEYS[1])
 local readers_for = nil
 if mode == false then
   prune_waiters(KEYS[3], KEYS[4], KEYS[5])

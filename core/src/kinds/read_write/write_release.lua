@@ -16,13 +16,7 @@ local result = 0
 if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[1])
 else
-  redis.call('hdel', KEYS[1], ARGV[2])
-  if redis.call('hlen', KEYS[1]) == 1 then
-    redis.call('del', KEYS[1])
-  else
-    redis.call('hset', KEYS[1], 'mode', 'read')
-  end
-  publish(KEYS[2], 1)
+  last_write_level_off(KEYS[1], ARGV[2], KEYS[2])
   result = 1
 end
 redis.call('del', KEYS[4])

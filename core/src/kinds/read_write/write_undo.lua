@@ -15,13 +15,7 @@ if latch and latch ~= '0' and redis.call('hget', KEYS[1], 'mode') == 'write'
       redis.call('pexpire', KEYS[1], ARGV[3])
     end
   else
-    redis.call('hdel', KEYS[1], ARGV[1])
-    if redis.call('hlen', KEYS[1]) == 1 then
-      redis.call('del', KEYS[1])
-    else
-      redis.call('hset', KEYS[1], 'mode', 'read')
-    end
-    publish(KEYS[2], 1)
+    last_write_level_off(KEYS[1], ARGV[1], KEYS[2])
   end
 end
 unregister_waiter(KEYS[4], KEYS[5], ARGV[1])

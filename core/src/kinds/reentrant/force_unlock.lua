@@ -3,11 +3,9 @@
 -- ARGV[1] how long the lock is reserved for the waiter told.
 -- Replies 1 when a lock was deleted; a key that is not a lock hash (`is_lock_hash`) is left as
 -- it is, with an error.
-if not is_lock_hash(KEYS[1]) then
-  if redis.call('exists', KEYS[1]) == 1 then
-    return not_a_lock(KEYS[1])
-  end
-  return 0
+local refused = refused_force_unlock(KEYS[1])
+if refused then
+  return refused
 end
 redis.call('del', KEYS[1])
 local line = line_keys(3)
