@@ -12,6 +12,7 @@ use crate::engine::PollBackoff;
 use crate::foundation::error::{Error, Result};
 use crate::foundation::keys;
 use crate::foundation::runtime::on_runtime;
+use crate::handles::named::Named;
 use crate::kinds::latch::{COUNT_DOWN, DELETE, TRY_SET};
 use crate::settings::options::{WaitMode, MAX_DURATION};
 
@@ -31,24 +32,12 @@ const LONGEST_SLEEP: Duration = Duration::from_secs(5);
 /// name. Cheap to clone; no I/O until a method is called.
 #[derive(Clone)]
 pub struct CountDownLatch {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    client: Arc<ClientInner>,
-    /// The name as the user gave it (errors).
-    name: String,
-    /// The name under the client's key prefix: the count's key, from which the channel
-    /// derives.
-    key: String,
-    channel: String,
+    inner: Arc<Named>,
 }
 
 impl std::fmt::Debug for CountDownLatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CountDownLatch")
-            .field("name", &self.inner.name)
-            .finish()
+        self.inner.debug(f, "CountDownLatch")
     }
 }
 
@@ -85,12 +74,12 @@ pub fn latch_timeout_from_millis(millis: f64) -> Result<Duration> {
 impl CountDownLatch {
     pub(crate) fn new(client: Arc<ClientInner>, name: &str) -> CountDownLatch {
         CountDownLatch {
-            inner: Arc::new(Inner {
-                key: client.key_of(name),
-                channel: keys::latch_channel(&client.key_of(name)),
+            inner: Arc::new(Named::new(
                 client,
-                name: name.to_owned(),
-            }),
+                name,
+                "count-down latch",
+                keys::latch_channel,
+            )),
         }
     }
 
@@ -99,7 +88,7 @@ impl CountDownLatch {
     }
 
     fn what(&self, action: &str) -> String {
-        format!("{action} count-down latch '{}'", self.inner.name)
+        self.inner.what(action)
     }
 
     /// Sets the count to `count` when no count is set (the latch is open); true when set.

@@ -9,6 +9,7 @@ pub(crate) mod inspect;
 pub(crate) mod latch;
 pub(crate) mod lock;
 pub(crate) mod multi;
+pub(crate) mod named;
 pub(crate) mod read_write_lock;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_permits;

@@ -11,6 +11,7 @@ use crate::engine::{latch_ms, request_id, run_idempotent_or_in_background, LockC
 use crate::foundation::error::Result;
 use crate::foundation::keys;
 use crate::foundation::runtime::{on_runtime, runtime};
+use crate::handles::named::Named;
 use crate::handles::semaphore_permits::SemaphorePermits;
 use crate::kinds::semaphore::{SemaphoreAcquisition, ADD, AVAILABLE, TRY_SET};
 use crate::metrics::{kind as metric_kind, LockStats};
@@ -30,13 +31,7 @@ pub struct Semaphore {
 }
 
 struct Inner {
-    client: Arc<ClientInner>,
-    /// The name as the user gave it (errors, metrics).
-    name: String,
-    /// The name under the client's key prefix: the counter's key, from which the channel and
-    /// latches derive.
-    key: String,
-    channel: String,
+    named: Named,
     /// Taken at the first acquire or release: an expirable semaphore uses this handle for its
     /// counter only, and must not show as a semaphore in the metrics.
     stats: OnceLock<Arc<LockStats>>,
@@ -44,9 +39,7 @@ struct Inner {
 
 impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Semaphore")
-            .field("name", &self.inner.name)
-            .finish()
+        self.inner.named.debug(f, "Semaphore")
     }
 }
 
@@ -54,41 +47,44 @@ impl Semaphore {
     pub(crate) fn new(client: Arc<ClientInner>, name: &str) -> Semaphore {
         Semaphore {
             inner: Arc::new(Inner {
-                key: client.key_of(name),
-                channel: keys::semaphore_channel(&client.key_of(name)),
-                client,
-                name: name.to_owned(),
+                named: Named::new(client, name, "semaphore", keys::semaphore_channel),
                 stats: OnceLock::new(),
             }),
         }
     }
 
     pub fn name(&self) -> &str {
-        &self.inner.name
+        &self.inner.named.name
     }
 
     pub(crate) fn stats(&self) -> &Arc<LockStats> {
         self.inner.stats.get_or_init(|| {
             self.inner
+                .named
                 .client
                 .metrics
-                .lock(&self.inner.name, metric_kind::SEMAPHORE)
+                .lock(&self.inner.named.name, metric_kind::SEMAPHORE)
         })
     }
 
     fn what(&self, action: &str) -> String {
-        format!("{action} semaphore '{}'", self.inner.name)
+        self.inner.named.what(action)
     }
 
     /// Sets the number of permits if it was never set (no key); true when set. Wakes waiters.
     pub async fn try_set_permits(&self, permits: i64) -> Result<bool> {
         validate_permits("permits", permits, 0)?;
-        let mut call = TRY_SET.prepare_invoke(self.inner.client.publish);
-        call.key(&self.inner.key)
-            .key(&self.inner.channel)
+        let mut call = TRY_SET.prepare_invoke(self.inner.named.client.publish);
+        call.key(&self.inner.named.key)
+            .key(&self.inner.named.channel)
             .arg(permits);
         // Not retried: a retry after a lost reply would find the key and answer false.
-        let set = query::<i64>(&self.inner.client, self.what("set the permits of"), call).await?;
+        let set = query::<i64>(
+            &self.inner.named.client,
+            self.what("set the permits of"),
+            call,
+        )
+        .await?;
         Ok(set == 1)
     }
 
@@ -118,17 +114,17 @@ impl Semaphore {
     }
 
     async fn add(&self, permits: i64, what: String) -> Result<()> {
-        let mut call = ADD.prepare_invoke(self.inner.client.publish);
-        let client = &self.inner.client;
-        call.key(&self.inner.key)
-            .key(&self.inner.channel)
-            .key(keys::unlock_latch(&self.inner.key, &request_id()))
+        let mut call = ADD.prepare_invoke(self.inner.named.client.publish);
+        let client = &self.inner.named.client;
+        call.key(&self.inner.named.key)
+            .key(&self.inner.named.channel)
+            .key(keys::unlock_latch(&self.inner.named.key, &request_id()))
             .arg(permits)
             .arg(latch_ms(client.options.response_timeout * 2));
         let inner = self.inner.clone();
         // Permits never expire: ones not given back in the caller's time are sent again.
         on_runtime(&what.clone(), async move {
-            run_idempotent_or_in_background::<i64>(&inner.client, &what, call)
+            run_idempotent_or_in_background::<i64>(&inner.named.client, &what, call)
                 .await
                 .map(|_| ())
         })
@@ -142,17 +138,17 @@ impl Semaphore {
     pub async fn acquire(&self, permits: i64, wait: Option<Duration>) -> Result<bool> {
         validate_permits("permits", permits, 1)?;
         let kind = Arc::new(SemaphoreAcquisition::new(
-            &self.inner.name,
-            &self.inner.key,
+            &self.inner.named.name,
+            &self.inner.named.key,
             permits,
-            self.inner.client.publish,
+            self.inner.named.client.publish,
         ));
         // The permits leave the engine once taken: their holds are counted by `permits()`.
         let core = Arc::new(
             LockCore::with_owner(
-                self.inner.client.clone(),
+                self.inner.named.client.clone(),
                 kind,
-                self.inner.client.id.clone(),
+                self.inner.named.client.id.clone(),
                 self.stats().clone(),
             )
             .without_hold_counts(),
@@ -164,9 +160,9 @@ impl Semaphore {
         // A latch left for its hour would be one key per acquisition whose deletion failed.
         let mut forget = redis::cmd("DEL");
         for request in core.detach() {
-            forget.arg(keys::acquire_latch(&self.inner.key, &request));
+            forget.arg(keys::acquire_latch(&self.inner.named.key, &request));
         }
-        let client = self.inner.client.clone();
+        let client = self.inner.named.client.clone();
         let what = self.what("forget the requests of");
         runtime().spawn(async move {
             if let Err(err) = run_idempotent_or_in_background::<i64>(&client, &what, forget).await {
@@ -185,8 +181,13 @@ impl Semaphore {
 
     /// The permits available now (0 when never set).
     pub async fn available_permits(&self) -> Result<i64> {
-        let mut call = AVAILABLE.prepare_invoke(self.inner.client.publish);
-        call.key(&self.inner.key);
-        query(&self.inner.client, self.what("count the permits of"), call).await
+        let mut call = AVAILABLE.prepare_invoke(self.inner.named.client.publish);
+        call.key(&self.inner.named.key);
+        query(
+            &self.inner.named.client,
+            self.what("count the permits of"),
+            call,
+        )
+        .await
     }
 }
