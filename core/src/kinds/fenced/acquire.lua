@@ -39,21 +39,13 @@ if redis.call('exists', KEYS[1], KEYS[3], KEYS[4], KEYS[5]) == 0 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {-1, token}
 end
-local tombstone, reserved = unpack(redis.call('mget', KEYS[3], KEYS[5]))
-if tombstone then
+local seen, take, levels, reserved, marked = look(KEYS[1], KEYS[3], KEYS[5], ARGV[2], field, ARGV[1])
+if seen == 'undone' then
   return redis.status_reply('UNDONE')
 end
-local levels, mine, marked = unpack(redis.call('hmget', KEYS[1], ARGV[2], field, WAITERS_MARK))
-if mine then
-  -- A retry of a request that acquired: the lease starts again now, as the client counts it.
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {-1, tonumber(mine)}
-end
-local take
-if levels then
-  take, reserved = true, false
-else
-  take, reserved = may_take(KEYS[1], reserved, ARGV[2])
+if seen == 'retry' then
+  -- `take` is then the level's field: its token.
+  return {-1, tonumber(take)}
 end
 if take then
   local token, refused = next_token()

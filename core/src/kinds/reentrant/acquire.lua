@@ -11,21 +11,12 @@
 -- waiter that accepts the lock directly, UNDONE when the request was undone before it ran.
 local field = level_field(ARGV[5])
 -- A free lock was taken by `acquire_uncontended.lua`, which runs first.
-local tombstone, reserved = unpack(redis.call('mget', KEYS[2], KEYS[4]))
-if tombstone then
+local seen, take, levels, reserved, marked = look(KEYS[1], KEYS[2], KEYS[4], ARGV[2], field, ARGV[1])
+if seen == 'undone' then
   return redis.status_reply('UNDONE')
 end
-local levels, mine, marked = unpack(redis.call('hmget', KEYS[1], ARGV[2], field, WAITERS_MARK))
-if mine then
-  -- A retry of a request that acquired: the lease starts again now, as the client counts it.
-  redis.call('pexpire', KEYS[1], ARGV[1])
+if seen == 'retry' then
   return nil
-end
-local take
-if levels then
-  take, reserved = true, false
-else
-  take, reserved = may_take(KEYS[1], reserved, ARGV[2])
 end
 if take then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)

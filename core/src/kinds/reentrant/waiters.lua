@@ -113,6 +113,30 @@ local function may_take(lock, reserved, owner)
   return not reserved or reserved == owner, reserved
 end
 
+-- An acquire's look at the lock it did not take on its free-lock path. `undone` when the
+-- request was undone (its tombstone is there); `retry` and the value of the request's level
+-- field when the request acquired already (the lease starts again now, as the client counts
+-- it); else `look`, whether the owner takes the lock now, its levels, the reservation that
+-- counts (`may_take`) and the waiters mark.
+local function look(lock, tombstone, reservation, owner, field, lease_ms)
+  local undone, reserved = unpack(redis.call('mget', tombstone, reservation))
+  if undone then
+    return 'undone'
+  end
+  local levels, mine, marked = unpack(redis.call('hmget', lock, owner, field, WAITERS_MARK))
+  if mine then
+    redis.call('pexpire', lock, lease_ms)
+    return 'retry', mine
+  end
+  local take
+  if levels then
+    take, reserved = true, false
+  else
+    take, reserved = may_take(lock, reserved, owner)
+  end
+  return 'look', take, levels, reserved, marked
+end
+
 -- How long a waiter that may not take the lock waits at most: until the holder's lease ends,
 -- or, when the lock is free but kept for the waiter told last, until the reservation ends.
 local function longest_wait(lock, reservation, reserved)
