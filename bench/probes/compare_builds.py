@@ -6,7 +6,10 @@ per cycle or critical section. A measuring tool, not a test:
 
     cargo build --release --example contended_cost --example cycle_cost   # in each tree
     python3 bench/probes/compare_builds.py <old>/target/release/examples \\
-        target/release/examples [rounds]
+        target/release/examples [rounds] [redis-server ...]
+
+With several servers (paths of redis-server or valkey-server binaries, e.g. the matrix's under
+target/servers), each server's figures are printed in turn: one run, side by side.
 
 (An older tree without the examples: copy the two files into its core/examples first.)
 """
@@ -34,9 +37,15 @@ def free_port():
 def main():
     builds = {"old": sys.argv[1].rstrip("/") + "/", "new": sys.argv[2].rstrip("/") + "/"}
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 6
+    for program in sys.argv[4:] or ["redis-server"]:
+        print(f"== {program}", flush=True)
+        compare(builds, rounds, program)
+
+
+def compare(builds, rounds, program):
     port = free_port()
     server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+        [program, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--dir", tempfile.mkdtemp()],
         stdout=subprocess.DEVNULL)
     time.sleep(0.5)
