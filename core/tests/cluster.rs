@@ -176,8 +176,18 @@ async fn locks_exclude_across_slots_wake_by_messages_and_follow_a_slot_migration
     let to = cluster.other_primary(from);
     let slot = cluster.slot_of(name);
     tokio::task::block_in_place(|| cluster.migrate_slot(slot, to));
-    // Past a whole watchdog lease (3 s): renewals reached the lock on its new node.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // The TTL only goes down unless a renewal sets it again: seen going up, the hold was
+    // renewed on the lock's new node.
+    let mut on_target = cluster.node(to).connection().unwrap();
+    let mut pttl = move || -> i64 { redis::cmd("PTTL").arg(name).query(&mut on_target).unwrap() };
+    let moved_ttl = pttl();
+    assert!(
+        common::eventually(Duration::from_secs(20), || std::future::ready(
+            pttl() > moved_ttl
+        ))
+        .await,
+        "no renewal reached the lock on its new node"
+    );
     assert!(!holder.is_lost(), "the hold survived the migration");
     assert!(holder.is_locked().await.unwrap());
     assert!(!waiting.is_finished(), "the waiter still waits");
