@@ -82,6 +82,18 @@ local function older_waiters(alive, since, began)
   return latest
 end
 
+-- How long a new waiter (`member`) defers to the live waiters of the other side (`others`, the
+-- writers or the readers ZSET) that began to wait before it: ms, or nil when none. Drops the
+-- registrations that ran out first.
+local function deferral(writers, readers, since, others, member)
+  prune_waiters(writers, readers, since)
+  local until_ = older_waiters(others, since, waiting_since(since, member))
+  if until_ then
+    return math.max(until_ - now, 1)
+  end
+  return nil
+end
+
 -- Registers (or refreshes) `member` as waiting in `alive` for `ms`, keeping when it began.
 local function register_waiter(alive, since, member, ms)
   ms = tonumber(ms)

@@ -24,11 +24,7 @@ local mode = lock_mode(KEYS[1])
 local writer = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1
 local writers_for = nil
 if not writer and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-  prune_waiters(KEYS[4], KEYS[5], KEYS[6])
-  local until_ = older_waiters(KEYS[4], KEYS[6], waiting_since(KEYS[6], ARGV[2]))
-  if until_ then
-    writers_for = math.max(until_ - now, 1)
-  end
+  writers_for = deferral(KEYS[4], KEYS[5], KEYS[6], KEYS[4], ARGV[2])
 end
 if writers_for == nil and (mode == false or mode == 'read' or writer) then
   if mode == false then

@@ -19,11 +19,7 @@ end
 local mode = lock_mode(KEYS[1])
 local readers_for = nil
 if mode == false then
-  prune_waiters(KEYS[3], KEYS[4], KEYS[5])
-  local until_ = older_waiters(KEYS[4], KEYS[5], waiting_since(KEYS[5], ARGV[2]))
-  if until_ then
-    readers_for = math.max(until_ - now, 1)
-  end
+  readers_for = deferral(KEYS[3], KEYS[4], KEYS[5], KEYS[4], ARGV[2])
 end
 if readers_for == nil and (mode == false
     or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
