@@ -5,16 +5,15 @@ mod check;
 mod client_records;
 mod demo;
 mod embedded;
-mod error;
 mod inspect;
 mod lock_rates;
 mod permissions;
-mod raw;
 mod signals;
 mod watch;
 mod worker;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use polylock_cli_common::{exit_on_error, RedisOption};
 
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
@@ -38,17 +37,8 @@ Exit codes: 0 ok, 1 failed (e.g. the demo sold the wrong number), 2 bad usage or
 3 Redis unreachable or failing (also: a command refused by ACL), 4 the name holds a key that is not a lock, 130 interrupted."
 )]
 struct Cli {
-    /// Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS),
-    /// redis+cluster://host:port[,host:port...], or
-    /// redis+sentinel://host:port[,host:port...]/<master-name>[/db].
-    #[arg(
-        long,
-        short = 'u',
-        global = true,
-        env = "POLYLOCK_REDIS_URL",
-        hide_env_values = true
-    )]
-    redis: Option<String>,
+    #[command(flatten)]
+    global: RedisOption,
     #[command(subcommand)]
     command: Command,
 }
@@ -74,10 +64,14 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    let url = cli.redis.clone().unwrap_or_else(|| DEFAULT_URL.to_owned());
+    let url = cli
+        .global
+        .redis
+        .clone()
+        .unwrap_or_else(|| DEFAULT_URL.to_owned());
     let result = match cli.command {
         Command::Demo(mut args) => {
-            args.redis = cli.redis;
+            args.redis = cli.global.redis;
             demo::run(args)
         }
         Command::Inspect(mut args) => {
@@ -107,13 +101,10 @@ fn main() {
         }
         Command::DemoWorker(args) => worker::run(args),
     };
-    if let Err(err) = result {
-        eprintln!("polylock: {err}");
-        std::process::exit(err.exit_code());
-    }
+    exit_on_error(result);
 }
 
-/// Runs a future to completion on the core's runtime (the CLI is synchronous otherwise).
-pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    polylock::runtime().block_on(future)
+/// Seconds with one decimal, for tables: `29.4 s`.
+pub(crate) fn seconds(ms: u64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
 }

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{DemoArgs, Scenario};
-use crate::error::{CliError, CliResult};
+use polylock_cli_common::error::{CliError, CliResult};
 
 const LANGUAGES: [&str; 3] = ["rust", "python", "node"];
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);

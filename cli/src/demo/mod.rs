@@ -5,9 +5,9 @@
 use clap::Args;
 
 use crate::embedded::EmbeddedRedis;
-use crate::error::{CliError, CliResult};
-use crate::raw;
 use crate::signals;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
 mod launchers;
 mod scenarios;

@@ -10,9 +10,9 @@ use redis::aio::MultiplexedConnection;
 use super::launchers::Launcher;
 use super::workers::{run_workers, Driver, Planned, Run};
 use super::{percentile, DemoArgs, Scenario};
-use crate::block_on;
-use crate::error::{CliError, CliResult};
-use crate::raw;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
 /// How long the driver waits for the workers to rebuild an expired key.
 const REBUILD_TIMEOUT: Duration = Duration::from_secs(30);

@@ -8,9 +8,9 @@ use super::launchers::Launcher;
 use super::percentile;
 use super::workers::{run_workers, Planned};
 use super::DemoArgs;
-use crate::block_on;
-use crate::error::{CliError, CliResult};
-use crate::raw;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
 struct Sale {
     /// Per language: wait times in ms of every ticket sold.

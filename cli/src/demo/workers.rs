@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::launchers::Launcher;
 use super::DemoArgs;
-use crate::error::{CliError, CliResult};
 use crate::signals;
+use polylock_cli_common::error::{CliError, CliResult};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 

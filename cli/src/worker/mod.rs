@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::block_on;
-use crate::error::{CliError, CliResult};
-use crate::raw;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
 mod scenarios;
 

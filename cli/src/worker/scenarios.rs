@@ -30,9 +30,9 @@ use polylock::{AcquireOptions, Client, ErrorKind};
 use redis::aio::MultiplexedConnection;
 
 use super::{emit, ready_and_wait_for_go, WorkerArgs};
-use crate::block_on;
-use crate::error::{CliError, CliResult};
-use crate::raw;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
 /// How long a worker waits for another worker's sign before it fails.
 const SIGN_TIMEOUT: Duration = Duration::from_secs(30);
