@@ -1,23 +1,15 @@
 //! The `polylock` binary against real redis-servers. Locks "held by another process" are held
 //! by this test process through the core, while the CLI runs as its own process.
 
-use std::io::Read;
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use polylock::{AcquireOptions, Client, ErrorKind, Lock};
-use polylock_testkit::{free_port, RedisServer};
+use polylock_testkit::{free_port, run_tool, Output, RedisServer};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_polylock");
 /// No CLI run in these tests may take longer (it is killed, and the test fails).
 const RUN_BOUND: Duration = Duration::from_secs(120);
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
 /// Runs `polylock ARGS` with stdin closed (not a terminal) and no POLYLOCK_* variables.
 fn polylock(args: &[&str]) -> Output {
@@ -25,47 +17,7 @@ fn polylock(args: &[&str]) -> Output {
 }
 
 fn polylock_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(BINARY);
-    command
-        .args(args)
-        .env_remove("POLYLOCK_REDIS_URL")
-        .env_remove("POLYLOCK_PYTHON")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let mut child = command.spawn().expect("start polylock");
-    let mut stdout_pipe = child.stdout.take().expect("stdout");
-    let mut stderr_pipe = child.stderr.take().expect("stderr");
-    let stdout_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout_pipe.read_to_string(&mut text);
-        text
-    });
-    let stderr_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr_pipe.read_to_string(&mut text);
-        text
-    });
-    let deadline = Instant::now() + RUN_BOUND;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for polylock") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("polylock {args:?} did not finish within {RUN_BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        code: status.code().unwrap_or(-1),
-        stdout: stdout_reader.join().expect("stdout reader"),
-        stderr: stderr_reader.join().expect("stderr reader"),
-    }
+    run_tool(BINARY, args, env, RUN_BOUND)
 }
 
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
