@@ -1,16 +1,12 @@
 //! `polylock`: inspect, force-unlock and watch polylock/Redisson locks, and a cross-language
-//! ticket-sale demo.
+//! ticket-sale demo (`polylock demo`: the `polylock-demo` crate, tests/demo/).
 
 mod check;
 mod client_records;
-mod demo;
-mod embedded;
 mod inspect;
 mod lock_rates;
 mod permissions;
-mod signals;
 mod watch;
-mod worker;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use polylock_cli_common::{exit_on_error, RedisOption};
@@ -46,7 +42,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Scenarios (ticket sale, cache rebuild, read-write, segmented stock, fencing) with workers in several languages.
-    Demo(demo::DemoArgs),
+    Demo(polylock_demo::DemoArgs),
     /// Shows what is under a name: kind, holders, lease, fair queue, read-write mode, permits, token.
     Inspect(inspect::InspectArgs),
     /// Deletes a lock whoever holds it, and wakes a waiter.
@@ -57,9 +53,10 @@ enum Command {
     Check(check::CheckArgs),
     /// Prints a completion script for a shell, e.g. `polylock completions bash > /etc/bash_completion.d/polylock`.
     Completions { shell: clap_complete::Shell },
-    /// One demo worker process (started by `polylock demo`).
-    #[command(hide = true)]
-    DemoWorker(worker::WorkerArgs),
+    // The demo's Rust worker, hidden (`polylock demo-worker`): the demo starts this binary again
+    // for each.
+    #[command(flatten)]
+    DemoWorker(polylock_demo::WorkerCommand),
 }
 
 fn main() {
@@ -72,7 +69,7 @@ fn main() {
     let result = match cli.command {
         Command::Demo(mut args) => {
             args.redis = cli.global.redis;
-            demo::run(args)
+            polylock_demo::run(args)
         }
         Command::Inspect(mut args) => {
             args.redis = url;
@@ -99,7 +96,7 @@ fn main() {
             );
             Ok(())
         }
-        Command::DemoWorker(args) => worker::run(args),
+        Command::DemoWorker(worker) => worker.run(),
     };
     exit_on_error(result);
 }
