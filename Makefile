@@ -103,7 +103,7 @@ test-build-scripts: test-build-core
 test-build: test-build-scripts
 	cargo test -p polylock --features opentelemetry --test otel --no-run
 	cargo test -p polylock --no-default-features --lib --no-run
-	cargo test -p polylock-cli --no-run
+	cargo test -p polylock-cli -p polylock-demo --no-run
 	cargo build -p polylock --example peer --example history_worker --example job_lock --example election_worker
 	cargo build -p polylock-cli
 	@# bench-smoke builds its own peers and worker in its lane (downloads, mostly); only its

@@ -1,6 +1,8 @@
-# The `polylock` command-line tool (cli/): inspect, force-unlock, watch, and the demo scenarios.
-# build-cli: builds target/debug/polylock.
-# test-cli:  its integration tests against real redis-servers (Rust workers only).
+# The `polylock` command-line tool (cli/): inspect, force-unlock, watch, check, and `polylock demo`,
+# which runs the demo crate (tests/demo/: its scenarios, its workers, its private redis-server).
+# build-cli: builds target/debug/polylock (the demo and its Rust workers are in it; its Python and
+#            Node workers are tests/demo/workers/, run from this checkout).
+# test-cli:  the command's and the demo crate's tests against real redis-servers (Rust workers only).
 # test-demo: every demo scenario, briefly (see its comment).
 # demo:      builds the CLI, the Python and Node packages if they do not load yet (build-python,
 #            build-node), installs redis-server with apt-get if missing, and runs the ticket sale.
@@ -15,7 +17,7 @@ build-cli:
 	cargo build -p polylock-cli
 
 test-cli:
-	cargo test -p polylock-cli
+	cargo test -p polylock-cli -p polylock-demo
 
 demo: build-cli
 	@command -v redis-server >/dev/null 2>&1 || { \

@@ -16,7 +16,7 @@ BUILDS = [
     ("the Python binding", ["-p", "polylock-python", "-e", "normal,build"]),
     ("the Node binding", ["-p", "polylock-node", "-e", "normal,build"]),
     ("the uniffi library", ["-p", "polylock-ffi", "-p", "uniffi-bindgen", "-e", "normal,build"]),
-    ("the CLI's tests", ["-p", "polylock-cli", "-e", "normal,build,dev"]),
+    ("the CLI's and the demo's tests", ["-p", "polylock-cli", "-p", "polylock-demo", "-e", "normal,build,dev"]),
 ]
 
 

@@ -14,9 +14,9 @@ use clap::Args;
 use polylock::{AcquireOptions, Client, ClientOptions, ErrorKind};
 use serde::Serialize;
 
-use crate::block_on;
-use crate::error::{CliError, CliResult};
-use crate::raw::redact;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw::redact;
 
 #[derive(Args)]
 #[command(after_help = "Examples:

@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use polylock::{Client, ClientRecordFields};
 use serde::Deserialize;
 
-use crate::error::CliResult;
-use crate::raw;
+use polylock_cli_common::error::CliResult;
 
 /// One client's record.
 #[derive(Debug, Clone, Default)]
@@ -155,7 +154,7 @@ pub fn owner_text(
 ) -> Option<String> {
     let record = records.get(client_id(owner))?;
     Some(match held_for_ms {
-        Some(ms) => format!("{} held {}", record.describe(), raw::seconds(ms)),
+        Some(ms) => format!("{} held {}", record.describe(), crate::seconds(ms)),
         None => record.describe(),
     })
 }

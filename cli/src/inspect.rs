@@ -8,10 +8,10 @@ use clap::Args;
 use polylock::{Client, InspectedKind, KeyTtl, LockInfo, LockMode};
 use serde::Serialize;
 
-use crate::block_on;
 use crate::client_records::{self, ClientRecord};
-use crate::error::{CliError, CliResult};
-use crate::raw;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
 #[derive(Args)]
 #[command(after_help = "Examples:
@@ -376,7 +376,7 @@ pub fn run_inspect(args: InspectArgs) -> CliResult<()> {
 /// `skipped if silent for 9.8 s`, or that the deadline passed.
 fn deadline_text(deadline_in_ms: Option<i64>, passed: &str) -> String {
     match deadline_in_ms {
-        Some(ms) if ms >= 0 => format!("skipped if silent for {}", raw::seconds(ms as u64)),
+        Some(ms) if ms >= 0 => format!("skipped if silent for {}", crate::seconds(ms as u64)),
         Some(_) => passed.to_owned(),
         None => "no deadline recorded".to_owned(),
     }
@@ -419,7 +419,7 @@ fn print_state(state: &LockState) {
             }
         }
         let lease = match state.remaining_lease_ms {
-            Some(ms) => raw::seconds(ms),
+            Some(ms) => crate::seconds(ms),
             None if !state.expires => "no expiry (not written by polylock or Redisson)".to_owned(),
             None => "-".to_owned(),
         };
@@ -476,7 +476,7 @@ fn print_permits(state: &LockState) {
             for permit in &state.permits {
                 let expiry = match permit.expires_in_ms {
                     None => "never expires".to_owned(),
-                    Some(ms) if ms >= 0 => format!("expires in {}", raw::seconds(ms as u64)),
+                    Some(ms) if ms >= 0 => format!("expires in {}", crate::seconds(ms as u64)),
                     Some(_) => "expired: given back at the next operation".to_owned(),
                 };
                 println!("  {}  ({expiry})", permit.id);
@@ -484,7 +484,7 @@ fn print_permits(state: &LockState) {
         }
     }
     if let Some(ms) = state.remaining_lease_ms {
-        println!("expiry: {} (the permits key)", raw::seconds(ms));
+        println!("expiry: {} (the permits key)", crate::seconds(ms));
     }
 }
 

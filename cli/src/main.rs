@@ -1,20 +1,15 @@
 //! `polylock`: inspect, force-unlock and watch polylock/Redisson locks, and a cross-language
-//! ticket-sale demo.
+//! ticket-sale demo (`polylock demo`: the `polylock-demo` crate, tests/demo/).
 
 mod check;
 mod client_records;
-mod demo;
-mod embedded;
-mod error;
 mod inspect;
 mod lock_rates;
 mod permissions;
-mod raw;
-mod signals;
 mod watch;
-mod worker;
 
 use clap::{CommandFactory, Parser, Subcommand};
+use polylock_cli_common::{exit_on_error, RedisOption};
 
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
@@ -38,17 +33,8 @@ Exit codes: 0 ok, 1 failed (e.g. the demo sold the wrong number), 2 bad usage or
 3 Redis unreachable or failing (also: a command refused by ACL), 4 the name holds a key that is not a lock, 130 interrupted."
 )]
 struct Cli {
-    /// Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS),
-    /// redis+cluster://host:port[,host:port...], or
-    /// redis+sentinel://host:port[,host:port...]/<master-name>[/db].
-    #[arg(
-        long,
-        short = 'u',
-        global = true,
-        env = "POLYLOCK_REDIS_URL",
-        hide_env_values = true
-    )]
-    redis: Option<String>,
+    #[command(flatten)]
+    global: RedisOption,
     #[command(subcommand)]
     command: Command,
 }
@@ -56,7 +42,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Scenarios (ticket sale, cache rebuild, read-write, segmented stock, fencing) with workers in several languages.
-    Demo(demo::DemoArgs),
+    Demo(polylock_demo::DemoArgs),
     /// Shows what is under a name: kind, holders, lease, fair queue, read-write mode, permits, token.
     Inspect(inspect::InspectArgs),
     /// Deletes a lock whoever holds it, and wakes a waiter.
@@ -67,18 +53,23 @@ enum Command {
     Check(check::CheckArgs),
     /// Prints a completion script for a shell, e.g. `polylock completions bash > /etc/bash_completion.d/polylock`.
     Completions { shell: clap_complete::Shell },
-    /// One demo worker process (started by `polylock demo`).
-    #[command(hide = true)]
-    DemoWorker(worker::WorkerArgs),
+    // The demo's Rust worker, hidden (`polylock demo-worker`): the demo starts this binary again
+    // for each.
+    #[command(flatten)]
+    DemoWorker(polylock_demo::WorkerCommand),
 }
 
 fn main() {
     let cli = Cli::parse();
-    let url = cli.redis.clone().unwrap_or_else(|| DEFAULT_URL.to_owned());
+    let url = cli
+        .global
+        .redis
+        .clone()
+        .unwrap_or_else(|| DEFAULT_URL.to_owned());
     let result = match cli.command {
         Command::Demo(mut args) => {
-            args.redis = cli.redis;
-            demo::run(args)
+            args.redis = cli.global.redis;
+            polylock_demo::run(args)
         }
         Command::Inspect(mut args) => {
             args.redis = url;
@@ -105,15 +96,12 @@ fn main() {
             );
             Ok(())
         }
-        Command::DemoWorker(args) => worker::run(args),
+        Command::DemoWorker(worker) => worker.run(),
     };
-    if let Err(err) = result {
-        eprintln!("polylock: {err}");
-        std::process::exit(err.exit_code());
-    }
+    exit_on_error(result);
 }
 
-/// Runs a future to completion on the core's runtime (the CLI is synchronous otherwise).
-pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    polylock::runtime().block_on(future)
+/// Seconds with one decimal, for tables: `29.4 s`.
+pub(crate) fn seconds(ms: u64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
 }

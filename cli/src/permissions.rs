@@ -7,9 +7,9 @@ use std::time::Duration;
 use polylock::acl::Report;
 use polylock::ClientOptions;
 
-use crate::block_on;
-use crate::error::{CliError, CliResult};
-use crate::raw::redact;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw::redact;
 
 pub fn run(url: &str, key_prefix: Option<&str>, prefix: &str, json: bool) -> CliResult<()> {
     let options = ClientOptions {

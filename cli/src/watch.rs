@@ -7,12 +7,12 @@ use std::time::Duration;
 use clap::Args;
 use polylock::Client;
 
-use crate::block_on;
 use crate::client_records;
-use crate::error::CliResult;
 use crate::inspect::{read_state, Kind, LockState};
 use crate::lock_rates::{LockRates, RateTracker};
-use crate::raw;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::CliResult;
+use polylock_cli_common::raw;
 
 #[derive(Args)]
 #[command(after_help = "Examples:
@@ -192,7 +192,7 @@ async fn refresh(client: &Client, pattern: &str, tracker: &mut RateTracker) -> C
             continue;
         }
         let lease = match state.remaining_lease_ms {
-            Some(ms) => raw::seconds(ms),
+            Some(ms) => crate::seconds(ms),
             None if held_lock => "no expiry".to_owned(),
             None => "-".to_owned(),
         };

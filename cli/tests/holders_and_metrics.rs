@@ -6,61 +6,17 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use polylock_testkit::RedisServer;
+use polylock_testkit::{run_tool, Output, RedisServer};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_polylock");
 /// No CLI run in these tests may take longer (it is killed, and the test fails).
 const RUN_BOUND: Duration = Duration::from_secs(60);
 
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `polylock ARGS` with stdin closed and no POLYLOCK_* variables.
 fn polylock(args: &[&str]) -> Output {
-    let mut child = Command::new(BINARY)
-        .args(args)
-        .env_remove("POLYLOCK_REDIS_URL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start polylock");
-    let mut stdout_pipe = child.stdout.take().expect("stdout");
-    let mut stderr_pipe = child.stderr.take().expect("stderr");
-    let stdout_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout_pipe.read_to_string(&mut text);
-        text
-    });
-    let stderr_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr_pipe.read_to_string(&mut text);
-        text
-    });
-    let deadline = Instant::now() + RUN_BOUND;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for polylock") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("polylock {args:?} did not finish within {RUN_BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        code: status.code().unwrap_or(-1),
-        stdout: stdout_reader.join().expect("stdout reader"),
-        stderr: stderr_reader.join().expect("stderr reader"),
-    }
+    run_tool(BINARY, args, &[], RUN_BOUND)
 }
 
-/// Runs `polylock watch ARGS --json` until it printed `refreshes` lines, then stops it; its
-/// JSON lines and its stderr.
 fn watch_json(args: &[&str], refreshes: usize) -> (Vec<serde_json::Value>, String) {
     let mut child = Command::new(BINARY)
         .arg("watch")

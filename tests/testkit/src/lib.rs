@@ -1,7 +1,8 @@
 //! Real `redis-server` processes for tests: each on a free loopback port, in a temporary
 //! directory, without persistence, stopped (killed) when dropped. The binary is
 //! `POLYLOCK_REDIS_SERVER` (default `redis-server`, see [`server_program`]). [`FaultProxy`]
-//! sits between a client and a server to inject network faults.
+//! sits between a client and a server to inject network faults. [`run_tool`] runs a command-line
+//! tool to its end within a bound.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use redis::ConnectionLike;
 
+mod bounded;
 pub mod cluster;
 mod proxy;
 pub mod redisson;
@@ -17,6 +19,7 @@ pub mod sentinel;
 mod server_build;
 mod tls;
 
+pub use bounded::{run_tool, Output};
 pub use cluster::Cluster;
 pub use proxy::{Fault, FaultProxy};
 pub use sentinel::SentinelSet;

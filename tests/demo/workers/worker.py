@@ -3,8 +3,8 @@
 Usage: worker.py URL LOCK STOCK_KEY MODE THINK_MS [EXTRA]
   MODE lock, fair or none: the ticket sale (below).
   Other MODEs: the other scenarios (STOCK_KEY is then the scenarios' key PREFIX and EXTRA a JSON
-  object of parameters), as described at the top of cli/src/worker/scenarios.rs: cache-rebuild
-  (-unlocked), read-write(-unlocked), segmented / global, fencing / fencing-off.
+  object of parameters), as described at the top of tests/demo/src/worker/scenarios.rs:
+  cache-rebuild(-unlocked), read-write(-unlocked), segmented / global, fencing / fencing-off.
 
 Prints {"event":"ready"} once connected, waits for a `go` line on stdin, then prints
 {"event":"sale","wait_ms":W} per ticket and {"event":"done","sold":N} at the end. A purchase

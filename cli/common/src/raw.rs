@@ -1,6 +1,6 @@
-//! Connections for the CLI: a plain Redis connection (the demo's stock, `watch`'s SCAN) and a
-//! core client (inspection goes through `Client::inspect`), with clear errors for bad URLs and
-//! unreachable servers.
+//! Connections for the CLI and the demo: a plain Redis connection (the demo's stock and its
+//! workers) and a core client (inspection goes through `Client::inspect`), with clear errors for
+//! bad URLs and unreachable servers.
 
 use std::time::Duration;
 
@@ -89,9 +89,4 @@ pub async fn client(url: &str, key_prefix: Option<&str>) -> CliResult<polylock::
         polylock::ErrorKind::InvalidArgument => CliError::Usage(err.message().to_owned()),
         _ => err.into(),
     })
-}
-
-/// Seconds with one decimal, for tables: `29.4 s`.
-pub fn seconds(ms: u64) -> String {
-    format!("{:.1} s", ms as f64 / 1000.0)
 }

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{DemoArgs, Scenario};
-use crate::error::{CliError, CliResult};
+use crate::{DemoArgs, Scenario};
+use polylock_cli_common::error::{CliError, CliResult};
 
 const LANGUAGES: [&str; 3] = ["rust", "python", "node"];
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -15,17 +15,22 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How to start one language's worker.
 pub(crate) struct Launcher {
     pub(crate) language: &'static str,
-    pub(super) program: PathBuf,
-    pub(super) args: Vec<String>,
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
 }
 
-/// The repository root: `POLYLOCK_REPO`, else where this crate was built from.
-pub(super) fn repo_root() -> PathBuf {
+/// Where the worker scripts are in the repository.
+const WORKERS_DIR: &str = "tests/demo/workers";
+
+/// The repository root: `POLYLOCK_REPO`, else the checkout this crate was built from (it is
+/// `tests/demo/` there).
+pub(crate) fn repo_root() -> PathBuf {
     if let Some(repo) = std::env::var_os("POLYLOCK_REPO") {
         return PathBuf::from(repo);
     }
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+        .ancestors()
+        .nth(2)
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
@@ -65,26 +70,26 @@ fn probe(program: &Path, args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// `program` running a worker script of this repository; the binary finds it through
-/// `POLYLOCK_REPO` when it runs away from the checkout it was built in.
-fn script_launcher(
-    language: &'static str,
-    program: PathBuf,
-    repo: &Path,
-    file: &str,
-) -> Result<Launcher, String> {
-    let script = repo.join("cli/workers").join(file);
+/// The worker script `file` of this repository; the binary finds it through `POLYLOCK_REPO`
+/// when it runs away from the checkout it was built in.
+fn worker_script(repo: &Path, file: &str) -> Result<PathBuf, String> {
+    let script = repo.join(WORKERS_DIR).join(file);
     if script.is_file() {
-        Ok(Launcher {
-            language,
-            program,
-            args: vec![script.display().to_string()],
-        })
+        Ok(script)
     } else {
         Err(format!(
-            "{} not found; set POLYLOCK_REPO to the polylock repository",
+            "{} not found: the demo's workers are in the polylock repository, so run it from a \
+             checkout (`make demo`) or set POLYLOCK_REPO to one",
             script.display()
         ))
+    }
+}
+
+fn script_launcher(language: &'static str, program: PathBuf, script: &Path) -> Launcher {
+    Launcher {
+        language,
+        program,
+        args: vec![script.display().to_string()],
     }
 }
 
@@ -101,7 +106,7 @@ fn python_program(repo: &Path) -> PathBuf {
 }
 
 /// The worker launcher of `language`, or why it cannot run here.
-pub(super) fn launcher(
+pub(crate) fn launcher(
     language: &'static str,
     repo: &Path,
     scenario: Scenario,
@@ -110,15 +115,17 @@ pub(super) fn launcher(
     let (python_needs, node_needs) = scenario.needs(fair);
     match language {
         "rust" => {
-            let program = std::env::current_exe()
-                .map_err(|err| format!("cannot find the polylock binary: {err}"))?;
+            let program = std::env::current_exe().map_err(|err| {
+                format!("cannot find this program (it runs the Rust workers too): {err}")
+            })?;
             Ok(Launcher {
                 language,
                 program,
-                args: vec!["demo-worker".into()],
+                args: vec![crate::WORKER_COMMAND.into()],
             })
         }
         "python" => {
+            let script = worker_script(repo, "worker.py")?;
             let program = python_program(repo);
             let mut check = "import polylock".to_owned();
             for call in python_needs {
@@ -134,9 +141,10 @@ pub(super) fn launcher(
                     program.display()
                 )
             })?;
-            script_launcher(language, program, repo, "worker.py")
+            Ok(script_launcher(language, program, &script))
         }
         "node" => {
+            let script = worker_script(repo, "worker.mjs")?;
             let package = repo.join("node/index.js");
             if !package.is_file() {
                 return Err(format!(
@@ -161,13 +169,13 @@ pub(super) fn launcher(
                     package.display()
                 )
             })?;
-            script_launcher(language, program, repo, "worker.mjs")
+            Ok(script_launcher(language, program, &script))
         }
         _ => Err(format!("unknown language '{language}'")),
     }
 }
 
-pub(super) fn chosen_languages(args: &DemoArgs) -> CliResult<(Vec<&'static str>, bool)> {
+pub(crate) fn chosen_languages(args: &DemoArgs) -> CliResult<(Vec<&'static str>, bool)> {
     let Some(requested) = &args.languages else {
         return Ok((LANGUAGES.to_vec(), false));
     };

@@ -1,5 +1,5 @@
 //! The demo's scenarios other than the ticket sale: each sets its keys, runs the workers
-//! (`worker/scenarios.rs`, `cli/workers/worker.py`, `worker.mjs`), checks one invariant and
+//! (`worker/scenarios.rs`, `workers/worker.py`, `worker.mjs`), checks one invariant and
 //! prints it. The keys of a scenario live under the lock name (`polylock-demo:<scenario>`).
 
 use std::collections::BTreeMap;
@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 
-use super::launchers::Launcher;
-use super::workers::{run_workers, Driver, Planned, Run};
-use super::{percentile, DemoArgs, Scenario};
-use crate::block_on;
-use crate::error::{CliError, CliResult};
-use crate::raw;
+use crate::launchers::Launcher;
+use crate::workers::{run_workers, Driver, Planned, Run};
+use crate::{percentile, DemoArgs, Scenario};
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
 /// How long the driver waits for the workers to rebuild an expired key.
 const REBUILD_TIMEOUT: Duration = Duration::from_secs(30);

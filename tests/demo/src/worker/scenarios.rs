@@ -1,7 +1,7 @@
 //! The Rust worker of the demo's other scenarios (`polylock demo --scenario ...`). Same
-//! protocol and keys as `cli/workers/worker.py` and `worker.mjs`; arguments `URL LOCK PREFIX
-//! MODE THINK_MS EXTRA` (EXTRA a JSON object). Every worker says `{"event":"ready"}`, waits for
-//! `go`, reports what it did as JSON lines and ends with `{"event":"done",...}`.
+//! protocol and keys as `workers/worker.py` and `worker.mjs` of this crate; arguments `URL LOCK
+//! PREFIX MODE THINK_MS EXTRA` (EXTRA a JSON object). Every worker says `{"event":"ready"}`,
+//! waits for `go`, reports what it did as JSON lines and ends with `{"event":"done",...}`.
 //!
 //! - `cache-rebuild` (`cache-rebuild-unlocked`): reads `PREFIX:cache` in a loop until
 //!   `PREFIX:stop` exists. On a miss it takes the lock LOCK (not when unlocked), looks again,
@@ -30,9 +30,9 @@ use polylock::{AcquireOptions, Client, ErrorKind};
 use redis::aio::MultiplexedConnection;
 
 use super::{emit, ready_and_wait_for_go, WorkerArgs};
-use crate::block_on;
-use crate::error::{CliError, CliResult};
-use crate::raw;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
 /// How long a worker waits for another worker's sign before it fails.
 const SIGN_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,5 +1,5 @@
-//! `polylock demo-worker`: the Rust ticket buyer. Same protocol as `cli/workers/worker.py` and
-//! `worker.mjs`:
+//! `polylock demo-worker` (and `polylock-demo demo-worker`): the Rust ticket buyer. Same
+//! protocol as `tests/demo/workers/worker.py` and `worker.mjs`:
 //!
 //! arguments `URL LOCK STOCK_KEY MODE THINK_MS [EXTRA]` (MODE: `lock`, `fair` or `none` for the
 //! ticket sale; the other scenarios' modes are in `scenarios`); prints `{"event":"ready"}` once
@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::block_on;
-use crate::error::{CliError, CliResult};
-use crate::raw;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
 mod scenarios;
 

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::error::{CliError, CliResult};
 use crate::signals;
+use polylock_cli_common::error::{CliError, CliResult};
 
 pub struct EmbeddedRedis {
     port: u16,

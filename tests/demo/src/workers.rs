@@ -7,10 +7,10 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::launchers::Launcher;
-use super::DemoArgs;
-use crate::error::{CliError, CliResult};
+use crate::launchers::Launcher;
 use crate::signals;
+use crate::DemoArgs;
+use polylock_cli_common::error::{CliError, CliResult};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::launchers::Launcher;
-use super::percentile;
-use super::workers::{run_workers, Planned};
-use super::DemoArgs;
-use crate::block_on;
-use crate::error::{CliError, CliResult};
-use crate::raw;
+use crate::launchers::Launcher;
+use crate::percentile;
+use crate::workers::{run_workers, Planned};
+use crate::DemoArgs;
+use polylock_cli_common::block_on;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
 struct Sale {
     /// Per language: wait times in ms of every ticket sold.

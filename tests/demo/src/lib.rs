@@ -1,20 +1,50 @@
-//! `polylock demo`: worker processes in Rust, Python and Node lock against each other on one
-//! Redis, in a scenario that checks one invariant: the ticket sale (`ticket_sale`) or one of the
-//! others (`scenarios`). `launchers` finds which languages can run here, `workers` runs them.
+//! The cross-language demo that `polylock demo` runs: worker processes in Rust, Python and Node
+//! lock against each other on one Redis, in a scenario that checks one invariant: the ticket
+//! sale (`ticket_sale`) or one of the others (`scenarios`). `launchers` finds which languages
+//! can run here, `workers` runs them; `embedded` is the private redis-server started without
+//! `--redis`. The Python and Node workers are `workers/worker.py` and `workers/worker.mjs` of
+//! this crate, found in the repository checkout (`POLYLOCK_REPO`, else where this crate was
+//! built from).
+//!
+//! A binary that calls [`run`] runs the Rust worker too, as its hidden subcommand
+//! [`WorkerCommand`] (`demo-worker`): the demo starts that binary again for each Rust worker.
+//! Two binaries do: `polylock` (cli/) and this crate's own `polylock-demo`.
 
 use clap::Args;
 
 use crate::embedded::EmbeddedRedis;
-use crate::error::{CliError, CliResult};
-use crate::raw;
-use crate::signals;
+use polylock_cli_common::error::{CliError, CliResult};
+use polylock_cli_common::raw;
 
+mod embedded;
 mod launchers;
 mod scenarios;
+mod signals;
 mod ticket_sale;
+pub mod worker;
 mod workers;
 
 use launchers::{chosen_languages, launcher, repo_root};
+
+/// The Rust worker's hidden subcommand, flattened into the subcommands of a binary that runs
+/// the demo (see the crate's documentation).
+#[derive(clap::Subcommand)]
+pub enum WorkerCommand {
+    /// One demo worker process (started by `polylock demo`).
+    #[command(name = WORKER_COMMAND, hide = true)]
+    DemoWorker(worker::WorkerArgs),
+}
+
+/// The name the demo starts its Rust workers with: `<this binary> demo-worker ARGS`.
+const WORKER_COMMAND: &str = "demo-worker";
+
+impl WorkerCommand {
+    pub fn run(self) -> CliResult<()> {
+        match self {
+            WorkerCommand::DemoWorker(args) => worker::run(args),
+        }
+    }
+}
 
 #[derive(Args)]
 #[command(after_help = "Examples:
@@ -48,7 +78,7 @@ else python/.venv/bin/python, else python3); Node workers need node/index.js bui
 (`make build-node`). Languages that are not available (or whose package lacks the calls the
 scenario needs) are skipped with a message.")]
 pub struct DemoArgs {
-    /// The global --redis URL (filled in by main); none: a private redis-server.
+    /// The global --redis URL (filled in by the binary's main); none: a private redis-server.
     #[arg(skip)]
     pub redis: Option<String>,
     /// Tickets for sale.

@@ -3,7 +3,7 @@
 // Usage: node worker.mjs URL LOCK STOCK_KEY MODE THINK_MS [EXTRA]
 //   MODE lock, fair or none: the ticket sale (below).
 //   Other MODEs: the other scenarios (STOCK_KEY is then the scenarios' key PREFIX and EXTRA a
-//   JSON object of parameters), as described at the top of cli/src/worker/scenarios.rs:
+//   JSON object of parameters), as described at the top of tests/demo/src/worker/scenarios.rs:
 //   cache-rebuild(-unlocked), read-write(-unlocked), segmented / global, fencing / fencing-off.
 //
 // Prints {"event":"ready"} once connected, waits for a `go` line on stdin, then prints
@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 // The package built in node/ of this repository.
 const require = createRequire(import.meta.url)
-const { Client } = require('../../node/index.js')
+const { Client } = require('../../../node/index.js')
 
 /** Just enough of the Redis protocol for GET and SET, one command at a time. */
 class Resp {
