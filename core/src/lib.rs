@@ -38,9 +38,6 @@ mod handles;
 mod kinds;
 pub mod metrics;
 mod settings;
-// The protocol explorer needs a Valkey server under libfaketime: `make test-protocol`.
-#[cfg(all(test, feature = "explorer"))]
-mod explorer;
 
 // The public modules that live in a layer's folder.
 #[cfg(feature = "opentelemetry")]
