@@ -45,8 +45,9 @@ test-core: redis-server
 LINT_TARGET_DIR := $(CURDIR)/target/lint
 lint:
 	cargo fmt --all --check
-	@# One pass: the explorer feature only adds test code and `opentelemetry` one module, so
-	@# the core is linted with both on.
+	@# One pass: the explorer feature only adds the explorer's seams (polylock::explorer_seam)
+	@# and its test target (tests/explorer, one of --all-targets), and `opentelemetry` one
+	@# module, so the core is linted with both on.
 	CARGO_TARGET_DIR=$(LINT_TARGET_DIR) cargo clippy --workspace --all-targets --features polylock/explorer,polylock/opentelemetry -- -D warnings
 	python3 tests/unified_features.py
 	@# The core's layer order (docs/architecture.md): no import points upward.
@@ -89,7 +90,7 @@ test-serial:
 .PHONY: test-build-core
 test-build-core: redis-server
 	cargo test -p polylock -p polylock-testkit --no-run
-	cargo test -p polylock --features explorer --lib --no-run
+	cargo test -p polylock --features explorer --test explorer --no-run
 	cargo build -p polylock-testkit --bins
 	@# The explorer's Valkey server, and the matrix's servers that core/tests/acl.rs runs on.
 	$(MAKE) --no-print-directory protocol-server matrix-servers

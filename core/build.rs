@@ -2,9 +2,8 @@
 //! `redis.call('x', ...)` / `redis.pcall('x', ...)` in the Lua files under `src/` and in the Lua
 //! the Rust sources embed (the pub/sub preludes of `kinds/script.rs`), with the subcommand for
 //! the commands that have subcommands (`pubsub|numsub`), as ACL rules name them. Left out: the
-//! `polylock check` probe (`src/acl/`), which calls whatever the rule lists, and the protocol
-//! explorer (`src/explorer/`, tests only). A script that calls a command by a name held in a
-//! variable fails the build: the rule could not be derived.
+//! `polylock check` probe (`src/acl/`), which calls whatever the rule lists. A script that calls
+//! a command by a name held in a variable fails the build: the rule could not be derived.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -24,7 +23,7 @@ fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
     for path in entries {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if path.is_dir() {
-            if name != "acl" && name != "explorer" {
+            if name != "acl" {
                 sources(&path, found);
             }
         } else if name.ends_with(".lua") || name.ends_with(".rs") {

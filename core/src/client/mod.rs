@@ -275,8 +275,8 @@ pub(crate) async fn open(
 /// Test only (the protocol explorer): a client on the explorer's seam, whose scripts publish
 /// through the explorer (see `Publish::Explored`; `exact`: listeners counted as on one server,
 /// else as a cluster's broadcast `PUBLISH` counts them).
-#[cfg(all(test, feature = "explorer"))]
-pub(crate) async fn explored(
+#[cfg(feature = "explorer")]
+pub async fn explored(
     seam: &crate::connection::explored::Seam,
     options: ClientOptions,
     exact: bool,

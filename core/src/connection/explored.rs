@@ -21,7 +21,7 @@ pub(crate) enum Sent {
 }
 
 /// A request waiting on the wire for the explorer.
-pub(crate) struct Request {
+pub struct Request {
     /// Unique on its wire, in the order sent.
     pub(crate) id: u64,
     pub(crate) sent: Sent,
@@ -32,7 +32,7 @@ impl Request {
     /// Runs it on `server` (a pipeline as one packet), as the server would on arrival, except
     /// that a command `stand_in` answers (the explorer's replica: `INFO replication`, `WAIT`)
     /// gets that answer instead of running on `server`.
-    pub(crate) fn run_answering(
+    pub fn run_answering(
         &self,
         server: &mut redis::Connection,
         stand_in: &dyn Fn(&Cmd) -> Option<Value>,
@@ -80,7 +80,7 @@ impl Request {
     }
 
     /// Whether it is a script call (the rest are the engine's plain commands and pipelines).
-    pub(crate) fn is_script(&self) -> bool {
+    pub fn is_script(&self) -> bool {
         let Sent::Command(cmd) = &self.sent else {
             return false;
         };
@@ -89,12 +89,12 @@ impl Request {
     }
 
     /// The client gets `reply`.
-    pub(crate) fn answer(self, reply: RedisResult<Vec<Value>>) {
+    pub fn answer(self, reply: RedisResult<Vec<Value>>) {
         let _ = self.answer.send(reply);
     }
 
     /// The client's connection drops before a reply comes (whether or not it ran).
-    pub(crate) fn drop_connection(self) {
+    pub fn drop_connection(self) {
         self.answer(Err(std::io::Error::from(
             std::io::ErrorKind::ConnectionReset,
         )
@@ -102,7 +102,7 @@ impl Request {
     }
 
     /// What it sends, for the explorer's log.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let words = |cmd: &Cmd| -> String {
             let mut args = cmd.args_iter().map(|arg| match arg {
                 redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
@@ -152,7 +152,7 @@ impl Request {
 
 /// The requests sent and not yet taken by the explorer.
 #[derive(Default)]
-pub(crate) struct Wire {
+pub struct Wire {
     state: Mutex<WireState>,
 }
 
@@ -178,12 +178,12 @@ impl Wire {
 
     /// The ids of the requests waiting, oldest first (a request whose caller gave up stays
     /// until taken: it may still reach the server).
-    pub(crate) fn waiting(&self) -> Vec<u64> {
+    pub fn waiting(&self) -> Vec<u64> {
         self.state().waiting.iter().map(|r| r.id).collect()
     }
 
     /// The oldest request waiting (a connection's commands reach the server in order).
-    pub(crate) fn take_oldest(&self) -> Option<Request> {
+    pub fn take_oldest(&self) -> Option<Request> {
         let mut state = self.state();
         (!state.waiting.is_empty()).then(|| state.waiting.remove(0))
     }
@@ -218,7 +218,7 @@ fn gone() -> redis::RedisError {
 /// One client's pub/sub connection as the explorer sees it: the channels it subscribes to, and
 /// the inbox of its hub's reader.
 #[derive(Default)]
-pub(crate) struct Bus {
+pub struct Bus {
     state: Mutex<BusState>,
 }
 
@@ -235,11 +235,11 @@ impl Bus {
     }
 
     /// The hub connects: messages go to `inbox` from now on.
-    pub(crate) fn connect(&self, inbox: mpsc::UnboundedSender<(String, Vec<u8>)>) {
+    pub fn connect(&self, inbox: mpsc::UnboundedSender<(String, Vec<u8>)>) {
         self.state().inbox = Some(inbox);
     }
 
-    pub(crate) fn subscribe(&self, channels: &[String], on: bool) {
+    pub fn subscribe(&self, channels: &[String], on: bool) {
         let mut state = self.state();
         for channel in channels {
             if on {
@@ -250,24 +250,24 @@ impl Bus {
         }
     }
 
-    pub(crate) fn subscribed(&self) -> Vec<String> {
+    pub fn subscribed(&self) -> Vec<String> {
         self.state().subscribed.iter().cloned().collect()
     }
 
-    pub(crate) fn listens(&self, channel: &str) -> bool {
+    pub fn listens(&self, channel: &str) -> bool {
         self.state().subscribed.contains(channel)
     }
 
     /// The connection drops: its subscriptions end with it, and the hub's reader sees its
     /// stream end (the hub then connects again and subscribes anew).
-    pub(crate) fn cut(&self) {
+    pub fn cut(&self) {
         let mut state = self.state();
         state.inbox = None;
         state.subscribed.clear();
     }
 
     /// Delivers a message (as the server does, only on a channel still subscribed).
-    pub(crate) fn deliver(&self, channel: &str, payload: &[u8]) -> bool {
+    pub fn deliver(&self, channel: &str, payload: &[u8]) -> bool {
         let state = self.state();
         match (&state.inbox, state.subscribed.contains(channel)) {
             (Some(inbox), true) => inbox.send((channel.to_owned(), payload.to_vec())).is_ok(),
@@ -278,7 +278,7 @@ impl Bus {
 
 /// A client's two ends of the seam.
 #[derive(Clone, Default)]
-pub(crate) struct Seam {
-    pub(crate) wire: Arc<Wire>,
-    pub(crate) bus: Arc<Bus>,
+pub struct Seam {
+    pub wire: Arc<Wire>,
+    pub bus: Arc<Bus>,
 }

@@ -9,7 +9,7 @@
 //! And the pub/sub hub (`pubsub`): one pub/sub connection, one subscription per channel shared
 //! by the local listeners, resubscribed after a reconnect or a slot move.
 
-#[cfg(all(test, feature = "explorer"))]
+#[cfg(feature = "explorer")]
 pub(crate) mod explored;
 pub(crate) mod pubsub;
 mod replica_sync;
@@ -88,7 +88,7 @@ pub(crate) enum Publish {
     /// listeners are counted as on one server or a sharded cluster; else as a broadcast
     /// cluster's `PUBLISH` counts them (the explorer then counts only same-node listeners, and
     /// the script assumes another client listens, as the broadcast form does).
-    #[cfg(all(test, feature = "explorer"))]
+    #[cfg(feature = "explorer")]
     Explored {
         exact: bool,
     },
@@ -97,7 +97,7 @@ pub(crate) enum Publish {
 /// The command connection of one deployment, counting what it sends once a client's metrics
 /// are attached ([`Connection::counted`]).
 #[derive(Clone)]
-pub(crate) struct Connection {
+pub struct Connection {
     link: Link,
     counter: Option<Arc<CallCounter>>,
 }
@@ -108,7 +108,7 @@ enum Link {
     Cluster(ClusterConnection),
     Sentinel(Arc<Sentinel>),
     /// Test only: the protocol explorer's seam (`explored`).
-    #[cfg(all(test, feature = "explorer"))]
+    #[cfg(feature = "explorer")]
     Explored(Arc<explored::Wire>),
 }
 
@@ -182,13 +182,13 @@ impl Connection {
         Connection::of(Link::Sentinel(sentinel))
     }
 
-    #[cfg(all(test, feature = "explorer"))]
-    pub(crate) fn explored(wire: Arc<explored::Wire>) -> Connection {
+    #[cfg(feature = "explorer")]
+    pub fn explored(wire: Arc<explored::Wire>) -> Connection {
         Connection::of(Link::Explored(wire))
     }
 
     /// Whether this is the protocol explorer's seam (which keeps no client record).
-    #[cfg(all(test, feature = "explorer"))]
+    #[cfg(feature = "explorer")]
     pub(crate) fn is_explored(&self) -> bool {
         matches!(self.link, Link::Explored(_))
     }
@@ -401,7 +401,7 @@ impl ConnectionLike for Connection {
                 let (generation, mut manager) = sentinel.manager();
                 sentinel.watch_reply(generation, manager.req_packed_command(cmd).await)
             }),
-            #[cfg(all(test, feature = "explorer"))]
+            #[cfg(feature = "explorer")]
             Link::Explored(wire) => wire.command(cmd),
         };
         counted(counter, sent, std::slice::from_ref)
@@ -423,7 +423,7 @@ impl ConnectionLike for Connection {
                 let reply = manager.req_packed_commands(pipeline, offset, count).await;
                 sentinel.watch_reply(generation, reply)
             }),
-            #[cfg(all(test, feature = "explorer"))]
+            #[cfg(feature = "explorer")]
             Link::Explored(wire) => wire.pipeline(pipeline, offset, count),
         };
         counted(counter, sent, Vec::as_slice)
@@ -434,7 +434,7 @@ impl ConnectionLike for Connection {
             Link::Single(manager) => manager.get_db(),
             Link::Cluster(cluster) => cluster.get_db(),
             Link::Sentinel(sentinel) => sentinel.manager().1.get_db(),
-            #[cfg(all(test, feature = "explorer"))]
+            #[cfg(feature = "explorer")]
             Link::Explored(_) => 0,
         }
     }

@@ -108,7 +108,7 @@ pub(crate) enum Source {
         tls: crate::settings::tls::Tls,
     },
     /// Test only: the protocol explorer's seam.
-    #[cfg(all(test, feature = "explorer"))]
+    #[cfg(feature = "explorer")]
     Explored(Arc<crate::connection::explored::Bus>),
 }
 
@@ -119,7 +119,7 @@ enum Sink {
         connection: ClusterConnection,
         sharded: bool,
     },
-    #[cfg(all(test, feature = "explorer"))]
+    #[cfg(feature = "explorer")]
     Explored(Arc<crate::connection::explored::Bus>),
 }
 
@@ -137,7 +137,7 @@ impl Sink {
         match self {
             Sink::Plain(sink) if subscribe => sink.subscribe(channels).await,
             Sink::Plain(sink) => sink.unsubscribe(channels).await,
-            #[cfg(all(test, feature = "explorer"))]
+            #[cfg(feature = "explorer")]
             Sink::Explored(bus) => {
                 bus.subscribe(channels, subscribe);
                 Ok(())
@@ -471,7 +471,7 @@ impl<S: ChannelState> Control<S> {
                 let tls = tls.clone();
                 self.connect_cluster(nodes.clone(), *sharded, &tls).await?
             }
-            #[cfg(all(test, feature = "explorer"))]
+            #[cfg(feature = "explorer")]
             Source::Explored(bus) => self.connect_explored(bus.clone()),
         };
         if !wanted.is_empty() {
@@ -587,7 +587,7 @@ impl<S: ChannelState> Control<S> {
     }
 
     /// The explorer's seam: messages come from its bus.
-    #[cfg(all(test, feature = "explorer"))]
+    #[cfg(feature = "explorer")]
     fn connect_explored(
         &mut self,
         bus: Arc<crate::connection::explored::Bus>,

@@ -58,7 +58,7 @@ fn unix_ms(at: SystemTime) -> u64 {
 /// the task that keeps it.
 pub(crate) async fn start(client: &Arc<ClientInner>) {
     // The protocol explorer's clients: a record's writes would be steps of their own.
-    #[cfg(all(test, feature = "explorer"))]
+    #[cfg(feature = "explorer")]
     if client.connection.is_explored() {
         return;
     }

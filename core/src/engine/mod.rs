@@ -54,7 +54,7 @@ pub(crate) fn request_id() -> String {
     crate::foundation::ids::request_id()
 }
 
-pub(crate) fn latch_ms(lease: Duration) -> u64 {
+pub fn latch_ms(lease: Duration) -> u64 {
     (lease + LATCH_GRACE).as_millis() as u64
 }
 

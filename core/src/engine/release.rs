@@ -28,7 +28,7 @@ const TRACE_GRACE: Duration = Duration::from_secs(1);
 /// for one response timeout more. After that nobody reads an answer (retries left to the
 /// background answer nobody), so the trace goes: a new owner per call (`with_lock`, a handle
 /// per critical section, a job-lock run) leaves nothing behind beyond this window.
-pub(crate) fn trace_window(in_callers_time: Duration, options: &crate::ClientOptions) -> Duration {
+pub fn trace_window(in_callers_time: Duration, options: &crate::ClientOptions) -> Duration {
     in_callers_time + options.response_timeout + TRACE_GRACE
 }
 

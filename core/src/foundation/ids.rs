@@ -71,8 +71,8 @@ thread_local! {
 
 /// Test only (the protocol explorer): this thread's ids count from `start` from now on, so
 /// that a replay of the same steps makes the same ids.
-#[cfg(all(test, feature = "explorer"))]
-pub(crate) fn count_from(start: u128) {
+#[cfg(feature = "explorer")]
+pub fn count_from(start: u128) {
     STREAM.with(|stream| {
         stream.set(Some(Stream {
             generation: generation(),

@@ -27,7 +27,7 @@ static BUILDING: Mutex<()> = Mutex::new(());
 
 /// The runtime of this process, built on first use (and again after a fork).
 pub fn runtime() -> &'static Runtime {
-    #[cfg(all(test, feature = "explorer"))]
+    #[cfg(feature = "explorer")]
     if let Some(runtime) = EXPLORED.with(std::cell::Cell::get) {
         return runtime;
     }
@@ -57,7 +57,7 @@ pub fn runtime() -> &'static Runtime {
     runtime
 }
 
-#[cfg(all(test, feature = "explorer"))]
+#[cfg(feature = "explorer")]
 thread_local! {
     /// The protocol explorer's runtime on this thread (one thread, a paused clock), which
     /// everything the core starts runs on while it is set.
@@ -65,8 +65,8 @@ thread_local! {
 }
 
 /// Test only: the core runs on `runtime` on this thread from now on (`None`: its own again).
-#[cfg(all(test, feature = "explorer"))]
-pub(crate) fn explore_on(runtime: Option<&'static Runtime>) {
+#[cfg(feature = "explorer")]
+pub fn explore_on(runtime: Option<&'static Runtime>) {
     EXPLORED.with(|explored| explored.set(runtime));
 }
 

@@ -27,18 +27,18 @@ const ASSUMED_COUNT: &str =
 /// Test only (the protocol explorer): a publish is appended to [`EXPLORED_LOG`] for the explorer
 /// to deliver, and answers the listener count the explorer keeps in [`EXPLORED_LISTENERS`]
 /// (keys outside `KEYS`: the explorer runs one server, not a cluster).
-#[cfg(all(test, feature = "explorer"))]
-pub(crate) const EXPLORED_LOG: &str = "explorer:published";
-#[cfg(all(test, feature = "explorer"))]
-pub(crate) const EXPLORED_LISTENERS: &str = "explorer:listeners";
-#[cfg(all(test, feature = "explorer"))]
+#[cfg(feature = "explorer")]
+pub const EXPLORED_LOG: &str = "explorer:published";
+#[cfg(feature = "explorer")]
+pub const EXPLORED_LISTENERS: &str = "explorer:listeners";
+#[cfg(feature = "explorer")]
 const EXPLORED_PUBLISH: &str = "local function publish(channel, message)
   redis.call('rpush', 'explorer:published', channel, tostring(message))
   return tonumber(redis.call('hget', 'explorer:listeners', channel) or '0')
 end";
 
 /// Test only: what `PUBSUB NUMSUB` answers under the explorer: its own listener counts.
-#[cfg(all(test, feature = "explorer"))]
+#[cfg(feature = "explorer")]
 const EXPLORED_COUNT: &str = "local function count_listeners(shared, listening)
   local function count(channel) return tonumber(redis.call('hget', 'explorer:listeners', channel) or '0') end
   return {shared, count(shared), listening, count(listening)}
@@ -55,9 +55,9 @@ fn prelude(publish: Publish) -> String {
         Publish::Broadcast => (false, PUBLISH, ASSUMED_COUNT),
         // Counted as on one server (the explorer's real NUMSUB), or as a broadcast cluster
         // counts; delivered by the explorer either way.
-        #[cfg(all(test, feature = "explorer"))]
+        #[cfg(feature = "explorer")]
         Publish::Explored { exact: true } => (true, EXPLORED_PUBLISH, EXPLORED_COUNT),
-        #[cfg(all(test, feature = "explorer"))]
+        #[cfg(feature = "explorer")]
         Publish::Explored { exact: false } => (false, EXPLORED_PUBLISH, ASSUMED_COUNT),
     };
     format!("local PUBLISH_COUNTS_EVERY_LISTENER = {counts_every_listener}\n{publish}\n{count}\n")
@@ -68,9 +68,9 @@ pub(crate) struct LockScript {
     plain: redis::Script,
     sharded: redis::Script,
     broadcast: redis::Script,
-    #[cfg(all(test, feature = "explorer"))]
+    #[cfg(feature = "explorer")]
     explored_exact: redis::Script,
-    #[cfg(all(test, feature = "explorer"))]
+    #[cfg(feature = "explorer")]
     explored_inexact: redis::Script,
 }
 
@@ -81,9 +81,9 @@ impl LockScript {
             plain: form(Publish::Plain),
             sharded: form(Publish::Sharded),
             broadcast: form(Publish::Broadcast),
-            #[cfg(all(test, feature = "explorer"))]
+            #[cfg(feature = "explorer")]
             explored_exact: form(Publish::Explored { exact: true }),
-            #[cfg(all(test, feature = "explorer"))]
+            #[cfg(feature = "explorer")]
             explored_inexact: form(Publish::Explored { exact: false }),
         }
     }
@@ -93,9 +93,9 @@ impl LockScript {
             Publish::Plain => self.plain.prepare_invoke(),
             Publish::Sharded => self.sharded.prepare_invoke(),
             Publish::Broadcast => self.broadcast.prepare_invoke(),
-            #[cfg(all(test, feature = "explorer"))]
+            #[cfg(feature = "explorer")]
             Publish::Explored { exact: true } => self.explored_exact.prepare_invoke(),
-            #[cfg(all(test, feature = "explorer"))]
+            #[cfg(feature = "explorer")]
             Publish::Explored { exact: false } => self.explored_inexact.prepare_invoke(),
         }
     }

@@ -153,7 +153,7 @@ impl Server {
     /// What a publish on each channel answers from now on (the explored script form reads it):
     /// `counts` listeners per channel, none on any other.
     pub(crate) fn set_listener_counts(&mut self, counts: std::collections::BTreeMap<String, i64>) {
-        let listeners = crate::kinds::script::EXPLORED_LISTENERS;
+        let listeners = polylock::explorer_seam::EXPLORED_LISTENERS;
         let mut pipe = redis::pipe();
         pipe.del(listeners).ignore();
         for (channel, count) in counts {
@@ -166,8 +166,8 @@ impl Server {
     /// from the log the explored script form keeps (`Publish::Explored`).
     pub(crate) fn take_published(&mut self) -> Vec<(String, String)> {
         let published: Vec<String> = redis::pipe()
-            .lrange(crate::kinds::script::EXPLORED_LOG, 0, -1)
-            .del(crate::kinds::script::EXPLORED_LOG)
+            .lrange(polylock::explorer_seam::EXPLORED_LOG, 0, -1)
+            .del(polylock::explorer_seam::EXPLORED_LOG)
             .ignore()
             .query::<(Vec<String>,)>(&mut self.connection)
             .unwrap()

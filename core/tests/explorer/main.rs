@@ -1,11 +1,15 @@
-//! The protocol explorer (test only): drives the engine's own code (`driven`: real `Client`s
-//! and handles on the engine's I/O seam, `connection::explored`) against the real lock scripts
-//! on a real server whose clock it controls (`server`). It runs 2-3 clients, each a task
-//! running a list of calls, one step at a time: a step runs one client's oldest command (and
-//! answers it, loses its reply, drops its connection or runs it twice), delivers or loses a
-//! message, cuts a pub/sub connection, begins a call, moves the clocks, or cuts off and promotes
-//! a replica. It checks safety and liveness properties after every step and at rest, by seeded
-//! random walks; a finding prints its steps and how to replay it.
+//! The protocol explorer: drives the engine's own code (`driven`: real `Client`s and handles on
+//! the engine's I/O seam, `connection::explored`) against the real lock scripts on a real
+//! server whose clock it controls (`server`). It runs 2-3 clients, each a task running a list of
+//! calls, one step at a time: a step runs one client's oldest command (and answers it, loses its
+//! reply, drops its connection or runs it twice), delivers or loses a message, cuts a pub/sub
+//! connection, begins a call, moves the clocks, or cuts off and promotes a replica. It checks
+//! safety and liveness properties after every step and at rest, by seeded random walks; a
+//! finding prints its steps and how to replay it.
+//!
+//! A test target of the core (`[[test]] explorer`, feature `explorer`): it reaches the core's
+//! seams (the I/O seam, the explored script form, the runtime and id hooks) only through
+//! `polylock::explorer_seam`, which exists only with that test-only feature.
 //!
 //! Scripts publish through the explored script form (`Publish::Explored`), which logs each
 //! message and answers the listener count the explorer keeps: every listener in exact mode
@@ -19,7 +23,6 @@
 mod driven;
 mod server;
 
-#[cfg(test)]
 mod driven_tests {
     use super::driven::{explore, walk, Actor, Bound, Faults, Kind, Op, Scenario};
     use super::server::Server;

@@ -20,8 +20,8 @@ use tokio::runtime::Runtime;
 use polylock_testkit::redisson;
 
 use super::server::Server;
-use crate::connection::explored::Seam;
-use crate::{AcquireOptions, Client, ClientOptions, ErrorKind, Lock, Semaphore};
+use polylock::explorer_seam::{self, Bus, Connection, Seam};
+use polylock::{AcquireOptions, Client, ClientOptions, ErrorKind, Lock, Semaphore};
 
 /// A property that failed, and how.
 #[derive(Debug, Clone)]
@@ -109,8 +109,8 @@ const EXPLORED_PUBLISH: &str = "redis.call('rpush', 'explorer:published', {chann
 /// leaves the queue. No watchdog: a hold lasts its lease. Its commands go through the seam's
 /// wire like a client's, and it subscribes on the seam's bus.
 struct RedissonLock {
-    connection: crate::connection::Connection,
-    bus: Arc<crate::connection::explored::Bus>,
+    connection: Connection,
+    bus: Arc<Bus>,
     messages: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<(String, Vec<u8>)>>,
     key: String,
     fair: bool,
@@ -125,9 +125,9 @@ impl RedissonLock {
     fn new(seam: &Seam, key: &str, owner: String, fair: bool) -> RedissonLock {
         let (inbox, messages) = tokio::sync::mpsc::unbounded_channel();
         seam.bus.connect(inbox);
-        let channel = crate::foundation::keys::lock_channel(key);
+        let channel = polylock::keys::lock_channel(key);
         RedissonLock {
-            connection: crate::connection::Connection::explored(seam.wire.clone()),
+            connection: Connection::explored(seam.wire.clone()),
             bus: seam.bus.clone(),
             messages: tokio::sync::Mutex::new(messages),
             key: key.to_owned(),
@@ -149,12 +149,12 @@ impl RedissonLock {
         script: &str,
         keys: &[String],
         args: &[String],
-    ) -> crate::Result<T> {
+    ) -> polylock::Result<T> {
         let script = redis::Script::new(script);
         let mut call = script.key(&self.key);
         if self.fair {
-            call.key(crate::foundation::keys::fair_queue(&self.key))
-                .key(crate::foundation::keys::fair_timeouts(&self.key));
+            call.key(polylock::keys::fair_queue(&self.key))
+                .key(polylock::keys::fair_timeouts(&self.key));
         }
         for key in keys {
             call.key(key);
@@ -164,10 +164,10 @@ impl RedissonLock {
         }
         call.invoke_async(&mut self.connection.clone())
             .await
-            .map_err(|err| crate::Error::from_redis("Redisson's lock", err))
+            .map_err(|err| explorer_seam::error_from_redis("Redisson's lock", err))
     }
 
-    async fn try_lock(&self, options: AcquireOptions) -> crate::Result<bool> {
+    async fn try_lock(&self, options: AcquireOptions) -> polylock::Result<bool> {
         let lease = options.lease.unwrap_or(Duration::from_millis(LEASE_MS));
         let deadline = options.wait.map(|wait| tokio::time::Instant::now() + wait);
         let (script, mut args) = if self.fair {
@@ -215,8 +215,8 @@ impl RedissonLock {
         Ok(acquired)
     }
 
-    async fn unlock(&self) -> crate::Result<()> {
-        let channel = crate::foundation::keys::lock_channel(&self.key);
+    async fn unlock(&self) -> polylock::Result<()> {
+        let channel = polylock::keys::lock_channel(&self.key);
         let unlock = if self.fair {
             redisson::rfair_unlock(EXPLORED_PUBLISH)
         } else {
@@ -226,7 +226,7 @@ impl RedissonLock {
         let released: Option<i64> = self.run(&unlock, &[channel], &args).await?;
         match released {
             Some(_) => Ok(()),
-            None => Err(crate::Error::lock_lost("Redisson's unlock: not held")),
+            None => Err(polylock::Error::lock_lost("Redisson's unlock: not held")),
         }
     }
 
@@ -270,7 +270,7 @@ impl Handle {
         }
     }
 
-    async fn acquire(&self, options: AcquireOptions) -> crate::Result<bool> {
+    async fn acquire(&self, options: AcquireOptions) -> polylock::Result<bool> {
         match self {
             Handle::Lock(lock) => lock.acquire(options).await,
             // Its lease is the engine's own (the permits are detached once taken).
@@ -279,7 +279,7 @@ impl Handle {
         }
     }
 
-    async fn release(&self) -> crate::Result<()> {
+    async fn release(&self) -> polylock::Result<()> {
         match self {
             Handle::Lock(lock) => lock.release().await,
             Handle::Permits(semaphore) => semaphore.release(1).await,
@@ -570,7 +570,7 @@ async fn act(
     j.done = true;
 }
 
-fn released(handle: &Handle, record: &Mutex<Journal>, outcome: crate::Result<()>) {
+fn released(handle: &Handle, record: &Mutex<Journal>, outcome: polylock::Result<()>) {
     let mut j = journal(record);
     j.releasing -= 1;
     if handle.counted_by_journal() {
@@ -630,7 +630,7 @@ impl World {
             .query(server.connection())
             .unwrap();
         // The same ids on every replay of the same steps.
-        crate::foundation::ids::count_from(1 << 64);
+        explorer_seam::count_from(1 << 64);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
@@ -639,11 +639,11 @@ impl World {
         // Given back in `Drop` (`Box::from_raw`), once every client is gone; the core holds
         // `&'static` runtimes, and nothing of this world outlives it.
         let runtime: &'static Runtime = unsafe { &*Box::into_raw(Box::new(runtime)) };
-        crate::foundation::runtime::explore_on(Some(runtime));
+        explorer_seam::explore_on(Some(runtime));
         let mut world = World {
             runtime: Some(runtime),
             members: Vec::new(),
-            key: crate::foundation::key_prefix::apply(scenario.key_prefix, NAME),
+            key: explorer_seam::prefixed(scenario.key_prefix, NAME),
             steps: 0,
             faulted: false,
             advanced_ms: 0,
@@ -699,9 +699,9 @@ impl World {
                     }
                     .expect("a handle");
                     Handle::Lock(if actor.poll {
-                        lock.with_wait_mode(crate::WaitMode::Poll {
-                            min: crate::settings::options::DEFAULT_POLL_MIN,
-                            max: crate::settings::options::DEFAULT_POLL_MAX,
+                        lock.with_wait_mode(polylock::WaitMode::Poll {
+                            min: polylock::options::DEFAULT_POLL_MIN,
+                            max: polylock::options::DEFAULT_POLL_MAX,
                         })
                         .expect("a poll waiter")
                     } else {
@@ -747,7 +747,7 @@ impl World {
         let runtime = self.runtime();
         let connecting = runtime.spawn({
             let seam = seam.clone();
-            async move { crate::client::explored(&seam, options, exact).await }
+            async move { explorer_seam::explored_client(&seam, options, exact).await }
         });
         while !connecting.is_finished() {
             run_ready_tasks(runtime);
@@ -959,12 +959,10 @@ impl World {
     /// (`engine/release_gate.rs`), so a script that runs meanwhile is the undo, and a place in
     /// line is the undone request's, not the call's under way.
     fn undo_in_flight(&self, member: &Member) -> bool {
-        member.client.as_ref().is_some_and(|client| {
-            !client
-                .inner
-                .release_gate
-                .no_undo(&self.key, member.handle.owner())
-        })
+        member
+            .client
+            .as_ref()
+            .is_some_and(|client| !explorer_seam::no_undo(client, &self.key, member.handle.owner()))
     }
 
     /// Marks, for each acquire under way of a fair or FIFO lock, the first step after which
@@ -974,8 +972,8 @@ impl World {
     fn note_queued(&mut self, server: &mut Server) {
         for member in &self.members {
             let line = match member.kind {
-                Kind::Fair | Kind::RFairLock => crate::foundation::keys::fair_queue(&self.key),
-                Kind::Fifo => crate::foundation::keys::fifo_line(&self.key),
+                Kind::Fair | Kind::RFairLock => polylock::keys::fair_queue(&self.key),
+                Kind::Fifo => polylock::keys::fifo_line(&self.key),
                 Kind::Plain
                 | Kind::Fenced
                 | Kind::Read
@@ -1370,7 +1368,7 @@ impl World {
         // resolver's undo all come within it), and so does a semaphore's release latch (its
         // background retries come within a minute of its first send).
         let options = ClientOptions::default();
-        let window = crate::engine::release::trace_window(options.response_timeout * 2, &options);
+        let window = explorer_seam::trace_window(options.response_timeout * 2, &options);
         let spared: &[&str] = if self.has_permits() {
             &["polylock_acquire_latch:", "redisson_unlock_latch:"]
         } else {
@@ -1380,7 +1378,7 @@ impl World {
             return Some(found);
         }
         let latch_window =
-            Duration::from_millis(crate::engine::latch_ms(Duration::from_millis(LEASE_MS)));
+            Duration::from_millis(explorer_seam::latch_ms(Duration::from_millis(LEASE_MS)));
         self.rest_for(server, latch_window, &[])
     }
 
@@ -1482,7 +1480,7 @@ impl Drop for World {
                 drop(member);
             }
         }
-        crate::foundation::runtime::explore_on(None);
+        explorer_seam::explore_on(None);
         // SAFETY: made by `Box::into_raw` in `new`; every client of this world is gone, and
         // the tasks that hold it are dropped with it.
         drop(unsafe { Box::from_raw(runtime as *const Runtime as *mut Runtime) });
@@ -1539,7 +1537,7 @@ impl Report {
         if let Some(finding) = &self.finding {
             let _ = write!(
                 text,
-                "\nFOUND: {} — {}\n{}  replay: POLYLOCK_DRIVEN_REPLAY='{}:{}:{}:{}' cargo test -p polylock --features explorer --lib explorer::driven_tests::driven_replay -- --ignored --nocapture",
+                "\nFOUND: {} — {}\n{}  replay: POLYLOCK_DRIVEN_REPLAY='{}:{}:{}:{}' cargo test -p polylock --features explorer --test explorer driven_tests::driven_replay -- --ignored --nocapture",
                 finding.violation.property,
                 finding.violation.detail,
                 finding.log,
