@@ -172,6 +172,16 @@ pub(crate) struct Renewal {
 }
 
 impl Renewal {
+    /// The renewal of `owner`'s hold under `key` by `script` (one of the batched renewal
+    /// scripts, `renew_each.lua`).
+    pub(crate) fn by(script: &'static LockScript, key: &str, owner: &str) -> Renewal {
+        Renewal {
+            script,
+            key: key.to_owned(),
+            owner: owner.to_owned(),
+        }
+    }
+
     /// The renewal of a hash-based hold: `field` in the lock hash `key` (the owner, or the
     /// read-write lock's writer field).
     pub(crate) fn of_hash(key: &str, field: String) -> Renewal {
@@ -253,10 +263,12 @@ impl WaitPolicy {
     }
 }
 
-/// What every kind knows of its lock: the user's name, the key under the client's prefix, the
+/// What every kind knows of its lock: its kind, the user's name, the key under the client's prefix, the
 /// channel its waiters listen on, and how its scripts publish. A kind keeps one and hands it to
 /// the engine through [`LockKind::names`].
 pub(crate) struct LockNames {
+    /// The kind's name in metrics and the client record (`LockKind::kind_name`).
+    pub kind: &'static str,
     /// The name as the user gave it (errors, metrics).
     pub name: String,
     /// The name under the client's key prefix: the lock's key, from which every other key and
@@ -268,8 +280,15 @@ pub(crate) struct LockNames {
 }
 
 impl LockNames {
-    pub(crate) fn new(name: &str, key: &str, channel: String, publish: Publish) -> LockNames {
+    pub(crate) fn new(
+        kind: &'static str,
+        name: &str,
+        key: &str,
+        channel: String,
+        publish: Publish,
+    ) -> LockNames {
         LockNames {
+            kind,
             name: name.to_owned(),
             key: key.to_owned(),
             channel,
@@ -281,7 +300,7 @@ impl LockNames {
 /// A kind of lock: its keys, scripts and replies. Replies of `release`: nil (not held by the
 /// owner), 0 (still held), 1 (released).
 pub(crate) trait LockKind: Send + Sync + 'static {
-    /// The lock's name, key, wait channel and publish form.
+    /// The lock's kind, name, key, wait channel and publish form.
     fn names(&self) -> &LockNames;
 
     /// The lock's name as the user gave it.
@@ -298,7 +317,7 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     /// The kind's name in metrics and the client record: `lock`, `fair_lock`, `fenced_lock`,
     /// `read_write_lock`, `semaphore`, `expirable_semaphore`.
     fn kind_name(&self) -> &'static str {
-        crate::metrics::kind::LOCK
+        self.names().kind
     }
 
     /// The channel on which `owner` waits to be woken.
@@ -373,8 +392,10 @@ pub(crate) trait LockKind: Send + Sync + 'static {
     }
 
     /// Deletes the lock whoever holds it and wakes a waiter; replies 1 when there was one.
-    /// `None` for kinds that have no such thing (a semaphore's permits).
-    fn force_unlock(&self) -> Option<ScriptInvocation<'static>>;
+    /// `None` (the default) for kinds that have no such thing (a semaphore's permits).
+    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
+        None
+    }
 
     fn renewal(&self, owner: &str) -> Renewal;
 }

@@ -98,7 +98,7 @@ pub(crate) struct Queued<L> {
 impl<L: Layout> Queued<L> {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Queued<L> {
         Queued {
-            names: LockNames::new(name, key, keys::lock_channel(key), publish),
+            names: LockNames::new(L::KIND_NAME, name, key, keys::lock_channel(key), publish),
             line_keys: L::line_keys(key),
             listening: keys::lock_listening_channel(key),
             layout: PhantomData,
@@ -133,10 +133,6 @@ impl<L: Layout> Queued<L> {
 impl<L: Layout> LockKind for Queued<L> {
     fn names(&self) -> &LockNames {
         &self.names
-    }
-
-    fn kind_name(&self) -> &'static str {
-        L::KIND_NAME
     }
 
     /// Its own channel, on which a release of this kind tells or grants it the lock.

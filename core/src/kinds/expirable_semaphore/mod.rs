@@ -39,7 +39,13 @@ pub(crate) struct Permit {
 impl Permit {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Permit {
         Permit {
-            names: LockNames::new(name, key, keys::semaphore_channel(key), publish),
+            names: LockNames::new(
+                crate::metrics::kind::EXPIRABLE_SEMAPHORE,
+                name,
+                key,
+                keys::semaphore_channel(key),
+                publish,
+            ),
             timeouts: keys::permit_timeouts(key),
         }
     }
@@ -57,10 +63,6 @@ impl Permit {
 impl LockKind for Permit {
     fn names(&self) -> &LockNames {
         &self.names
-    }
-
-    fn kind_name(&self) -> &'static str {
-        crate::metrics::kind::EXPIRABLE_SEMAPHORE
     }
 
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
@@ -98,15 +100,7 @@ impl LockKind for Permit {
         call
     }
 
-    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
-        None
-    }
-
     fn renewal(&self, owner: &str) -> Renewal {
-        Renewal {
-            script: &RENEWAL,
-            key: self.timeouts.clone(),
-            owner: owner.to_owned(),
-        }
+        Renewal::by(&RENEWAL, &self.timeouts, owner)
     }
 }

@@ -37,8 +37,10 @@ pub(crate) struct Fenced {
 
 impl Fenced {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Fenced {
+        let mut lock = Reentrant::new(name, key, publish);
+        lock.names.kind = crate::metrics::kind::FENCED_LOCK;
         Fenced {
-            lock: Reentrant::new(name, key, publish),
+            lock,
             token_counter: keys::fenced_token(key),
         }
     }
@@ -47,10 +49,6 @@ impl Fenced {
 impl LockKind for Fenced {
     fn names(&self) -> &LockNames {
         self.lock.names()
-    }
-
-    fn kind_name(&self) -> &'static str {
-        crate::metrics::kind::FENCED_LOCK
     }
 
     fn told_channel(&self, owner: &str) -> Option<String> {

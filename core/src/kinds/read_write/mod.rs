@@ -75,7 +75,13 @@ impl ReadWriteSide {
 
     fn new(name: &str, key: &str, publish: Publish, side: Side) -> ReadWriteSide {
         ReadWriteSide {
-            names: LockNames::new(name, key, keys::rwlock_channel(key), publish),
+            names: LockNames::new(
+                crate::metrics::kind::READ_WRITE_LOCK,
+                name,
+                key,
+                keys::rwlock_channel(key),
+                publish,
+            ),
             writers: keys::rwlock_writers(key),
             readers: keys::rwlock_readers(key),
             since: keys::rwlock_since(key),
@@ -97,10 +103,6 @@ impl ReadWriteSide {
 impl LockKind for ReadWriteSide {
     fn names(&self) -> &LockNames {
         &self.names
-    }
-
-    fn kind_name(&self) -> &'static str {
-        crate::metrics::kind::READ_WRITE_LOCK
     }
 
     /// A waiting reader or writer looks again before its registration runs out.
@@ -238,11 +240,7 @@ impl LockKind for ReadWriteSide {
 
     fn renewal(&self, owner: &str) -> Renewal {
         match self.side {
-            Side::Read => Renewal {
-                script: &READ_RENEWAL,
-                key: self.names.key.clone(),
-                owner: owner.to_owned(),
-            },
+            Side::Read => Renewal::by(&READ_RENEWAL, &self.names.key, owner),
             Side::Write => Renewal::of_hash(&self.names.key, write_field(owner)),
         }
     }

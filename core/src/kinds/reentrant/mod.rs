@@ -77,7 +77,13 @@ pub(crate) struct Reentrant {
 impl Reentrant {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Reentrant {
         Reentrant {
-            names: LockNames::new(name, key, keys::lock_channel(key), publish),
+            names: LockNames::new(
+                crate::metrics::kind::LOCK,
+                name,
+                key,
+                keys::lock_channel(key),
+                publish,
+            ),
             waiters: keys::lock_waiters(key),
             reservation: keys::lock_reservation(key),
             told_prefix: keys::lock_told_prefix(key),

@@ -39,7 +39,13 @@ impl SemaphoreAcquisition {
         publish: Publish,
     ) -> SemaphoreAcquisition {
         SemaphoreAcquisition {
-            names: LockNames::new(name, key, keys::semaphore_channel(key), publish),
+            names: LockNames::new(
+                crate::metrics::kind::SEMAPHORE,
+                name,
+                key,
+                keys::semaphore_channel(key),
+                publish,
+            ),
             permits,
         }
     }
@@ -48,10 +54,6 @@ impl SemaphoreAcquisition {
 impl LockKind for SemaphoreAcquisition {
     fn names(&self) -> &LockNames {
         &self.names
-    }
-
-    fn kind_name(&self) -> &'static str {
-        crate::metrics::kind::SEMAPHORE
     }
 
     /// The lease is the lifetime of the request's latch (permits do not expire).
@@ -86,15 +88,7 @@ impl LockKind for SemaphoreAcquisition {
         call
     }
 
-    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
-        None
-    }
-
     fn renewal(&self, owner: &str) -> Renewal {
-        Renewal {
-            script: &HELD,
-            key: self.names.key.clone(),
-            owner: owner.to_owned(),
-        }
+        Renewal::by(&HELD, &self.names.key, owner)
     }
 }
