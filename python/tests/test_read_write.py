@@ -1,4 +1,7 @@
-"""The read-write lock (blocking and asyncio) against a real redis-server."""
+"""The read-write lock (blocking and asyncio) against a real redis-server.
+What every binding does alike (results, errors, Redisson's layout) is in the conformance cases
+(tests/conformance/behaviour.json, run by test_conformance_behaviour.py); this file keeps
+Python's own: threads and tasks as holders, context managers, units, asyncio."""
 
 from __future__ import annotations
 
@@ -135,14 +138,6 @@ def test_a_write_release_wakes_waiting_readers_long_before_the_lease(client, url
     assert len(waited) == 3
     assert max(waited) < 10, f"woken after {waited}: by expiry, not by the release message"
 
-
-def test_a_string_under_the_name_is_wrong_type(client, redis, name):
-    redis("SET", name, "not a lock")
-    rw = client.read_write_lock(name)
-    for lock in (rw.read_lock(), rw.write_lock()):
-        with pytest.raises(polylock.WrongTypeError):
-            lock.acquire(blocking=False)
-    assert redis("GET", name) == b"not a lock"
 
 
 def test_asyncio_readers_writers_and_downgrade(url, redis, name):
