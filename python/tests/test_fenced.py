@@ -85,7 +85,6 @@ def test_a_stale_write_is_refused_and_the_value_is_unchanged(client, url, redis,
     assert client.fenced_delete(key, old + 100) is False
 
 
-
 def test_asyncio_tokens_and_fenced_writes(url, redis, name):
     key = f"{name}:resource"
 

@@ -21,7 +21,6 @@ def client(url: str):
         yield client
 
 
-
 def test_a_wait_ends_false_at_its_timeout(client, name):
     latch = client.count_down_latch(name)
     assert latch.name == name

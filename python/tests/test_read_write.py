@@ -139,7 +139,6 @@ def test_a_write_release_wakes_waiting_readers_long_before_the_lease(client, url
     assert max(waited) < 10, f"woken after {waited}: by expiry, not by the release message"
 
 
-
 def test_asyncio_readers_writers_and_downgrade(url, redis, name):
     async def main() -> None:
         async with await polylock.AsyncClient.connect(url) as client:

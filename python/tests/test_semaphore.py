@@ -132,7 +132,6 @@ def test_a_waiter_is_woken_by_the_release_not_by_polling(client, url, name):
     assert semaphore.available_permits() == 0
 
 
-
 # ---- the expirable semaphore ----
 
 
