@@ -81,32 +81,6 @@ def test_readers_share_and_a_writer_excludes_them(client, url, name):
         reader.read_lock().release()
 
 
-def test_reentrancy_and_downgrade(client, url, name):
-    rw = client.read_write_lock(name)
-    read, write = rw.read_lock(), rw.write_lock()
-    with write:
-        with write:  # reentrant
-            assert write.hold_count() == 2
-        assert write.hold_count() == 1
-        assert read.acquire(blocking=False)  # the writer may read
-        assert read.acquire(blocking=False)
-        assert read.hold_count() == 2
-    # Downgraded: still reading, so other readers come in and writers do not.
-    assert read.owned() and not write.owned()
-    with polylock.Client(url) as other_client:
-        other = other_client.read_write_lock(name)
-        assert other.read_lock().acquire(timeout=5)
-        other.read_lock().release()
-        assert other.write_lock().acquire(timeout=0.3) is False
-        read.release()
-        read.release()
-        assert not read.owned()
-        assert other.write_lock().acquire(timeout=5)
-        other.write_lock().release()
-    with pytest.raises(polylock.NotHeldError):
-        read.release()
-
-
 def test_a_write_release_wakes_waiting_readers_long_before_the_lease(client, url, name):
     rw = client.read_write_lock(name)
     assert rw.write_lock().acquire(lease=60)
