@@ -2,6 +2,8 @@
 
 // The read-write lock (client.readWriteLock: readLock() and writeLock() are Locks), against a
 // real redis-server.
+// What every binding does alike (results, errors, Redisson's layout) is in the conformance cases
+// (tests/conformance/behaviour.json, run by conformance-behaviour.test.js); this file keeps Node's own.
 
 const assert = require('node:assert/strict')
 const { once } = require('node:events')
@@ -41,72 +43,6 @@ describe('read-write lock', () => {
     assert.equal(rw.readLock().owner, rw.writeLock().owner, 'one owner')
     assert.notEqual(client.readWriteLock(rw.name).readLock().owner, rw.readLock().owner, 'a new owner per call')
     assert.throws(() => new ReadWriteLock({}), { code: 'ERR_INVALID_ARGUMENT' })
-  })
-
-  test('a writer excludes readers and other writers', async () => {
-    const name = fresh('exclusive')
-    const writer = client.readWriteLock(name)
-    const other = client.readWriteLock(name)
-    assert.equal(await writer.writeLock().acquire({ waitMs: 0 }), true)
-    assert.equal(await other.readLock().acquire({ waitMs: 0 }), false)
-    assert.equal(await other.writeLock().acquire({ waitMs: 100 }), false)
-    assert.equal(await redis.command('HGET', name, 'mode'), 'write', "Redisson's layout")
-    await writer.writeLock().release()
-    assert.equal(await other.readLock().acquire({ waitMs: 0 }), true)
-    await other.readLock().release()
-    assert.equal(await redis.command('EXISTS', name), 0)
-  })
-
-  test('readers share the lock and keep writers out', async () => {
-    const name = fresh('shared')
-    const readers = [client.readWriteLock(name), client.readWriteLock(name), client.readWriteLock(name)]
-    for (const reader of readers) assert.equal(await reader.readLock().acquire({ waitMs: 0 }), true)
-    const writer = client.readWriteLock(name)
-    assert.equal(await writer.writeLock().acquire({ waitMs: 0 }), false)
-    for (const reader of readers.slice(0, 2)) await reader.readLock().release()
-    assert.equal(await writer.writeLock().acquire({ waitMs: 0 }), false, 'one reader is still inside')
-    await readers[2].readLock().release()
-    assert.equal(await writer.writeLock().acquire({ waitMs: 0 }), true)
-    await writer.writeLock().release()
-  })
-
-  test('both sides are reentrant', async () => {
-    const name = fresh('reentrant')
-    const rw = client.readWriteLock(name)
-    const read = rw.readLock()
-    assert.equal(await read.acquire(), true)
-    assert.equal(await read.acquire({ waitMs: 0 }), true)
-    assert.equal(read.holdCount(), 2)
-    await read.release()
-    assert.equal(await read.isLocked(), true)
-    await read[Symbol.asyncDispose]()
-    assert.equal(read.holdCount(), 0)
-    assert.equal(await read.isLocked(), false)
-
-    const write = rw.writeLock()
-    assert.equal(await write.acquire(), true)
-    assert.equal(await write.acquire({ waitMs: 0 }), true)
-    assert.equal(write.holdCount(), 2)
-    await write.release()
-    assert.equal(await client.readWriteLock(name).readLock().acquire({ waitMs: 0 }), false)
-    await write.release()
-    await assert.rejects(write.release(), { code: 'ERR_NOT_HELD' })
-  })
-
-  test('the writer may take the read lock and keep it after the write release (downgrade)', async () => {
-    const name = fresh('downgrade')
-    const rw = client.readWriteLock(name)
-    assert.equal(await rw.writeLock().acquire(), true)
-    assert.equal(await rw.readLock().acquire({ waitMs: 0 }), true, "the writer's own read")
-    const other = client.readWriteLock(name)
-    assert.equal(await other.readLock().acquire({ waitMs: 0 }), false, 'still write-locked')
-    await rw.writeLock().release()
-    assert.equal(rw.readLock().isHeld(), true)
-    assert.equal(await other.readLock().acquire({ waitMs: 0 }), true, 'readers share the downgraded lock')
-    assert.equal(await other.writeLock().acquire({ waitMs: 0 }), false, 'no writer while reading')
-    await other.readLock().release()
-    await rw.readLock().release()
-    assert.equal(await redis.command('EXISTS', name), 0)
   })
 
   test('a write release wakes every waiting reader long before a 60 s lease ends', async () => {
@@ -164,15 +100,6 @@ describe('read-write lock', () => {
     } finally {
       await short.close()
     }
-  })
-
-  test('a string key of the same name is ERR_WRONG_TYPE on either side', async () => {
-    const name = fresh('wrong-type')
-    await redis.command('SET', name, 'not a lock')
-    const rw = client.readWriteLock(name)
-    await assert.rejects(rw.readLock().acquire({ waitMs: 0 }), { code: 'ERR_WRONG_TYPE' })
-    await assert.rejects(rw.writeLock().acquire({ waitMs: 0 }), { code: 'ERR_WRONG_TYPE' })
-    assert.equal(await redis.command('GET', name), 'not a lock')
   })
 
   test('bad names and options are ERR_INVALID_ARGUMENT', async () => {

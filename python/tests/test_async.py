@@ -190,23 +190,6 @@ def test_async_watchdog_and_wakeup(url, redis, name):
     run(main())
 
 
-def test_async_bad_input(url, redis, name):
-    async def main() -> None:
-        async with polylock.AsyncClient(url) as client:
-            with pytest.raises(polylock.InvalidArgumentError):
-                client.lock("")
-            lock = client.lock(name)
-            with pytest.raises(ValueError):
-                await lock.acquire(timeout=-2)
-            with pytest.raises(polylock.InvalidArgumentError):
-                await lock.acquire(lease=0)
-            redis("SET", name, "x")
-            with pytest.raises(polylock.WrongTypeError):
-                await lock.acquire(timeout=1)
-
-    run(main())
-
-
 def test_async_lock_outside_a_task_is_an_error(url, name):
     client = polylock.AsyncClient(url)
     lock = client.lock(name)

@@ -1,6 +1,5 @@
 package polylock.test
 
-import java.io.File
 import java.util.concurrent.TimeUnit
 import kotlinx.coroutines.runBlocking
 import org.json.JSONObject
@@ -31,11 +30,7 @@ class ConformanceTest {
     private lateinit var redis: RedisServer
     private lateinit var client: Client
 
-    private val cases: List<JSONObject> = run {
-        val root = System.getProperty("polylock.repo.root") ?: error("system property polylock.repo.root is not set")
-        val cases = JSONObject(File(root, "tests/conformance/bad_input.json").readText()).getJSONArray("cases")
-        List(cases.length()) { cases.getJSONObject(it) }
-    }
+    private val cases = conformanceCases("bad_input.json")
 
     @BeforeAll
     fun start() {

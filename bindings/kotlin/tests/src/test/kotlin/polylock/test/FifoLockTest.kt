@@ -13,7 +13,6 @@ import kotlinx.coroutines.withContext
 import kotlinx.coroutines.withTimeout
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
-import org.junit.jupiter.api.Assertions.assertNotEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.Timeout
@@ -27,8 +26,9 @@ import polylock.withLock
 
 /**
  * polylock's FIFO lock through the uniffi binding (`client.fifoLock`): arrival order in the line
- * `polylock_fifo_line:{name}`, a waiter that gives up leaving it at once, reentrancy and
- * exclusion in the lock hash, the Duration idiom and the docs example.
+ * `polylock_fifo_line:{name}`, a waiter that gives up leaving it at once, the Duration idiom and
+ * the docs example. Reentrancy and exclusion in the lock hash, as every binding shows them, are
+ * conformance cases (tests/conformance/behaviour.json, run by [BehaviourTest]).
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class FifoLockTest {
@@ -132,44 +132,6 @@ class FifoLockTest {
             }
         }
     }
-
-    @Test
-    fun `a handle re-enters its FIFO lock, counted in the hash, which excludes a plain lock`() =
-        RedisServer.start().use { redis ->
-            runBlocking {
-                Client.connect(redis.url).use { client ->
-                    val first = client.fifoLock("fifo-reentrant")
-                    val second = client.fifoLock("fifo-reentrant")
-                    val plain = client.lock("fifo-reentrant")
-                    assertNotEquals(first.owner(), second.owner())
-                    assertTrue(first.acquire())
-                    assertTrue(first.acquire(waitMs = 0))
-                    assertEquals(2, first.holdCount())
-                    assertEquals("2", redis.command("HGET", "fifo-reentrant", first.owner()))
-                    assertEquals("hash", redis.command("TYPE", "fifo-reentrant"))
-                    assertFalse(second.acquire(waitMs = 0))
-                    assertFalse(plain.acquire(waitMs = 0))
-
-                    first.release()
-                    assertEquals(1, first.holdCount())
-                    assertEquals("1", redis.command("HGET", "fifo-reentrant", first.owner()))
-                    assertFalse(second.acquire(waitMs = 0))
-
-                    first.release()
-                    assertEquals(0, first.holdCount())
-                    assertEquals(0L, redis.command("EXISTS", "fifo-reentrant"))
-                    expectThrows<LockException.NotHeld> { first.release() }
-
-                    // The other way round: a plain lock's hold keeps the FIFO lock out.
-                    assertTrue(plain.acquire(waitMs = 0))
-                    assertFalse(second.acquire(waitMs = 0))
-                    plain.release()
-                    assertTrue(second.acquire(waitMs = 0))
-                    second.release()
-                    assertEquals(0L, redis.command("EXISTS", "fifo-reentrant"))
-                }
-            }
-        }
 
     @Test
     fun `the Duration idiom sets the FIFO lock's defaults`() = RedisServer.start().use { redis ->

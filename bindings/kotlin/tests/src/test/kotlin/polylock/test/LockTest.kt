@@ -105,29 +105,16 @@ class LockTest {
     }
 
     @Test
-    fun `a handle re-enters its own lock and releases one level at a time`() = withClient { redis, client ->
+    fun `two handles of one client are two owners`() = withClient { _, client ->
+        // Reentry, hold counts, Redisson's hash and NotHeld: the conformance cases.
         val first = client.lock("reentrant")
         val second = client.lock("reentrant")
         assertNotEquals(first.owner(), second.owner())
         assertTrue(first.acquire())
-        assertTrue(first.acquire(waitMs = 0))
-        assertEquals(2, first.holdCount())
-        // Redisson layout: a hash field per owner holding the hold count.
-        assertEquals("2", redis.command("HGET", "reentrant", first.owner()))
         assertFalse(second.acquire(waitMs = 0))
-
         first.release()
-        assertEquals(1, first.holdCount())
-        assertTrue(first.isHeld())
-        assertFalse(second.acquire(waitMs = 0))
-
-        first.release()
-        assertEquals(0, first.holdCount())
-        assertFalse(first.isHeld())
         assertTrue(second.acquire(waitMs = 0))
-        expectThrows<LockException.NotHeld> { first.release() }
         second.release()
-        assertEquals(0L, redis.command("EXISTS", "reentrant"))
     }
 
     @Test
@@ -254,11 +241,7 @@ class LockTest {
         assertFalse(lock.isHeld())
         expectThrows<LockException.NotHeld> { lock.release() }
         expectThrows<LockException.NotHeld> { lock.releaseBlocking() }
-
-        assertEquals("OK", redis.command("SET", "a-string", "not a lock"))
-        val wrongType = expectThrows<LockException.WrongType> { client.lock("a-string").acquire(waitMs = 0) }
-        assertTrue(wrongType.message!!.contains("a-string"), wrongType.message)
-        assertEquals("not a lock", redis.command("GET", "a-string"))
+        // A key of another type (WrongType): the conformance cases.
 
         expectThrows<LockException.InvalidArgument> { Client.connect("not a url") }
         expectThrows<LockException.InvalidArgument> {
