@@ -6,18 +6,21 @@
 #               the job fleet test with Node workers too (so it needs build-node),
 #               plus the stub check (mypy.stubtest).
 # A plain `pip install ./python` builds a release wheel from source (needs Rust); users install the wheel of dist-python.
-# python-wheel:     the abi3 wheel (CPython 3.9+, manylinux_2_17 through zig) with the cargo
-#                   profile PY_WHEEL_PROFILE (release by default) into target/wheels/<profile>;
-#                   maturin, ziglang and auditwheel live in target/dist-venv.
+# python-wheel:     the abi3 wheel (CPython 3.9+) with the cargo profile PY_WHEEL_PROFILE
+#                   (release by default) into target/wheels/<profile>: the release one
+#                   manylinux_2_17 through zig; the dev one is build-python's extension packed
+#                   (tagged for this machine's glibc). maturin, ziglang and auditwheel live in
+#                   target/dist-venv.
 # dist-python:      the release wheel and the sdist, into dist/.
 # test-dist-python: installs the PY_WHEEL_PROFILE wheel (with no index; then redis-py for the
 #                   test kit's launcher) into a fresh venv (target/dist-test-venv) and uses
-#                   it with no cargo/rustc on PATH (python/tests/install_check.py); auditwheel
-#                   must find it manylinux_2_17 and the tag abi3 / cp39.
-# test-wheel-python: what `make test` runs: test-dist-python on a wheel of the dev profile, built
-#                   the same way (maturin, zig, manylinux2014) but in a few minutes instead of the
-#                   release build's 14 on 2 cores, and the sdist check. `make test-dist` and
-#                   `make dist` keep the release build.
+#                   it with no cargo/rustc on PATH (python/tests/install_check.py); the tag must
+#                   be abi3 / cp39, and for the release wheel auditwheel must find it
+#                   manylinux_2_17.
+# test-wheel-python: what `make test` runs: test-dist-python on the dev wheel, and the sdist
+#                   check. `make test-dist` and `make dist` build and check the release wheel:
+#                   its zig build compiles the dependency tree once more (the release build took
+#                   14 minutes of a fresh make test on 2 cores, a dev one with zig several).
 
 PYTHON ?= python3
 PY_VENV := python/.venv
@@ -78,9 +81,17 @@ python-wheel: $(PY_DIST_VENV)/bin/maturin
 	@$(MAKE) --no-print-directory $(PY_WHEEL_DIR)/.built
 $(PY_WHEEL_DIR)/.built: $(PY_WHEEL_SOURCES)
 	rm -rf $(PY_WHEEL_DIR) && mkdir -p $(PY_WHEEL_DIR)
+ifeq ($(PY_WHEEL_PROFILE),dev)
+	@# make test's wheel: the extension build-python (maturin develop) compiled, packed as a
+	@# wheel (the same cargo call: nothing compiles again), tagged for this machine's glibc.
+	@# zig (manylinux_2_17) needs a dependency tree of its own, minutes of a fresh make test on
+	@# 2 cores: the release wheel has it (make dist, checked by make test-dist).
+	cd python && PATH="$(PY_DIST_VENV)/bin:$$PATH" maturin build --quiet --profile dev --out $(CURDIR)/$(PY_WHEEL_DIR)
+else
 	@# Its own target dir: zig's compiler settings would otherwise rebuild, in place, the release
 	@# artifacts the Node addon and its tests share (same profile, other fingerprints).
 	cd python && CARGO_TARGET_DIR=$(CURDIR)/target/dist-python PATH="$(PY_DIST_VENV)/bin:$$PATH" maturin build --quiet --profile $(PY_WHEEL_PROFILE) --zig --compatibility manylinux2014 --out $(CURDIR)/$(PY_WHEEL_DIR)
+endif
 	touch $@
 
 python-sdist: $(PY_DIST_VENV)/bin/maturin
@@ -104,13 +115,15 @@ test-dist-python: python-wheel redis-server
 	@# redis-py for the test kit's redis-server launcher (python/tests/redis_server.py) only.
 	$(PY_TEST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "redis>=5"
 	cd $(PY_TEST_VENV) && PATH="$(PATH_WITHOUT_RUST)" $(PY_TEST_VENV)/bin/python $(CURDIR)/python/tests/install_check.py
+ifneq ($(PY_WHEEL_PROFILE),dev)
 	$(PY_DIST_VENV)/bin/auditwheel show $(PY_WHEEL_DIR)/polylock-*.whl | tee target/dist-python-auditwheel.txt
 	grep -q '"manylinux_2_17_x86_64"' target/dist-python-auditwheel.txt
 	ls $(PY_WHEEL_DIR)/polylock-*.whl | grep -q -- '-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl$$'
+endif
 
-# make test's release lane builds it early (python-wheel-dev, beside test-build), then tests it.
+# make test's release lane packs it once build-python built the extension, then tests it.
 .PHONY: python-wheel-dev
-python-wheel-dev: python-sdist
+python-wheel-dev: python-sdist build-python
 	$(MAKE) --no-print-directory python-wheel PY_WHEEL_PROFILE=dev
 
 test-wheel-python: python-sdist

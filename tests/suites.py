@@ -8,10 +8,9 @@ then find nothing to do). The suites mostly wait (on Redis, on sleeps of fault t
 processes), so they run in lanes at once. A lane runs its suites one after the other, and the
 suites that write a shared working copy (the Maven projects) are in the same lane; the Python
 venv and node/'s addon are rebuilt only when a source changed, so after the build every suite
-only reads them. The release builds and the lint, which only need CPU, run in lanes of their own
-under `nice`, so they take what the suites leave; those lanes start with the build (what they
-do first needs nothing it makes: the lint's own target dir, the wheel's own target dir), so they
-also fill the build's idle moments (downloads, Maven, links).
+only reads them. The packages and the lint run in lanes of their own under `nice`, so they
+take what the suites leave; the lint's starts with the build (its own target dir), so it also
+fills the build's idle moments (downloads, Maven, links).
 
 Each suite's output is printed whole when it ends (passed or failed). After the first failure
 no new suite starts; the table marks what did not run. `POLYLOCK_TEST_LANES=1` runs the same
@@ -50,10 +49,11 @@ LANES = {
     "node": (0, ["test-node@test-build-scripts", "bench-smoke@build", "test-matrix-smoke", "test-demo", "test-cli"]),
     # Both build in target/lint: the clippy check, then the packaged crate.
     "lint": (15, ["lint", "test-rust-package@build"]),
-    # The packages make test installs are built with the dev profile, as the suites' own are
-    # (make dist and make test-dist build and test the release ones): the release wheel alone
-    # took about 14 minutes of a fresh make test on 2 cores.
-    "release": (15, ["python-wheel-dev", "test-wheel-python@build", "test-dist-node-dev"]),
+    # The packages make test installs are the dev builds the suites use, packed (make dist and
+    # make test-dist build and test the release ones: the release wheel alone took about 14
+    # minutes of a fresh make test on 2 cores, a dev wheel through zig still 800 s of a niced
+    # lane, compiling the dependency tree once more).
+    "release": (15, ["python-wheel-dev@test-build-scripts", "test-wheel-python@build", "test-dist-node-dev"]),
 }
 EARLY = ("rust", "python", "node", "lint", "release")
 # Package builds in lanes of tests: niced like the release lane.
