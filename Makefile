@@ -101,15 +101,20 @@ test-build-core: redis-server
 test-build-scripts: test-build-core
 	$(MAKE) --no-print-directory build-python build-node python-peer
 
-test-build: test-build-scripts
+# test-build-rust then: the rest of the Rust builds and the Maven projects of the interop and
+# the bench (so that no two lanes fill ~/.m2 at once); the lanes of the Redisson interop, the
+# history, the demo and the bench smoke start after it.
+.PHONY: test-build-rust
+test-build-rust: test-build-scripts
 	cargo test -p polylock --features opentelemetry --test otel --no-run
 	cargo test -p polylock --no-default-features --lib --no-run
 	cargo test -p polylock-cli -p polylock-demo --no-run
 	cargo build -p polylock --example peer --example history_worker --example job_lock --example election_worker
 	cargo build -p polylock-cli
-	@# bench-smoke builds its own peers and worker in its lane (downloads, mostly); only its
-	@# Maven build is here, so that no two lanes fill ~/.m2 at once.
-	@# The Node addon and the Kotlin jar's library (dev, as make test packs them) are debug builds
-	@# in target/debug too, so the core's dependency tree is compiled once for all of them.
-	$(MAKE) --no-print-directory build-python build-node build-uniffi swift-deps \
-	  bench-java interop-build kotlin-build KOTLIN_PROFILE=dev
+	$(MAKE) --no-print-directory bench-java interop-build
+
+# test-build last: the uniffi library and the Kotlin and Swift bindings, the Kotlin tests' Maven
+# build. The Node addon and the Kotlin jar's library (dev, as make test packs them) are debug
+# builds in target/debug too, so the core's dependency tree is compiled once for all of them.
+test-build: test-build-rust
+	$(MAKE) --no-print-directory build-python build-node build-uniffi swift-deps kotlin-build KOTLIN_PROFILE=dev

@@ -27,26 +27,31 @@ ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "target" / "suites"
 
 # make targets, one after the other, before the suites that wait for them ("target@<step>").
-# test-build-core builds what the core's suites need, test-build-scripts what the Python and Node
-# suites need: each of their lanes starts while the rest builds.
-BUILD = ["test-build-core", "test-build-scripts", "test-build"]
+# Each lane starts as soon as the step it needs ended: test-build-core (the core's suites),
+# test-build-scripts (the Python and Node suites), test-build-rust (the rest of the Rust builds
+# and the interop's Maven build), test-build (the uniffi library, Kotlin and Swift).
+BUILD = ["test-build-core", "test-build-scripts", "test-build-rust", "test-build"]
 
 # lane -> (nice level, make targets in order). "target@lane" starts only after that lane ended
 # ("@build": after the build). Lanes in EARLY start with the build, the others after it.
-# The suites after the build are spread so that no lane is much longer than another: the
-# critical path is the build, then the longest lane (CI's 1,206 s was 788 s of build, then the
-# Python and Node suites one after the other, 419 s).
+# Everything is CPU-bound on 2 cores: the lanes start early and are of about the same length,
+# so that none runs long after the others (CI's 1,206 s was 788 s of build, then the Python
+# and Node suites one after the other, 419 s; 8abaf4d's 1,149 s ended the JVM lane, the lint
+# lane and the wheel together).
 LANES = {
-    "rust": (0, ["test-core@test-build-core", "test-protocol"]),
+    "rust": (0, ["test-core@test-build-core"]),
+    "protocol": (0, ["test-protocol@test-build-core"]),
+    # The demo, history and election suites run the Python venv and the Node addon, which
+    # build-python and build-node rebuild only when a source changed: after test-build-scripts
+    # they are read-only, so any lane may run them.
+    "python": (0, ["test-python@test-build-scripts", "test-history@test-build-rust", "test-election",
+                   "test-parity@build"]),
+    "node": (0, ["test-node@test-build-scripts", "bench-smoke@test-build-rust", "test-matrix-smoke",
+                 "test-demo", "test-cli"]),
     # Every Maven project is in this lane: they share ~/.m2 and a working copy. The Kotlin
     # package's build ends it, under `nice` as the other package builds.
-    "jvm": (0, ["test-interop@build", "test-interop-redisson4", "test-kotlin", "test-swift",
-                "test-dist-kotlin-dev"]),
-    # The demo, history and election suites run the Python venv and the Node addon, which
-    # build-python and build-node rebuild only when a source changed: after the build they are
-    # read-only, so any lane may run them.
-    "python": (0, ["test-python@test-build-scripts", "test-parity@build", "test-history", "test-election"]),
-    "node": (0, ["test-node@test-build-scripts", "bench-smoke@build", "test-matrix-smoke", "test-demo", "test-cli"]),
+    "jvm": (0, ["test-interop@test-build-rust", "test-interop-redisson4", "test-kotlin@build",
+                "test-swift", "test-dist-kotlin-dev"]),
     # Both build in target/lint: the clippy check, then the packaged crate.
     "lint": (15, ["lint", "test-rust-package@build"]),
     # The packages make test installs are the dev builds the suites use, packed (make dist and
@@ -55,7 +60,7 @@ LANES = {
     # lane, compiling the dependency tree once more).
     "release": (15, ["python-wheel-dev@test-build-scripts", "test-wheel-python@build", "test-dist-node-dev"]),
 }
-EARLY = ("rust", "python", "node", "lint", "release")
+EARLY = ("rust", "protocol", "python", "node", "jvm", "lint", "release")
 # Package builds in lanes of tests: niced like the release lane.
 NICED = {"test-dist-kotlin-dev": 15}
 
