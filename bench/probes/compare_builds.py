@@ -52,8 +52,11 @@ def compare(builds, rounds, program):
     url = f"redis://127.0.0.1:{port}"
     found = {build: {} for build in builds}
     try:
-        for _ in range(rounds):
-            for build, path in builds.items():
+        for round_ in range(rounds):
+            # Each round runs the two builds in the other order: what one run leaves on the
+            # server (traces, latches, memory) must not always fall on the same build.
+            order = list(builds.items())
+            for build, path in order if round_ % 2 == 0 else order[::-1]:
                 out = subprocess.run([path + "contended_cost", url, "8", "5"],
                                      capture_output=True, text=True, check=True).stdout
                 for m in CONTENDED.finditer(out):
