@@ -37,10 +37,8 @@ pub(crate) struct Fenced {
 
 impl Fenced {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Fenced {
-        let mut lock = Reentrant::new(name, key, publish);
-        lock.names.kind = crate::metrics::kind::FENCED_LOCK;
         Fenced {
-            lock,
+            lock: Reentrant::of_kind(crate::metrics::kind::FENCED_LOCK, name, key, publish),
             token_counter: keys::fenced_token(key),
         }
     }

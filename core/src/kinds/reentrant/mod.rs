@@ -76,14 +76,19 @@ pub(crate) struct Reentrant {
 
 impl Reentrant {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Reentrant {
+        Reentrant::of_kind(crate::metrics::kind::LOCK, name, key, publish)
+    }
+
+    /// The reentrant lock's keys and scripts under another kind's name in metrics (the fenced
+    /// lock, which is one).
+    pub(super) fn of_kind(
+        kind: &'static str,
+        name: &str,
+        key: &str,
+        publish: Publish,
+    ) -> Reentrant {
         Reentrant {
-            names: LockNames::new(
-                crate::metrics::kind::LOCK,
-                name,
-                key,
-                keys::lock_channel(key),
-                publish,
-            ),
+            names: LockNames::new(kind, name, key, keys::lock_channel(key), publish),
             waiters: keys::lock_waiters(key),
             reservation: keys::lock_reservation(key),
             told_prefix: keys::lock_told_prefix(key),
