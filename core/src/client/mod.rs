@@ -15,7 +15,7 @@ use crate::connection::target::{redact, Target};
 use crate::connection::{connect_manager, Connection, Publish, ReplicaSync, Timeouts};
 
 use crate::connection::pubsub::Source;
-use crate::engine::context::ClientInner;
+use crate::engine::context::{ClientInner, ClientParts};
 use crate::engine::renew::Scheduler;
 use crate::engine::LockCore;
 use crate::foundation::error::{Error, ErrorKind, Result};
@@ -370,7 +370,7 @@ async fn start_client(
             }
         }));
     }
-    let inner = Arc::new(ClientInner::new(
+    let inner = Arc::new(ClientInner::new(ClientParts {
         connection,
         publish,
         replica_sync,
@@ -379,7 +379,7 @@ async fn start_client(
         upkeep,
         options,
         metrics,
-    ));
+    }));
     crate::engine::client_record::start(&inner).await;
     Ok(Client { inner })
 }

@@ -67,30 +67,33 @@ pub(crate) struct HoldSummary {
     pub(crate) since_ms: u64,
 }
 
+/// The parts of a client that `Client` makes (its connections, its deployment's ways, its
+/// options and metrics), which `ClientInner::new` joins to the client's own state.
+pub(crate) struct ClientParts {
+    pub(crate) connection: Connection,
+    pub(crate) publish: Publish,
+    pub(crate) replica_sync: Option<Arc<ReplicaSync>>,
+    pub(crate) sentinel: Option<Arc<Sentinel>>,
+    pub(crate) hub: Option<Arc<LockHub>>,
+    pub(crate) upkeep: Arc<Scheduler>,
+    pub(crate) options: ClientOptions,
+    pub(crate) metrics: Arc<Metrics>,
+}
+
 impl ClientInner {
-    #[allow(clippy::too_many_arguments)] // Each is one part of the client, made by `Client`.
-    pub(crate) fn new(
-        connection: Connection,
-        publish: Publish,
-        replica_sync: Option<Arc<ReplicaSync>>,
-        sentinel: Option<Arc<Sentinel>>,
-        hub: Option<Arc<LockHub>>,
-        upkeep: Arc<Scheduler>,
-        options: ClientOptions,
-        metrics: Arc<Metrics>,
-    ) -> ClientInner {
+    pub(crate) fn new(parts: ClientParts) -> ClientInner {
         ClientInner {
-            metrics,
             id: crate::foundation::ids::client_id(),
             pid: current_pid(),
             generation: crate::foundation::ids::generation(),
-            connection,
-            publish,
-            replica_sync,
-            sentinel,
-            hub,
-            upkeep,
-            options,
+            connection: parts.connection,
+            publish: parts.publish,
+            replica_sync: parts.replica_sync,
+            sentinel: parts.sentinel,
+            hub: parts.hub,
+            upkeep: parts.upkeep,
+            options: parts.options,
+            metrics: parts.metrics,
             registry: Mutex::new(Registry::default()),
             closed: watch::Sender::new(false),
             next_handle: AtomicU64::new(1),
