@@ -21,7 +21,7 @@ use crate::engine::{latch_ms, request_id, Backoff, Lease, LockCore, LATCH_GRACE}
 use crate::foundation::error::{Error, Result};
 use crate::foundation::runtime::{runtime, Inline};
 use crate::kinds::messages::LockSubscription;
-use crate::kinds::{AcquireArgs, Attempt, Unconfirmed, UndoArgs};
+use crate::kinds::{AcquireArgs, Attempt, LeaveArgs, Unconfirmed, UndoArgs};
 use crate::metrics::{AcquireRecord, Progress, WokenBy};
 use crate::settings::options::{validate_acquire, WaitMode};
 
@@ -1004,11 +1004,11 @@ impl LockCore {
     /// `request` meanwhile, and makes `request` a tombstone. False when the server did not
     /// answer (the caller then undoes `request` in the background).
     async fn leave_queue(&self, request: &str) -> bool {
-        let tombstone_ms = latch_ms(self.lease_of(Lease::Watchdog));
-        let Some(call) =
-            self.kind
-                .leave_queue(&self.owner, request, tombstone_ms, &self.client.options)
-        else {
+        let Some(call) = self.kind.leave_queue(&LeaveArgs {
+            owner: &self.owner,
+            request,
+            latch_ms: latch_ms(self.lease_of(Lease::Watchdog)),
+        }) else {
             return true;
         };
         let mut connection = self.client.connection.clone();

@@ -29,9 +29,10 @@ pub(crate) mod semaphore;
 
 use std::time::Duration;
 
-use redis::{ScriptInvocation, Value};
+use redis::{ScriptInvocation, ToRedisArgs, Value};
 
 use crate::connection::Publish;
+use crate::foundation::keys;
 use crate::settings::options::ClientOptions;
 use script::LockScript;
 
@@ -81,6 +82,15 @@ pub(crate) struct UndoArgs<'a> {
     pub keeps_place: Option<&'a str>,
 }
 
+/// A waiter that gives up leaves its queue (`LockKind::leave_queue`).
+pub(crate) struct LeaveArgs<'a> {
+    pub owner: &'a str,
+    /// Its acquire request, made a tombstone so that no later release grants it.
+    pub request: &'a str,
+    /// How long the tombstone lives.
+    pub latch_ms: u64,
+}
+
 /// Releases one level, idempotent per request id (the unlock latch replays the first answer).
 pub(crate) struct ReleaseArgs<'a> {
     pub owner: &'a str,
@@ -96,6 +106,19 @@ pub(crate) struct ReleaseArgs<'a> {
     /// caller may still read a retry's answer (`engine::release::trace_window`), and no longer,
     /// so a lock keeps no trace of a call once that call has its answer.
     pub trace_ms: u64,
+}
+
+impl ReleaseArgs<'_> {
+    /// Adds the arguments the hash locks' releases (reentrant, fair, FIFO) take, in their order:
+    /// the lease, the owner, the level's request, the kind's own (`kind_arg`: its reservation or
+    /// wait allowance; an `Option` writes nothing when `None`), the trace's lifetime.
+    pub(crate) fn hash_release(&self, call: &mut ScriptCall, kind_arg: impl ToRedisArgs) {
+        call.arg(self.lease_ms)
+            .arg(self.owner)
+            .arg(self.acquired_by)
+            .arg(kind_arg)
+            .arg(self.trace_ms);
+    }
 }
 
 /// What an acquire attempt found.
@@ -241,6 +264,16 @@ impl Default for WaitPolicy {
 }
 
 impl WaitPolicy {
+    /// The kinds whose releases tell the next waiter on its own channel: that release may grant
+    /// it the lock directly, and a waiter stays subscribed from one look to the next.
+    pub(crate) fn told_directly() -> WaitPolicy {
+        WaitPolicy {
+            grants_directly: true,
+            keeps_subscription: true,
+            ..WaitPolicy::default()
+        }
+    }
+
     /// Whether a busy attempt that `will_wait` (or not) takes a place that a waiter giving up
     /// must leave.
     pub(crate) fn busy_attempt_takes_a_place(&self, will_wait: bool) -> bool {
@@ -277,6 +310,18 @@ pub(crate) struct LockNames {
     /// The channel its waiters are woken on (`LockKind::wait_channel`).
     pub channel: String,
     pub publish: Publish,
+    /// For kinds whose releases tell the next waiter on a channel of its own: those channels.
+    pub told: Option<ToldChannels>,
+}
+
+/// The channels of a kind whose releases tell the next waiter directly (the plain, fair and FIFO
+/// locks): `LockKind::told_channel` and `LockKind::listening_channel` read them.
+pub(crate) struct ToldChannels {
+    /// `owner`'s own channel under the lock's key.
+    pub told: fn(key: &str, owner: &str) -> String,
+    /// The plain lock's listening channel, subscribed with the shared channel (so polylock's
+    /// waiters are not counted as Redisson's there).
+    pub listening: String,
 }
 
 impl LockNames {
@@ -293,9 +338,22 @@ impl LockNames {
             key: key.to_owned(),
             channel,
             publish,
+            told: None,
+        }
+    }
+
+    /// The names of a kind whose releases tell `owner` on `told(key, owner)`.
+    pub(crate) fn telling(self, told: fn(key: &str, owner: &str) -> String) -> LockNames {
+        let listening = keys::lock_listening_channel(&self.key);
+        LockNames {
+            told: Some(ToldChannels { told, listening }),
+            ..self
         }
     }
 }
+
+/// A prepared call of one of a kind's scripts, with its keys and arguments.
+pub(crate) type ScriptCall = ScriptInvocation<'static>;
 
 /// A kind of lock: its keys, scripts and replies. Replies of `release`: nil (not held by the
 /// owner), 0 (still held), 1 (released).
@@ -327,15 +385,22 @@ pub(crate) trait LockKind: Send + Sync + 'static {
 
     /// A channel of `owner`'s own on which a release tells it that it is next, beside the wait
     /// channel (which then still carries the wake-ups of other clients, Redisson's).
-    fn told_channel(&self, _owner: &str) -> Option<String> {
-        None
+    fn told_channel(&self, owner: &str) -> Option<String> {
+        let names = self.names();
+        names
+            .told
+            .as_ref()
+            .map(|told| (told.told)(&names.key, owner))
     }
 
     /// A channel subscribed together with the wait channel (after it, and left before it) on
     /// which nothing is published: the wait channel's subscriber count less this one's is how
     /// many clients other than polylock listen there, which a release may skip telling.
     fn listening_channel(&self) -> Option<String> {
-        None
+        self.names()
+            .told
+            .as_ref()
+            .map(|told| told.listening.clone())
     }
 
     /// For kinds with a waiter list: commands (no script) whose replies are all non-nil and
@@ -350,8 +415,7 @@ pub(crate) trait LockKind: Send + Sync + 'static {
         WaitPolicy::default()
     }
 
-    fn acquire(&self, args: &AcquireArgs<'_>, options: &ClientOptions)
-        -> ScriptInvocation<'static>;
+    fn acquire(&self, args: &AcquireArgs<'_>, options: &ClientOptions) -> ScriptCall;
 
     /// Reads the reply of [`LockKind::acquire`]: nil acquired, an integer the holder's PTTL
     /// (or how long to wait at most; negative: no expiry), `UNDONE` a tombstone.
@@ -359,24 +423,14 @@ pub(crate) trait LockKind: Send + Sync + 'static {
         read_plain_acquire(reply)
     }
 
-    fn undo_acquire(
-        &self,
-        args: &UndoArgs<'_>,
-        options: &ClientOptions,
-    ) -> ScriptInvocation<'static>;
+    fn undo_acquire(&self, args: &UndoArgs<'_>, options: &ClientOptions) -> ScriptCall;
 
-    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static>;
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptCall;
 
     /// A waiter that gives up: leave whatever queue it joined, give back the lock if a release
     /// granted it to `request` meanwhile, and make `request` a tombstone for `latch_ms` so that
     /// no later release grants it.
-    fn leave_queue(
-        &self,
-        _owner: &str,
-        _request: &str,
-        _latch_ms: u64,
-        _options: &ClientOptions,
-    ) -> Option<ScriptInvocation<'static>> {
+    fn leave_queue(&self, _args: &LeaveArgs<'_>) -> Option<ScriptCall> {
         None
     }
 
@@ -393,11 +447,15 @@ pub(crate) trait LockKind: Send + Sync + 'static {
 
     /// Deletes the lock whoever holds it and wakes a waiter; replies 1 when there was one.
     /// `None` (the default) for kinds that have no such thing (a semaphore's permits).
-    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
+    fn force_unlock(&self) -> Option<ScriptCall> {
         None
     }
 
-    fn renewal(&self, owner: &str) -> Renewal;
+    /// How `owner`'s hold is renewed: by default the lock hash's (its field `owner`), which the
+    /// reentrant, fenced, fair and FIFO locks share.
+    fn renewal(&self, owner: &str) -> Renewal {
+        Renewal::of_hash(self.key(), owner.to_owned())
+    }
 }
 
 /// One waiting look of `owner` under `request` at `kind`, run on `con`, as the engine reads it

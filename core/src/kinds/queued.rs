@@ -12,14 +12,14 @@ use std::marker::PhantomData;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
 use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
-    read_queued_acquire, AcquireArgs, Attempt, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs,
-    WaitPolicy,
+    read_queued_acquire, AcquireArgs, Attempt, LeaveArgs, LockKind, LockNames, ReleaseArgs,
+    ScriptCall, UndoArgs, WaitPolicy,
 };
 use crate::settings::options::ClientOptions;
 
@@ -89,18 +89,15 @@ pub(crate) struct Queued<L> {
     /// kind whose lock is this hash.
     names: LockNames,
     line_keys: Vec<String>,
-    /// The plain lock's listening channel, subscribed with the shared channel (so polylock's
-    /// waiters are not counted as Redisson's there).
-    listening: String,
     layout: PhantomData<L>,
 }
 
 impl<L: Layout> Queued<L> {
     pub(crate) fn new(name: &str, key: &str, publish: Publish) -> Queued<L> {
         Queued {
-            names: LockNames::new(L::KIND_NAME, name, key, keys::lock_channel(key), publish),
+            names: LockNames::new(L::KIND_NAME, name, key, keys::lock_channel(key), publish)
+                .telling(L::told_channel),
             line_keys: L::line_keys(key),
-            listening: keys::lock_listening_channel(key),
             layout: PhantomData,
         }
     }
@@ -108,7 +105,7 @@ impl<L: Layout> Queued<L> {
     /// A call of `script` with its keys: the lock's, the line's, the script's own key (`own`:
     /// the request's acquire latch, the owner's release trace) if it has one, then the shared
     /// channel where the layout's scripts take it.
-    fn call(&self, script: &'static LockScript, own: Option<String>) -> ScriptInvocation<'static> {
+    fn call(&self, script: &'static LockScript, own: Option<String>) -> ScriptCall {
         let mut call = script.prepare_invoke(self.names.publish);
         call.key(&self.names.key);
         for key in &self.line_keys {
@@ -135,25 +132,14 @@ impl<L: Layout> LockKind for Queued<L> {
         &self.names
     }
 
-    /// Its own channel, on which a release of this kind tells or grants it the lock.
-    fn told_channel(&self, owner: &str) -> Option<String> {
-        Some(L::told_channel(&self.names.key, owner))
-    }
-
-    fn listening_channel(&self) -> Option<String> {
-        Some(self.listening.clone())
-    }
-
     /// Told directly and kept subscribed, served in order; a waiter looks again before its
     /// place lapses (one fair queue timeout after its last look), or it would lose it.
     fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
         WaitPolicy {
-            grants_directly: true,
-            keeps_subscription: true,
             serves_in_order: true,
             busy_try_takes_a_place: L::TRY_TAKES_A_PLACE,
             longest_wait: Some(options.fair_queue_timeout / 2),
-            ..WaitPolicy::default()
+            ..WaitPolicy::told_directly()
         }
     }
 
@@ -166,11 +152,7 @@ impl<L: Layout> LockKind for Queued<L> {
         Some(pipe)
     }
 
-    fn acquire(
-        &self,
-        args: &AcquireArgs<'_>,
-        options: &ClientOptions,
-    ) -> ScriptInvocation<'static> {
+    fn acquire(&self, args: &AcquireArgs<'_>, options: &ClientOptions) -> ScriptCall {
         let place_ms = self.wait_policy(options).place_ms(args.will_wait, options);
         let latch = keys::acquire_latch(&self.names.key, args.request);
         let mut call = self.call(&L::scripts().acquire, Some(latch));
@@ -188,11 +170,7 @@ impl<L: Layout> LockKind for Queued<L> {
         read_queued_acquire(reply)
     }
 
-    fn undo_acquire(
-        &self,
-        args: &UndoArgs<'_>,
-        options: &ClientOptions,
-    ) -> ScriptInvocation<'static> {
+    fn undo_acquire(&self, args: &UndoArgs<'_>, options: &ClientOptions) -> ScriptCall {
         let latch = keys::acquire_latch(&self.names.key, args.request);
         let mut call = self.call(&L::scripts().undo, Some(latch));
         call.arg(args.owner)
@@ -205,41 +183,27 @@ impl<L: Layout> LockKind for Queued<L> {
         call
     }
 
-    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptCall {
         let trace = keys::release_trace(&self.names.key, args.owner);
         let mut call = self.call(&L::scripts().release, Some(trace));
-        call.arg(args.lease_ms)
-            .arg(args.owner)
-            .arg(args.acquired_by)
-            .arg(Self::allowance_ms())
-            .arg(args.trace_ms);
+        args.hash_release(&mut call, Self::allowance_ms());
         call
     }
 
-    fn leave_queue(
-        &self,
-        owner: &str,
-        request: &str,
-        latch_ms: u64,
-        _: &ClientOptions,
-    ) -> Option<ScriptInvocation<'static>> {
-        let latch = keys::acquire_latch(&self.names.key, request);
+    fn leave_queue(&self, args: &LeaveArgs<'_>) -> Option<ScriptCall> {
+        let latch = keys::acquire_latch(&self.names.key, args.request);
         let mut call = self.call(&L::scripts().cancel, Some(latch));
-        call.arg(owner)
+        call.arg(args.owner)
             .arg(Self::allowance_ms())
-            .arg(latch_ms)
-            .arg(request);
+            .arg(args.latch_ms)
+            .arg(args.request);
         Some(call)
     }
 
-    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
+    fn force_unlock(&self) -> Option<ScriptCall> {
         let mut call = self.call(&L::scripts().force_unlock, None);
         call.arg(Self::allowance_ms());
         Some(call)
-    }
-
-    fn renewal(&self, owner: &str) -> Renewal {
-        Renewal::of_hash(&self.names.key, owner.to_owned())
     }
 }
 

@@ -7,12 +7,10 @@
 
 use std::sync::LazyLock;
 
-use redis::ScriptInvocation;
-
 use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs};
+use crate::kinds::{AcquireArgs, LockKind, LockNames, ReleaseArgs, Renewal, ScriptCall, UndoArgs};
 use crate::settings::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> =
@@ -51,7 +49,7 @@ impl Permit {
     }
 
     /// The permits available now (expired ones come back first).
-    pub(crate) fn available(&self) -> ScriptInvocation<'static> {
+    pub(crate) fn available(&self) -> ScriptCall {
         let mut call = AVAILABLE.prepare_invoke(self.names.publish);
         call.key(&self.names.key)
             .key(&self.timeouts)
@@ -65,7 +63,7 @@ impl LockKind for Permit {
         &self.names
     }
 
-    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptCall {
         let mut call = ACQUIRE.prepare_invoke(self.names.publish);
         call.key(&self.names.key)
             .key(&self.timeouts)
@@ -76,7 +74,7 @@ impl LockKind for Permit {
         call
     }
 
-    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptCall {
         let mut call = UNDO.prepare_invoke(self.names.publish);
         call.key(&self.names.key)
             .key(&self.timeouts)
@@ -87,7 +85,7 @@ impl LockKind for Permit {
         call
     }
 
-    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptCall {
         let mut call = RELEASE.prepare_invoke(self.names.publish);
         call.key(&self.names.key)
             .key(&self.timeouts)

@@ -12,14 +12,15 @@ pub(crate) mod fence;
 
 use std::sync::LazyLock;
 
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
 use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::reentrant::Reentrant;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
-    AcquireArgs, Attempt, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs, WaitPolicy,
+    AcquireArgs, Attempt, LeaveArgs, LockKind, LockNames, ReleaseArgs, ScriptCall, UndoArgs,
+    WaitPolicy,
 };
 use crate::settings::options::ClientOptions;
 
@@ -49,14 +50,6 @@ impl LockKind for Fenced {
         self.lock.names()
     }
 
-    fn told_channel(&self, owner: &str) -> Option<String> {
-        self.lock.told_channel(owner)
-    }
-
-    fn listening_channel(&self) -> Option<String> {
-        self.lock.listening_channel()
-    }
-
     /// The reentrant lock's, except that no release grants it directly (as before
     /// `WaitPolicy`, when this kind left `grants_directly` at its default).
     fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
@@ -70,11 +63,7 @@ impl LockKind for Fenced {
         self.lock.nothing_missed(owner)
     }
 
-    fn acquire(
-        &self,
-        args: &AcquireArgs<'_>,
-        options: &ClientOptions,
-    ) -> ScriptInvocation<'static> {
+    fn acquire(&self, args: &AcquireArgs<'_>, options: &ClientOptions) -> ScriptCall {
         let mut call = ACQUIRE.prepare_invoke(self.lock.names.publish);
         call.key(&self.lock.names.key)
             .key(&self.token_counter)
@@ -106,34 +95,20 @@ impl LockKind for Fenced {
     }
 
     /// The reentrant undo: it takes off a level whose field is in the hash (here, its token).
-    fn undo_acquire(
-        &self,
-        args: &UndoArgs<'_>,
-        options: &ClientOptions,
-    ) -> ScriptInvocation<'static> {
+    fn undo_acquire(&self, args: &UndoArgs<'_>, options: &ClientOptions) -> ScriptCall {
         self.lock.undo_acquire(args, options)
     }
 
-    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptCall {
         self.lock.release(args)
     }
 
-    fn leave_queue(
-        &self,
-        owner: &str,
-        request: &str,
-        latch_ms: u64,
-        options: &ClientOptions,
-    ) -> Option<ScriptInvocation<'static>> {
-        self.lock.leave_queue(owner, request, latch_ms, options)
+    fn leave_queue(&self, args: &LeaveArgs<'_>) -> Option<ScriptCall> {
+        self.lock.leave_queue(args)
     }
 
     /// Deletes the lock, not the counter (as Redisson's `forceUnlock`): tokens go on growing.
-    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
+    fn force_unlock(&self) -> Option<ScriptCall> {
         self.lock.force_unlock()
-    }
-
-    fn renewal(&self, owner: &str) -> Renewal {
-        self.lock.renewal(owner)
     }
 }

@@ -14,12 +14,13 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::ScriptInvocation;
-
 use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs, WaitPolicy};
+use crate::kinds::{
+    AcquireArgs, LeaveArgs, LockKind, LockNames, ReleaseArgs, Renewal, ScriptCall, UndoArgs,
+    WaitPolicy,
+};
 use crate::settings::options::ClientOptions;
 
 static READ_ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "read_acquire.lua");
@@ -90,7 +91,7 @@ impl ReadWriteSide {
     }
 
     /// A waiter that gives up leaves `side` (its ZSET of waiters), under `member`.
-    fn leave(&self, side: &str, member: String) -> ScriptInvocation<'static> {
+    fn leave(&self, side: &str, member: String) -> ScriptCall {
         let mut call = LEAVE.prepare_invoke(self.names.publish);
         call.key(side)
             .key(&self.since)
@@ -113,11 +114,7 @@ impl LockKind for ReadWriteSide {
         }
     }
 
-    fn acquire(
-        &self,
-        args: &AcquireArgs<'_>,
-        options: &ClientOptions,
-    ) -> ScriptInvocation<'static> {
+    fn acquire(&self, args: &AcquireArgs<'_>, options: &ClientOptions) -> ScriptCall {
         let lock = &self.names;
         let mut call;
         match self.side {
@@ -144,20 +141,14 @@ impl LockKind for ReadWriteSide {
         call
     }
 
-    fn leave_queue(
-        &self,
-        owner: &str,
-        _: &str,
-        _: u64,
-        _: &ClientOptions,
-    ) -> Option<ScriptInvocation<'static>> {
+    fn leave_queue(&self, args: &LeaveArgs<'_>) -> Option<ScriptCall> {
         Some(match self.side {
-            Side::Read => self.leave(&self.readers, owner.to_owned()),
-            Side::Write => self.leave(&self.writers, write_field(owner)),
+            Side::Read => self.leave(&self.readers, args.owner.to_owned()),
+            Side::Write => self.leave(&self.writers, write_field(args.owner)),
         })
     }
 
-    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptCall {
         let lock = &self.names;
         match self.side {
             Side::Read => {
@@ -188,7 +179,7 @@ impl LockKind for ReadWriteSide {
         }
     }
 
-    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptCall {
         let lock = &self.names;
         let mut call;
         match self.side {
@@ -225,7 +216,7 @@ impl LockKind for ReadWriteSide {
 
     /// Deletes the lock when this side holds it (as Redisson's read and write locks'
     /// `forceUnlock`): the mode it must be in, and the message that wakes the waiters.
-    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
+    fn force_unlock(&self) -> Option<ScriptCall> {
         let (mode, message) = match self.side {
             Side::Read => ("read", 0),
             Side::Write => ("write", 1),

@@ -15,14 +15,14 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
 use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::script::LockScript;
 use crate::kinds::{
-    read_queued_acquire, AcquireArgs, Attempt, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs,
-    WaitPolicy,
+    read_queued_acquire, AcquireArgs, Attempt, LeaveArgs, LockKind, LockNames, ReleaseArgs,
+    ScriptCall, UndoArgs, WaitPolicy,
 };
 use crate::settings::options::ClientOptions;
 
@@ -69,7 +69,6 @@ pub(crate) struct Reentrant {
     pub(super) waiters: String,
     pub(super) reservation: String,
     told_prefix: String,
-    listening: String,
     grants: String,
     latch_prefix: String,
 }
@@ -88,18 +87,18 @@ impl Reentrant {
         publish: Publish,
     ) -> Reentrant {
         Reentrant {
-            names: LockNames::new(kind, name, key, keys::lock_channel(key), publish),
+            names: LockNames::new(kind, name, key, keys::lock_channel(key), publish)
+                .telling(keys::lock_told_channel),
             waiters: keys::lock_waiters(key),
             reservation: keys::lock_reservation(key),
             told_prefix: keys::lock_told_prefix(key),
-            listening: keys::lock_listening_channel(key),
             grants: keys::lock_grants(key),
             latch_prefix: keys::acquire_latch_prefix(key),
         }
     }
 
     /// A call of `script` with the keys every waking script starts with: the lock, its channel.
-    fn waking_call(&self, script: &'static LockScript) -> ScriptInvocation<'static> {
+    fn waking_call(&self, script: &'static LockScript) -> ScriptCall {
         let mut call = script.prepare_invoke(self.names.publish);
         call.key(&self.names.key).key(&self.names.channel);
         call
@@ -107,11 +106,11 @@ impl Reentrant {
 
     /// The waiter list's keys, which waking scripts take after their own (`line_keys` in
     /// `waiters.lua` reads them in this order).
-    fn with_waiter_keys(&self, call: &mut ScriptInvocation<'static>) {
+    fn with_waiter_keys(&self, call: &mut ScriptCall) {
         call.key(&self.waiters)
             .key(&self.reservation)
             .key(&self.told_prefix)
-            .key(&self.listening)
+            .key(keys::lock_listening_channel(&self.names.key))
             .key(&self.grants)
             .key(&self.latch_prefix);
     }
@@ -126,26 +125,16 @@ impl LockKind for Reentrant {
         &self.names
     }
 
-    fn told_channel(&self, owner: &str) -> Option<String> {
-        Some(keys::lock_told_channel(&self.names.key, owner))
-    }
-
-    fn listening_channel(&self) -> Option<String> {
-        Some(self.listening.clone())
-    }
-
     /// Told directly and kept subscribed. The waiter told may never come (its process paused or
     /// died just then), and then nobody else is told: after half the fair queue timeout without
     /// a release that told someone (a `00` heard, which only comes while Redisson listens too),
     /// waiters look. A single try registers nothing, so it has nothing to leave.
     fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
         WaitPolicy {
-            grants_directly: true,
-            keeps_subscription: true,
             busy_try_takes_a_place: false,
             lists_poll_waiters: false,
             longest_silence: Some(options.fair_queue_timeout / 2),
-            ..WaitPolicy::default()
+            ..WaitPolicy::told_directly()
         }
     }
 
@@ -158,11 +147,7 @@ impl LockKind for Reentrant {
         Some(pipe)
     }
 
-    fn acquire(
-        &self,
-        args: &AcquireArgs<'_>,
-        options: &ClientOptions,
-    ) -> ScriptInvocation<'static> {
+    fn acquire(&self, args: &AcquireArgs<'_>, options: &ClientOptions) -> ScriptCall {
         let mut call = ACQUIRE.prepare_invoke(self.names.publish);
         call.key(&self.names.key)
             .key(keys::acquire_latch(&self.names.key, args.request))
@@ -181,7 +166,7 @@ impl LockKind for Reentrant {
         read_queued_acquire(reply)
     }
 
-    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptCall {
         let mut call = self.waking_call(&UNDO);
         call.key(keys::acquire_latch(&self.names.key, args.request));
         self.with_waiter_keys(&mut call);
@@ -193,43 +178,29 @@ impl LockKind for Reentrant {
         call
     }
 
-    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptCall {
         let mut call = self.waking_call(&RELEASE);
         call.key(keys::release_trace(&self.names.key, args.owner));
         self.with_waiter_keys(&mut call);
-        call.arg(args.lease_ms)
-            .arg(args.owner)
-            .arg(args.acquired_by)
-            .arg(reservation_ms())
-            .arg(args.trace_ms);
+        args.hash_release(&mut call, reservation_ms());
         call
     }
 
-    fn leave_queue(
-        &self,
-        owner: &str,
-        request: &str,
-        latch_ms: u64,
-        _: &ClientOptions,
-    ) -> Option<ScriptInvocation<'static>> {
+    fn leave_queue(&self, args: &LeaveArgs<'_>) -> Option<ScriptCall> {
         let mut call = self.waking_call(&LEAVE);
         self.with_waiter_keys(&mut call);
-        call.key(keys::acquire_latch(&self.names.key, request))
-            .arg(owner)
+        call.key(keys::acquire_latch(&self.names.key, args.request))
+            .arg(args.owner)
             .arg(reservation_ms())
-            .arg(latch_ms)
-            .arg(request);
+            .arg(args.latch_ms)
+            .arg(args.request);
         Some(call)
     }
 
-    fn force_unlock(&self) -> Option<ScriptInvocation<'static>> {
+    fn force_unlock(&self) -> Option<ScriptCall> {
         let mut call = self.waking_call(&FORCE_UNLOCK);
         self.with_waiter_keys(&mut call);
         call.arg(reservation_ms());
         Some(call)
-    }
-
-    fn renewal(&self, owner: &str) -> Renewal {
-        Renewal::of_hash(&self.names.key, owner.to_owned())
     }
 }

@@ -9,12 +9,10 @@
 
 use std::sync::LazyLock;
 
-use redis::ScriptInvocation;
-
 use crate::connection::Publish;
 use crate::foundation::keys;
 use crate::kinds::script::LockScript;
-use crate::kinds::{AcquireArgs, LockKind, LockNames, ReleaseArgs, Renewal, UndoArgs};
+use crate::kinds::{AcquireArgs, LockKind, LockNames, ReleaseArgs, Renewal, ScriptCall, UndoArgs};
 use crate::settings::options::ClientOptions;
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!("prelude.lua", "acquire.lua");
@@ -57,7 +55,7 @@ impl LockKind for SemaphoreAcquisition {
     }
 
     /// The lease is the lifetime of the request's latch (permits do not expire).
-    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+    fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptCall {
         let mut call = ACQUIRE.prepare_invoke(self.names.publish);
         call.key(&self.names.key)
             .key(keys::acquire_latch(&self.names.key, args.request))
@@ -66,7 +64,7 @@ impl LockKind for SemaphoreAcquisition {
         call
     }
 
-    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptInvocation<'static> {
+    fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptCall {
         let mut call = UNDO.prepare_invoke(self.names.publish);
         call.key(&self.names.key)
             .key(&self.names.channel)
@@ -77,7 +75,7 @@ impl LockKind for SemaphoreAcquisition {
     }
 
     /// Gives the permits back (only for an acquisition whose caller went away).
-    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptInvocation<'static> {
+    fn release(&self, args: &ReleaseArgs<'_>) -> ScriptCall {
         let mut call = GIVE_BACK.prepare_invoke(self.names.publish);
         call.key(&self.names.key)
             .key(&self.names.channel)
