@@ -67,6 +67,25 @@ local function write_first_level(lock, lease_ms, owner, field)
   return nil
 end
 
+-- Whether the request whose level is `field` acquired `lock` before (a retry: its lease starts
+-- again now, as the client counts it), and the levels `owner` holds.
+local function acquired_before(lock, owner, field, lease_ms)
+  local levels, mine = unpack(redis.call('hmget', lock, owner, field))
+  if mine then
+    redis.call('pexpire', lock, lease_ms)
+  end
+  return mine ~= false, levels
+end
+
+-- One more level of `owner`, recorded under `field`; its lease starts again. Replies what an
+-- acquire script replies then (nil).
+local function reenter(lock, owner, field, lease_ms)
+  redis.call('hincrby', lock, owner, 1)
+  redis.call('hset', lock, field, 1)
+  redis.call('pexpire', lock, lease_ms)
+  return nil
+end
+
 -- Takes the level of `owner` recorded under `field` off `lock`: the last deletes it, else the
 -- levels left get the TTL `ttl_ms` again (unless '0'). True when the lock is now free.
 local function take_level_off(lock, owner, field, ttl_ms)

@@ -15,12 +15,11 @@ if latch == '1' and redis.call('zscore', KEYS[2], id) then
   redis.call('pexpire', KEYS[4], ARGV[1])
   return nil
 end
-local permits = available(KEYS[1])
-if type(permits) == 'table' then
-  return permits
+local taken = take(KEYS[1], 1)
+if type(taken) == 'table' then
+  return taken
 end
-if permits >= 1 then
-  redis.call('decrby', KEYS[1], 1)
+if taken then
   redis.call('zadd', KEYS[2], now + tonumber(ARGV[1]), id)
   local ttl = redis.call('pttl', KEYS[1])
   if ttl > 0 then

@@ -17,19 +17,14 @@ end
 if redis.call('exists', KEYS[8]) == 1 then
   return redis.status_reply('UNDONE')
 end
-local levels, mine = unpack(redis.call('hmget', KEYS[1], ARGV[2], field))
-if mine then
-  -- A retry of a request that acquired: the lease starts again now, as the client counts it.
-  redis.call('pexpire', KEYS[1], ARGV[1])
+local acquired, levels = acquired_before(KEYS[1], ARGV[2], field, ARGV[1])
+if acquired then
   return nil
 end
 -- Re-entry. Levels of an owner whose handle holds none are orphans (an acquisition whose reply
 -- was lost, not undone yet): the caller queues, and the undo passes the lock on.
 if levels and ARGV[7] == '1' then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('hset', KEYS[1], field, 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
+  return reenter(KEYS[1], ARGV[2], field, ARGV[1])
 end
 if ((not head) or head == ARGV[2]) and redis.call('exists', KEYS[1]) == 0 then
   if head then

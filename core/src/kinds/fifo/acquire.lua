@@ -27,10 +27,8 @@ if pttl == -2 then
   -- The head may not know the lock is free (it expired, nobody released it).
   publish(KEYS[4] .. ':' .. head, 0)
 else
-  local levels, mine = unpack(redis.call('hmget', KEYS[1], ARGV[2], field))
-  if mine then
-    -- A retry of a request that acquired: the lease starts again now, as the client counts it.
-    redis.call('pexpire', KEYS[1], ARGV[1])
+  local acquired, levels = acquired_before(KEYS[1], ARGV[2], field, ARGV[1])
+  if acquired then
     return nil
   end
   -- Re-entry. Levels of an owner whose handle holds none are orphans (an acquisition whose
@@ -39,10 +37,7 @@ else
     if redis.call('exists', KEYS[6]) == 1 then
       return redis.status_reply('UNDONE')
     end
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('hset', KEYS[1], field, 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return reenter(KEYS[1], ARGV[2], field, ARGV[1])
   end
 end
 if ARGV[3] == '0' then

@@ -13,13 +13,9 @@ if latch == '1' then
   redis.call('pexpire', KEYS[2], ARGV[1])
   return nil
 end
-local permits = available(KEYS[1])
-if type(permits) == 'table' then
-  return permits
+local taken = take(KEYS[1], tonumber(ARGV[2]))
+if taken ~= true then
+  return taken or -1
 end
-if permits >= tonumber(ARGV[2]) then
-  redis.call('decrby', KEYS[1], ARGV[2])
-  redis.call('set', KEYS[2], '1', 'px', ARGV[1])
-  return nil
-end
-return -1
+redis.call('set', KEYS[2], '1', 'px', ARGV[1])
+return nil

@@ -11,3 +11,17 @@ local function available(counter)
   end
   return permits
 end
+
+-- Takes `n` permits from `counter` when that many are available: true when taken, false when
+-- too few are, or the error reply of a counter that holds no number of permits.
+local function take(counter, n)
+  local permits = available(counter)
+  if type(permits) == 'table' then
+    return permits
+  end
+  if permits < n then
+    return false
+  end
+  redis.call('decrby', counter, n)
+  return true
+end
