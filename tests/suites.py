@@ -66,7 +66,9 @@ NICED = {"test-dist-kotlin-dev": 15}
 
 print_lock = threading.Lock()
 failed = threading.Event()
-results = {}  # target -> (lane, seconds, "passed" | "FAILED")
+results = {}  # target -> (lane, start, seconds, cpu seconds, "passed" | "FAILED")
+# When make test began (time.monotonic()): each suite's start is given from it.
+began = time.monotonic()
 
 
 def run(target, lane, niceness):
@@ -79,12 +81,16 @@ def run(target, lane, niceness):
     with open(log, "wb") as out:
         # No stdin: a tool that reads it (cargo's `rustc -` under napi) must not get whatever
         # the caller's stdin holds.
-        code = subprocess.call(
+        process = subprocess.Popen(
             command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
         )
+        # wait4: the CPU the suite's processes used (user + system, of every process the make
+        # call waited for), which says where a CPU-bound run's time goes.
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = code = os.waitstatus_to_exitcode(status)
     seconds = time.monotonic() - start
     outcome = "passed" if code == 0 else "FAILED"
-    results[target] = (lane, seconds, outcome)
+    results[target] = (lane, start - began, seconds, usage.ru_utime + usage.ru_stime, outcome)
     with print_lock:
         print(f"\n===== {target} ({lane}): {outcome} in {seconds:.0f} s =====", flush=True)
         sys.stdout.buffer.write(log.read_bytes())
@@ -126,7 +132,8 @@ def main():
     if not dev_null_is_a_device():
         return 1
     LOGS.mkdir(parents=True, exist_ok=True)
-    wall = time.monotonic()
+    global began
+    began = wall = time.monotonic()
     serial = os.environ.get("POLYLOCK_TEST_LANES") == "1"
     threads = {
         lane: threading.Thread(target=lane_worker, args=(lane, niceness, targets))
@@ -156,12 +163,15 @@ def main():
 
     suites = BUILD + [t.partition("@")[0] for _, targets in LANES.values() for t in targets]
     width = max(map(len, suites))
-    print("\nsuite times (seconds; the lanes run at the same time):")
-    print(f"  {'suite':<{width}} {'lane':<8} {'time':>6}  result")
+    print("\nsuite times (seconds; the lanes run at the same time; start: from make test's start;"
+          " cpu: user + system of the suite's processes)")
+    print(f"  {'suite':<{width}} {'lane':<8} {'start':>6} {'time':>6} {'cpu':>6}  result")
     for target in suites:
-        lane, seconds, outcome = results.get(target, ("", 0, "not run"))
-        print(f"  {target:<{width}} {lane:<8} {seconds:>6.0f}  {outcome}")
-    print(f"  {'make test':<{width}} {'':<8} {wall:>6.0f}  {'FAILED' if failed.is_set() else 'passed'}")
+        lane, start, seconds, cpu, outcome = results.get(target, ("", 0, 0, 0, "not run"))
+        print(f"  {target:<{width}} {lane:<8} {start:>6.0f} {seconds:>6.0f} {cpu:>6.0f}  {outcome}")
+    cpu = sum(result[3] for result in results.values())
+    outcome = "FAILED" if failed.is_set() else "passed"
+    print(f"  {'make test':<{width}} {'':<8} {0:>6} {wall:>6.0f} {cpu:>6.0f}  {outcome}")
     print(f"logs: {LOGS.relative_to(ROOT)}/")
     if not dev_null_is_a_device():  # a suite must not break the machine either
         return 1
