@@ -31,7 +31,7 @@ build-node: node-deps
 	@ls node/polylock.*.node >/dev/null 2>&1 || rm -f target/node-addon-*.stamp
 	@$(MAKE) --no-print-directory $(NODE_ADDON_STAMP)
 $(NODE_ADDON_STAMP): $(NODE_DEPS_STAMP) $(NODE_ADDON_SOURCES)
-	cd node && npm run $(NODE_BUILD)
+	cd node && $(NODE_BUILD_CARGO) npm run $(NODE_BUILD)
 	@# The addon of the other NODE_BUILD was just overwritten.
 	rm -f target/node-addon-*.stamp
 	mkdir -p target && touch $@
