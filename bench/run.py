@@ -70,7 +70,7 @@ def main() -> int:
         u_list = U_CONTENDERS
         c_list = [("rust", "polylock"), ("rust", "polylock-fair"), ("python", "polylock"),
                   ("node", "polylock"), REDISSON, REDISSON_FAIR]
-        m_list = [("rust", "polylock"), ("rust", "raw")]
+        m_list = [("rust", "polylock"), ("rust", "plain-key"), ("rust", "raw"), REDISSON]
         r_locks, r_watchdog = 200, 300
         rw_processes, rw_writers, s_processes, s_permits = 3, 1, 4, 2
     else:
@@ -108,7 +108,8 @@ def main() -> int:
     ceiling, benchmarks = 0.0, {}
     java_pool = None
     java_cells = [x for x in (u_list if "U" in args.only else []) + (c_list if "C" in args.only
-                                                                      else []) if x[0] == "java"]
+                                                                      else [])
+                  + (m_list if "M" in args.only else []) if x[0] == "java"]
     try:
         if java_cells and not java_missing():
             # Every JVM the run needs is started and warmed before any timing begins.

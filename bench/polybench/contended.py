@@ -17,9 +17,9 @@ def scenario_c(server, duration, workers, contenders, rounds, log) -> dict:
             for lang, contender in order:
                 tag = unique_tag()
                 counter = f"bench:counter:{tag}"
+                # No MONITOR: its own work would count in the server's CPU per CS.
                 run = run_workers(server, lang, contender, "contended", f"bench:c:{tag}",
-                                  {"counter": counter, "hold_us": HOLD_US}, count, duration,
-                                  monitor=True)
+                                  {"counter": counter, "hold_us": HOLD_US}, count, duration)
                 row = {"run": run}
                 if run.results:
                     row.update(contended_metrics(run, int(server.command("GET", counter) or 0)))
@@ -40,7 +40,7 @@ def contended_metrics(run: Run, counter: int) -> dict:
                 "waits": [], "gap_p50_ms": float("nan"), "gap_p99_ms": float("nan"),
                 "hold_p50_ms": float("nan"),
                 "wait_p50_ms": float("nan"), "wait_p99_ms": float("nan"),
-                "wait_max_ms": float("nan"), "commands_per_cs": float("nan"),
+                "wait_max_ms": float("nan"), "server_us_per_cs": float("nan"),
                 "scripts_per_cs": float("nan"), "subscriptions_per_cs": float("nan"),
                 "overlaps": 0, "rate": 0.0}
     wall_us = max(end for _, end in holds) - run.start_us
@@ -61,10 +61,9 @@ def contended_metrics(run: Run, counter: int) -> dict:
         "wait_p99_ms": percentile(waits, 0.99) / 1000,
         "wait_max_ms": max(waits) / 1000,
         "jain": jain([result["cycles"] for result in run.results]),
-        # The workload's own GET and SET are not the lock's cost.
-        "commands_per_cs": (sum(run.sent.values()) - 2 * sections) / sections,
-        "sent_breakdown": {k: v / sections for k, v in run.sent.items()},
-        "all_commands_per_cs": run.commands(exclude_workload=2 * sections) / sections,
+        # The server's CPU per CS, the workload's own GET and SET included (the same for every
+        # contender).
+        "server_us_per_cs": run.server_cpu_s / sections * 1e6,
         "scripts_per_cs": run.count(SCRIPT_COMMANDS) / sections,
         "subscriptions_per_cs": run.count(SUBSCRIPTION_COMMANDS) / sections,
         "lost": sections - counter,

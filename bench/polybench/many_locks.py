@@ -13,21 +13,20 @@ from .workers import run_workers
 def scenario_m(server, duration, holders, contenders, log) -> dict:
     rows = {}
     for lang, contender in contenders:
-        # The server's cost of a cycle: its process CPU, and the part of it spent in scripts.
-        # Read around the whole run (the workers' connects and warm-up included, which a run of
-        # seconds makes small).
-        cpu_before, script_before = server.cpu_seconds(), server.script_usec()
+        # The server's cost of a cycle: its process CPU in the timed part (run.server_cpu_s), and
+        # the part of all its CPU spent in scripts, read around the whole run (the workers'
+        # connects and warm-up included, which a run of seconds makes small).
+        script_before = server.script_usec()
         run = run_workers(server, lang, contender, "many",
                           f"bench:m:{unique_tag()}", {"holders": holders}, 1, duration)
-        cpu_after, script_after = server.cpu_seconds(), server.script_usec()
+        script_after = server.script_usec()
         row = {"run": run}
         if run.results:
             result = run.results[0]
             cycles = max(1, result["cycles"])
             row["rate"] = result["cycles"] / result["seconds"]
             row["scripts_per_cycle"] = run.count(SCRIPT_COMMANDS) / cycles
-            row["commands_per_cycle"] = run.commands() / cycles
-            row["server_cpu_us_per_cycle"] = (cpu_after - cpu_before) * 1e6 / cycles
+            row["server_cpu_us_per_cycle"] = run.server_cpu_s * 1e6 / cycles
             row["script_us_per_cycle"] = (script_after - script_before) / cycles
         rows[(lang, contender)] = row
         log(f"M {label(lang, contender)}: {describe(run, row.get('rate'), 'cycles/s')}")

@@ -43,10 +43,14 @@ LANGS = {
 # "polylock-core-runtime": the plain lock with the worker's loop run on polylock's own runtime
 # (`polylock::runtime()`), where the connection's tasks run, beside "polylock" on the worker's
 # own runtime, so the tables show what crossing between the two runtimes costs.
+# Rust's U runs each loop in a task spawned on the worker's multi-thread runtime, as a service
+# runs lock code; "polylock-block-on" and "rslock-block-on" run it on `block_on` in the main
+# thread instead (issue 44's two shapes).
 U_CONTENDERS = [
     ("rust", "polylock"), ("rust", "polylock-core-runtime"), ("rust", "polylock-metrics-off"),
     ("rust", "polylock-fair"),
-    ("rust", "polylock-fifo"), ("rust", "rslock"), ("rust", "raw"),
+    ("rust", "polylock-fifo"), ("rust", "rslock"), ("rust", "polylock-block-on"),
+    ("rust", "rslock-block-on"), ("rust", "raw"),
     ("python", "polylock"), ("python", "polylock-fair"), ("python", "polylock-fifo"),
     ("python", "redis-py"),
     ("python", "python-redis-lock"), ("python", "pottery"), ("python", "raw"),
@@ -55,12 +59,15 @@ U_CONTENDERS = [
     ("node", "redis-semaphore"), ("node", "raw"),
     ("java", "redisson"), ("java", "redisson-fair"),
 ]
-C_CONTENDERS = [c for c in U_CONTENDERS if c[1] != "raw"]
+C_CONTENDERS = [c for c in U_CONTENDERS if c[1] != "raw" and not c[1].endswith("-block-on")]
 # Redisson, the anchor: what a polyglot shop runs today (bench/java).
 REDISSON = ("java", "redisson")
 REDISSON_FAIR = ("java", "redisson-fair")
+# "plain-key": the cheapest lock on a plain key that keeps polylock's guarantees
+# (bench/probes/lock_protocol_cost.py), M's yardstick of server CPU per cycle.
 M_CONTENDERS = [
-    ("rust", "polylock"), ("rust", "polylock-fair"), ("rust", "rslock"), ("rust", "raw"),
+    ("rust", "polylock"), ("rust", "polylock-fair"), ("rust", "rslock"), ("rust", "plain-key"),
+    ("rust", "raw"), ("java", "redisson"),
     ("node", "polylock"), ("node", "raw"),
     ("python", "polylock"), ("python", "raw"),
 ]

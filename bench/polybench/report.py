@@ -122,7 +122,7 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
               "EVALSHA of `return 1` per cycle with that language's usual client (Rust: redis-rs "
               "multiplexed connection, Python: redis-py, Node: ioredis).", "",
               "| contender | cycles/s (median) | min–max | vs raw of its language | "
-              "scripts/cycle | commandstats/cycle (incl. inside scripts) | client CPU µs/cycle | "
+              "scripts/cycle | server CPU µs/cycle | client CPU µs/cycle | "
               "noise: load, steal %, other CPU % |",
               "|---|---:|---:|---:|---:|---:|---:|---:|"]
 
@@ -130,7 +130,7 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
         raw = u.get((key[0], "raw"), {}).get("rate")
         ratio = f"{row['rate'] / raw:.2f}" if raw else "–"
         return (f"{fmt(row['rate'], 0)} | {spread(row, 'rate', 0)} | {ratio} | "
-                f"{fmt(row['scripts_per_cycle'])} | {fmt(row['commands_per_cycle'])} | "
+                f"{fmt(row['scripts_per_cycle'])} | {fmt(row.get('server_us_per_cycle'), 1)} | "
                 f"{fmt(row['cpu_us_per_cycle'], 0)} | {noise_cell(row)} |")
 
     lines += contender_rows(u, 6, u_cells)
@@ -141,22 +141,20 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
               "times / wall time. Hold = one critical section, from the acquire's return to "
               "the release call (the GET, the hold and the SET). Gap = from one holder's "
               "release call to the next holder's acquisition. Wait = one acquire call. Jain = fairness of the acquisition counts "
-              "of the W workers (1 = equal). Commands sent/CS = the commands the lock sends "
-              "to Redis (counted with MONITOR; scripts count once, subscriptions included) per "
-              "critical section, the workload's own GET and SET subtracted; commandstats/CS = "
-              "the INFO commandstats delta the same way, which also counts each redis.call() "
-              "inside a script. "
+              "of the W workers (1 = equal). Server CPU µs/CS = the redis-server process's CPU "
+              "(INFO cpu, user + system) in the timed part per critical section, the workload's "
+              "GET and SET included (the same for every contender). "
               "Lost = increments lost (critical sections minus the final counter).", ""]
     header = ("| W | contender | CS/s (median) | min–max | utilisation (median) | min–max | "
               "hold p50 ms | gap p50 ms | gap p99 ms | wait p50 ms | "
-              "wait p99 ms | wait max ms | Jain | commands sent/CS | scripts/CS | "
-              "(un)subscribes/CS | commandstats/CS | lost (all rounds) | "
+              "wait p99 ms | wait max ms | Jain | server CPU µs/CS | scripts/CS | "
+              "(un)subscribes/CS | lost (all rounds) | "
               "noise: load, steal %, other CPU % |")
-    lines += [header, "|---:|---|" + "---:|" * 17]
+    lines += [header, "|---:|---|" + "---:|" * 16]
     for (count, lang, contender), row in c.items():
         problem = status(row["run"])
         if problem:
-            lines.append(f"| {count} | {label(lang, contender)} | {problem} |" + " |" * 16)
+            lines.append(f"| {count} | {label(lang, contender)} | {problem} |" + " |" * 15)
             continue
         lost_all = sum(r.get("lost", 0) for r in row.get("rounds", [row]))
         lost = f"**{lost_all}**" if lost_all else "0"
@@ -168,16 +166,9 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
             f"{spread(row, 'utilisation', 3)} | {fmt(row['hold_p50_ms'])} | "
             f"{fmt(row['gap_p50_ms'])} | {fmt(row['gap_p99_ms'])} | "
             f"{fmt(row['wait_p50_ms'])} | {fmt(row['wait_p99_ms'])} | {fmt(row['wait_max_ms'])} | "
-            f"{fmt(row['jain'], 3)} | {fmt(row['commands_per_cs'])} | {fmt(row['scripts_per_cs'])} | "
-            f"{fmt(row['subscriptions_per_cs'])} | {fmt(row['all_commands_per_cs'])} | {lost} | "
+            f"{fmt(row['jain'], 3)} | {fmt(row['server_us_per_cs'], 1)} | {fmt(row['scripts_per_cs'])} | "
+            f"{fmt(row['subscriptions_per_cs'])} | {lost} | "
             f"{noise_cell(row)} |")
-    lines += ["", f"What each contender sends per critical section at W={workers[0]} (MONITOR; the "
-              "workload's GET and SET included):", ""]
-    for (count, lang, contender), row in c.items():
-        if count == workers[0] and not status(row["run"]) and row.get("sent_breakdown"):
-            parts = sorted(row["sent_breakdown"].items(), key=lambda kv: -kv[1])
-            lines.append(f"- {label(lang, contender)}: " + ", ".join(
-                f"{name.upper()} {value:.2f}" for name, value in parts if value >= 0.005))
     jit = [f"W={count} {contender} {row['jit_ms_run_max']} ms" + (
                f" ({java_errors(row)} lock/unlock calls failed and were retried)"
                if java_errors(row) else "")
@@ -202,20 +193,22 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
                   f"{name}: {fmt(rate, 0)} EVALSHA/s" for name, rate in
                   info.get("benchmarks", {}).items()) + ".", "",
               "Server CPU/cycle is the redis-server process's CPU (INFO cpu, user + system) over "
-              "the run divided by the cycles; script µs/cycle the part of it in EVAL/EVALSHA "
-              "(INFO commandstats `usec`, each script's own calls included).", "",
-              "| contender | cycles/s | scripts/cycle | commands/cycle | "
+              "the timed part divided by the cycles; script µs/cycle the time in EVAL/EVALSHA over "
+              "the whole run (INFO commandstats `usec`, each script's own calls included). "
+              "`plain-key` is the cheapest lock on a plain key that keeps polylock's guarantees "
+              "(bench/probes/lock_protocol_cost.py): M's yardstick of server CPU.", "",
+              "| contender | cycles/s | scripts/cycle | "
               "% of ceiling ÷ scripts/cycle | server CPU µs/cycle | script µs/cycle |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
+              "|---|---:|---:|---:|---:|---:|"]
 
     def m_cells(_key, row) -> str:
         spc = row["scripts_per_cycle"] or 2
         share = row["rate"] / (ceiling / spc) * 100 if ceiling else float("nan")
         return (f"{fmt(row['rate'], 0)} | {fmt(row['scripts_per_cycle'])} | "
-                f"{fmt(row['commands_per_cycle'])} | {fmt(share, 0)} % | "
+                f"{fmt(share, 0)} % | "
                 f"{fmt(row['server_cpu_us_per_cycle'], 1)} | {fmt(row['script_us_per_cycle'], 1)} |")
 
-    lines += contender_rows(m, 5, m_cells)
+    lines += contender_rows(m, 4, m_cells)
 
     lines += ["", "## R: renewal cost", ""]
     problem = status(r["run"])

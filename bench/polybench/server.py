@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import threading
 from pathlib import Path
-from typing import Optional
 
 # The test kit's one launcher (docs/testing.md), built by `cargo build -p polylock-testkit
 # --bins`; it runs POLYLOCK_REDIS_SERVER (e.g. another Redis or Valkey build), else redis-server.
@@ -98,59 +96,3 @@ class RedisServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-
-
-class Monitor:
-    """Counts the commands clients send (MONITOR), apart from those scripts run inside Redis.
-
-    INFO commandstats also counts every redis.call() made inside a Lua script, so it cannot say
-    how many commands a lock sends over the wire; MONITOR marks those as "[db lua]".
-    """
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.sock.sendall(b"*1\r\n$7\r\nMONITOR\r\n")
-        self.client: dict[str, int] = {}
-        self.scripted: dict[str, int] = {}
-        self.counting = False
-        self.buffer = b""
-        reply = self._line()
-        if reply != b"+OK":
-            raise RuntimeError(f"MONITOR refused: {reply!r}")
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _line(self) -> Optional[bytes]:
-        while b"\r\n" not in self.buffer:
-            try:
-                chunk = self.sock.recv(1 << 16)
-            except OSError:
-                return None
-            if not chunk:
-                return None
-            self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\r\n")
-        return line
-
-    def _read(self) -> None:
-        while True:
-            line = self._line()
-            if line is None:
-                return
-            if not self.counting:
-                continue
-            # +1700000000.123456 [0 127.0.0.1:5000] "EVALSHA" "..."  or  [0 lua] "hincrby" ...
-            head, _, rest = line.partition(b"] ")
-            source = head.rpartition(b" ")[2]
-            command = rest.split(b'"', 2)[1].decode(errors="replace").lower() if b'"' in rest else "?"
-            table = self.scripted if source == b"lua" else self.client
-            table[command] = table.get(command, 0) + 1
-
-    def close(self) -> None:
-        self.counting = False
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
-        self.thread.join(10)

@@ -17,9 +17,9 @@ def scenario_u(server, duration, contenders, rounds, log) -> dict:
             if run.results:
                 result = run.results[0]
                 row["rate"] = result["cycles"] / result["seconds"]
-                row["commands_per_cycle"] = run.commands() / result["cycles"]
                 row["scripts_per_cycle"] = run.count(SCRIPT_COMMANDS) / result["cycles"]
                 row["cpu_us_per_cycle"] = result["cpu_s"] / result["cycles"] * 1e6
+                row["server_us_per_cycle"] = run.server_cpu_s / result["cycles"] * 1e6
             cells[(lang, contender)].append(row)
             log(f"U round {index + 1}/{rounds} {label(lang, contender)}: "
                 f"{describe(run, row.get('rate'), 'cycles/s')}{noise_text(run)}")

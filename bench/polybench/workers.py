@@ -18,7 +18,7 @@ from typing import Optional
 from .machine import cpu_sample, noise_between
 from .paths import BENCH
 from .peers import LANGS, java_command, java_missing
-from .server import Monitor, RedisServer
+from .server import RedisServer
 
 
 @dataclass
@@ -29,13 +29,11 @@ class Run:
     unsupported: Optional[str] = None
     error: Optional[str] = None
     start_us: int = 0
-    sent: dict = field(default_factory=dict)
+    # The server process's CPU (user + system) during the timed part, in seconds: what the
+    # contender's work cost the server.
+    server_cpu_s: Optional[float] = None
     # The machine during the timed part: load, CPU steal, CPU of processes not the bench's.
     noise: dict = field(default_factory=dict)
-
-    def commands(self, exclude_workload: int = 0) -> int:
-        total = sum(v for k, v in self.delta.items() if k != "info")
-        return total - exclude_workload
 
     def count(self, names) -> int:
         return sum(self.delta.get(name, 0) for name in names)
@@ -223,7 +221,7 @@ def use_java_pool(pool: JavaPool, run_options: dict) -> None:
 
 
 def run_workers(server: RedisServer, lang: str, contender: str, scenario: str, name: str,
-                options: dict, processes: int, duration: float, monitor: bool = False) -> Run:
+                options: dict, processes: int, duration: float) -> Run:
     # "roles" (a list) gives process i the option "role": roles[i % len(roles)].
     roles = options.pop("roles", None)
 
@@ -260,11 +258,9 @@ def run_workers(server: RedisServer, lang: str, contender: str, scenario: str, n
             if line != "ready":
                 run.error = f"worker did not start: {line!r} {worker.stderr_tail()!r}"
                 return run
-        watcher = Monitor(server.port) if monitor else None
         before = server.commandstats()
-        if watcher:
-            watcher.counting = True
         cpu_before = cpu_sample()
+        server_cpu_before = server.cpu_seconds()
         start_us = run.start_us = now_us() + 300_000
         for worker in workers:
             worker.send(f"go {start_us} {duration}\n")
@@ -272,16 +268,10 @@ def run_workers(server: RedisServer, lang: str, contender: str, scenario: str, n
             line = worker.readline()
             if not line:
                 run.error = f"worker failed: {worker.stderr_tail()!r}"
-                if watcher:
-                    watcher.close()
                 return run
             run.results.append(json.loads(line))
         run.noise = noise_between(cpu_before, cpu_sample())
-        if watcher:
-            server.command("PING")  # the monitor has seen everything before this
-            time.sleep(0.2)
-            watcher.close()
-            run.sent = {k: v for k, v in watcher.client.items() if k not in ("info", "ping")}
+        run.server_cpu_s = server.cpu_seconds() - server_cpu_before
         after = server.commandstats()
         # PING is nobody's lock work (Redisson's idle pooled connections send one every 30 s).
         run.delta = {k: after.get(k, 0) - before.get(k, 0) for k in after if k != "ping"}

@@ -3,13 +3,18 @@
 //! Usage: `polylock-bench <scenario> <contender> <redis-url> <lock-name> [options as JSON]`
 //!   scenario:  uncontended | contended | many | renewal | rwmix | permits
 //!   contender: polylock | polylock-fair | polylock-fifo | polylock-metrics-off |
-//!              polylock-core-runtime | rslock | raw (rwmix and permits: polylock only;
+//!              polylock-core-runtime | polylock-block-on | rslock | rslock-block-on | raw |
+//!              plain-key (rwmix and permits: polylock only;
 //!              polylock-metrics-off: polylock's plain lock from a client made with
 //!              `ClientOptions::metrics` false, to measure what counting costs;
 //!              polylock-core-runtime: the plain lock, the scenario's loop run on polylock's own
 //!              runtime, `polylock::runtime()`, instead of this program's, to measure what
 //!              crossing from the caller's runtime to the core's costs; uncontended and
-//!              contended only)
+//!              contended only; U runs each contender's loop in a task spawned on this
+//!              program's multi-thread runtime, as a service runs lock code, and the
+//!              `-block-on` ones on the runtime's `block_on` in the main thread instead;
+//!              plain-key: the cheapest lock on a plain key that keeps polylock's guarantees,
+//!              the yardstick of M's server CPU, bench/probes/lock_protocol_cost.py's, many only)
 //!
 //! Protocol (the same for the Python and Node workers): connect and warm up, print `ready`;
 //! read `go <start-epoch-us> <duration-s>` from stdin, wait for the start, run for the duration,
@@ -63,7 +68,31 @@ enum Contender {
         connection: MultiplexedConnection,
         script: redis::Script,
     },
+    /// A lock on a plain key that keeps polylock's guarantees at the least server cost
+    /// (bench/probes/lock_protocol_cost.py): an acquire that checks its request's tombstone
+    /// before `SET NX PX`, a release that reads the key and a waiters mark in one `MGET` and
+    /// renames the key to the owner's release trace.
+    PlainKey {
+        connection: MultiplexedConnection,
+        acquire: redis::Script,
+        release: redis::Script,
+    },
 }
+
+/// The plain-key lock's acquire. KEYS: the lock, the request's tombstone. ARGV: the owner's
+/// token, the lease (ms).
+const PLAIN_KEY_ACQUIRE: &str = "if redis.call('exists', KEYS[2]) == 1 then return 'UNDONE' end
+if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return nil end
+return redis.call('pttl', KEYS[1])";
+/// The plain-key lock's release. KEYS: the lock, the owner's release trace, the waiters mark,
+/// the channel. ARGV: the owner's token.
+const PLAIN_KEY_RELEASE: &str = "local held, waiting = unpack(redis.call('mget', KEYS[1], KEYS[3]))
+if held == ARGV[1] then
+  redis.call('rename', KEYS[1], KEYS[2])
+  if waiting then redis.call('publish', KEYS[4], 0) end
+  return 1
+end
+return 0";
 
 enum Held {
     Polylock(polylock::Lock),
@@ -71,9 +100,14 @@ enum Held {
     Raw,
 }
 
+/// A contender's name without the `-block-on` that says where U runs its loop.
+fn contender_kind(contender: &str) -> &str {
+    contender.strip_suffix("-block-on").unwrap_or(contender)
+}
+
 impl Contender {
     async fn connect(kind: &str, url: &str, watchdog: Option<Duration>) -> Result<Self, BoxError> {
-        Ok(match kind {
+        Ok(match contender_kind(kind) {
             "polylock"
             | "polylock-fair"
             | "polylock-fifo"
@@ -98,6 +132,13 @@ impl Contender {
                     .await?,
                 script: redis::Script::new(TRIVIAL_SCRIPT),
             },
+            "plain-key" => Contender::PlainKey {
+                connection: redis::Client::open(url)?
+                    .get_multiplexed_async_connection()
+                    .await?,
+                acquire: redis::Script::new(PLAIN_KEY_ACQUIRE),
+                release: redis::Script::new(PLAIN_KEY_RELEASE),
+            },
             other => return Err(format!("unknown contender '{other}'").into()),
         })
     }
@@ -114,14 +155,69 @@ impl Contender {
             Contender::Raw { connection, script } => {
                 Handle::Raw(connection.clone(), script.clone(), name.to_owned())
             }
+            Contender::PlainKey {
+                connection,
+                acquire,
+                release,
+            } => Handle::PlainKey(PlainKeyHandle::new(
+                connection.clone(),
+                acquire,
+                release,
+                name,
+            )),
         })
     }
+}
+
+/// One holder of the plain-key lock: its keys, its owner token and its request's tombstone.
+struct PlainKeyHandle<'a> {
+    connection: MultiplexedConnection,
+    acquire: &'a redis::Script,
+    release: &'a redis::Script,
+    /// The lock, the release trace, the waiters mark, the channel (the release's keys).
+    keys: [String; 4],
+    tombstone: String,
+    token: String,
+}
+
+impl<'a> PlainKeyHandle<'a> {
+    fn new(
+        connection: MultiplexedConnection,
+        acquire: &'a redis::Script,
+        release: &'a redis::Script,
+        name: &str,
+    ) -> Self {
+        let owner = format!("{}:1", uuid_like(name));
+        let request = "0123456789abcdef0123456789abcdef";
+        PlainKeyHandle {
+            connection,
+            acquire,
+            release,
+            keys: [
+                name.to_owned(),
+                format!("polylock_released:{{{name}}}:{owner}"),
+                format!("polylock_waiting:{{{name}}}"),
+                format!("polylock_channel:{{{name}}}"),
+            ],
+            tombstone: format!("polylock_acquire_latch:{{{name}}}:{request}"),
+            token: format!("{owner}:{request}"),
+        }
+    }
+}
+
+/// An owner id of the usual shape, the same for one name on every run.
+fn uuid_like(name: &str) -> String {
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("6b1f1f5e-0000-4000-8000-{:012x}", hash & 0xffff_ffff_ffff)
 }
 
 enum Handle<'a> {
     Polylock(polylock::Lock),
     Rslock(&'a rslock::LockManager, String),
     Raw(MultiplexedConnection, redis::Script, String),
+    PlainKey(PlainKeyHandle<'a>),
 }
 
 impl Handle<'_> {
@@ -141,6 +237,21 @@ impl Handle<'_> {
                 script.key(&*name).invoke_async::<i64>(connection).await?;
                 Ok(Held::Raw)
             }
+            Handle::PlainKey(lock) => {
+                // Each holder of M has a name of its own: the first try takes it.
+                let busy: Option<redis::Value> = lock
+                    .acquire
+                    .key(&lock.keys[0])
+                    .key(&lock.tombstone)
+                    .arg(&lock.token)
+                    .arg(PEER_LEASE.as_millis() as u64)
+                    .invoke_async(&mut lock.connection)
+                    .await?;
+                match busy {
+                    None => Ok(Held::Raw),
+                    Some(reply) => Err(format!("plain-key lock busy: {reply:?}").into()),
+                }
+            }
         }
     }
 
@@ -154,6 +265,19 @@ impl Handle<'_> {
             (Handle::Raw(connection, script, name), Held::Raw) => {
                 script.key(&*name).invoke_async::<i64>(connection).await?;
                 Ok(())
+            }
+            (Handle::PlainKey(lock), Held::Raw) => {
+                let released: i64 = lock
+                    .release
+                    .key(&lock.keys[..])
+                    .arg(&lock.token)
+                    .invoke_async(&mut lock.connection)
+                    .await?;
+                if released == 1 {
+                    Ok(())
+                } else {
+                    Err("plain-key lock not held at its release".into())
+                }
             }
             _ => Err("released through the wrong kind of handle".into()),
         }
@@ -625,6 +749,13 @@ async fn on_core_runtime(args: Args) -> Result<Value, BoxError> {
     Ok(ran.await??)
 }
 
+/// Runs U's loop in a task spawned on this program's multi-thread runtime: where a service runs
+/// its lock code (the `-block-on` contenders run it on `block_on` in the main thread instead).
+async fn spawned_uncontended(args: Args) -> Result<Value, BoxError> {
+    let ran = tokio::spawn(async move { uncontended(&args).await.map_err(|err| err.to_string()) });
+    Ok(ran.await??)
+}
+
 #[tokio::main]
 async fn main() {
     let outcome = async {
@@ -633,7 +764,8 @@ async fn main() {
             "uncontended" | "contended" if args.contender == "polylock-core-runtime" => {
                 on_core_runtime(args).await?
             }
-            "uncontended" => uncontended(&args).await?,
+            "uncontended" if args.contender.ends_with("-block-on") => uncontended(&args).await?,
+            "uncontended" => spawned_uncontended(args).await?,
             "contended" => contended(&args).await?,
             "many" => many(&args).await?,
             "renewal" => renewal(&args).await?,

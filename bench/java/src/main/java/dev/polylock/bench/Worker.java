@@ -11,6 +11,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.TimeUnit;
@@ -30,7 +32,7 @@ import org.redisson.config.Config;
  * <p>Usage: {@code java -cp ... dev.polylock.bench.Worker <scenario> <contender> <redis-url>
  * <lock-name> [options as JSON]}
  * <ul>
- *   <li>scenario: uncontended | contended (the others answer "unsupported")</li>
+ *   <li>scenario: uncontended | contended | many (RLock only; the others answer "unsupported")</li>
  *   <li>contender: redisson (RLock) | redisson-fair (RFairLock)</li>
  * </ul>
  *
@@ -123,8 +125,13 @@ public final class Worker {
     static RedissonClient session(String scenario, String kind, String url, String name,
                                   Map<String, Object> options, BufferedReader stdin,
                                   RedissonClient shared) throws Exception {
-        if (!scenario.equals("uncontended") && !scenario.equals("contended")) {
-            System.out.println("unsupported no " + scenario + " in the Java worker (Redisson runs in U and C)");
+        if (scenario.equals("many") && kind.equals("redisson-fair")) {
+            System.out.println("unsupported no many in redisson-fair (the M rows hold plain locks)");
+            System.out.flush();
+            return null;
+        }
+        if (!scenario.equals("uncontended") && !scenario.equals("contended") && !scenario.equals("many")) {
+            System.out.println("unsupported no " + scenario + " in the Java worker (Redisson runs in U, C and M)");
             System.out.flush();
             return null;
         }
@@ -133,9 +140,11 @@ public final class Worker {
         }
         RedissonClient client = shared != null ? shared : Redisson.create(config(url, options));
         boolean fair = kind.equals("redisson-fair");
-        Map<String, Object> result = scenario.equals("uncontended")
-                ? uncontended(client, fair, name, options, stdin)
-                : contended(client, fair, name, options, stdin);
+        Map<String, Object> result = switch (scenario) {
+            case "uncontended" -> uncontended(client, fair, name, options, stdin);
+            case "many" -> many(client, name, options, stdin);
+            default -> contended(client, fair, name, options, stdin);
+        };
         System.out.println(Json.write(result));
         System.out.flush();
         return shared != null ? null : client;
@@ -361,6 +370,69 @@ public final class Worker {
         result.put("errors", errors);
         result.put("warmup", warm);
         return result;
+    }
+
+    /**
+     * M: {@code holders} RLocks on distinct names (default 64), each cycled lock / unlock by its
+     * own chain of asynchronous calls under its own thread id, as many holders in one service
+     * would; a second of the same before "ready" compiles the asynchronous path too.
+     */
+    static Map<String, Object> many(RedissonClient client, String name, Map<String, Object> options,
+                                    BufferedReader stdin) throws Exception {
+        Map<String, Object> warm = warmUp(client, false, name, options);
+        List<RLock> locks = new ArrayList<>();
+        for (int index = 0; index < intOption(options, "holders", 64); index++) {
+            locks.add(client.getLock(name + ":" + index));
+        }
+        cycleAll(locks, 1.0);
+        double duration = handshake(stdin)[1];
+        long compileBefore = compilationMs();
+        double cpuBefore = cpuSeconds();
+        long started = System.nanoTime();
+        long[] counts = cycleAll(locks, duration);
+        Map<String, Object> result = new LinkedHashMap<>();
+        result.put("cycles", counts[0]);
+        result.put("seconds", (System.nanoTime() - started) / 1e9);
+        result.put("cpu_s", cpuSeconds() - cpuBefore);
+        result.put("jit_ms_run", compilationMs() - compileBefore);
+        result.put("errors", counts[1]);
+        result.put("warmup", warm);
+        return result;
+    }
+
+    /** Cycles every lock of {@code locks} at once for {@code seconds}: {cycles, errors}. */
+    static long[] cycleAll(List<RLock> locks, double seconds) throws InterruptedException {
+        AtomicLong cycles = new AtomicLong();
+        AtomicLong errors = new AtomicLong();
+        long deadline = System.nanoTime() + (long) (seconds * 1e9);
+        CountDownLatch done = new CountDownLatch(locks.size());
+        for (int index = 0; index < locks.size(); index++) {
+            cycle(locks.get(index), index + 1, deadline, cycles, errors, done);
+        }
+        done.await();
+        return new long[] {cycles.get(), errors.get()};
+    }
+
+    /** One lock / unlock of {@code lock} under {@code threadId}, then the next, until the deadline. */
+    static void cycle(RLock lock, long threadId, long deadline, AtomicLong cycles, AtomicLong errors,
+                      CountDownLatch done) {
+        if (System.nanoTime() >= deadline) {
+            done.countDown();
+            return;
+        }
+        lock.lockAsync(threadId)
+                .thenCompose(locked -> lock.unlockAsync(threadId))
+                .whenComplete((unlocked, err) -> {
+                    if (err == null) {
+                        cycles.incrementAndGet();
+                        cycle(lock, threadId, deadline, cycles, errors, done);
+                        return;
+                    }
+                    // Counted; the next try a millisecond later (never a recursion that spins).
+                    errors.incrementAndGet();
+                    CompletableFuture.delayedExecutor(1, TimeUnit.MILLISECONDS).execute(
+                            () -> cycle(lock, threadId, deadline, cycles, errors, done));
+                });
     }
 
     static Map<String, Object> contended(RedissonClient client, boolean fair, String name,
