@@ -110,9 +110,15 @@ impl Reentrant {
         call.key(&self.waiters)
             .key(&self.reservation)
             .key(&self.told_prefix)
-            .key(keys::lock_listening_channel(&self.names.key))
+            .key(self.listening())
             .key(&self.grants)
             .key(&self.latch_prefix);
+    }
+
+    /// The listening channel its names hold (made `telling` in `of_kind`).
+    fn listening(&self) -> &str {
+        let told = self.names.told.as_ref();
+        &told.expect("the reentrant lock's names tell").listening
     }
 }
 
