@@ -67,8 +67,9 @@ async fn an_owners_next_cycle_waits_while_its_release_of_the_lock_awaits_its_ans
         traces,
         vec![format!("polylock_released:{{gated}}:{}", lock.owner())]
     );
-    // Up to the next cycle's first attempt: the release sent twice (the call whose reply was
-    // lost, then its retry) and had both replies (the error, then the answer).
+    // Up to the next cycle's first attempt: the release sent at least twice (the call whose
+    // reply was lost, then its retries: one more when the retry goes on a second connection the
+    // cut broke, the client's own after this runtime's failed) and had every reply.
     let events = handoff_events("gated")[events_before..].to_vec();
     let first_attempt = events
         .iter()
@@ -76,9 +77,9 @@ async fn an_owners_next_cycle_waits_while_its_release_of_the_lock_awaits_its_ans
         .expect("the next cycle's attempt");
     let before = &events[..first_attempt];
     let count = |name: &str| before.iter().filter(|event| *event == name).count();
-    assert_eq!(
-        (count("release sent"), count("release reply")),
-        (2, 2),
+    let (sent, replied) = (count("release sent"), count("release reply"));
+    assert!(
+        sent >= 2 && sent == replied,
         "the next cycle's attempt went out while the release awaited its answer: {events:?}"
     );
 }

@@ -203,7 +203,7 @@ pub(crate) async fn open(
         Target::Single(redis_client) => {
             let manager = connect_manager(&redis_client, what, timeouts).await?;
             Opened {
-                connection: Connection::single(manager),
+                connection: Connection::single(manager, redis_client.clone(), timeouts),
                 source: Source::Single(Box::new(redis_client)),
                 publish: Ok(Publish::Plain),
                 sentinel: None,

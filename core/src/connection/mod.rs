@@ -11,6 +11,7 @@
 
 #[cfg(feature = "explorer")]
 pub(crate) mod explored;
+mod per_runtime;
 pub(crate) mod pubsub;
 mod replica_sync;
 pub(crate) mod sentinel;
@@ -29,6 +30,7 @@ use redis::cluster_routing::{
 };
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
+use per_runtime::SingleServer;
 use sentinel::Sentinel;
 
 use crate::foundation::error::{Error, Result};
@@ -104,7 +106,7 @@ pub struct Connection {
 
 #[derive(Clone)]
 enum Link {
-    Single(ConnectionManager),
+    Single(Arc<SingleServer>),
     Cluster(ClusterConnection),
     Sentinel(Arc<Sentinel>),
     /// Test only: the protocol explorer's seam (`explored`).
@@ -170,8 +172,21 @@ impl CallCounter {
 }
 
 impl Connection {
-    pub(crate) fn single(manager: ConnectionManager) -> Connection {
-        Connection::of(Link::Single(manager))
+    pub(crate) fn single(
+        manager: ConnectionManager,
+        client: redis::Client,
+        timeouts: Timeouts,
+    ) -> Connection {
+        Connection::of(Link::Single(Arc::new(SingleServer::new(
+            manager, client, timeouts,
+        ))))
+    }
+
+    /// Closes the connections opened for calling runtimes (the client closes).
+    pub(crate) fn close(&self) {
+        if let Link::Single(server) = &self.link {
+            server.close();
+        }
     }
 
     pub(crate) fn cluster(cluster: ClusterConnection) -> Connection {
@@ -395,7 +410,7 @@ impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let counter = self.counter.clone().filter(|_| CallCounter::counts(cmd));
         let sent = match &mut self.link {
-            Link::Single(manager) => manager.req_packed_command(cmd),
+            Link::Single(server) => server.req_packed_command(cmd),
             Link::Cluster(cluster) => cluster.req_packed_command(cmd),
             Link::Sentinel(sentinel) => Box::pin(async move {
                 let (generation, mut manager) = sentinel.manager();
@@ -416,7 +431,7 @@ impl ConnectionLike for Connection {
         // A pipeline is one call.
         let counter = self.counter.clone();
         let sent = match &mut self.link {
-            Link::Single(manager) => manager.req_packed_commands(pipeline, offset, count),
+            Link::Single(server) => server.req_packed_commands(pipeline, offset, count),
             Link::Cluster(cluster) => cluster.req_packed_commands(pipeline, offset, count),
             Link::Sentinel(sentinel) => Box::pin(async move {
                 let (generation, mut manager) = sentinel.manager();
@@ -431,7 +446,7 @@ impl ConnectionLike for Connection {
 
     fn get_db(&self) -> i64 {
         match &self.link {
-            Link::Single(manager) => manager.get_db(),
+            Link::Single(server) => server.own().get_db(),
             Link::Cluster(cluster) => cluster.get_db(),
             Link::Sentinel(sentinel) => sentinel.manager().1.get_db(),
             #[cfg(feature = "explorer")]

@@ -261,6 +261,7 @@ impl ClientInner {
     fn shutdown(&self) {
         self.closed.send_replace(true);
         self.upkeep.stop();
+        self.connection.close();
         if let Some(hub) = &self.hub {
             hub.shutdown();
         }

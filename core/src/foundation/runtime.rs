@@ -108,6 +108,21 @@ where
     runtime: &'static Runtime,
     work: Option<Pin<Box<F>>>,
     on_panic: Option<E>,
+    /// The runtime the caller awaits on, if any (`caller_runtime`).
+    caller: Option<tokio::runtime::Handle>,
+}
+
+thread_local! {
+    /// The caller's runtime while an `Inline` polls its work on this thread.
+    static CALLER: std::cell::RefCell<Option<tokio::runtime::Handle>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The runtime of the caller whose call is being polled on this thread, inside polylock's
+/// runtime context: a single server's connection sends that call's commands on a connection
+/// of that runtime's (`connection::per_runtime`). `None` in polylock's own tasks.
+pub(crate) fn caller_runtime() -> Option<tokio::runtime::Handle> {
+    CALLER.with(|caller| caller.borrow().clone())
 }
 
 impl<T, F, E> Inline<F, E>
@@ -121,6 +136,8 @@ where
             runtime: runtime(),
             work: Some(Box::pin(work)),
             on_panic: Some(on_panic),
+            // A call made inside another's work keeps the outer caller's runtime.
+            caller: caller_runtime().or_else(|| tokio::runtime::Handle::try_current().ok()),
         }
     }
 }
@@ -140,7 +157,10 @@ where
             .as_mut()
             .expect("polylock: Inline polled after it finished");
         let _context = this.runtime.enter();
-        match catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(cx))) {
+        let outer = CALLER.with(|caller| caller.replace(this.caller.clone()));
+        let polled = catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(cx)));
+        CALLER.with(|caller| *caller.borrow_mut() = outer);
+        match polled {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => {
                 this.work = None;
