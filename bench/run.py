@@ -70,7 +70,8 @@ def main() -> int:
         u_list = U_CONTENDERS
         c_list = [("rust", "polylock"), ("rust", "polylock-fair"), ("python", "polylock"),
                   ("node", "polylock"), REDISSON, REDISSON_FAIR]
-        m_list = [("rust", "polylock"), ("rust", "plain-key"), ("rust", "raw"), REDISSON]
+        m_list = [("rust", "polylock"), ("rust", "plain-key"), ("rust", "raw"), REDISSON,
+                  ("python", "polylock-asyncio")]
         r_locks, r_watchdog = 200, 300
         rw_processes, rw_writers, s_processes, s_permits = 3, 1, 4, 2
     else:

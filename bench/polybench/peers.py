@@ -69,7 +69,7 @@ M_CONTENDERS = [
     ("rust", "polylock"), ("rust", "polylock-fair"), ("rust", "rslock"), ("rust", "plain-key"),
     ("rust", "raw"), ("java", "redisson"),
     ("node", "polylock"), ("node", "raw"),
-    ("python", "polylock"), ("python", "raw"),
+    ("python", "polylock"), ("python", "polylock-asyncio"), ("python", "raw"),
 ]
 # The read-write lock (RW) and semaphore (S) scenarios: polylock in each language, and the one
 # peer that has a semaphore (redis-semaphore's Semaphore); no peer here has a read-write lock.

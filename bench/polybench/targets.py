@@ -54,6 +54,9 @@ def many_locks_targets(m: dict) -> list[str]:
     for lang in M_LANGS:
         out.append(ratio_line(f"M {lang}: cycles/s ≥ 0.8× Rust polylock's",
                               m.get((lang, "polylock")), rust, 0.8))
+    # Python's holders are threads in the row above; asyncio tasks here.
+    out.append(ratio_line("M python, asyncio tasks: cycles/s ≥ 0.8× Rust polylock's",
+                          m.get(("python", "polylock-asyncio")), rust, 0.8))
     return out
 
 

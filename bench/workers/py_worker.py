@@ -176,6 +176,38 @@ def many(factory: Callable[[str], Cycle], name: str, options: dict) -> dict:
     return {"cycles": sum(counts), "seconds": time.perf_counter() - started}
 
 
+def many_asyncio(url: str, name: str, options: dict) -> dict:
+    """M with asyncio: the holders are tasks of one event loop, through polylock's AsyncClient
+    (the calls of one loop turn are settled together: python/src/asyncio.rs)."""
+    import asyncio
+
+    import polylock
+
+    async def run_all() -> dict:
+        client = await polylock.AsyncClient.connect(url)
+        holders = options.get("holders", 64)
+        locks = [client.lock(f"{name}:{index}") for index in range(holders)]
+        counts = [0] * holders
+        stopped = asyncio.Event()
+
+        async def run(index: int) -> None:
+            lock = locks[index]
+            while not stopped.is_set():
+                await lock.acquire()
+                await lock.release()
+                counts[index] += 1
+
+        _, duration = handshake()
+        started = time.perf_counter()
+        tasks = [asyncio.create_task(run(index)) for index in range(holders)]
+        await asyncio.sleep(duration)
+        stopped.set()
+        await asyncio.gather(*tasks)
+        return {"cycles": sum(counts), "seconds": time.perf_counter() - started}
+
+    return asyncio.run(run_all())
+
+
 def kind_scenario(scenario: str, kind: str, url: str, name: str, options: dict) -> dict:
     """RW and S: one holder per process on one read-write lock (readers check that the two data
     keys agree, writers update both) or one semaphore (holders count themselves in a gauge)."""
@@ -239,6 +271,11 @@ def main() -> None:
     options = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
     if scenario in ("rwmix", "permits"):
         print(json.dumps(kind_scenario(scenario, kind, url, name, options)), flush=True)
+        for _ in sys.stdin:
+            pass
+        return
+    if scenario == "many" and kind == "polylock-asyncio":
+        print(json.dumps(many_asyncio(url, name, options)), flush=True)
         for _ in sys.stdin:
             pass
         return

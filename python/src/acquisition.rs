@@ -25,7 +25,7 @@ pub(crate) fn undo_by<T: Send + 'static>(
 ///
 /// The core undoes an acquisition whose future is dropped before it returns, but once the
 /// core future has returned the acquisition is ours, and the asyncio side can still lose
-/// it: pyo3-async-runtimes drops the result when the Python future was cancelled in the
+/// it: the result is dropped when the Python future was cancelled in the
 /// meantime, and the task can be cancelled after the result was set but before it resumed.
 /// Whatever nobody claims is given back (in the background) when dropped or abandoned, so a
 /// cancelled acquire never leaves a lock or a permit held.
