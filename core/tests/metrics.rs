@@ -857,6 +857,16 @@ async fn a_cluster_client_counts_its_calls_and_subscriptions_the_same() {
         acquired
     });
     assert!(metrics_until(&client, |m| m.connection.subscriptions > 0).await);
+    // Subscribed first, listed after: the release grants the lock only to a listed waiter.
+    let listed = "polylock_lock_waiters:{c:calls}";
+    let node = cluster.node(cluster.primary_for_key(listed));
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            node.int(&["ZCARD", listed]) == 1
+        })
+        .await,
+        "the waiter was never listed"
+    );
     lock.release().await.unwrap();
     assert!(waiting.await.unwrap().unwrap());
     assert!(metrics_until(&client, |m| m.connection.subscriptions == 0).await);
