@@ -47,28 +47,20 @@ fn connections(server: &RedisServer) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Polls `check` (every 10 ms, for at most `LIMIT`) until it gives a value; fails naming
-/// `what` and the server's last connections if it never does.
-fn until<T>(server: &RedisServer, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+/// Waits (bounded) until the server has `count` normal connections besides the test's own.
+fn wait_for_connections(server: &RedisServer, count: usize) -> Vec<(String, String)> {
     let deadline = Instant::now() + LIMIT;
     loop {
-        if let Some(value) = check() {
-            return value;
+        let now = connections(server);
+        if now.len() == count {
+            return now;
         }
         assert!(
             Instant::now() < deadline,
-            "{what}; the server has {:?}",
-            connections(server)
+            "expected {count} connections, the server has {now:?}"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// Waits until the server has `count` normal connections besides the test's own.
-fn wait_for_connections(server: &RedisServer, count: usize) -> Vec<(String, String)> {
-    until(server, &format!("expected {count} connections"), || {
-        Some(connections(server)).filter(|now| now.len() == count)
-    })
 }
 
 fn ids(connections: &[(String, String)]) -> Vec<String> {
@@ -126,13 +118,21 @@ fn a_multi_thread_runtime_gets_a_connection_of_its_own_and_a_current_thread_one_
     let opened = wait_for_connections(&server, baseline + 1);
     let new_id = opened_since(&before, &opened).remove(0);
     // ...which carries that runtime's scripts from then on.
-    until(&server, "no script on the new connection", || {
+    let deadline = Instant::now() + LIMIT;
+    loop {
         cycle_on(&service, &lock);
-        connections(&server)
+        let now = connections(&server);
+        if now
             .iter()
             .any(|(id, cmd)| *id == new_id && cmd == "evalsha")
-            .then_some(())
-    });
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no script on the new connection: {now:?}"
+        );
+    }
     // More calls from there open nothing more.
     for _ in 0..20 {
         cycle_on(&service, &lock);
@@ -200,10 +200,15 @@ fn at_most_eight_runtimes_get_one_and_closing_the_client_closes_them() {
 
     // Closing the client closes them.
     client.close();
-    until(&server, "still open after close", || {
+    let deadline = Instant::now() + LIMIT;
+    loop {
         let now = ids(&connections(&server));
-        opened.iter().all(|id| !now.contains(id)).then_some(())
-    });
+        if opened.iter().all(|id| !now.contains(id)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still open after close: {now:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     drop(client);
 }
 
@@ -215,14 +220,22 @@ fn a_killed_runtime_connection_reconnects() {
     let lock = client.lock("orders:4").unwrap();
 
     let service = multi_thread();
+    let deadline = Instant::now() + LIMIT;
     let before = ids(&connections(&server));
-    let new_id = until(&server, "no connection of its own", || {
+    let new_id = loop {
         cycle_on(&service, &lock);
-        connections(&server)
-            .into_iter()
+        let now = connections(&server);
+        if let Some((id, _)) = now
+            .iter()
             .find(|(id, cmd)| !before.contains(id) && cmd == "evalsha")
-            .map(|(id, _)| id)
-    });
+        {
+            break id.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no connection of its own: {now:?}"
+        );
+    };
     server.command(&["CLIENT", "KILL", "ID", &new_id]);
     // The next calls find it gone; it connects again (one retry), nothing fails.
     for _ in 0..5 {
