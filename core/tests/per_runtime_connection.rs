@@ -47,20 +47,28 @@ fn connections(server: &RedisServer) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Waits (bounded) until the server has `count` normal connections besides the test's own.
-fn wait_for_connections(server: &RedisServer, count: usize) -> Vec<(String, String)> {
+/// Polls `check` (every 10 ms, for at most `LIMIT`) until it gives a value; fails naming
+/// `what` and the server's last connections if it never does.
+fn until<T>(server: &RedisServer, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + LIMIT;
     loop {
-        let now = connections(server);
-        if now.len() == count {
-            return now;
+        if let Some(value) = check() {
+            return value;
         }
         assert!(
             Instant::now() < deadline,
-            "expected {count} connections, the server has {now:?}"
+            "{what}; the server has {:?}",
+            connections(server)
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Waits until the server has `count` normal connections besides the test's own.
+fn wait_for_connections(server: &RedisServer, count: usize) -> Vec<(String, String)> {
+    until(server, &format!("expected {count} connections"), || {
+        Some(connections(server)).filter(|now| now.len() == count)
+    })
 }
 
 fn ids(connections: &[(String, String)]) -> Vec<String> {
@@ -118,21 +126,13 @@ fn a_multi_thread_runtime_gets_a_connection_of_its_own_and_a_current_thread_one_
     let opened = wait_for_connections(&server, baseline + 1);
     let new_id = opened_since(&before, &opened).remove(0);
     // ...which carries that runtime's scripts from then on.
-    let deadline = Instant::now() + LIMIT;
-    loop {
+    until(&server, "no script on the new connection", || {
         cycle_on(&service, &lock);
-        let now = connections(&server);
-        if now
+        connections(&server)
             .iter()
             .any(|(id, cmd)| *id == new_id && cmd == "evalsha")
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no script on the new connection: {now:?}"
-        );
-    }
+            .then_some(())
+    });
     // More calls from there open nothing more.
     for _ in 0..20 {
         cycle_on(&service, &lock);
@@ -200,15 +200,10 @@ fn at_most_eight_runtimes_get_one_and_closing_the_client_closes_them() {
 
     // Closing the client closes them.
     client.close();
-    let deadline = Instant::now() + LIMIT;
-    loop {
+    until(&server, "still open after close", || {
         let now = ids(&connections(&server));
-        if opened.iter().all(|id| !now.contains(id)) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "still open after close: {now:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        opened.iter().all(|id| !now.contains(id)).then_some(())
+    });
     drop(client);
 }
 
@@ -220,22 +215,14 @@ fn a_killed_runtime_connection_reconnects() {
     let lock = client.lock("orders:4").unwrap();
 
     let service = multi_thread();
-    let deadline = Instant::now() + LIMIT;
     let before = ids(&connections(&server));
-    let new_id = loop {
+    let new_id = until(&server, "no connection of its own", || {
         cycle_on(&service, &lock);
-        let now = connections(&server);
-        if let Some((id, _)) = now
-            .iter()
+        connections(&server)
+            .into_iter()
             .find(|(id, cmd)| !before.contains(id) && cmd == "evalsha")
-        {
-            break id.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no connection of its own: {now:?}"
-        );
-    };
+            .map(|(id, _)| id)
+    });
     server.command(&["CLIENT", "KILL", "ID", &new_id]);
     // The next calls find it gone; it connects again (one retry), nothing fails.
     for _ in 0..5 {

@@ -124,11 +124,12 @@ impl Settler {
     /// first): the function keeps the event loop alive while any is pending.
     fn pending_one_more(env: sys::napi_env) -> napi::Result<Arc<Queue>> {
         SETTLER.with(|settler| {
-            let mut settler = settler.borrow_mut();
-            if settler.as_ref().is_none_or(|settler| settler.env != env) {
-                *settler = Some(Settler::make(env)?);
-            }
-            let settler = settler.as_mut().expect("made above");
+            let mut slot = settler.borrow_mut();
+            // Another environment's (a torn-down one on this thread) is replaced.
+            let settler = match slot.take() {
+                Some(settler) if settler.env == env => slot.insert(settler),
+                _ => slot.insert(Settler::make(env)?),
+            };
             if settler.pending == 0 {
                 settler.keep_loop_alive(true);
             }

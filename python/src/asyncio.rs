@@ -130,6 +130,19 @@ impl Queue {
     }
 }
 
+impl Drop for Queue {
+    /// Work that ended after its loop went away: its outcome is dropped (an unclaimed
+    /// acquisition gives its lock back), its future leaked, since this may run on a runtime
+    /// thread, without the GIL, even while the interpreter finalizes (`interpreter.rs`).
+    fn drop(&mut self) {
+        let ended = std::mem::take(self.ended.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for (future, settle) in ended {
+            drop(settle);
+            std::mem::forget(future);
+        }
+    }
+}
+
 /// The callable the loop calls when the bell rings: settles every future queued.
 #[pyclass(frozen)]
 struct LoopQueue {

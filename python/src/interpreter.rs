@@ -14,8 +14,8 @@
 //! before it marks the interpreter finalizing; ours shuts the gate and waits, GIL released, for
 //! the threads already inside to finish. Work refused at the shut gate is leaked, not dropped:
 //! dropping would queue its Python references for the finalizing main thread to release.
-//! Exit handlers registered before `polylock` was imported run after ours, so a polylock
-//! awaitable they await never completes.
+//! An asyncio awaitable needs no gate: its outcome is settled on its loop's own thread
+//! (`asyncio.rs`); no polylock thread attaches for it.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};

@@ -143,9 +143,8 @@ impl SingleServer {
             if !known.alive.is_closed() {
                 return known.manager.clone();
             }
-            callers.by_runtime.remove(&id);
-            return None;
         }
+        // Runtimes shut down (this id's too, should a new runtime have it) free their slots.
         callers
             .by_runtime
             .retain(|_, known| !known.alive.is_closed());
