@@ -175,6 +175,7 @@ async fn a_release_grants_a_watchdog_waiter_and_wakes_a_fixed_lease_one() {
     let holder_client = client(&server).await;
     let client = client(&server).await;
     client.record_metric_events(true);
+    let con = raw(&server).await;
     for (kind, name, make, lease) in [
         (
             "fair_lock",
@@ -206,8 +207,27 @@ async fn a_release_grants_a_watchdog_waiter_and_wakes_a_fixed_lease_one() {
             })
         };
         assert!(metrics_until(&client, |m| lock_metrics(m, name, kind).waiters == 1).await);
-        // Subscribed, and asleep: the release must reach it.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Listed on the server (which comes after its subscription): the release must reach it.
+        let line = if kind == "fair_lock" {
+            format!("redisson_lock_queue:{{{name}}}")
+        } else {
+            format!("polylock_lock_waiters:{{{name}}}")
+        };
+        assert!(
+            eventually(Duration::from_secs(10), || {
+                let (mut con, line) = (con.clone(), line.clone());
+                async move {
+                    let listed: i64 = if kind == "fair_lock" {
+                        con.llen(&line).await.unwrap()
+                    } else {
+                        con.zcard(&line).await.unwrap()
+                    };
+                    listed == 1
+                }
+            })
+            .await,
+            "{kind} '{name}': the waiter was never listed"
+        );
         holder.release().await.unwrap();
         assert!(waiting.await.unwrap().unwrap());
         let counted = of(&client, name, kind);
