@@ -68,9 +68,6 @@ pub(crate) struct Reentrant {
     pub(super) names: LockNames,
     pub(super) waiters: String,
     pub(super) reservation: String,
-    told_prefix: String,
-    grants: String,
-    latch_prefix: String,
 }
 
 impl Reentrant {
@@ -91,9 +88,6 @@ impl Reentrant {
                 .telling(keys::lock_told_channel),
             waiters: keys::lock_waiters(key),
             reservation: keys::lock_reservation(key),
-            told_prefix: keys::lock_told_prefix(key),
-            grants: keys::lock_grants(key),
-            latch_prefix: keys::acquire_latch_prefix(key),
         }
     }
 
@@ -102,23 +96,6 @@ impl Reentrant {
         let mut call = script.prepare_invoke(self.names.publish);
         call.key(&self.names.key).key(&self.names.channel);
         call
-    }
-
-    /// The waiter list's keys, which waking scripts take after their own (`line_keys` in
-    /// `waiters.lua` reads them in this order).
-    fn with_waiter_keys(&self, call: &mut ScriptCall) {
-        call.key(&self.waiters)
-            .key(&self.reservation)
-            .key(&self.told_prefix)
-            .key(self.listening())
-            .key(&self.grants)
-            .key(&self.latch_prefix);
-    }
-
-    /// The listening channel its names hold (made `telling` in `of_kind`).
-    fn listening(&self) -> &str {
-        let told = self.names.told.as_ref();
-        &told.expect("the reentrant lock's names tell").listening
     }
 }
 
@@ -159,7 +136,6 @@ impl LockKind for Reentrant {
             .key(keys::acquire_latch(&self.names.key, args.request))
             .key(&self.waiters)
             .key(&self.reservation)
-            .key(&self.grants)
             .arg(args.lease_ms)
             .arg(args.owner)
             .arg(self.wait_policy(options).place_ms(args.will_wait, options))
@@ -174,9 +150,8 @@ impl LockKind for Reentrant {
 
     fn undo_acquire(&self, args: &UndoArgs<'_>, _: &ClientOptions) -> ScriptCall {
         let mut call = self.waking_call(&UNDO);
-        call.key(keys::acquire_latch(&self.names.key, args.request));
-        self.with_waiter_keys(&mut call);
-        call.arg(args.owner)
+        call.key(keys::acquire_latch(&self.names.key, args.request))
+            .arg(args.owner)
             .arg(args.latch_ms)
             .arg(args.lease_ms)
             .arg(reservation_ms())
@@ -187,14 +162,12 @@ impl LockKind for Reentrant {
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptCall {
         let mut call = self.waking_call(&RELEASE);
         call.key(keys::release_trace(&self.names.key, args.owner));
-        self.with_waiter_keys(&mut call);
         args.hash_release(&mut call, reservation_ms());
         call
     }
 
     fn leave_queue(&self, args: &LeaveArgs<'_>) -> Option<ScriptCall> {
         let mut call = self.waking_call(&LEAVE);
-        self.with_waiter_keys(&mut call);
         call.key(keys::acquire_latch(&self.names.key, args.request))
             .arg(args.owner)
             .arg(reservation_ms())
@@ -205,8 +178,50 @@ impl LockKind for Reentrant {
 
     fn force_unlock(&self) -> Option<ScriptCall> {
         let mut call = self.waking_call(&FORCE_UNLOCK);
-        self.with_waiter_keys(&mut call);
         call.arg(reservation_ms());
         Some(call)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polylock_testkit::RedisServer;
+
+    /// The scripts derive the waiter list's keys and channels from the lock's key (`line_keys`
+    /// in `waiters.lua`): on a real server, they spell them as `foundation/keys.rs` does, for a
+    /// plain name, a name under a key prefix and a name that carries its own hash tag.
+    #[test]
+    fn the_scripts_name_the_waiter_list_as_keys_rs_does() {
+        let redis = RedisServer::start();
+        let mut connection = redis.connection().unwrap();
+        let script = lock_script!(
+            "../lock_fields.lua",
+            "../lock_hash.lua",
+            "waiters.lua",
+            "line_keys_probe.lua"
+        );
+        let script: &LockScript = &script;
+        for key in [
+            "orders:42",
+            "app:orders:42",
+            "{user:7}:cart",
+            "app:{user:7}:cart",
+        ] {
+            let derived: Vec<String> = script
+                .prepare_invoke(Publish::Plain)
+                .key(key)
+                .invoke(&mut connection)
+                .unwrap();
+            let named = vec![
+                keys::lock_waiters(key),
+                keys::lock_reservation(key),
+                keys::lock_told_prefix(key),
+                keys::lock_listening_channel(key),
+                keys::lock_grants(key),
+                keys::acquire_latch_prefix(key),
+            ];
+            assert_eq!(derived, named, "{key}");
+        }
     }
 }

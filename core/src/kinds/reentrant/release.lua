@@ -1,6 +1,6 @@
 -- Reentrant lock: release one level.
--- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] the owner's release trace of this lock,
--- KEYS[4..9] the waiter list's keys (`line_keys`).
+-- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] the owner's release trace of this lock (the
+-- waiter list's keys derive from KEYS[1]: `line_keys`).
 -- ARGV[1] lease ms (the TTL when levels remain), ARGV[2] owner, ARGV[3] the acquire request of
 -- the level released, ARGV[4] how long the lock is reserved for the waiter told, ARGV[5] how
 -- long the release trace lives (`release_level`).
@@ -15,7 +15,7 @@ if not release_level(KEYS[1], ARGV[2], levels, ARGV[1], level_field(ARGV[3]), KE
   return 0
 end
 if waiting then
-  local line = line_keys(4)
+  local line = line_keys(KEYS[1])
   redis.call('del', line.reservation)
   tell_next(line, KEYS[1], KEYS[2], ARGV[4])
 else

@@ -1,6 +1,6 @@
 -- Reentrant lock: undo an acquire request whose reply was lost.
--- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] tombstone of that request, KEYS[4..9] the
--- waiter list's keys (`line_keys`).
+-- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] tombstone of that request (the waiter list's
+-- keys derive from KEYS[1]: `line_keys`).
 -- ARGV[1] owner, ARGV[2] tombstone lifetime ms, ARGV[3] TTL to restore when the owner keeps
 -- other levels (0: leave the TTL), ARGV[4] how long the lock is reserved for the waiter told,
 -- ARGV[5] the request undone.
@@ -13,7 +13,7 @@
 -- be waiting again; if not, its channel is gone and the next release drops it.)
 local undone = 0
 local freed = false
-local line = line_keys(4)
+local line = line_keys(KEYS[1])
 local field = level_field(ARGV[5])
 unregister(line, ARGV[1], ARGV[5])
 if redis.call('get', line.reservation) == ARGV[1] then

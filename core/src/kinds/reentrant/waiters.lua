@@ -16,15 +16,27 @@
 -- The list outlives the waiter's sleep (at most `wait_ms`, the wait replied; -1: no expiry, at
 -- most an hour) by `place_ms`: a waiter that looks no more (gone) is dropped with it.
 
--- The waiter list's keys, which waking scripts take from KEYS[first] on, in this order.
-local function line_keys(first)
+-- A key or channel of the lock `lock` as `foundation/keys.rs` (`tagged`) names it: `prefix:{lock}`,
+-- or `prefix:lock` when the lock's name carries a hash tag; in the lock's slot either way.
+local function tagged(prefix, lock)
+  if string.find(lock, '{', 1, true) then
+    return prefix .. ':' .. lock
+  end
+  return prefix .. ':{' .. lock .. '}'
+end
+
+-- The waiter list's keys and channels, derived from the lock's key rather than passed in KEYS:
+-- every key an EVALSHA carries costs the server on every call, and the uncontended scripts,
+-- which run most, never read these. A test in `reentrant/mod.rs` checks that these names are
+-- `foundation/keys.rs`'s.
+local function line_keys(lock)
   return {
-    waiters = KEYS[first],
-    reservation = KEYS[first + 1],
-    told_prefix = KEYS[first + 2],
-    listening = KEYS[first + 3],
-    grants = KEYS[first + 4],
-    latch_prefix = KEYS[first + 5],
+    waiters = tagged('polylock_lock_waiters', lock),
+    reservation = tagged('polylock_lock_reserved', lock),
+    told_prefix = tagged('polylock_lock_told', lock),
+    listening = tagged('polylock_lock_listening', lock),
+    grants = tagged('polylock_lock_grants', lock),
+    latch_prefix = tagged('polylock_acquire_latch', lock),
   }
 end
 
