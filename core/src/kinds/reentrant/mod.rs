@@ -3,7 +3,7 @@
 //!
 //! Among polylock clients a release wakes one waiter, not every process: waiters register in a
 //! list (`waiters.lua`), a release tells the earliest one on a channel of its own and keeps the
-//! free lock for it for a moment ([`RESERVATION`]), or, when that waiter registered a grant
+//! free lock for it for a moment (`RESERVATION_MS` in `waiters.lua`), or, when that waiter registered a grant
 //! entry (a watchdog hold), grants it the lock in the same script, for its whole lease: the
 //! waiter then holds it from the message on, a round trip sooner. Only when a client other than polylock
 //! listens on the shared channel (counted against the listening channel polylock's clients
@@ -13,7 +13,6 @@
 //! client, or a polylock one whose look finds it free and unreserved, may take it first.
 
 use std::sync::LazyLock;
-use std::time::Duration;
 
 use redis::Value;
 
@@ -25,11 +24,6 @@ use crate::kinds::{
     ScriptCall, UndoArgs, WaitPolicy,
 };
 use crate::settings::options::ClientOptions;
-
-/// How long a release keeps the free lock for the waiter it told: ample for that waiter's look
-/// to arrive; if it never does (its process paused or died just then), others may take the
-/// lock after this.
-const RESERVATION: Duration = Duration::from_secs(1);
 
 static ACQUIRE: LazyLock<LockScript> = lock_script!(
     "../lock_fields.lua",
@@ -99,10 +93,6 @@ impl Reentrant {
     }
 }
 
-fn reservation_ms() -> u64 {
-    RESERVATION.as_millis() as u64
-}
-
 impl LockKind for Reentrant {
     fn names(&self) -> &LockNames {
         &self.names
@@ -154,7 +144,6 @@ impl LockKind for Reentrant {
             .arg(args.owner)
             .arg(args.latch_ms)
             .arg(args.lease_ms)
-            .arg(reservation_ms())
             .arg(args.request);
         call
     }
@@ -162,7 +151,8 @@ impl LockKind for Reentrant {
     fn release(&self, args: &ReleaseArgs<'_>) -> ScriptCall {
         let mut call = self.waking_call(&RELEASE);
         call.key(keys::release_trace(&self.names.key, args.owner));
-        args.hash_release(&mut call, reservation_ms());
+        // No kind argument: the reservation's lifetime is the scripts' own (`RESERVATION_MS`).
+        args.hash_release(&mut call, None::<u64>);
         call
     }
 
@@ -170,16 +160,13 @@ impl LockKind for Reentrant {
         let mut call = self.waking_call(&LEAVE);
         call.key(keys::acquire_latch(&self.names.key, args.request))
             .arg(args.owner)
-            .arg(reservation_ms())
             .arg(args.latch_ms)
             .arg(args.request);
         Some(call)
     }
 
     fn force_unlock(&self) -> Option<ScriptCall> {
-        let mut call = self.waking_call(&FORCE_UNLOCK);
-        call.arg(reservation_ms());
-        Some(call)
+        Some(self.waking_call(&FORCE_UNLOCK))
     }
 }
 

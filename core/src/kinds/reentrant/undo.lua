@@ -2,8 +2,7 @@
 -- KEYS[1] lock hash, KEYS[2] channel, KEYS[3] tombstone of that request (the waiter list's
 -- keys derive from KEYS[1]: `line_keys`).
 -- ARGV[1] owner, ARGV[2] tombstone lifetime ms, ARGV[3] TTL to restore when the owner keeps
--- other levels (0: leave the TTL), ARGV[4] how long the lock is reserved for the waiter told,
--- ARGV[5] the request undone.
+-- other levels (0: leave the TTL), ARGV[4] the request undone.
 -- If the request acquired (its level field is in the hash: its own script or a release
 -- granting it wrote it), that level is released; either way the request gets a tombstone, so
 -- the request, should it still arrive or be granted the lock, does nothing. A reservation for
@@ -14,8 +13,8 @@
 local undone = 0
 local freed = false
 local line = line_keys(KEYS[1])
-local field = level_field(ARGV[5])
-unregister(line, ARGV[1], ARGV[5])
+local field = level_field(ARGV[4])
+unregister(line, ARGV[1], ARGV[4])
 if redis.call('get', line.reservation) == ARGV[1] then
   redis.call('del', line.reservation)
   freed = redis.call('exists', KEYS[1]) == 0
@@ -26,7 +25,7 @@ if redis.call('hexists', KEYS[1], field) == 1 then
 end
 if freed then
   redis.call('del', line.reservation)
-  tell_next(line, KEYS[1], KEYS[2], ARGV[4])
+  tell_next(line, KEYS[1], KEYS[2])
 end
 redis.call('set', KEYS[3], '0', 'px', ARGV[2])
 return undone

@@ -84,9 +84,15 @@ local function others_listen(shared, listening)
   return counts[2] > counts[4]
 end
 
+-- How long a release keeps the free lock for the waiter it told (the reservation): ample for
+-- that waiter's look to arrive; if it never does (its process paused or died just then),
+-- others may take the lock after this. A constant of the scripts, not an argument: every
+-- argument an EVALSHA carries costs the server on every call.
+local RESERVATION_MS = 1000
+
 -- The caller has deleted the reservation (a release, with the lock, in one call): it is set
--- again only for the waiter told now.
-local function tell_next(line, lock, shared, reserve_ms)
+-- again only for the waiter told now, for RESERVATION_MS.
+local function tell_next(line, lock, shared)
   while true do
     -- Each entry is popped once: one whose waiter stopped listening (gone) is dropped here.
     local next_owner = redis.call('zpopmin', line.waiters)[1]
@@ -101,7 +107,7 @@ local function tell_next(line, lock, shared, reserve_ms)
       told = grant(lock, line.latch_prefix, line.told_prefix .. ':' .. next_owner, next_owner, entry, mark)
     end
     if not told and publish(line.told_prefix .. ':' .. next_owner, 0) > 0 then
-      redis.call('set', line.reservation, next_owner, 'px', reserve_ms)
+      redis.call('set', line.reservation, next_owner, 'px', RESERVATION_MS)
       told = true
     end
     if told then
