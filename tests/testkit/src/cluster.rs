@@ -405,6 +405,14 @@ impl Cluster {
                     ));
                 }
             }
+            // A replica copies its primary's writes only once its first sync is done, which a
+            // loaded machine (and the primary's diskless-sync delay) can hold back for seconds.
+            for node in self.nodes.iter().filter(|_| replicas > 0) {
+                let info = node.command(&["INFO", "replication"]).unwrap_or_default();
+                if info.contains("role:slave") && !info.contains("master_link_status:up") {
+                    return Err(format!("replica {} has not synced yet", node.port()));
+                }
+            }
             Ok(())
         });
     }
