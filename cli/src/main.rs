@@ -5,6 +5,7 @@ mod check;
 mod client_records;
 mod inspect;
 mod lock_rates;
+mod lock_scan;
 mod permissions;
 mod watch;
 
