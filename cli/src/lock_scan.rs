@@ -6,12 +6,13 @@
 //! records and N names read: 2 x ceil(K / 500) SCAN (the names, then the records; SCAN walks
 //! the whole keyspace whatever the pattern), C HMGET (pipelined), and per name one EVALSHA
 //! (`inspect.lua`) and one HMGET per distinct holder client (the core's inspect names them).
+//! `limit` bounds N.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use polylock::Client;
 
-use crate::client_records;
+use crate::client_records::{self, ClientRecord};
 use crate::inspect::{read_state, Kind, LockState};
 use crate::lock_rates::{LockRates, RateTracker};
 use polylock_cli_common::error::CliResult;
@@ -27,19 +28,25 @@ pub struct ScannedLock {
     pub rates: Option<LockRates>,
 }
 
-/// One reading: the locks, and how many clients report metrics of some lock.
+/// One reading: the locks, the records they were named from, and how many clients report
+/// metrics of some lock.
 pub struct LockScan {
     pub locks: Vec<ScannedLock>,
+    pub records: HashMap<String, ClientRecord>,
     pub clients_reporting: usize,
+    /// Names matching the pattern beyond `limit`: not read.
+    pub names_left_out: usize,
 }
 
 /// One row per held lock, per semaphore, and per free lock the clients' records show activity
 /// for (acquires in the window, holds or waiters now), matching `pattern`, each read by
-/// `Client::inspect`; holders and waiters named from the client records.
+/// `Client::inspect`; holders and waiters named from the client records. At most `limit`
+/// names are read (the first, in name order).
 pub async fn scan_locks(
     client: &Client,
     pattern: &str,
     tracker: &mut RateTracker,
+    limit: Option<usize>,
 ) -> CliResult<LockScan> {
     // `scan_names` leaves the client records out, as the other keys beside the names.
     let mut names: BTreeSet<String> = client.scan_names(pattern).await?.into_iter().collect();
@@ -56,8 +63,10 @@ pub async fn scan_locks(
             .filter(|(name, rates)| rates.is_active() && glob_matches(pattern, name))
             .map(|(name, _)| name.clone()),
     );
+    let limit = limit.unwrap_or(usize::MAX);
+    let names_left_out = names.len().saturating_sub(limit);
     let mut locks = Vec::new();
-    for name in names {
+    for name in names.into_iter().take(limit) {
         let state = match read_state(client, &name).await {
             Ok(state) => state,
             // A name only the metrics know (e.g. `_other`, the fold of names past the limit)
@@ -88,7 +97,9 @@ pub async fn scan_locks(
     }
     Ok(LockScan {
         locks,
+        records,
         clients_reporting,
+        names_left_out,
     })
 }
 
