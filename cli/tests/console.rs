@@ -662,3 +662,22 @@ fn a_lease_that_runs_out_is_a_loss_on_the_timeline() {
         "{timeline}"
     );
 }
+
+#[test]
+fn a_console_started_before_its_server_serves_a_banner_then_the_locks() {
+    let port = polylock_testkit::free_port();
+    let mut console = Console::start(
+        &format!("redis://127.0.0.1:{port}"),
+        &["--bind", "127.0.0.1:0"],
+    );
+    let snapshot = console.snapshot();
+    assert!(snapshot["error"].is_string(), "{snapshot}");
+    assert!(snapshot["read_ms"].is_null(), "{snapshot}");
+    assert!(console.is_running());
+
+    let server = RedisServer::start_on(port, &[]).expect("a server on the console's port");
+    hold_as_redisson(&server, "orders:late", 600_000);
+    console.wait_for("the late lock", |snapshot| {
+        (snapshot["error"].is_null() && lock_in(snapshot, "orders:late").is_some()).then_some(())
+    });
+}

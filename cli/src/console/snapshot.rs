@@ -25,9 +25,10 @@ use polylock_cli_common::raw;
 const REFRESH_EVERY: Duration = Duration::from_secs(1);
 /// The timeline keeps the newest entries only.
 const TIMELINE_LENGTH: usize = 200;
-/// A lease that had at most this much left beyond the time between two readings when its
-/// holder vanished ran out rather than being released.
-const LEASE_RAN_OUT_SLACK_MS: i64 = 1000;
+/// A holder gone from one reading to the next whose lease had no more left than the time
+/// between them (give or take this, as each reading takes a moment) ran out rather than being
+/// released: had it been released, its lease would still have been running at the new reading.
+const LEASE_RAN_OUT_SLACK_MS: i64 = 250;
 
 /// Everything the page shows, as of one refresh.
 #[derive(Debug, Clone, Serialize)]

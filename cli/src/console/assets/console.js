@@ -65,6 +65,18 @@ function matchesFilters(lock) {
   return haystack.includes(search);
 }
 
+// The sort keys, largest first; ties keep the server's name order.
+const SORT_KEYS = {
+  age: (lock) => Math.max(0, ...lock.holders.map((h) => h.held_for_ms || 0)),
+  waiters: (lock) => waitersOf(lock).length,
+  rate: (lock) => (lock.metrics ? lock.metrics.acquires_per_s : 0),
+};
+
+function sorted(locks) {
+  const key = SORT_KEYS[$('sort').value];
+  return key ? locks.slice().sort((a, b) => key(b) - key(a)) : locks;
+}
+
 function cell(row, label, content, className) {
   const td = element('td', null, className);
   td.dataset.label = label;
@@ -130,7 +142,7 @@ function renderLocks(snapshot) {
   for (const kind of [...kinds].sort()) {
     if (!known.has(kind)) kindFilter.append(new Option(kind, kind));
   }
-  const shown = snapshot.locks.filter(matchesFilters);
+  const shown = sorted(snapshot.locks.filter(matchesFilters));
   const rows = shown.map((lock) => {
     const row = element('tr');
     row.dataset.name = lock.name;
@@ -256,7 +268,7 @@ function connect() {
   });
 }
 
-for (const id of ['search', 'kind-filter', 'state-filter']) {
+for (const id of ['search', 'kind-filter', 'state-filter', 'sort']) {
   $(id).addEventListener('input', () => latest && render(latest));
 }
 $('filters').addEventListener('submit', (event) => event.preventDefault());
