@@ -87,8 +87,9 @@ async function startRedis() {
 }
 
 // A holder process: one polylock client, one command per line.
-async function startPeer(url) {
-  const child = track(spawn(PEER, [url], { stdio: ['pipe', 'pipe', 'inherit'] }));
+async function startPeer(url, watchdogMs) {
+  const args = watchdogMs ? [url, String(watchdogMs)] : [url];
+  const child = track(spawn(PEER, args, { stdio: ['pipe', 'pipe', 'inherit'] }));
   const lines = createInterface({ input: child.stdout });
   const replies = [];
   const waiting = [];
@@ -201,6 +202,11 @@ test('a hold appears with the holder\'s name and pid; a fair queue in order; rea
   await page.selectOption('#state-filter', 'contended');
   assert.deepEqual(await page.locator('#locks tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.name)), ['queue:fair']);
   await page.selectOption('#state-filter', '');
+  const names = () => page.locator('#locks tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.name));
+  await page.selectOption('#sort', 'waiters');
+  assert.deepEqual(await names(), ['queue:fair', 'orders:42']);
+  await page.selectOption('#sort', 'name');
+  assert.deepEqual(await names(), ['orders:42', 'queue:fair']);
   await shoot(page, 'locks');
 
   await page.close();
@@ -254,6 +260,26 @@ test('force-unlock with --allow-write and the token wakes the next waiter; a wro
   await until('the banner', async () => page.locator('#banner').isVisible());
   assert.match(await page.locator('#banner').textContent(), /Redis is not answering/);
   await shoot(page, 'banner');
+  await page.close();
+});
+
+test('a SIGKILLed holder\'s lease running out is a loss on the timeline', async () => {
+  const server = await startRedis();
+  const console_ = await startConsole(server.url);
+  const page = await browser.newPage();
+  await page.goto(console_.base);
+  // A 2 s watchdog lease: once the process is gone, nobody renews it.
+  const holder = await startPeer(server.url, 2000);
+  assert.equal(await holder.send('acquire jobs:crash 0 -'), 'ok true');
+  await until('jobs:crash with its holder', async () =>
+    (await row(page, 'jobs:crash').textContent({ timeout: 500 })).includes(`pid ${holder.pid}`));
+  holder.child.kill('SIGKILL');
+  const loss = page.locator('#timeline li.lease-ran-out');
+  await until('the loss on the timeline', async () => (await loss.count()) === 1);
+  const text = await loss.textContent();
+  assert.ok(text.includes('jobs:crash') && text.includes(`pid ${holder.pid}`), text);
+  assert.equal(await row(page, 'jobs:crash').count(), 0);
+  await shoot(page, 'timeline');
   await page.close();
 });
 
