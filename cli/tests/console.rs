@@ -455,6 +455,11 @@ fn with_a_token_every_request_needs_it_and_a_refusal_tells_nothing() {
             "--allow-write",
         ],
     );
+    // A token given is not printed (only a generated one is).
+    assert_eq!(
+        console.printed("token: "),
+        "token: as given (--token or POLYLOCK_CONSOLE_TOKEN)"
+    );
     for path in [
         "/",
         "/api/snapshot",

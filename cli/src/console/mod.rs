@@ -64,15 +64,15 @@ pub(crate) struct Console {
 }
 
 pub fn run(args: ConsoleArgs) -> CliResult<()> {
+    let generated = args.token.is_none() && !args.bind.ip().is_loopback();
     let token = match args.token {
         Some(token) if token.trim().is_empty() => {
             return Err(CliError::Usage("--token must not be empty".into()))
         }
         Some(token) => Some(token),
-        None if !args.bind.ip().is_loopback() => Some(uuid::Uuid::new_v4().simple().to_string()),
+        None if generated => Some(uuid::Uuid::new_v4().simple().to_string()),
         None => None,
     };
-    let generated = token.is_some() && std::env::var_os("POLYLOCK_CONSOLE_TOKEN").is_none();
     // A bad URL is a usage error at once, not a banner forever.
     if !args.redis.contains("://") {
         raw::parse_url(&args.redis)?;
