@@ -24,6 +24,8 @@ pub struct ScannedLock {
     /// A lock kind with holders now (semaphores are never `held`).
     pub held: bool,
     pub state: LockState,
+    /// When it was read (epoch ms, this machine's clock).
+    pub read_ms: i64,
     /// What the clients' records say about it; `None` when no record reports it.
     pub rates: Option<LockRates>,
 }
@@ -67,6 +69,7 @@ pub async fn scan_locks(
     let names_left_out = names.len().saturating_sub(limit);
     let mut locks = Vec::new();
     for name in names.into_iter().take(limit) {
+        let read_ms = unix_ms();
         let state = match read_state(client, &name).await {
             Ok(state) => state,
             // A name only the metrics know (e.g. `_other`, the fold of names past the limit)
@@ -92,6 +95,7 @@ pub async fn scan_locks(
             kind,
             held,
             state,
+            read_ms,
             rates,
         });
     }

@@ -25,9 +25,9 @@ use polylock_cli_common::raw;
 const REFRESH_EVERY: Duration = Duration::from_secs(1);
 /// The timeline keeps the newest entries only.
 const TIMELINE_LENGTH: usize = 200;
-/// A holder gone from one reading to the next whose lease had no more left than the time
-/// between them (give or take this, as each reading takes a moment) ran out rather than being
-/// released: had it been released, its lease would still have been running at the new reading.
+/// A holder gone at a reading whose lease, as last seen, was to run out before that reading
+/// ended (give or take this) ran out rather than being released: had it been released, its
+/// lease would still have been running.
 const LEASE_RAN_OUT_SLACK_MS: i64 = 250;
 
 /// Everything the page shows, as of one refresh.
@@ -61,6 +61,8 @@ pub struct LockView {
     /// The kind to show: the stored kind, or for a free lock the kind its clients use it as.
     pub label: String,
     pub held: bool,
+    /// When it was read (epoch ms, the console's clock).
+    pub seen_ms: i64,
     /// The clients' metrics of it (`watch --json`'s); `null` when no record reports it.
     pub metrics: Option<LockRates>,
 }
@@ -244,6 +246,7 @@ impl Refresher {
                 state: lock.state,
                 label: lock.kind,
                 held: lock.held,
+                seen_ms: lock.read_ms,
                 metrics: lock.rates,
             })
             .collect();
@@ -270,11 +273,10 @@ impl Refresher {
     }
 }
 
-/// The timeline entries between two readings: a holder gone while its lease had no more time
-/// left than passed (it stopped renewing and the lease ran out: a crash, a pause, a cut
-/// connection), and leases the clients' own metrics count as lost.
+/// The timeline entries between two readings: a holder gone while its lease was to run out by
+/// then (it stopped renewing and the lease ran out: a crash, a pause, a cut connection), and
+/// leases the clients' own metrics count as lost.
 fn changes(before: &Reading, now: &Reading) -> Vec<(&'static str, String, String)> {
-    let elapsed = now.read_ms - before.read_ms;
     let now_by_name: HashMap<&str, &LockView> = now
         .locks
         .iter()
@@ -290,6 +292,7 @@ fn changes(before: &Reading, now: &Reading) -> Vec<(&'static str, String, String
         let Some(left) = lock.state.remaining_lease_ms else {
             continue; // no expiry: it cannot run out
         };
+        let elapsed = now.read_ms - lock.seen_ms;
         if left as i64 > elapsed + LEASE_RAN_OUT_SLACK_MS {
             continue; // gone with time to spare: released (or force-unlocked)
         }
