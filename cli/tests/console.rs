@@ -686,3 +686,45 @@ fn a_console_started_before_its_server_serves_a_banner_then_the_locks() {
         (snapshot["error"].is_null() && lock_in(snapshot, "orders:late").is_some()).then_some(())
     });
 }
+
+/// The SCAN calls the server has answered (INFO commandstats).
+fn scans(server: &RedisServer) -> u64 {
+    let mut connection = server.connection().expect("a connection");
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut connection)
+        .expect("INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_scan:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().expect("a count"))
+}
+
+#[test]
+fn an_unwatched_console_stops_reading_and_reads_again_when_asked() {
+    let server = RedisServer::start();
+    hold_as_redisson(&server, "orders:1", 600_000);
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    assert!(lock_in(&console.snapshot(), "orders:1").is_some());
+
+    // Nobody asks: within its idle time (10 s) and a few refreshes it stops scanning.
+    let deadline = Instant::now() + SHOW_BOUND;
+    let mut last = scans(&server);
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < Duration::from_secs(3) {
+        assert!(Instant::now() < deadline, "the console kept reading");
+        std::thread::sleep(Duration::from_millis(200));
+        let now = scans(&server);
+        if now != last {
+            (last, quiet_since) = (now, Instant::now());
+        }
+    }
+
+    // Asked: it reads again, and the answer is of a new reading.
+    assert_eq!(server.int(&["DEL", "orders:1"]), 1);
+    let asked = Instant::now();
+    let snapshot = console.snapshot();
+    assert!(lock_in(&snapshot, "orders:1").is_none(), "{snapshot}");
+    assert!(scans(&server) > last);
+    assert!(asked.elapsed() < Duration::from_secs(10));
+}

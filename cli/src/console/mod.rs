@@ -1,8 +1,9 @@
 //! `polylock console`: the locks under a pattern, their holders and queues, the clients and a
 //! timeline, live in a browser. One axum server on the core's tokio runtime serves the page
 //! (embedded: `assets/`), a JSON snapshot, an event stream and, with `--allow-write`,
-//! force-unlock. One task reads Redis once a second ([`snapshot::Refresher`]); every page and
-//! stream shares its reading, so the cost on Redis does not grow with the pages open.
+//! force-unlock. One task reads Redis once a second while someone looks
+//! ([`snapshot::Refresher`]); every page and stream shares its reading, so the cost on Redis
+//! does not grow with the pages open.
 
 mod auth;
 mod server;

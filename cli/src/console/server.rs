@@ -73,7 +73,8 @@ async fn script() -> impl IntoResponse {
 }
 
 async fn snapshot(State(console): State<Arc<Console>>) -> Json<Snapshot> {
-    Json(Snapshot::clone(&console.readings.current()))
+    let snapshot = console.readings.fresh().await;
+    Json(Snapshot::clone(&snapshot))
 }
 
 async fn events(

@@ -1,6 +1,7 @@
 //! What one refresh of the console reads, and the timeline it keeps: one task reads Redis once
 //! a second ([`Refresher`]) and publishes a [`Snapshot`] that the page, the JSON API and every
-//! event stream share.
+//! event stream share. It reads only while someone looks: an event stream is open, or a
+//! snapshot was asked for within [`IDLE_AFTER`]; otherwise it sleeps until asked.
 //!
 //! Commands per refresh (see `lock_scan`): with K keys in the database, C client records, N
 //! names read (at most `--max-locks`) and H distinct holder clients per name:
@@ -8,12 +9,13 @@
 //! connection attempt per refresh instead.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use polylock::Client;
 use serde::Serialize;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use crate::client_records::ClientRecord;
 use crate::inspect::LockState;
@@ -23,6 +25,10 @@ use polylock_cli_common::error::CliResult;
 use polylock_cli_common::raw;
 
 const REFRESH_EVERY: Duration = Duration::from_secs(1);
+/// With no event stream open and no snapshot asked for in this long, the refresher sleeps.
+const IDLE_AFTER: Duration = Duration::from_secs(10);
+/// How long a snapshot request waits for the reading it woke the refresher for.
+const WAKE_BOUND: Duration = Duration::from_secs(10);
 /// The timeline keeps the newest entries only.
 const TIMELINE_LENGTH: usize = 200;
 /// A holder gone at a reading whose lease, as last seen, was to run out before that reading
@@ -81,16 +87,50 @@ pub struct TimelineEntry {
 pub struct Readings {
     latest: Arc<watch::Sender<Arc<Snapshot>>>,
     timeline: Arc<Mutex<VecDeque<TimelineEntry>>>,
+    demand: Arc<Demand>,
+}
+
+/// When someone last asked, and the refresher's wake-up call.
+#[derive(Default)]
+struct Demand {
+    asked_ms: AtomicI64,
+    wake: Notify,
+}
+
+impl Demand {
+    fn ask(&self) {
+        self.asked_ms.store(unix_ms(), Ordering::Relaxed);
+        // Stored as a permit when the refresher is not asleep yet: no wake-up is lost.
+        self.wake.notify_one();
+    }
+
+    fn idle(&self, streams_open: usize) -> bool {
+        let quiet_ms = unix_ms() - self.asked_ms.load(Ordering::Relaxed);
+        streams_open == 0 && quiet_ms > IDLE_AFTER.as_millis() as i64
+    }
 }
 
 impl Readings {
-    pub fn current(&self) -> Arc<Snapshot> {
-        self.latest.borrow().clone()
+    /// The latest snapshot; when it is stale (the refresher slept), the next one, waited for
+    /// up to [`WAKE_BOUND`].
+    pub async fn fresh(&self) -> Arc<Snapshot> {
+        let mut next = self.latest.subscribe();
+        self.demand.ask();
+        let current = next.borrow_and_update().clone();
+        if unix_ms() - current.unix_ms <= 2 * REFRESH_EVERY.as_millis() as i64 {
+            return current;
+        }
+        match tokio::time::timeout(WAKE_BOUND, next.changed()).await {
+            Ok(Ok(())) => next.borrow().clone(),
+            _ => current,
+        }
     }
 
-    /// The current snapshot at once, then each new one.
+    /// The current snapshot at once, then each new one (the refresher reads while it is open).
     pub fn subscribe(&self) -> watch::Receiver<Arc<Snapshot>> {
-        self.latest.subscribe()
+        let receiver = self.latest.subscribe();
+        self.demand.ask();
+        receiver
     }
 
     /// Adds an entry to the timeline and publishes it at once (not at the next refresh).
@@ -134,6 +174,8 @@ pub struct Refresher {
     last: Option<Reading>,
     error: Option<String>,
     timeline: Arc<Mutex<VecDeque<TimelineEntry>>>,
+    /// Woken after sleeping: the last reading is too old to tell what happened since.
+    resumed: bool,
 }
 
 impl Refresher {
@@ -155,6 +197,7 @@ impl Refresher {
             last: None,
             error: None,
             timeline: Arc::default(),
+            resumed: false,
         }
     }
 
@@ -165,14 +208,21 @@ impl Refresher {
         let readings = Readings {
             latest: Arc::new(latest),
             timeline: self.timeline.clone(),
+            demand: Arc::default(),
         };
+        readings.demand.ask(); // the first page is about to be opened
         let publish = readings.latest.clone();
+        let demand = readings.demand.clone();
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(REFRESH_EVERY);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticks.tick().await; // the first tick is now: that reading is made
             loop {
                 ticks.tick().await;
+                if demand.idle(publish.receiver_count()) {
+                    demand.wake.notified().await;
+                    self.resumed = true;
+                }
                 let snapshot = self.refresh().await;
                 publish.send_replace(Arc::new(snapshot));
             }
@@ -186,11 +236,15 @@ impl Refresher {
                 if self.error.take().is_some() {
                     self.note("redis-back", None, "Redis answers again".to_owned());
                 }
-                if let Some(last) = &self.last {
-                    for (kind, lock, text) in changes(last, &reading) {
-                        self.note(kind, Some(lock), text);
+                match &self.last {
+                    Some(last) if !self.resumed => {
+                        for (kind, lock, text) in changes(last, &reading) {
+                            self.note(kind, Some(lock), text);
+                        }
                     }
+                    _ => {}
                 }
+                self.resumed = false;
                 self.last = Some(reading);
             }
             Err(err) => {
