@@ -6,8 +6,9 @@
 # test-demo: every demo scenario, briefly (see its comment).
 # test-console: `polylock console` in headless Chromium (tests/console/, playwright-core driving
 #            Debian's /usr/bin/chromium, installed with apt-get when missing), against a real
-#            redis-server and holder processes (the core's `peer` example); writes the
-#            screenshots in docs/console/. Not part of `make test` yet.
+#            redis-server and holder processes in Rust (the core's `peer` example), Python and
+#            Node (the packages, built by build-python and build-node); writes the screenshots
+#            in docs/console/. Not part of `make test` yet.
 # demo:      builds the CLI, the Python and Node packages if they do not load yet (build-python,
 #            build-node), installs redis-server with apt-get if missing, and runs the ticket sale.
 #            Pass options with DEMO_ARGS, e.g. `make demo DEMO_ARGS="--tickets 500 --fair"`.
@@ -23,7 +24,7 @@ build-cli:
 test-cli:
 	cargo test -p polylock-cli -p polylock-demo
 
-test-console: build-cli redis-server
+test-console: build-cli redis-server build-python build-node
 	cargo build -p polylock --example peer
 	@command -v /usr/bin/chromium >/dev/null || { \
 	  echo "chromium is missing: installing it with apt-get"; \

@@ -1,10 +1,12 @@
 // polylock console in a real browser: Debian's headless Chromium (/usr/bin/chromium), driven by
 // playwright-core, against `polylock console` on a real redis-server, with real holders: the
-// core's line-driven `peer` example, one process each (its client is named `host:pid`).
-// Writes screenshots of each state of the page, at 1280 and 390 px, to docs/console/.
+// core's line-driven `peer` example (Rust, its client named `host:pid`), and Python and Node
+// processes of the packages. Writes screenshots of each state of the page, at 1280 and 390 px,
+// to docs/console/.
 //
-// Needs target/debug/polylock and target/debug/examples/peer (`make test-console` builds them),
-// redis-server, and chromium. Run: npm ci && npm test (in tests/console).
+// Needs target/debug/polylock and target/debug/examples/peer, the Python package in
+// python/.venv and the Node addon in node/ (`make test-console` builds them all), redis-server,
+// and chromium. Run: npm ci && npm test (in tests/console).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +24,8 @@ const TARGET = process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target');
 const POLYLOCK = process.env.POLYLOCK_BIN || path.join(TARGET, 'debug', 'polylock');
 const PEER = process.env.POLYLOCK_PEER_BIN || path.join(TARGET, 'debug', 'examples', 'peer');
 const REDIS_SERVER = process.env.POLYLOCK_REDIS_SERVER || 'redis-server';
+const PYTHON = process.env.POLYLOCK_PYTHON || path.join(ROOT, 'python', '.venv', 'bin', 'python');
+const NODE_PACKAGE = path.join(ROOT, 'node');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SCREENSHOTS = path.join(ROOT, 'docs', 'console');
 // Every wait is bounded by this; the issue's own bound for a hold to show is checked apart.
@@ -106,6 +110,44 @@ async function startPeer(url, watchdogMs) {
       return next();
     },
   };
+}
+
+// A Python or Node process holding (or waiting for, up to 60 s) the plain or fair lock
+// `lockName` under the client name `name`; `acquired` resolves to its `held true|false` line.
+const HOLDER_SCRIPTS = {
+  python: [PYTHON, ['-c', `
+import sys, polylock
+url, name, kind, lock_name = sys.argv[1:5]
+client = polylock.Client(url, name=name)
+lock = client.fair_lock(lock_name) if kind == "fair" else client.lock(lock_name)
+print("held", str(lock.acquire(timeout=60)).lower(), flush=True)
+sys.stdin.read()  # holds until its stdin closes or it is killed
+`]],
+  node: [process.execPath, ['-e', `
+const { Client } = require(process.env.POLYLOCK_NODE_PACKAGE);
+const [url, name, kind, lockName] = process.argv.slice(1);
+(async () => {
+  const client = await Client.connect(url, { name });
+  const lock = kind === 'fair' ? client.fairLock(lockName) : client.lock(lockName);
+  console.log('held', await lock.acquire({ waitMs: 60000 }));
+  process.stdin.resume(); // holds until its stdin closes or it is killed
+  process.stdin.on('end', () => process.exit(0));
+})();
+`]],
+};
+
+function startHolder(language, url, name, kind, lockName) {
+  const [program, args] = HOLDER_SCRIPTS[language];
+  const child = track(spawn(program, [...args, url, name, kind, lockName], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, POLYLOCK_NODE_PACKAGE: NODE_PACKAGE },
+  }));
+  const acquired = new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`${language} holder exited ${code}`)));
+  });
+  acquired.catch(() => {}); // a holder killed by the test ends this way
+  return { pid: child.pid, child, acquired };
 }
 
 async function startConsole(url, extra = []) {
@@ -212,6 +254,39 @@ test('a hold appears with the holder\'s name and pid; a fair queue in order; rea
   await page.close();
   // The waiters still wait: their acquires end with their processes.
   for (const peer of [first, second]) peer.child.kill('SIGKILL');
+});
+
+test('holders in Rust, Python and Node processes, named, and a fair queue across them in order', async () => {
+  const server = await startRedis();
+  const console_ = await startConsole(server.url);
+  const page = await browser.newPage();
+  await page.goto(console_.base);
+  const python = startHolder('python', server.url, 'python-holder', 'lock', 'lang:python');
+  const node = startHolder('node', server.url, 'node-holder', 'lock', 'lang:node');
+  assert.equal(await python.acquired, 'held true');
+  assert.equal(await node.acquired, 'held true');
+  for (const [lock, holder, name] of [['lang:python', python, 'python-holder'], ['lang:node', node, 'node-holder']]) {
+    await until(`${lock} held by ${name}`, async () =>
+      (await row(page, lock).textContent({ timeout: 500 })).includes(`${name} (pid ${holder.pid} on `));
+  }
+  // A fair lock held by the Rust peer; the Python process queued first, the Node one second.
+  const rust = await startPeer(server.url);
+  assert.equal(await rust.send('fair_acquire lang:fair 0 -'), 'ok true');
+  const queue = 'redisson_lock_queue:{lang:fair}';
+  const pythonWaits = startHolder('python', server.url, 'python-waiter', 'fair', 'lang:fair');
+  await until('the Python waiter queued', async () => (await redis(server.port, 'LLEN', queue)) === ':1');
+  const nodeWaits = startHolder('node', server.url, 'node-waiter', 'fair', 'lang:fair');
+  await until('the Node waiter queued', async () => (await redis(server.port, 'LLEN', queue)) === ':2');
+  const order = await until('both waiters named', async () => {
+    const texts = await row(page, 'lang:fair').locator('ol.waiters li').allTextContents();
+    return texts.length === 2 && texts.every((t) => t.includes('pid ')) && texts;
+  });
+  assert.deepEqual(order, [`python-waiter (pid ${pythonWaits.pid} on ${order[0].split(' on ')[1]}`,
+    `node-waiter (pid ${nodeWaits.pid} on ${order[1].split(' on ')[1]}`]);
+  assert.match(await row(page, 'lang:fair').locator('td[data-label="Holders"]').textContent(),
+    new RegExp(`\\(pid ${rust.pid} on `));
+  await shoot(page, 'languages');
+  await page.close();
 });
 
 test('force-unlock with --allow-write and the token wakes the next waiter; a wrong token gets 401', async () => {
