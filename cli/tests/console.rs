@@ -728,3 +728,17 @@ fn an_unwatched_console_stops_reading_and_reads_again_when_asked() {
     assert!(scans(&server) > last);
     assert!(asked.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn a_bad_url_is_a_usage_error_at_once() {
+    for url in ["127.0.0.1:6379", "redis://127.0.0.1:notaport"] {
+        let out = polylock_testkit::run_tool(
+            BINARY,
+            &["console", "--redis", url, "--bind", "127.0.0.1:0"],
+            &[],
+            SHOW_BOUND,
+        );
+        assert_eq!(out.code, 2, "{url}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{url}: {}", out.stdout);
+    }
+}

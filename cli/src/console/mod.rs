@@ -74,11 +74,16 @@ pub fn run(args: ConsoleArgs) -> CliResult<()> {
         None if generated => Some(uuid::Uuid::new_v4().simple().to_string()),
         None => None,
     };
-    // A bad URL is a usage error at once, not a banner forever.
-    if !args.redis.contains("://") {
-        raw::parse_url(&args.redis)?;
-    }
     block_on(async move {
+        // A bad URL or key prefix is a usage error at once, not a banner forever; a server
+        // that does not answer yet is a banner (the console waits for it).
+        match raw::client(&args.redis, args.key_prefix.as_deref()).await {
+            Ok(client) => {
+                client.close();
+            }
+            Err(err @ CliError::Usage(_)) => return Err(err),
+            Err(_) => {}
+        }
         let listener = tokio::net::TcpListener::bind(args.bind)
             .await
             .map_err(|err| CliError::Usage(format!("cannot listen on {}: {err}", args.bind)))?;

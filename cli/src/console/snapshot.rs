@@ -6,7 +6,8 @@
 //! Commands per refresh (see `lock_scan`): with K keys in the database, C client records, N
 //! names read (at most `--max-locks`) and H distinct holder clients per name:
 //! 2 x ceil(K / 500) SCAN + C HMGET + N x (1 EVALSHA + H HMGET). With Redis unreachable, one
-//! connection attempt per refresh instead.
+//! connection attempt per refresh instead. Beside these, the console's own client keeps its
+//! client record as every polylock client does.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
