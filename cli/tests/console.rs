@@ -742,3 +742,35 @@ fn a_bad_url_is_a_usage_error_at_once() {
         assert!(out.stdout.is_empty(), "{url}: {}", out.stdout);
     }
 }
+
+#[test]
+fn under_a_key_prefix_names_are_shown_as_the_clients_use_them() {
+    let server = RedisServer::start();
+    let options = ClientOptions {
+        name: Some("worker-prefixed".to_owned()),
+        key_prefix: Some("app:".to_owned()),
+        ..ClientOptions::default()
+    };
+    let worker = block_on(Client::connect_with(&server.url(), options)).expect("connect");
+    let lock = worker.lock("orders:1").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    assert_eq!(server.int(&["EXISTS", "app:orders:1"]), 1);
+    let console = Console::start(
+        &server.url(),
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--key-prefix",
+            "app:",
+            "--allow-write",
+        ],
+    );
+    let owner = console.wait_for("orders:1 held by worker-prefixed", |snapshot| {
+        let holder = &lock_in(snapshot, "orders:1")?["holders"][0];
+        (holder["client_name"] == "worker-prefixed")
+            .then(|| holder["owner"].as_str().map(str::to_owned))?
+    });
+    let (status, answer) = console.force_unlock("orders:1", &owner);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(server.int(&["EXISTS", "app:orders:1"]), 0);
+}
