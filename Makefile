@@ -18,7 +18,7 @@ help:
 	@echo "make test-python   - the Python package's tests, stub check and mypy --strict"
 	@echo "make test-node     - the Node package's tests and the generated-binding drift check"
 	@echo "make test-kotlin   - the Kotlin binding's tests on the JVM (the Swift check: test-swift)"
-	@echo "make test-cli      - the polylock command's tests and every demo scenario"
+	@echo "make test-cli      - the polylock command's tests and every demo scenario (the console in a browser: test-console)"
 	@echo "make test-interop  - Redisson interop (3.52.0; test-interop-redisson4: 4.3.0)"
 	@echo "make test-matrix   - every suite on Redis 6.2, 7.0, 8.2 and Valkey 8.1 (long; make test runs its smoke)"
 	@echo "make dist          - every package (Python wheel and sdist, npm tarballs, Maven jar) into dist/"

@@ -4,6 +4,11 @@
 #            Node workers are tests/demo/workers/, run from this checkout).
 # test-cli:  the command's and the demo crate's tests against real redis-servers (Rust workers only).
 # test-demo: every demo scenario, briefly (see its comment).
+# test-console: `polylock console` in headless Chromium (tests/console/, playwright-core driving
+#            Debian's /usr/bin/chromium, installed with apt-get when missing), against a real
+#            redis-server and holder processes in Rust (the core's `peer` example), Python and
+#            Node (the packages, built by build-python and build-node); writes the screenshots
+#            in docs/console/. Not part of `make test` yet.
 # demo:      builds the CLI, the Python and Node packages if they do not load yet (build-python,
 #            build-node), installs redis-server with apt-get if missing, and runs the ticket sale.
 #            Pass options with DEMO_ARGS, e.g. `make demo DEMO_ARGS="--tickets 500 --fair"`.
@@ -11,13 +16,21 @@
 POLYLOCK_CLI := target/debug/polylock
 DEMO_ARGS ?=
 
-.PHONY: build-cli test-cli test-demo demo
+.PHONY: build-cli test-cli test-demo test-console demo
 
 build-cli:
 	cargo build -p polylock-cli
 
 test-cli:
 	cargo test -p polylock-cli -p polylock-demo
+
+test-console: build-cli redis-server build-python build-node
+	cargo build -p polylock --example peer
+	@command -v /usr/bin/chromium >/dev/null || { \
+	  echo "chromium is missing: installing it with apt-get"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  ($$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium) >/dev/null; }
+	cd tests/console && npm ci --no-audit --no-fund && npm test
 
 demo: build-cli
 	@command -v redis-server >/dev/null 2>&1 || { \

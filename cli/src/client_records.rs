@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use polylock::{Client, ClientRecordFields};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use polylock_cli_common::error::CliResult;
 
 /// One client's record.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ClientRecord {
     pub client_id: String,
     pub name: Option<String>,
@@ -24,7 +24,7 @@ pub struct ClientRecord {
     pub metrics: Option<RecordedMetrics>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct RecordedHold {
     pub lock: String,
     /// When it was acquired (unix ms, the client's clock).
@@ -32,14 +32,14 @@ pub struct RecordedHold {
 }
 
 /// The `metrics` field: the cumulative counters of the client's locks at `at_ms`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct RecordedMetrics {
     pub at_ms: i64,
     #[serde(default)]
     pub locks: Vec<RecordedLock>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub struct RecordedLock {
     pub name: String,

@@ -327,7 +327,7 @@ pub async fn read_state(client: &Client, name: &str) -> CliResult<LockState> {
 }
 
 /// [`read_state`] with its owners named from their client records.
-async fn read_named_state(client: &Client, name: &str) -> CliResult<LockState> {
+pub async fn read_named_state(client: &Client, name: &str) -> CliResult<LockState> {
     let mut state = read_state(client, name).await?;
     let records = client_records::read_or_warn(client, Some(state.owners())).await;
     state.attach_records(&records);
@@ -488,6 +488,24 @@ fn print_permits(state: &LockState) {
     }
 }
 
+/// Deletes the held lock `state` describes whoever holds it, with the force-unlock of its kind
+/// (which wakes a waiter); false when it was released meanwhile.
+pub async fn force_unlock(client: &Client, state: &LockState) -> CliResult<bool> {
+    let name = &state.name;
+    let lock = match state.kind {
+        Kind::Fair => client.fair_lock(name)?,
+        Kind::Fifo => client.fifo_lock(name)?,
+        Kind::Fenced => client.fenced_lock(name)?,
+        // Redisson's rule: each side deletes the hash only in its own mode.
+        Kind::ReadWrite if state.mode == Some("write") => {
+            client.read_write_lock(name)?.write_lock()
+        }
+        Kind::ReadWrite => client.read_write_lock(name)?.read_lock(),
+        _ => client.lock(name)?,
+    };
+    Ok(lock.force_unlock().await?)
+}
+
 /// Asks on the terminal; anything but y/yes is a no.
 fn confirm(question: &str) -> CliResult<bool> {
     eprint!("{question} [y/N] ");
@@ -546,21 +564,9 @@ pub fn run_force_unlock(args: ForceUnlockArgs) -> CliResult<()> {
     }
     let deleted = block_on(async {
         let client = raw::client(&args.redis, args.key_prefix.as_deref()).await?;
-        let name = &args.name;
-        let lock = match state.kind {
-            Kind::Fair => client.fair_lock(name)?,
-            Kind::Fifo => client.fifo_lock(name)?,
-            Kind::Fenced => client.fenced_lock(name)?,
-            // Redisson's rule: each side deletes the hash only in its own mode.
-            Kind::ReadWrite if state.mode == Some("write") => {
-                client.read_write_lock(name)?.write_lock()
-            }
-            Kind::ReadWrite => client.read_write_lock(name)?.read_lock(),
-            _ => client.lock(name)?,
-        };
-        let deleted = lock.force_unlock().await;
+        let deleted = force_unlock(&client, &state).await;
         client.close();
-        Ok::<_, CliError>(deleted?)
+        deleted
     })?;
     if deleted {
         println!(

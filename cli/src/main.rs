@@ -3,8 +3,10 @@
 
 mod check;
 mod client_records;
+mod console;
 mod inspect;
 mod lock_rates;
+mod lock_scan;
 mod permissions;
 mod watch;
 
@@ -17,12 +19,13 @@ const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 #[command(
     name = "polylock",
     version,
-    about = "Distributed locks on Redis, wire-compatible with Redisson: inspect, force-unlock, watch, demo",
+    about = "Distributed locks on Redis, wire-compatible with Redisson: inspect, force-unlock, watch, console, demo",
     after_help = "Examples:
   polylock demo                          # ticket sale with Rust, Python and Node workers
   polylock inspect orders:42             # who holds the lock, for how long, who waits
   polylock force-unlock orders:42 --yes  # delete a lock whoever holds it
   polylock watch 'orders:*'              # live table of held locks
+  polylock console                       # the same, live in a browser: http://127.0.0.1:7474/
   polylock check --failover -u redis+sentinel://h:26379/mymaster  # safety self-test
   polylock check --permissions --prefix app: -u redis://app:pw@h:6379  # what this ACL user lacks
 
@@ -49,6 +52,8 @@ enum Command {
     ForceUnlock(inspect::ForceUnlockArgs),
     /// A live table of the held locks and semaphores whose names match a pattern.
     Watch(watch::WatchArgs),
+    /// The locks, their holders and queues, the clients and a timeline, live in a browser.
+    Console(console::ConsoleArgs),
     /// A safety self-test of your deployment: workers hammer one lock, optionally through a failover, and overlaps are reported.
     Check(check::CheckArgs),
     /// Prints a completion script for a shell, e.g. `polylock completions bash > /etc/bash_completion.d/polylock`.
@@ -78,6 +83,10 @@ fn main() {
         Command::ForceUnlock(mut args) => {
             args.redis = url;
             inspect::run_force_unlock(args)
+        }
+        Command::Console(mut args) => {
+            args.redis = url;
+            console::run(args)
         }
         Command::Check(mut args) => {
             args.redis = url;

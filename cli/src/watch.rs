@@ -1,15 +1,14 @@
 //! `polylock watch [PATTERN]`: a table of the locks matching a pattern, refreshed every second.
 
-use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use clap::Args;
 use polylock::Client;
 
-use crate::client_records;
-use crate::inspect::{read_state, Kind, LockState};
+use crate::inspect::{Kind, LockState};
 use crate::lock_rates::{LockRates, RateTracker};
+use crate::lock_scan::{scan_locks, unix_ms};
 use polylock_cli_common::block_on;
 use polylock_cli_common::error::CliResult;
 use polylock_cli_common::raw;
@@ -133,163 +132,52 @@ fn permits_text(state: &LockState) -> String {
     }
 }
 
-/// The CLI's label for a kind as the metrics name it (`fair_lock` -> `fair`).
-fn kind_label_of_metrics(kind: &str) -> String {
-    match kind {
-        "lock" => "plain",
-        "fair_lock" => "fair",
-        "fifo_lock" => "fifo",
-        "fenced_lock" => "fenced",
-        "read_write_lock" => "read-write",
-        "expirable_semaphore" => "expirable-semaphore",
-        other => other,
-    }
-    .replace('_', "-")
-}
-
 /// One refresh: the rows, and how many clients report metrics of some lock.
 struct Refresh {
     rows: Vec<Row>,
     clients_reporting: usize,
 }
 
-/// One row per held lock, per semaphore, and per free lock the clients' records show activity
-/// for (acquires in the window, holds or waiters now), matching `pattern`, each read by
-/// `Client::inspect`; holders and waiters named from the client records.
+/// The rows of one [`scan_locks`] reading.
 async fn refresh(client: &Client, pattern: &str, tracker: &mut RateTracker) -> CliResult<Refresh> {
-    // `scan_names` leaves the client records out, as the other keys beside the names.
-    let mut names: BTreeSet<String> = client.scan_names(pattern).await?.into_iter().collect();
-    let scanned = names.clone();
-    let records = client_records::read_or_warn(client, None::<Vec<&str>>).await;
-    let clients_reporting = records
-        .values()
-        .filter(|record| record.metrics.as_ref().is_some_and(|m| !m.locks.is_empty()))
-        .count();
-    let mut rates = tracker.update(&records, unix_ms());
-    names.extend(
-        rates
-            .iter()
-            .filter(|(name, rates)| rates.is_active() && glob_matches(pattern, name))
-            .map(|(name, _)| name.clone()),
-    );
-    let mut rows = Vec::new();
-    for name in names {
-        let state = match read_state(client, &name).await {
-            Ok(state) => state,
-            // A name only the metrics know (e.g. `_other`, the fold of names past the limit)
-            // may be no valid lock name.
-            Err(_) if !scanned.contains(&name) => continue,
-            Err(err) => return Err(err),
-        };
-        let mut state = state;
-        state.attach_records(&records);
-        let rates = rates.remove(&name);
-        let held_lock = state.kind.is_lock() && state.is_held();
-        let in_use =
-            rates.as_ref().is_some_and(LockRates::is_active) && state.kind != Kind::NotALock;
-        // Gone since the scan, free and idle, or not a lock at all: not shown.
-        if !(held_lock || state.kind.is_semaphore() || in_use) {
-            continue;
-        }
-        let lease = match state.remaining_lease_ms {
-            Some(ms) => crate::seconds(ms),
-            None if held_lock => "no expiry".to_owned(),
-            None => "-".to_owned(),
-        };
-        let waiting = match state.kind {
-            Kind::ReadWrite => state.waiting_writers.len(),
-            _ => state.queue.len(),
-        };
-        let kind = match (&rates, state.kind) {
-            (Some(rates), Kind::None) => kind_label_of_metrics(&rates.kind),
-            _ => state.kind.label().to_owned(),
-        };
-        rows.push(Row {
-            name,
-            kind,
-            is_semaphore: state.kind.is_semaphore(),
-            held: held_lock,
-            holders: if held_lock {
-                holders_text(&state)
-            } else if state.kind.is_semaphore() {
-                permits_text(&state)
-            } else {
-                "free".to_owned()
-            },
-            lease,
-            waiting,
-            state,
-            rates,
-        });
-    }
+    let scan = scan_locks(client, pattern, tracker, None).await?;
+    let rows = scan
+        .locks
+        .into_iter()
+        .map(|lock| {
+            let state = lock.state;
+            let lease = match state.remaining_lease_ms {
+                Some(ms) => crate::seconds(ms),
+                None if lock.held => "no expiry".to_owned(),
+                None => "-".to_owned(),
+            };
+            let waiting = match state.kind {
+                Kind::ReadWrite => state.waiting_writers.len(),
+                _ => state.queue.len(),
+            };
+            Row {
+                name: state.name.clone(),
+                kind: lock.kind,
+                is_semaphore: state.kind.is_semaphore(),
+                held: lock.held,
+                holders: if lock.held {
+                    holders_text(&state)
+                } else if state.kind.is_semaphore() {
+                    permits_text(&state)
+                } else {
+                    "free".to_owned()
+                },
+                lease,
+                waiting,
+                state,
+                rates: lock.rates,
+            }
+        })
+        .collect();
     Ok(Refresh {
         rows,
-        clients_reporting,
+        clients_reporting: scan.clients_reporting,
     })
-}
-
-/// This machine's clock (epoch ms).
-fn unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as i64)
-}
-
-/// Redis's glob (`*`, `?`, `[abc]`, `[^a-z]`, `\x`), for the names only the metrics know.
-fn glob_matches(pattern: &str, name: &str) -> bool {
-    fn matches(pattern: &[char], name: &[char]) -> bool {
-        let Some((&first, rest)) = pattern.split_first() else {
-            return name.is_empty();
-        };
-        match first {
-            '*' => (0..=name.len()).any(|skip| matches(rest, &name[skip..])),
-            '?' => !name.is_empty() && matches(rest, &name[1..]),
-            '[' => {
-                let Some((&c, name_rest)) = name.split_first() else {
-                    return false;
-                };
-                let (negate, mut class) = match rest.split_first() {
-                    Some(('^', class)) => (true, class),
-                    _ => (false, rest),
-                };
-                let mut found = false;
-                loop {
-                    match class {
-                        [] => return false, // unclosed: no match, as Redis
-                        [']', after @ ..] => {
-                            class = after;
-                            break;
-                        }
-                        ['\\', x, after @ ..] => {
-                            found |= *x == c;
-                            class = after;
-                        }
-                        [low, '-', high, after @ ..] if *high != ']' => {
-                            let (low, high) = if low <= high {
-                                (low, high)
-                            } else {
-                                (high, low)
-                            };
-                            found |= (*low..=*high).contains(&c);
-                            class = after;
-                        }
-                        [x, after @ ..] => {
-                            found |= *x == c;
-                            class = after;
-                        }
-                    }
-                }
-                found != negate && matches(class, name_rest)
-            }
-            '\\' if !rest.is_empty() => {
-                name.first() == Some(&rest[0]) && matches(&rest[1..], &name[1..])
-            }
-            literal => name.first() == Some(&literal) && matches(rest, &name[1..]),
-        }
-    }
-    let pattern: Vec<char> = pattern.chars().collect();
-    let name: Vec<char> = name.chars().collect();
-    matches(&pattern, &name)
 }
 
 /// `12.5`, or `-` without metrics.
@@ -420,33 +308,4 @@ pub fn run(args: WatchArgs) -> CliResult<()> {
             tokio::time::sleep(Duration::from_secs_f64(args.interval)).await;
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::glob_matches;
-
-    #[test]
-    fn globs_match_as_in_redis() {
-        for (pattern, name) in [
-            ("*", "orders:42"),
-            ("orders:*", "orders:42"),
-            ("orders:?2", "orders:42"),
-            ("orders:[34]2", "orders:42"),
-            ("orders:[0-9]2", "orders:42"),
-            ("orders:[^a]2", "orders:42"),
-            ("a\\*b", "a*b"),
-        ] {
-            assert!(glob_matches(pattern, name), "{pattern} {name}");
-        }
-        for (pattern, name) in [
-            ("orders:*", "order:42"),
-            ("orders:?", "orders:42"),
-            ("orders:[^4]2", "orders:42"),
-            ("a\\*b", "axb"),
-            ("orders:[4", "orders:4"),
-        ] {
-            assert!(!glob_matches(pattern, name), "{pattern} {name}");
-        }
-    }
 }

@@ -670,7 +670,7 @@ fn a_key_that_is_not_a_lock_is_refused() {
 
 #[test]
 fn help_shows_examples() {
-    for command in ["demo", "inspect", "force-unlock", "watch"] {
+    for command in ["demo", "inspect", "force-unlock", "watch", "console"] {
         let out = polylock(&[command, "--help"]);
         assert_eq!(out.code, 0);
         assert!(

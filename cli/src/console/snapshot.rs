@@ -1,0 +1,405 @@
+//! What one refresh of the console reads, and the timeline it keeps: one task reads Redis once
+//! a second ([`Refresher`]) and publishes a [`Snapshot`] that the page, the JSON API and every
+//! event stream share. It reads only while someone looks: an event stream is open, or a
+//! snapshot was asked for within [`IDLE_AFTER`]; otherwise it sleeps until asked.
+//!
+//! Commands per refresh (see `lock_scan`): with K keys in the database, C client records, N
+//! names read (at most `--max-locks`) and H distinct holder clients per name:
+//! 2 x ceil(K / 500) SCAN + C HMGET + N x (1 EVALSHA + H HMGET). With Redis unreachable, one
+//! connection attempt per refresh instead. Beside these, the console's own client keeps its
+//! client record as every polylock client does.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use polylock::Client;
+use serde::Serialize;
+use tokio::sync::{watch, Notify};
+
+use crate::client_records::ClientRecord;
+use crate::inspect::LockState;
+use crate::lock_rates::{LockRates, RateTracker};
+use crate::lock_scan::{scan_locks, unix_ms};
+use polylock_cli_common::error::CliResult;
+use polylock_cli_common::raw;
+
+const REFRESH_EVERY: Duration = Duration::from_secs(1);
+/// With no event stream open and no snapshot asked for in this long, the refresher sleeps.
+const IDLE_AFTER: Duration = Duration::from_secs(10);
+/// How long a snapshot request waits for the reading it woke the refresher for.
+const WAKE_BOUND: Duration = Duration::from_secs(10);
+/// The timeline keeps the newest entries only.
+const TIMELINE_LENGTH: usize = 200;
+/// A holder gone at a reading whose lease, as last seen, was to run out before that reading
+/// ended (give or take this) ran out rather than being released: had it been released, its
+/// lease would still have been running.
+const LEASE_RAN_OUT_SLACK_MS: i64 = 250;
+
+/// Everything the page shows, as of one refresh.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    /// When this snapshot was made (epoch ms, this machine's clock).
+    pub unix_ms: i64,
+    /// When Redis was last read successfully: the tables are of that reading. `None` before
+    /// the first.
+    pub read_ms: Option<i64>,
+    /// The Redis URL, its password hidden.
+    pub redis: String,
+    pub pattern: String,
+    pub allow_write: bool,
+    /// Why the last refresh failed (the page's banner); `None` when it worked.
+    pub error: Option<String>,
+    pub locks: Vec<LockView>,
+    /// Names matching the pattern past `--max-locks`: not read.
+    pub names_left_out: usize,
+    /// One per polylock client record, by name.
+    pub clients: Vec<ClientRecord>,
+    /// Losses, force-unlocks and Redis going away or coming back, oldest first.
+    pub timeline: Vec<TimelineEntry>,
+}
+
+/// One lock as `inspect --json` shows it, with what the page needs beside.
+#[derive(Debug, Clone, Serialize)]
+pub struct LockView {
+    #[serde(flatten)]
+    pub state: LockState,
+    /// The kind to show: the stored kind, or for a free lock the kind its clients use it as.
+    pub label: String,
+    pub held: bool,
+    /// When it was read (epoch ms, the console's clock).
+    pub seen_ms: i64,
+    /// The clients' metrics of it (`watch --json`'s); `null` when no record reports it.
+    pub metrics: Option<LockRates>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineEntry {
+    pub unix_ms: i64,
+    /// `lease-ran-out`, `lost`, `force-unlock`, `redis-error` or `redis-back`.
+    pub kind: &'static str,
+    pub lock: Option<String>,
+    pub text: String,
+}
+
+/// The latest snapshot, for the routes, and the timeline they add actions to.
+#[derive(Clone)]
+pub struct Readings {
+    latest: Arc<watch::Sender<Arc<Snapshot>>>,
+    timeline: Arc<Mutex<VecDeque<TimelineEntry>>>,
+    demand: Arc<Demand>,
+}
+
+/// When someone last asked, and the refresher's wake-up call.
+#[derive(Default)]
+struct Demand {
+    asked_ms: AtomicI64,
+    wake: Notify,
+}
+
+impl Demand {
+    fn ask(&self) {
+        self.asked_ms.store(unix_ms(), Ordering::Relaxed);
+        // Stored as a permit when the refresher is not asleep yet: no wake-up is lost.
+        self.wake.notify_one();
+    }
+
+    fn idle(&self, streams_open: usize) -> bool {
+        let quiet_ms = unix_ms() - self.asked_ms.load(Ordering::Relaxed);
+        streams_open == 0 && quiet_ms > IDLE_AFTER.as_millis() as i64
+    }
+}
+
+impl Readings {
+    /// The latest snapshot; when it is stale (the refresher slept), the next one, waited for
+    /// up to [`WAKE_BOUND`].
+    pub async fn fresh(&self) -> Arc<Snapshot> {
+        let mut next = self.latest.subscribe();
+        self.demand.ask();
+        let current = next.borrow_and_update().clone();
+        if unix_ms() - current.unix_ms <= 2 * REFRESH_EVERY.as_millis() as i64 {
+            return current;
+        }
+        match tokio::time::timeout(WAKE_BOUND, next.changed()).await {
+            Ok(Ok(())) => next.borrow().clone(),
+            _ => current,
+        }
+    }
+
+    /// The current snapshot at once, then each new one (the refresher reads while it is open).
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Snapshot>> {
+        let receiver = self.latest.subscribe();
+        self.demand.ask();
+        receiver
+    }
+
+    /// Adds an entry to the timeline and publishes it at once (not at the next refresh).
+    pub fn record(&self, entry: TimelineEntry) {
+        let timeline = push(&self.timeline, entry);
+        self.latest.send_modify(|snapshot| {
+            Arc::make_mut(snapshot).timeline = timeline;
+        });
+    }
+}
+
+/// Appends `entry`, drops the oldest past [`TIMELINE_LENGTH`], returns the entries.
+fn push(timeline: &Mutex<VecDeque<TimelineEntry>>, entry: TimelineEntry) -> Vec<TimelineEntry> {
+    // A panic elsewhere while holding it leaves a whole deque: keep using it.
+    let mut timeline = timeline.lock().unwrap_or_else(PoisonError::into_inner);
+    timeline.push_back(entry);
+    while timeline.len() > TIMELINE_LENGTH {
+        timeline.pop_front();
+    }
+    timeline.iter().cloned().collect()
+}
+
+/// A successful reading of Redis.
+struct Reading {
+    read_ms: i64,
+    locks: Vec<LockView>,
+    names_left_out: usize,
+    clients: Vec<ClientRecord>,
+}
+
+/// Reads Redis once a second, reconnecting after any failure, and notes what changed between
+/// two readings on the timeline.
+pub struct Refresher {
+    redis: String,
+    key_prefix: Option<String>,
+    pattern: String,
+    allow_write: bool,
+    max_locks: usize,
+    client: Option<Client>,
+    tracker: RateTracker,
+    last: Option<Reading>,
+    error: Option<String>,
+    timeline: Arc<Mutex<VecDeque<TimelineEntry>>>,
+    /// Woken after sleeping: the last reading is too old to tell what happened since.
+    resumed: bool,
+}
+
+impl Refresher {
+    pub fn new(
+        redis: &str,
+        key_prefix: Option<String>,
+        pattern: &str,
+        allow_write: bool,
+        max_locks: usize,
+    ) -> Refresher {
+        Refresher {
+            redis: redis.to_owned(),
+            key_prefix,
+            pattern: pattern.to_owned(),
+            allow_write,
+            max_locks,
+            client: None,
+            tracker: RateTracker::default(),
+            last: None,
+            error: None,
+            timeline: Arc::default(),
+            resumed: false,
+        }
+    }
+
+    /// Reads once (so the first page has data), then keeps reading in a task of its own.
+    pub async fn start(mut self) -> Readings {
+        let first = self.refresh().await;
+        let (latest, _) = watch::channel(Arc::new(first));
+        let readings = Readings {
+            latest: Arc::new(latest),
+            timeline: self.timeline.clone(),
+            demand: Arc::default(),
+        };
+        readings.demand.ask(); // the first page is about to be opened
+        let publish = readings.latest.clone();
+        let demand = readings.demand.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(REFRESH_EVERY);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticks.tick().await; // the first tick is now: that reading is made
+            loop {
+                ticks.tick().await;
+                if demand.idle(publish.receiver_count()) {
+                    demand.wake.notified().await;
+                    self.resumed = true;
+                }
+                let snapshot = self.refresh().await;
+                publish.send_replace(Arc::new(snapshot));
+            }
+        });
+        readings
+    }
+
+    async fn refresh(&mut self) -> Snapshot {
+        match self.read().await {
+            Ok(reading) => {
+                if self.error.take().is_some() {
+                    self.note("redis-back", None, "Redis answers again".to_owned());
+                }
+                match &self.last {
+                    Some(last) if !self.resumed => {
+                        for (kind, lock, text) in changes(last, &reading) {
+                            self.note(kind, Some(lock), text);
+                        }
+                    }
+                    _ => {}
+                }
+                self.resumed = false;
+                self.last = Some(reading);
+            }
+            Err(err) => {
+                // Reconnect next time: the connection may be to a server that is gone.
+                if let Some(client) = self.client.take() {
+                    client.close();
+                }
+                let text = hide_password(&err.to_string(), &self.redis);
+                if self.error.is_none() {
+                    self.note("redis-error", None, text.clone());
+                }
+                self.error = Some(text);
+            }
+        }
+        let timeline = self.timeline.lock().unwrap_or_else(PoisonError::into_inner);
+        let last = self.last.as_ref();
+        Snapshot {
+            unix_ms: unix_ms(),
+            read_ms: last.map(|reading| reading.read_ms),
+            redis: raw::redact(&self.redis),
+            pattern: self.pattern.clone(),
+            allow_write: self.allow_write,
+            error: self.error.clone(),
+            locks: last
+                .map(|reading| reading.locks.clone())
+                .unwrap_or_default(),
+            names_left_out: last.map_or(0, |reading| reading.names_left_out),
+            clients: last
+                .map(|reading| reading.clients.clone())
+                .unwrap_or_default(),
+            timeline: timeline.iter().cloned().collect(),
+        }
+    }
+
+    async fn read(&mut self) -> CliResult<Reading> {
+        let client = match &self.client {
+            Some(client) => client,
+            None => self
+                .client
+                .insert(raw::client(&self.redis, self.key_prefix.as_deref()).await?),
+        };
+        let scan = scan_locks(
+            client,
+            &self.pattern,
+            &mut self.tracker,
+            Some(self.max_locks),
+        )
+        .await?;
+        let locks = scan
+            .locks
+            .into_iter()
+            .map(|lock| LockView {
+                state: lock.state,
+                label: lock.kind,
+                held: lock.held,
+                seen_ms: lock.read_ms,
+                metrics: lock.rates,
+            })
+            .collect();
+        let mut clients: Vec<ClientRecord> = scan.records.into_values().collect();
+        clients.sort_by(|a, b| (&a.name, &a.client_id).cmp(&(&b.name, &b.client_id)));
+        Ok(Reading {
+            read_ms: unix_ms(),
+            locks,
+            names_left_out: scan.names_left_out,
+            clients,
+        })
+    }
+
+    fn note(&self, kind: &'static str, lock: Option<String>, text: String) {
+        push(
+            &self.timeline,
+            TimelineEntry {
+                unix_ms: unix_ms(),
+                kind,
+                lock,
+                text,
+            },
+        );
+    }
+}
+
+/// The timeline entries between two readings: a holder gone while its lease was to run out by
+/// then (it stopped renewing and the lease ran out: a crash, a pause, a cut connection), and
+/// leases the clients' own metrics count as lost.
+fn changes(before: &Reading, now: &Reading) -> Vec<(&'static str, String, String)> {
+    let now_by_name: HashMap<&str, &LockView> = now
+        .locks
+        .iter()
+        .map(|lock| (lock.state.name.as_str(), lock))
+        .collect();
+    let mut found = Vec::new();
+    for lock in before.locks.iter().filter(|lock| lock.held) {
+        let name = &lock.state.name;
+        let still: HashSet<&str> = now_by_name
+            .get(name.as_str())
+            .map(|now| now.state.holders.iter().map(|h| h.owner.as_str()).collect())
+            .unwrap_or_default();
+        let Some(left) = lock.state.remaining_lease_ms else {
+            continue; // no expiry: it cannot run out
+        };
+        let elapsed = now.read_ms - lock.seen_ms;
+        if left as i64 > elapsed + LEASE_RAN_OUT_SLACK_MS {
+            continue; // gone with time to spare: released (or force-unlocked)
+        }
+        for holder in &lock.state.holders {
+            if still.contains(holder.owner.as_str()) {
+                continue;
+            }
+            let who = holder.client.text.as_deref().unwrap_or(&holder.owner);
+            found.push((
+                "lease-ran-out",
+                name.clone(),
+                format!(
+                    "the lease of '{name}' held by {who} ran out without a release \
+                     ({left} ms left {elapsed} ms earlier): its holder stopped renewing"
+                ),
+            ));
+        }
+    }
+    let lost_before: HashMap<&str, u64> = before
+        .locks
+        .iter()
+        .filter_map(|lock| Some((lock.state.name.as_str(), lock.metrics.as_ref()?.lost)))
+        .collect();
+    for lock in &now.locks {
+        let name = &lock.state.name;
+        let (Some(metrics), Some(&lost)) = (&lock.metrics, lost_before.get(name.as_str())) else {
+            continue;
+        };
+        if metrics.lost > lost {
+            found.push((
+                "lost",
+                name.clone(),
+                format!(
+                    "the clients of '{name}' report {} more lease(s) lost (expired, taken or \
+                     connection gone)",
+                    metrics.lost - lost
+                ),
+            ));
+        }
+    }
+    found
+}
+
+/// `text` without the URL's password, should a message quote the URL.
+pub fn hide_password(text: &str, url: &str) -> String {
+    let authority = url.split_once("://").map_or("", |(_, rest)| rest);
+    let password = authority
+        .rsplit_once('@')
+        .and_then(|(user_info, _)| user_info.split_once(':'))
+        .map(|(_, password)| password);
+    match password {
+        Some(password) if !password.is_empty() => text.replace(password, "***"),
+        _ => text.to_owned(),
+    }
+}

@@ -1,0 +1,776 @@
+//! `polylock console` against real redis-servers: the binary runs as its own process on a free
+//! loopback port (`--bind 127.0.0.1:0`, the port read from its first line), and the tests ask
+//! it over HTTP as a browser would, while real polylock clients in this process hold and wait.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use polylock::{AcquireOptions, Client, ClientOptions};
+use polylock_testkit::RedisServer;
+use serde_json::Value;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_polylock");
+/// How long a condition may take to show (client records are rewritten about a second after
+/// holds change; the console reads once a second).
+const SHOW_BOUND: Duration = Duration::from_secs(30);
+
+/// A running `polylock console`, killed when dropped.
+struct Console {
+    child: Child,
+    base: String,
+    /// Its first line: the URL.
+    first_line: String,
+    /// The lines it prints on stdout after the first.
+    stdout: mpsc::Receiver<String>,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Console {
+    fn start(url: &str, extra: &[&str]) -> Console {
+        let mut child = Command::new(BINARY)
+            .args(["console", "--redis", url])
+            .args(extra)
+            .env_remove("POLYLOCK_REDIS_URL")
+            .env_remove("POLYLOCK_CONSOLE_TOKEN")
+            .env_remove("POLYLOCK_KEY_PREFIX")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start polylock console");
+        let (lines, stdout_lines) = mpsc::channel();
+        let stdout = child.stdout.take().expect("stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        let (errors, stderr) = mpsc::channel();
+        let mut stderr_pipe = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr_pipe.read_to_string(&mut text);
+            let _ = errors.send(text);
+        });
+        let first = stdout_lines
+            .recv_timeout(SHOW_BOUND)
+            .expect("the console printed no URL");
+        let base = first
+            .strip_prefix("polylock console: ")
+            .unwrap_or_else(|| panic!("not the URL line: {first}"))
+            .trim_end_matches('/')
+            .to_owned();
+        Console {
+            child,
+            base,
+            first_line: first,
+            stdout: stdout_lines,
+            stderr,
+        }
+    }
+
+    /// The next line it printed on stdout that starts with `prefix` (waiting for it).
+    fn printed(&self, prefix: &str) -> String {
+        let deadline = Instant::now() + SHOW_BOUND;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stdout.recv_timeout(left) {
+                Ok(line) if line.starts_with(prefix) => return line,
+                Ok(_) => continue,
+                Err(_) => panic!("the console printed no line starting with {prefix:?}"),
+            }
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn get(&self, path: &str, bearer: Option<&str>) -> (u16, String) {
+        let mut request = agent().get(self.url(path));
+        if let Some(token) = bearer {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        answer(request.call())
+    }
+
+    fn snapshot(&self) -> Value {
+        let (status, body) = self.get("/api/snapshot", None);
+        assert_eq!(status, 200, "{body}");
+        json(&body)
+    }
+
+    fn force_unlock(&self, name: &str, holder: &str) -> (u16, Value) {
+        let body = serde_json::json!({ "name": name, "holder": holder }).to_string();
+        let (status, text) = answer(
+            agent()
+                .post(self.url("/api/force-unlock"))
+                .header("Content-Type", "application/json")
+                .send(body),
+        );
+        (status, json(&text))
+    }
+
+    /// The snapshot once `check` finds what it waits for in it.
+    fn wait_for<T>(&self, what: &str, check: impl FnMut(&Value) -> Option<T>) -> T {
+        let mut check = check;
+        let deadline = Instant::now() + SHOW_BOUND;
+        loop {
+            let snapshot = self.snapshot();
+            if let Some(found) = check(&snapshot) {
+                return found;
+            }
+            assert!(Instant::now() < deadline, "never: {what}; last: {snapshot}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn is_running(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+
+    /// Stops it and returns what it wrote on stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.stderr.recv_timeout(SHOW_BOUND).unwrap_or_default()
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(15)))
+        .build()
+        .into()
+}
+
+fn answer(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, String) {
+    let mut response = result.expect("an HTTP answer");
+    let status = response.status().as_u16();
+    let body = response.body_mut().read_to_string().expect("a text body");
+    (status, body)
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|err| panic!("not JSON ({err}):\n{text}"))
+}
+
+fn lock_in<'a>(snapshot: &'a Value, name: &str) -> Option<&'a Value> {
+    snapshot["locks"]
+        .as_array()?
+        .iter()
+        .find(|lock| lock["name"] == name)
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    polylock::runtime().block_on(future)
+}
+
+/// A polylock client named `name` (its record names it, with this process's pid).
+fn named(server: &RedisServer, name: &str) -> Client {
+    let options = ClientOptions {
+        name: Some(name.to_owned()),
+        // The record of a waiter is rewritten every third of this: a short one shows waits soon.
+        watchdog_timeout: Duration::from_secs(3),
+        ..ClientOptions::default()
+    };
+    block_on(Client::connect_with(&server.url(), options)).expect("connect")
+}
+
+fn now() -> AcquireOptions {
+    AcquireOptions::new().wait(Duration::ZERO)
+}
+
+/// Waits until `waiters` are in the fair queue of `name`.
+fn queued(server: &RedisServer, name: &str, waiters: i64) {
+    let deadline = Instant::now() + SHOW_BOUND;
+    let queue = format!("redisson_lock_queue:{{{name}}}");
+    while server.int(&["LLEN", &queue]) < waiters {
+        assert!(Instant::now() < deadline, "the waiters never queued");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Holds `name` as Redisson does (a hash owner -> count, with a lease), for `lease_ms`.
+fn hold_as_redisson(server: &RedisServer, name: &str, lease_ms: u64) -> String {
+    let owner = "7b1e2d3c-0000-4000-8000-000000000001:57";
+    assert_eq!(server.int(&["HSET", name, owner, "1"]), 1);
+    assert_eq!(server.int(&["PEXPIRE", name, &lease_ms.to_string()]), 1);
+    owner.to_owned()
+}
+
+#[test]
+fn a_held_lock_shows_its_holder_name_and_pid_and_the_page_loads() {
+    let server = RedisServer::start();
+    let worker = named(&server, "worker-a");
+    let lock = worker.lock("orders:42").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    let pid = u64::from(std::process::id());
+
+    let holder = console.wait_for("orders:42 held by worker-a", |snapshot| {
+        let holder = lock_in(snapshot, "orders:42")?["holders"][0].clone();
+        (holder["client_name"] == "worker-a").then_some(holder)
+    });
+    assert_eq!(holder["client_pid"], pid, "{holder}");
+    assert!(holder["client_host"].is_string(), "{holder}");
+    let snapshot = console.snapshot();
+    let lock_state = lock_in(&snapshot, "orders:42").expect("the lock");
+    assert_eq!(lock_state["label"], "plain");
+    assert_eq!(lock_state["held"], true);
+    assert!(lock_state["remaining_lease_ms"].as_u64().expect("a lease") > 0);
+    let client = snapshot["clients"]
+        .as_array()
+        .expect("clients")
+        .iter()
+        .find(|client| client["name"] == "worker-a")
+        .unwrap_or_else(|| panic!("no worker-a among the clients: {snapshot}"));
+    assert_eq!(client["pid"], pid);
+
+    let (status, page) = console.get("/", None);
+    assert_eq!(status, 200);
+    assert!(page.contains("<title>polylock console</title>"), "{page}");
+    for asset in ["/console.js", "/console.css"] {
+        let (status, body) = console.get(asset, None);
+        assert_eq!(status, 200, "{asset}");
+        assert!(body.len() > 500, "{asset}: {body}");
+    }
+    // The rebinding guard: a request addressed to another name is refused.
+    let (status, body) = answer(
+        agent()
+            .get(console.url("/api/snapshot"))
+            .header("Host", "attacker.example")
+            .call(),
+    );
+    assert_eq!(status, 403);
+    assert!(!body.contains("orders:42"), "{body}");
+}
+
+#[test]
+fn a_fair_lock_shows_its_waiters_in_order() {
+    let server = RedisServer::start();
+    let (a, b, c) = (
+        named(&server, "worker-a"),
+        named(&server, "worker-b"),
+        named(&server, "worker-c"),
+    );
+    let held = a.fair_lock("queue:fair").expect("lock");
+    assert!(block_on(held.acquire(now())).expect("acquire"));
+    let wait_long = || AcquireOptions::new().wait(Duration::from_secs(60));
+    let first = b.fair_lock("queue:fair").expect("lock");
+    let _first = polylock::runtime().spawn(async move { first.acquire(wait_long()).await });
+    queued(&server, "queue:fair", 1);
+    let second = c.fair_lock("queue:fair").expect("lock");
+    let _second = polylock::runtime().spawn(async move { second.acquire(wait_long()).await });
+    queued(&server, "queue:fair", 2);
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+
+    let waiters = console.wait_for("the fair queue, named", |snapshot| {
+        let lock = lock_in(snapshot, "queue:fair")?;
+        let names: Vec<String> = lock["queue"]
+            .as_array()?
+            .iter()
+            .map(|waiter| waiter["client_name"].as_str().map(str::to_owned))
+            .collect::<Option<_>>()?;
+        (lock["holders"][0]["client_name"] == "worker-a" && names.len() == 2).then_some(names)
+    });
+    assert_eq!(waiters, ["worker-b", "worker-c"]);
+    assert_eq!(
+        lock_in(&console.snapshot(), "queue:fair").expect("lock")["label"],
+        "fair"
+    );
+}
+
+#[test]
+fn the_event_stream_delivers_a_newly_held_lock() {
+    let server = RedisServer::start();
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    let stream = agent_without_bound()
+        .get(console.url("/api/events"))
+        .call()
+        .expect("the event stream");
+    assert_eq!(stream.status().as_u16(), 200);
+    let content_type = stream.headers()["content-type"].to_str().expect("a type");
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    let events = data_lines(stream);
+    // The current snapshot comes at once: nothing is held yet.
+    let first = events.recv_timeout(SHOW_BOUND).expect("a first event");
+    assert_eq!(json(&first)["locks"], serde_json::json!([]), "{first}");
+
+    let worker = named(&server, "worker-new");
+    let lock = worker.lock("fresh:1").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    let deadline = Instant::now() + SHOW_BOUND;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let data = events
+            .recv_timeout(left)
+            .expect("no event showed fresh:1 held by worker-new in time");
+        let snapshot = json(&data);
+        if lock_in(&snapshot, "fresh:1").is_some_and(|lock| {
+            lock["held"] == true && lock["holders"][0]["client_name"] == "worker-new"
+        }) {
+            break;
+        }
+    }
+}
+
+fn agent_without_bound() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+/// The `data:` lines of an event stream, as they come.
+fn data_lines(response: ureq::http::Response<ureq::Body>) -> mpsc::Receiver<String> {
+    let (lines, received) = mpsc::channel();
+    let reader = BufReader::new(response.into_body().into_reader());
+    std::thread::spawn(move || {
+        for line in reader.lines().map_while(Result::ok) {
+            if let Some(data) = line.strip_prefix("data: ") {
+                if lines.send(data.to_owned()).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    received
+}
+
+#[test]
+fn force_unlock_is_refused_when_read_only() {
+    let server = RedisServer::start();
+    let owner = hold_as_redisson(&server, "orders:7", 60_000);
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    assert_eq!(console.snapshot()["allow_write"], false);
+
+    let (status, answer) = console.force_unlock("orders:7", &owner);
+    assert_eq!(status, 403, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("--allow-write")),
+        "{answer}"
+    );
+    assert_eq!(
+        server.int(&["EXISTS", "orders:7"]),
+        1,
+        "the lock was deleted"
+    );
+}
+
+#[test]
+fn force_unlock_with_write_frees_the_lock_for_the_next_waiter() {
+    let server = RedisServer::start();
+    let (a, b) = (named(&server, "worker-a"), named(&server, "worker-b"));
+    let held = a.fair_lock("orders:9").expect("lock");
+    assert!(block_on(held.acquire(now())).expect("acquire"));
+    let waiter = b.fair_lock("orders:9").expect("lock");
+    let waiting = {
+        let waiter = waiter.clone();
+        polylock::runtime().spawn(async move {
+            waiter
+                .acquire(AcquireOptions::new().wait(Duration::from_secs(60)))
+                .await
+        })
+    };
+    queued(&server, "orders:9", 1);
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0", "--allow-write"]);
+    assert!(console.printed("write: ").contains("--allow-write"));
+    let owner = console.wait_for("orders:9 held by worker-a", |snapshot| {
+        let holder = &lock_in(snapshot, "orders:9")?["holders"][0];
+        (holder["client_name"] == "worker-a")
+            .then(|| holder["owner"].as_str().map(str::to_owned))?
+    });
+
+    // Not the holder the operator saw: nothing is done.
+    let (status, answer) = console.force_unlock("orders:9", "someone-else:1");
+    assert_eq!(status, 409, "{answer}");
+    assert!(!waiting.is_finished(), "the waiter got the lock early");
+
+    let (status, answer) = console.force_unlock("orders:9", &owner);
+    assert_eq!(status, 200, "{answer}");
+    let message = answer["message"].as_str().expect("a message");
+    assert!(
+        message.contains("worker-a") && message.contains("orders:9"),
+        "{message}"
+    );
+    // The next waiter is woken and gets it.
+    let got = block_on(async { tokio::time::timeout(SHOW_BOUND, waiting).await })
+        .expect("the waiter was not woken in time")
+        .expect("the waiting task");
+    assert!(got.expect("acquire"), "the waiter did not get the lock");
+    console.wait_for("orders:9 held by worker-b", |snapshot| {
+        let holder = &lock_in(snapshot, "orders:9")?["holders"][0];
+        (holder["client_name"] == "worker-b").then_some(())
+    });
+
+    let timeline = console.snapshot()["timeline"].clone();
+    assert!(
+        timeline
+            .as_array()
+            .expect("a timeline")
+            .iter()
+            .any(|entry| {
+                entry["kind"] == "force-unlock"
+                    && entry["lock"] == "orders:9"
+                    && entry["text"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("worker-a"))
+            }),
+        "{timeline}"
+    );
+    let stderr = console.stop();
+    assert!(
+        stderr.contains("force-unlocked fair lock 'orders:9' held by worker-a"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn with_a_token_every_request_needs_it_and_a_refusal_tells_nothing() {
+    let server = RedisServer::start();
+    hold_as_redisson(&server, "secret-lock:1", 60_000);
+    let console = Console::start(
+        &server.url(),
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--token",
+            "secret",
+            "--allow-write",
+        ],
+    );
+    // A token given is not printed (only a generated one is).
+    assert_eq!(
+        console.printed("token: "),
+        "token: as given (--token or POLYLOCK_CONSOLE_TOKEN)"
+    );
+    for path in [
+        "/",
+        "/api/snapshot",
+        "/api/events",
+        "/api/snapshot?token=wrong",
+    ] {
+        let (status, body) = console.get(path, None);
+        assert_eq!(status, 401, "{path}: {body}");
+        assert!(!body.contains("secret-lock"), "{path}: {body}");
+    }
+    let (status, _) = console.get("/api/snapshot", Some("wrong"));
+    assert_eq!(status, 401);
+    let (status, body) = console.get("/api/snapshot", Some("secret"));
+    assert_eq!(status, 200);
+    assert!(lock_in(&json(&body), "secret-lock:1").is_some(), "{body}");
+    let (status, body) = console.get("/api/snapshot?token=secret", None);
+    assert_eq!(status, 200);
+    assert!(body.contains("secret-lock:1"), "{body}");
+    let (status, page) = console.get("/?token=secret", None);
+    assert_eq!(status, 200, "{page}");
+    // An action takes the token in the header only: a URL's is not enough.
+    let body = r#"{"name":"secret-lock:1","holder":"x:1"}"#;
+    let (status, text) = answer(
+        agent()
+            .post(console.url("/api/force-unlock?token=secret"))
+            .header("Content-Type", "application/json")
+            .send(body),
+    );
+    assert_eq!(status, 401, "{text}");
+    assert_eq!(server.int(&["EXISTS", "secret-lock:1"]), 1);
+    // No CORS: nothing lets another origin's script read an answer.
+    let response = agent()
+        .get(console.url("/api/snapshot?token=secret"))
+        .header("Origin", "http://attacker.example")
+        .call()
+        .expect("an answer");
+    assert!(response
+        .headers()
+        .keys()
+        .all(|name| !name.as_str().starts_with("access-control-")));
+}
+
+#[test]
+fn a_non_loopback_bind_generates_and_prints_a_token() {
+    let server = RedisServer::start();
+    let console = Console::start(&server.url(), &["--bind", "0.0.0.0:0"]);
+    let line = console.printed("token: ");
+    let token = line["token: ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(token.len() >= 32, "{token}");
+    let port = console.base.rsplit(':').next().expect("a port").to_owned();
+    let loopback = format!("http://127.0.0.1:{port}/api/snapshot");
+    let (status, _) = answer(agent().get(&loopback).call());
+    assert_eq!(status, 401);
+    let (status, body) = answer(
+        agent()
+            .get(&loopback)
+            .header("Authorization", format!("Bearer {token}"))
+            .call(),
+    );
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn the_url_password_never_appears() {
+    let password = "pw-s3cret-4711";
+    let mut server = RedisServer::start();
+    let grant = format!(">{password}");
+    let user = [
+        "ACL", "SETUSER", "viewer", "on", &grant, "~*", "&*", "+@all",
+    ];
+    assert_eq!(server.command(&user).as_deref(), Some("+OK"));
+    let url = format!("redis://viewer:{password}@127.0.0.1:{}", server.port());
+    let holder = named(&server, "worker-pw");
+    let lock = holder.lock("guarded:1").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    let console = Console::start(&url, &["--bind", "127.0.0.1:0"]);
+    let snapshot = console.wait_for("guarded:1 held", |snapshot| {
+        lock_in(snapshot, "guarded:1").map(|_| snapshot.clone())
+    });
+    assert!(
+        snapshot["redis"]
+            .as_str()
+            .is_some_and(|shown| shown.contains("***")),
+        "{snapshot}"
+    );
+    let (_, page) = console.get("/", None);
+    let (_, script) = console.get("/console.js", None);
+    // Even the errors of a server gone quote no password.
+    server.kill();
+    let failing = console.wait_for("the error banner", |snapshot| {
+        snapshot["error"].is_string().then(|| snapshot.clone())
+    });
+    for (what, text) in [
+        ("the snapshot", snapshot.to_string()),
+        ("the page", page),
+        ("the script", script),
+        ("the failing snapshot", failing.to_string()),
+        ("the first line", console.first_line.clone()),
+    ] {
+        assert!(
+            !text.contains(password),
+            "{what} shows the password: {text}"
+        );
+    }
+    let stderr = console.stop();
+    assert!(!stderr.contains(password), "stderr: {stderr}");
+}
+
+#[test]
+fn a_pattern_matching_nothing_gives_an_empty_list_with_the_pattern() {
+    let server = RedisServer::start();
+    hold_as_redisson(&server, "orders:1", 60_000);
+    let console = Console::start(
+        &server.url(),
+        &["--bind", "127.0.0.1:0", "--pattern", "nothing:*"],
+    );
+    let snapshot = console.snapshot();
+    assert_eq!(snapshot["pattern"], "nothing:*");
+    assert!(snapshot["error"].is_null(), "{snapshot}");
+    assert!(snapshot["read_ms"].is_i64(), "{snapshot}");
+    assert_eq!(snapshot["locks"], serde_json::json!([]), "{snapshot}");
+    // The same console with the pattern of the lock shows it: the empty list was the pattern's.
+    let all = Console::start(
+        &server.url(),
+        &["--bind", "127.0.0.1:0", "--pattern", "orders:*"],
+    );
+    assert!(lock_in(&all.snapshot(), "orders:1").is_some());
+}
+
+#[test]
+fn a_server_gone_is_a_banner_and_the_console_recovers_when_it_returns() {
+    let mut server = RedisServer::start();
+    hold_as_redisson(&server, "orders:1", 600_000);
+    let mut console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    assert!(lock_in(&console.snapshot(), "orders:1").is_some());
+
+    server.kill();
+    let failing = console.wait_for("the error banner", |snapshot| {
+        snapshot["error"].as_str().map(|_| snapshot.clone())
+    });
+    let error = failing["error"].as_str().expect("an error");
+    assert!(!error.is_empty());
+    // The last reading stays, marked by when it was made.
+    assert!(lock_in(&failing, "orders:1").is_some(), "{failing}");
+    assert!(console.is_running(), "the console ended");
+    let (status, _) = console.get("/", None);
+    assert_eq!(status, 200);
+
+    server.restart(); // same port, no data
+    hold_as_redisson(&server, "orders:2", 600_000);
+    let recovered = console.wait_for("the console reading again", |snapshot| {
+        (snapshot["error"].is_null() && lock_in(snapshot, "orders:2").is_some())
+            .then(|| snapshot.clone())
+    });
+    assert!(lock_in(&recovered, "orders:1").is_none(), "{recovered}");
+    let kinds: Vec<&str> = recovered["timeline"]
+        .as_array()
+        .expect("a timeline")
+        .iter()
+        .filter_map(|entry| entry["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"redis-error") && kinds.contains(&"redis-back"),
+        "{kinds:?}"
+    );
+    assert!(console.is_running());
+}
+
+#[test]
+fn a_lease_that_runs_out_is_a_loss_on_the_timeline() {
+    let server = RedisServer::start();
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    // A holder that stopped renewing (crashed): its lease runs out on its own.
+    let owner = hold_as_redisson(&server, "orders:lost", 2500);
+    let entry = console.wait_for("a lease-ran-out entry", |snapshot| {
+        snapshot["timeline"]
+            .as_array()?
+            .iter()
+            .find(|entry| entry["kind"] == "lease-ran-out")
+            .cloned()
+    });
+    assert_eq!(entry["lock"], "orders:lost");
+    assert!(
+        entry["text"]
+            .as_str()
+            .is_some_and(|text| text.contains(&owner)),
+        "{entry}"
+    );
+    // A lock released with its lease far from its end is no loss.
+    hold_as_redisson(&server, "orders:released", 600_000);
+    console.wait_for("orders:released shown", |snapshot| {
+        lock_in(snapshot, "orders:released").map(|_| ())
+    });
+    assert_eq!(server.int(&["DEL", "orders:released"]), 1);
+    console.wait_for("orders:released gone", |snapshot| {
+        lock_in(snapshot, "orders:released").is_none().then_some(())
+    });
+    let timeline = console.snapshot()["timeline"].clone();
+    assert!(
+        !timeline.to_string().contains("orders:released"),
+        "{timeline}"
+    );
+}
+
+#[test]
+fn a_console_started_before_its_server_serves_a_banner_then_the_locks() {
+    let port = polylock_testkit::free_port();
+    let mut console = Console::start(
+        &format!("redis://127.0.0.1:{port}"),
+        &["--bind", "127.0.0.1:0"],
+    );
+    let snapshot = console.snapshot();
+    assert!(snapshot["error"].is_string(), "{snapshot}");
+    assert!(snapshot["read_ms"].is_null(), "{snapshot}");
+    assert!(console.is_running());
+
+    let server = RedisServer::start_on(port, &[]).expect("a server on the console's port");
+    hold_as_redisson(&server, "orders:late", 600_000);
+    console.wait_for("the late lock", |snapshot| {
+        (snapshot["error"].is_null() && lock_in(snapshot, "orders:late").is_some()).then_some(())
+    });
+}
+
+/// The SCAN calls the server has answered (INFO commandstats).
+fn scans(server: &RedisServer) -> u64 {
+    let mut connection = server.connection().expect("a connection");
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut connection)
+        .expect("INFO");
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_scan:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().expect("a count"))
+}
+
+#[test]
+fn an_unwatched_console_stops_reading_and_reads_again_when_asked() {
+    let server = RedisServer::start();
+    hold_as_redisson(&server, "orders:1", 600_000);
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    assert!(lock_in(&console.snapshot(), "orders:1").is_some());
+
+    // Nobody asks: within its idle time (10 s) and a few refreshes it stops scanning.
+    let deadline = Instant::now() + SHOW_BOUND;
+    let mut last = scans(&server);
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < Duration::from_secs(3) {
+        assert!(Instant::now() < deadline, "the console kept reading");
+        std::thread::sleep(Duration::from_millis(200));
+        let now = scans(&server);
+        if now != last {
+            (last, quiet_since) = (now, Instant::now());
+        }
+    }
+
+    // Asked: it reads again, and the answer is of a new reading.
+    assert_eq!(server.int(&["DEL", "orders:1"]), 1);
+    let asked = Instant::now();
+    let snapshot = console.snapshot();
+    assert!(lock_in(&snapshot, "orders:1").is_none(), "{snapshot}");
+    assert!(scans(&server) > last);
+    assert!(asked.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_bad_url_is_a_usage_error_at_once() {
+    for url in ["127.0.0.1:6379", "redis://127.0.0.1:notaport"] {
+        let out = polylock_testkit::run_tool(
+            BINARY,
+            &["console", "--redis", url, "--bind", "127.0.0.1:0"],
+            &[],
+            SHOW_BOUND,
+        );
+        assert_eq!(out.code, 2, "{url}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{url}: {}", out.stdout);
+    }
+}
+
+#[test]
+fn under_a_key_prefix_names_are_shown_as_the_clients_use_them() {
+    let server = RedisServer::start();
+    let options = ClientOptions {
+        name: Some("worker-prefixed".to_owned()),
+        key_prefix: Some("app:".to_owned()),
+        ..ClientOptions::default()
+    };
+    let worker = block_on(Client::connect_with(&server.url(), options)).expect("connect");
+    let lock = worker.lock("orders:1").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    assert_eq!(server.int(&["EXISTS", "app:orders:1"]), 1);
+    let console = Console::start(
+        &server.url(),
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--key-prefix",
+            "app:",
+            "--allow-write",
+        ],
+    );
+    let owner = console.wait_for("orders:1 held by worker-prefixed", |snapshot| {
+        let holder = &lock_in(snapshot, "orders:1")?["holders"][0];
+        (holder["client_name"] == "worker-prefixed")
+            .then(|| holder["owner"].as_str().map(str::to_owned))?
+    });
+    let (status, answer) = console.force_unlock("orders:1", &owner);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(server.int(&["EXISTS", "app:orders:1"]), 0);
+}
