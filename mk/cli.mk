@@ -7,8 +7,9 @@
 # test-console: `polylock console` in headless Chromium (tests/console/, playwright-core driving
 #            Debian's /usr/bin/chromium, installed with apt-get when missing), against a real
 #            redis-server and holder processes in Rust (the core's `peer` example), Python and
-#            Node (the packages, built by build-python and build-node); writes the screenshots
-#            in docs/console/. Not part of `make test` yet.
+#            Node (the packages, built by build-python and build-node); writes its screenshots in
+#            target/console-screenshots/ (CONSOLE_SCREENSHOTS=docs/console refreshes the committed
+#            ones).
 # demo:      builds the CLI, the Python and Node packages if they do not load yet (build-python,
 #            build-node), installs redis-server with apt-get if missing, and runs the ticket sale.
 #            Pass options with DEMO_ARGS, e.g. `make demo DEMO_ARGS="--tickets 500 --fair"`.
@@ -30,7 +31,7 @@ test-console: build-cli redis-server build-python build-node
 	  echo "chromium is missing: installing it with apt-get"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  ($$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium) >/dev/null; }
-	cd tests/console && npm ci --no-audit --no-fund && npm test
+	cd tests/console && npm ci --no-audit --no-fund && CONSOLE_SCREENSHOTS="$(CONSOLE_SCREENSHOTS)" npm test
 
 demo: build-cli
 	@command -v redis-server >/dev/null 2>&1 || { \

@@ -40,7 +40,7 @@ BUILD = ["test-build-core", "test-build-scripts", "test-build-rust", "test-build
 # lane and the wheel together).
 LANES = {
     "rust": (0, ["test-core@test-build-core"]),
-    "protocol": (0, ["test-protocol@test-build-core"]),
+    "protocol": (0, ["test-protocol@test-build-core", "test-console@test-build-rust"]),
     # The demo, history and election suites run the Python venv and the Node addon, which
     # build-python and build-node rebuild only when a source changed: after test-build-scripts
     # they are read-only, so any lane may run them.
