@@ -373,6 +373,32 @@ fn force_unlock_is_refused_when_read_only() {
     );
 }
 
+/// A page on another site can make a browser POST to a loopback console without a preflight
+/// only as a "simple" request (a form's or `text/plain` body): the action takes JSON only, so
+/// such a request does nothing, even with `--allow-write` and no token.
+#[test]
+fn a_cross_site_form_post_cannot_force_unlock() {
+    let server = RedisServer::start();
+    let owner = hold_as_redisson(&server, "orders:8", 60_000);
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0", "--allow-write"]);
+    let body = serde_json::json!({ "name": "orders:8", "holder": owner }).to_string();
+    for content_type in ["text/plain", "application/x-www-form-urlencoded"] {
+        let (status, answer) = answer(
+            agent()
+                .post(console.url("/api/force-unlock"))
+                .header("Content-Type", content_type)
+                .header("Origin", "https://elsewhere.example")
+                .send(body.as_str()),
+        );
+        assert_eq!(status, 415, "{content_type}: {answer}");
+        assert_eq!(
+            server.int(&["EXISTS", "orders:8"]),
+            1,
+            "{content_type}: the lock was deleted"
+        );
+    }
+}
+
 #[test]
 fn force_unlock_with_write_frees_the_lock_for_the_next_waiter() {
     let server = RedisServer::start();
