@@ -279,7 +279,11 @@ impl Peer {
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
-        assert!(line.starts_with("ready"), "{line}");
+        if !line.starts_with("ready") {
+            // Its exit status tells a crash (an empty line) from a refused connection.
+            let _ = child.kill();
+            panic!("the peer said {line:?}, then {:?}", child.wait());
+        }
         let client_id = line.trim().trim_start_matches("ready").trim().to_owned();
         Peer {
             child,
