@@ -74,23 +74,12 @@ class AsyncLock(LockBase):
     ) -> bool:
         """As :meth:`polylock.Lock.acquire`, for the calling task. Cancelling the task while it
         waits leaves no lock held."""
-        handle = self._handle()
-        try:
-            acquired, _ = await claim(handle.acquire_async(blocking, timeout, lease))
-        except BaseException:
-            self._holders.forget_if_idle(handle)
-            raise
-        if not acquired:
-            self._holders.forget_if_idle(handle)
+        acquired, _ = await claim(self._handle().acquire_async(blocking, timeout, lease))
         return acquired
 
     async def release(self) -> None:
         """Releases one level of the calling task's hold (NotHeldError, LockLostError)."""
-        handle = self._handle()
-        try:
-            await handle.release_async()
-        finally:
-            self._holders.forget_if_idle(handle)
+        await self._handle().release_async()
 
     async def locked(self) -> bool:
         """Whether anyone holds the lock (asks Redis)."""

@@ -212,3 +212,32 @@ def test_async_lock_collected_while_held_warns_and_releases(url, redis, name):
             assert await asyncio.to_thread(wait_until, lambda: redis("EXISTS", name) == 0, 5)
 
     run(main())
+
+
+def test_a_task_keeps_its_handle_while_it_lives_and_drops_it_when_collected(url, name):
+    """A live task keeps one handle across holds (none is made per hold); tasks that ended and
+    were collected leave no handle behind, however many there were."""
+    import gc
+
+    async def main() -> None:
+        async with polylock.AsyncClient(url) as client:
+            lock = client.lock(name)
+            assert await lock.acquire()
+            first = lock._handle()
+            await lock.release()
+            assert await lock.acquire()
+            assert lock._handle() is first
+            await lock.release()
+
+            async def once() -> None:
+                async with lock:
+                    pass
+
+            await asyncio.gather(*(once() for _ in range(200)))
+            # One turn of the loop lets go of gather's own future, which lists the tasks.
+            await asyncio.sleep(0)
+            gc.collect()
+            # Only the running task's handle is left.
+            assert list(lock._holders._handles.values()) == [first]
+
+    run(main())
