@@ -256,6 +256,63 @@ fn a_held_lock_shows_its_holder_name_and_pid_and_the_page_loads() {
     assert!(!body.contains("orders:42"), "{body}");
 }
 
+/// A client acquiring and releasing a lock over and over: the lock's acquires/s is above 0 in
+/// the snapshot, with one reading per refresh in its history (the sparklines').
+#[test]
+fn a_lock_acquired_repeatedly_has_a_rate_and_a_history() {
+    let server = RedisServer::start();
+    let worker = named(&server, "busy-worker");
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy = {
+        let stop = stop.clone();
+        let lock = worker.lock("hot:42").expect("lock");
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                assert!(block_on(lock.acquire(now())).expect("acquire"));
+                block_on(lock.release()).expect("release");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+
+    let history = console.wait_for("hot:42 with a rate in two readings", |snapshot| {
+        let lock = lock_in(snapshot, "hot:42")?;
+        let history = lock["history"].clone();
+        let rates = history["acquires_per_s"].as_array()?;
+        let rising = rates
+            .iter()
+            .filter(|rate| rate.as_f64() > Some(0.0))
+            .count();
+        (lock["metrics"]["acquires_per_s"].as_f64()? > 0.0 && rising >= 2).then_some(history)
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    busy.join().expect("the busy thread");
+    // One value per reading in each measure, the readings a refresh apart.
+    let times: Vec<i64> = history["unix_ms"]
+        .as_array()
+        .expect("times")
+        .iter()
+        .map(|at| at.as_i64().expect("a time"))
+        .collect();
+    for measure in ["acquires_per_s", "avg_wait_ms", "timeouts_per_s", "lost"] {
+        assert_eq!(
+            history[measure].as_array().map(Vec::len),
+            Some(times.len()),
+            "{measure}: {history}"
+        );
+    }
+    assert!(
+        times.windows(2).all(|pair| pair[1] - pair[0] >= 500),
+        "{history}"
+    );
+    assert!(history["lost"]
+        .as_array()
+        .expect("lost")
+        .iter()
+        .all(|lost| lost == 0));
+}
+
 #[test]
 fn a_fair_lock_shows_its_waiters_in_order() {
     let server = RedisServer::start();

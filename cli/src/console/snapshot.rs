@@ -18,6 +18,7 @@ use polylock::Client;
 use serde::Serialize;
 use tokio::sync::{watch, Notify};
 
+use super::rate_history::{RateHistories, RateHistory};
 use crate::client_records::ClientRecord;
 use crate::inspect::LockState;
 use crate::lock_rates::{LockRates, RateTracker};
@@ -72,6 +73,9 @@ pub struct LockView {
     pub seen_ms: i64,
     /// The clients' metrics of it (`watch --json`'s); `null` when no record reports it.
     pub metrics: Option<LockRates>,
+    /// `metrics` at each of the last readings (the sparklines); `null` when no record
+    /// reports it.
+    pub history: Option<RateHistory>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -172,6 +176,7 @@ pub struct Refresher {
     max_locks: usize,
     client: Option<Client>,
     tracker: RateTracker,
+    histories: RateHistories,
     last: Option<Reading>,
     error: Option<String>,
     timeline: Arc<Mutex<VecDeque<TimelineEntry>>>,
@@ -195,6 +200,7 @@ impl Refresher {
             max_locks,
             client: None,
             tracker: RateTracker::default(),
+            histories: RateHistories::default(),
             last: None,
             error: None,
             timeline: Arc::default(),
@@ -281,6 +287,9 @@ impl Refresher {
     }
 
     async fn read(&mut self) -> CliResult<Reading> {
+        if self.resumed {
+            self.histories.clear();
+        }
         let client = match &self.client {
             Some(client) => client,
             None => self
@@ -294,10 +303,18 @@ impl Refresher {
             Some(self.max_locks),
         )
         .await?;
+        let read_ms = unix_ms();
+        let mut histories = self.histories.add(
+            read_ms,
+            scan.locks
+                .iter()
+                .filter_map(|lock| Some((lock.state.name.as_str(), lock.rates.as_ref()?))),
+        );
         let locks = scan
             .locks
             .into_iter()
             .map(|lock| LockView {
+                history: histories.remove(&lock.state.name),
                 state: lock.state,
                 label: lock.kind,
                 held: lock.held,
@@ -308,7 +325,7 @@ impl Refresher {
         let mut clients: Vec<ClientRecord> = scan.records.into_values().collect();
         clients.sort_by(|a, b| (&a.name, &a.client_id).cmp(&(&b.name, &b.client_id)));
         Ok(Reading {
-            read_ms: unix_ms(),
+            read_ms,
             locks,
             names_left_out: scan.names_left_out,
             clients,
