@@ -191,6 +191,12 @@ fn now() -> AcquireOptions {
     AcquireOptions::new().wait(Duration::ZERO)
 }
 
+/// Starts an acquire of `lock` that waits up to 60 s, in the background.
+fn wait_in_background(lock: polylock::Lock) {
+    let wait_long = AcquireOptions::new().wait(Duration::from_secs(60));
+    polylock::runtime().spawn(async move { lock.acquire(wait_long).await });
+}
+
 /// Waits until `waiters` are in the fair queue of `name`.
 fn queued(server: &RedisServer, name: &str, waiters: i64) {
     let deadline = Instant::now() + SHOW_BOUND;
@@ -323,12 +329,9 @@ fn a_fair_lock_shows_its_waiters_in_order() {
     );
     let held = a.fair_lock("queue:fair").expect("lock");
     assert!(block_on(held.acquire(now())).expect("acquire"));
-    let wait_long = || AcquireOptions::new().wait(Duration::from_secs(60));
-    let first = b.fair_lock("queue:fair").expect("lock");
-    let _first = polylock::runtime().spawn(async move { first.acquire(wait_long()).await });
+    wait_in_background(b.fair_lock("queue:fair").expect("lock"));
     queued(&server, "queue:fair", 1);
-    let second = c.fair_lock("queue:fair").expect("lock");
-    let _second = polylock::runtime().spawn(async move { second.acquire(wait_long()).await });
+    wait_in_background(c.fair_lock("queue:fair").expect("lock"));
     queued(&server, "queue:fair", 2);
     let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
 
@@ -346,6 +349,69 @@ fn a_fair_lock_shows_its_waiters_in_order() {
         lock_in(&console.snapshot(), "queue:fair").expect("lock")["label"],
         "fair"
     );
+}
+
+/// The clients table says what each client waits for: its place in a fair queue (from the
+/// queue), and a plain lock (which keeps no line: from the waiter's own metrics).
+#[test]
+fn each_client_shows_what_it_holds_and_what_it_waits_for() {
+    let server = RedisServer::start();
+    let (a, b, c) = (
+        named(&server, "holder-a"),
+        named(&server, "queued-b"),
+        named(&server, "waiting-c"),
+    );
+    let fair = a.fair_lock("queue:fair").expect("lock");
+    assert!(block_on(fair.acquire(now())).expect("acquire"));
+    let plain = a.lock("plain:1").expect("lock");
+    assert!(block_on(plain.acquire(now())).expect("acquire"));
+    wait_in_background(b.fair_lock("queue:fair").expect("lock"));
+    queued(&server, "queue:fair", 1);
+    wait_in_background(c.lock("plain:1").expect("lock"));
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+
+    let client = |snapshot: &Value, name: &str| -> Option<Value> {
+        snapshot["clients"]
+            .as_array()?
+            .iter()
+            .find(|client| client["name"] == name)
+            .cloned()
+    };
+    // Each record is rewritten about a second after its holds change, and every second (a 3 s
+    // watchdog) with its metrics.
+    let clients = console.wait_for("both holds and both waits", |snapshot| {
+        let clients = [
+            client(snapshot, "holder-a")?,
+            client(snapshot, "queued-b")?,
+            client(snapshot, "waiting-c")?,
+        ];
+        let listed = |client: &Value, field: &str| client[field].as_array().map_or(0, Vec::len);
+        (listed(&clients[0], "holds") == 2
+            && listed(&clients[1], "waits_for") > 0
+            && listed(&clients[2], "waits_for") > 0)
+            .then_some(clients)
+    });
+    let [holder, queued_b, waiting_c] = &clients;
+    assert_eq!(
+        queued_b["waits_for"],
+        serde_json::json!([{"lock": "queue:fair", "place": 1, "count": 1}])
+    );
+    assert_eq!(
+        waiting_c["waits_for"],
+        serde_json::json!([{"lock": "plain:1", "place": null, "count": 1}])
+    );
+    assert_eq!(holder["waits_for"], serde_json::json!([]));
+    let mut holds: Vec<&str> = holder["holds"]
+        .as_array()
+        .expect("holds")
+        .iter()
+        .filter_map(|hold| hold["lock"].as_str())
+        .collect();
+    holds.sort();
+    assert_eq!(holds, ["plain:1", "queue:fair"], "{holder}");
+    let connected = holder["connected_ms"].as_i64().expect("connected_ms");
+    assert!(connected <= console.snapshot()["unix_ms"].as_i64().expect("now"));
+    assert_eq!(holder["metrics"]["locks"].as_array().map(Vec::len), Some(2));
 }
 
 #[test]

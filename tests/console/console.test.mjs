@@ -229,6 +229,17 @@ test('a hold appears with the holder\'s name and pid; a fair queue in order; rea
     return texts.length === 2 && texts.every((t) => t.includes('pid ')) && texts;
   });
   assert.ok(order[0].includes(`pid ${first.pid}`) && order[1].includes(`pid ${second.pid}`), order.join(' | '));
+  // The clients table: the holder holds both locks, each waiter waits in its place.
+  const clientRows = () => page.locator('#clients tbody tr').evaluateAll((rows) => Object.fromEntries(
+    rows.map((r) => [r.querySelector('[data-label="Pid"]').textContent,
+      [r.querySelector('[data-label="Holds"]').textContent, r.querySelector('[data-label="Waits for"]').textContent]])));
+  const clients = await until('the clients\' holds and waits', async () => {
+    const rows = await clientRows();
+    return rows[holder.pid]?.[0].includes('queue:fair') && rows[second.pid]?.[1] !== '–' && rows;
+  });
+  assert.deepEqual(clients[holder.pid], ['orders:42, queue:fair', '–']);
+  assert.equal(clients[first.pid][1], 'queue:fair (1st in line)');
+  assert.equal(clients[second.pid][1], 'queue:fair (2nd in line)');
 
   // Read-only: no button, and the API refuses.
   assert.equal(await page.locator('button', { hasText: 'Force-unlock' }).count(), 0);

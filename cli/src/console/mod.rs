@@ -6,6 +6,7 @@
 //! does not grow with the pages open.
 
 mod auth;
+mod clients;
 mod rate_history;
 mod server;
 mod snapshot;

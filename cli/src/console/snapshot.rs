@@ -18,6 +18,7 @@ use polylock::Client;
 use serde::Serialize;
 use tokio::sync::{watch, Notify};
 
+use super::clients::{client_views, ClientView};
 use super::rate_history::{RateHistories, RateHistory};
 use crate::client_records::ClientRecord;
 use crate::inspect::LockState;
@@ -55,8 +56,8 @@ pub struct Snapshot {
     pub locks: Vec<LockView>,
     /// Names matching the pattern past `--max-locks`: not read.
     pub names_left_out: usize,
-    /// One per polylock client record, by name.
-    pub clients: Vec<ClientRecord>,
+    /// One per polylock client record, by name, with what it waits for.
+    pub clients: Vec<ClientView>,
     /// Losses, force-unlocks and Redis going away or coming back, oldest first.
     pub timeline: Vec<TimelineEntry>,
 }
@@ -163,7 +164,7 @@ struct Reading {
     read_ms: i64,
     locks: Vec<LockView>,
     names_left_out: usize,
-    clients: Vec<ClientRecord>,
+    clients: Vec<ClientView>,
 }
 
 /// Reads Redis once a second, reconnecting after any failure, and notes what changed between
@@ -310,7 +311,7 @@ impl Refresher {
                 .iter()
                 .filter_map(|lock| Some((lock.state.name.as_str(), lock.rates.as_ref()?))),
         );
-        let locks = scan
+        let locks: Vec<LockView> = scan
             .locks
             .into_iter()
             .map(|lock| LockView {
@@ -322,8 +323,9 @@ impl Refresher {
                 metrics: lock.rates,
             })
             .collect();
-        let mut clients: Vec<ClientRecord> = scan.records.into_values().collect();
-        clients.sort_by(|a, b| (&a.name, &a.client_id).cmp(&(&b.name, &b.client_id)));
+        let mut records: Vec<ClientRecord> = scan.records.into_values().collect();
+        records.sort_by(|a, b| (&a.name, &a.client_id).cmp(&(&b.name, &b.client_id)));
+        let clients = client_views(records, &locks);
         Ok(Reading {
             read_ms,
             locks,

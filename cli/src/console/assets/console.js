@@ -236,6 +236,20 @@ function renderLocks(snapshot) {
     : 'No lock matches the search and filters.';
 }
 
+// `orders:9 (2nd in line)`; `×2` when several of the client's acquires wait for it.
+function waitText(wait) {
+  let text = wait.lock;
+  if (wait.count > 1) text += ` ×${wait.count}`;
+  if (wait.place != null) text += ` (${ordinal(wait.place)} in line)`;
+  return text;
+}
+
+function ordinal(n) {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' }[n % 10] || 'th');
+  return `${n}${suffix}`;
+}
+
 function renderClients(snapshot) {
   const rows = snapshot.clients.map((client) => {
     const row = element('tr');
@@ -243,9 +257,10 @@ function renderClients(snapshot) {
     cell(row, 'Host', client.host || '–');
     cell(row, 'Pid', client.pid != null ? client.pid : '–');
     cell(row, 'Connected', client.connected_ms != null
-      ? `${age(Math.max(0, snapshot.unix_ms - client.connected_ms))} ago` : '–');
+      ? `since ${clock(client.connected_ms)} (${age(Math.max(0, snapshot.unix_ms - client.connected_ms))} ago)` : '–');
     const holds = client.holds.map((hold) => hold.lock);
-    cell(row, 'Holds', holds.length ? [...new Set(holds)].join(', ') : '–');
+    cell(row, 'Holds', holds.length ? [...new Set(holds)].sort().join(', ') : '–');
+    cell(row, 'Waits for', client.waits_for.length ? client.waits_for.map(waitText).join(', ') : '–');
     const locks = client.metrics ? client.metrics.locks : [];
     const acquired = locks.reduce((sum, lock) => sum + lock.acquired, 0);
     const lost = locks.reduce((sum, lock) => sum + lock.lost, 0);
