@@ -34,7 +34,8 @@ Exit code 1 when an overlap was found. Keys used are deleted at the end.
 
 polylock check --permissions --prefix app: -u redis://app:secret@10.0.0.5:6379 lists what that
 user lacks of the ACL rule polylock needs for the locks named app:..., and the ACL SETUSER
-arguments that grant it (exit code 1 when something is missing).")]
+arguments that grant it (exit code 1 when something is missing). With --console, the same for
+the read-only rule polylock console needs to look (docs/console.md).")]
 pub struct CheckArgs {
     /// The global --redis URL (filled in by main).
     #[arg(skip)]
@@ -78,6 +79,10 @@ pub struct CheckArgs {
     /// harmlessly; no admin command needed). Exit code 1 when something is missing.
     #[arg(long)]
     pub permissions: bool,
+    /// With --permissions: check the read-only rule `polylock console` needs to look (the
+    /// console's reads, and on a one-server URL each command alone) instead of the lock rule.
+    #[arg(long, requires = "permissions")]
+    pub console: bool,
     /// With --permissions: the prefix of the lock names the user's rule is for (e.g. `app:`).
     #[arg(long, default_value = "", requires = "permissions")]
     pub prefix: String,
@@ -156,6 +161,14 @@ fn journal(shared: &Shared) -> std::sync::MutexGuard<'_, Journal> {
 }
 
 pub fn run(args: CheckArgs) -> CliResult<()> {
+    if args.permissions && args.console {
+        return crate::console_permissions::run(
+            &args.redis,
+            args.key_prefix.as_deref(),
+            &args.prefix,
+            args.json,
+        );
+    }
     if args.permissions {
         return crate::permissions::run(
             &args.redis,

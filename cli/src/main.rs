@@ -4,6 +4,7 @@
 mod check;
 mod client_records;
 mod console;
+mod console_permissions;
 mod inspect;
 mod lock_rates;
 mod lock_scan;

@@ -1,7 +1,8 @@
 //! `polylock check` against real deployments the test kit starts: a Sentinel set failed over
 //! mid-run with replica sync (no overlap may show), the seed article's failover before the
 //! replicas have the lock (an overlap without replica sync, none with it), a cluster failed
-//! over by hand, and the usage errors.
+//! over by hand, the usage errors, and `--permissions` (the lock rule, and with `--console` the
+//! console's read-only rule).
 
 use std::process::Command;
 
@@ -156,17 +157,17 @@ fn failover_on_a_single_server_is_a_usage_error() {
 
 /// `polylock check --permissions --json` as the user of `url`: the exit code and the report.
 fn permissions(url: &str) -> (i32, serde_json::Value) {
+    permissions_report(url, &[])
+}
+
+/// `polylock check --permissions --prefix app: --json ARGS` as the user of `url`.
+fn permissions_report(url: &str, args: &[&str]) -> (i32, serde_json::Value) {
     let output = Command::new(BINARY)
-        .args([
-            "check",
-            "--permissions",
-            "--prefix",
-            "app:",
-            "--json",
-            "-u",
-            url,
-        ])
+        .args(["check", "--permissions", "--prefix", "app:", "--json"])
+        .args(args)
+        .args(["-u", url])
         .env_remove("POLYLOCK_REDIS_URL")
+        .env_remove("POLYLOCK_KEY_PREFIX")
         .output()
         .expect("run polylock check --permissions");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -376,4 +377,65 @@ fn permissions_on_a_cluster_reports_sharded_pubsub_and_a_refused_spublish() {
             "{expected} not in {found:?}"
         );
     }
+}
+
+/// `polylock check --permissions --console --prefix app: --json` as the user of `url`.
+fn console_permissions(url: &str) -> (i32, serde_json::Value) {
+    permissions_report(url, &["--console"])
+}
+
+/// The grants a console report lists as missing.
+fn console_grants(report: &serde_json::Value) -> Vec<String> {
+    let missing = report["missing"].as_array().expect("missing");
+    missing
+        .iter()
+        .map(|missing| missing["grant"].as_str().expect("a grant").to_owned())
+        .collect()
+}
+
+#[test]
+fn console_permissions_pass_with_the_read_only_rule_and_name_what_is_missing() {
+    let server = RedisServer::start();
+    let url = |user: &str| format!("redis://{user}:secret@127.0.0.1:{}", server.port());
+    let (code, report) = console_permissions(&server.url());
+    assert_eq!((code, console_grants(&report)), (0, vec![]), "{report}");
+    let rule: Vec<String> = report["rule"]
+        .as_array()
+        .expect("the rule")
+        .iter()
+        .map(|part| part.as_str().expect("a part").to_owned())
+        .collect();
+    for part in ["-@all", "+@read", "+time", "~app:*", "~polylock:client:*"] {
+        assert!(rule.iter().any(|p| p == part), "{part} not in {rule:?}");
+    }
+    // No write command in it: the console only looks.
+    make_user(&server, &rule, "viewer", &[]);
+    assert!(server
+        .command(&["ACL", "DRYRUN", "viewer", "SET", "app:1", "x"])
+        .is_some_and(|reply| !reply.starts_with("+OK")));
+    let (code, report) = console_permissions(&url("viewer"));
+    assert_eq!((code, console_grants(&report)), (0, vec![]), "{report}");
+    // A command the inspection script calls, one the console sends, and the records' keys.
+    make_user(&server, &rule, "no_time", &["-time"]);
+    let (code, report) = console_permissions(&url("no_time"));
+    assert_eq!(
+        (code, console_grants(&report)),
+        (1, vec!["+time".to_owned()]),
+        "{report}"
+    );
+    make_user(&server, &rule, "no_scan", &["-scan", "-lrange"]);
+    let (code, report) = console_permissions(&url("no_scan"));
+    assert_eq!(code, 1, "{report}");
+    let mut found = console_grants(&report);
+    found.sort();
+    assert_eq!(found, ["+lrange", "+scan"], "{report}");
+    make_user(&server, &rule, "no_records", &["resetkeys", "~app:*"]);
+    let (code, report) = console_permissions(&url("no_records"));
+    assert_eq!(code, 1, "{report}");
+    assert!(
+        console_grants(&report).contains(&"~polylock:client:*".to_owned()),
+        "{report}"
+    );
+    // The probes wrote nothing.
+    assert_eq!(server.command(&["DBSIZE"]).as_deref(), Some(":0"));
 }

@@ -923,3 +923,37 @@ fn under_a_key_prefix_names_are_shown_as_the_clients_use_them() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(server.int(&["EXISTS", "app:orders:1"]), 0);
 }
+
+/// The read-only rule `polylock check --permissions --console` gives is enough to look: a
+/// console as a user with only that rule shows a held lock, its holder named from its record.
+#[test]
+fn the_read_only_rule_of_check_permissions_console_is_enough_to_look() {
+    let server = RedisServer::start();
+    let output = Command::new(BINARY)
+        .args(["check", "--permissions", "--console", "--prefix", "app:"])
+        .args(["--json", "-u", &server.url()])
+        .env_remove("POLYLOCK_REDIS_URL")
+        .env_remove("POLYLOCK_KEY_PREFIX")
+        .output()
+        .expect("run polylock check --permissions --console");
+    let report = json(&String::from_utf8_lossy(&output.stdout));
+    let mut setuser = vec!["ACL", "SETUSER", "viewer", "on", ">secret"];
+    setuser.extend(
+        report["rule"]
+            .as_array()
+            .expect("rule")
+            .iter()
+            .map(|part| part.as_str().expect("a part")),
+    );
+    assert_eq!(server.command(&setuser).as_deref(), Some("+OK"));
+    let worker = named(&server, "worker-a");
+    let fair = worker.fair_lock("app:orders").expect("lock");
+    assert!(block_on(fair.acquire(now())).expect("acquire"));
+    let url = format!("redis://viewer:secret@127.0.0.1:{}", server.port());
+    let console = Console::start(&url, &["--bind", "127.0.0.1:0", "--pattern", "app:*"]);
+    console.wait_for("app:orders held by worker-a, read as viewer", |snapshot| {
+        let lock = lock_in(snapshot, "app:orders")?;
+        (snapshot["error"].is_null() && lock["holders"][0]["client_name"] == "worker-a")
+            .then_some(())
+    });
+}
