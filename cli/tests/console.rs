@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use polylock::{AcquireOptions, Client, ClientOptions};
-use polylock_testkit::RedisServer;
+use polylock_testkit::{Cluster, RedisServer, SentinelSet, TlsFiles};
 use serde_json::Value;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_polylock");
@@ -178,13 +178,18 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 
 /// A polylock client named `name` (its record names it, with this process's pid).
 fn named(server: &RedisServer, name: &str) -> Client {
+    named_at(&server.url(), name)
+}
+
+/// [`named`], on the deployment of `url`.
+fn named_at(url: &str, name: &str) -> Client {
     let options = ClientOptions {
         name: Some(name.to_owned()),
         // The record of a waiter is rewritten every third of this: a short one shows waits soon.
         watchdog_timeout: Duration::from_secs(3),
         ..ClientOptions::default()
     };
-    block_on(Client::connect_with(&server.url(), options)).expect("connect")
+    block_on(Client::connect_with(url, options)).expect("connect")
 }
 
 fn now() -> AcquireOptions {
@@ -956,4 +961,120 @@ fn the_read_only_rule_of_check_permissions_console_is_enough_to_look() {
         (snapshot["error"].is_null() && lock["holders"][0]["client_name"] == "worker-a")
             .then_some(())
     });
+}
+
+/// `ACL SETUSER operator on >PASSWORD ~* &* +@all` on `server`: a user the URL names.
+fn add_operator(server: &RedisServer, password: &str) {
+    let grant = format!(">{password}");
+    let user = [
+        "ACL", "SETUSER", "operator", "on", &grant, "~*", "&*", "+@all",
+    ];
+    assert_eq!(server.command(&user).as_deref(), Some("+OK"));
+}
+
+/// A console on `url` (whose password is `password`) shows each of `names` held by
+/// `holder_name`, and shows the password nowhere: not in the snapshot, the page, or its log.
+fn shows_the_holds_and_no_password(url: &str, password: &str, names: &[String], holder: &str) {
+    let console = Console::start(url, &["--bind", "127.0.0.1:0"]);
+    let snapshot = console.wait_for("every name held, its holder named", |snapshot| {
+        let all = names.iter().all(|name| {
+            lock_in(snapshot, name).is_some_and(|lock| lock["holders"][0]["client_name"] == holder)
+        });
+        all.then(|| snapshot.clone())
+    });
+    assert!(snapshot["error"].is_null(), "{snapshot}");
+    let shown = snapshot["redis"].as_str().expect("the URL shown");
+    assert!(
+        shown.contains("***") && !shown.contains(password),
+        "{shown}"
+    );
+    let (_, page) = console.get("/", None);
+    let (_, body) = console.get("/api/snapshot", None);
+    for text in [&page, &body, &console.first_line] {
+        assert!(!text.contains(password), "{text}");
+    }
+    let stderr = console.stop();
+    assert!(!stderr.contains(password), "{stderr}");
+}
+
+/// Names `<prefix>N`, until every primary of `cluster` serves one.
+fn names_on_every_primary(cluster: &Cluster, prefix: &str) -> Vec<String> {
+    let primaries = cluster
+        .topology()
+        .iter()
+        .filter(|node| node.primary)
+        .count();
+    let mut names = Vec::new();
+    let mut served = std::collections::HashSet::new();
+    for n in 0.. {
+        let name = format!("{prefix}{n}");
+        if served.insert(cluster.primary_for_key(&name)) {
+            names.push(name);
+        }
+        if served.len() == primaries {
+            return names;
+        }
+    }
+    unreachable!("the names run out before the primaries")
+}
+
+/// On a cluster, held locks on every primary and their holder's record (a key of its own slot)
+/// are all read: the console SCANs each primary.
+#[test]
+fn on_a_cluster_the_console_shows_the_locks_of_every_primary() {
+    let password = "cluster-pw-9931";
+    let cluster = Cluster::start(3, 0);
+    for node in &cluster.nodes {
+        add_operator(node, password);
+    }
+    let url = cluster.url().replacen(
+        "redis+cluster://",
+        &format!("redis+cluster://operator:{password}@"),
+        1,
+    );
+    let names = names_on_every_primary(&cluster, "orders:");
+    let worker = named_at(&url, "cluster-worker");
+    let locks: Vec<_> = names
+        .iter()
+        .map(|name| worker.lock(name).expect("lock"))
+        .collect();
+    for lock in &locks {
+        assert!(block_on(lock.acquire(now())).expect("acquire"));
+    }
+    shows_the_holds_and_no_password(&url, password, &names, "cluster-worker");
+}
+
+/// Through Sentinel, the console reads the primary the sentinels name.
+#[test]
+fn through_sentinel_the_console_shows_the_primarys_locks() {
+    let password = "sentinel-pw-5521";
+    let set = SentinelSet::start(1, 1);
+    add_operator(set.server(set.primary_port()), password);
+    let url = set.url().replacen(
+        "redis+sentinel://",
+        &format!("redis+sentinel://operator:{password}@"),
+        1,
+    );
+    let worker = named_at(&url, "sentinel-worker");
+    let lock = worker.fair_lock("jobs:7").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    shows_the_holds_and_no_password(&url, password, &["jobs:7".to_owned()], "sentinel-worker");
+}
+
+/// Over TLS (`rediss://`; the CLI has no CA option, so the test's own CA is not checked:
+/// `#insecure`), with a password.
+#[test]
+fn over_tls_the_console_shows_the_locks() {
+    let password = "tls-pw-7310";
+    let files = TlsFiles::make();
+    let server = RedisServer::start_tls(&files, "server", false);
+    add_operator(&server, password);
+    let url = server
+        .tls_url()
+        .replacen("rediss://", &format!("rediss://operator:{password}@"), 1)
+        + "/#insecure";
+    let worker = named_at(&url, "tls-worker");
+    let lock = worker.lock("tls:orders").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    shows_the_holds_and_no_password(&url, password, &["tls:orders".to_owned()], "tls-worker");
 }
