@@ -1,7 +1,7 @@
 //! `polylock check --permissions --console`: what the connecting Redis user lacks of the
 //! read-only rule `polylock console` needs to look (docs/console.md):
-//! `-@all +@read +@connection +evalsha +eval +script|load +time` on the names shown and the
-//! client records. Two passes, both harmless (reads, and a one-line script loaded):
+//! `-@all +@read +@connection +evalsha +eval +script|load +time +cluster|slots +role` on the
+//! names shown, the keys beside them and the client records. Two passes, both harmless (reads, and a one-line script loaded):
 //! - the console's own reads, as it runs them, through a polylock client (any deployment):
 //!   connecting, the SCAN of the names and of the client records, the records' HMGET, and the
 //!   inspection script on a probe name;
@@ -114,7 +114,7 @@ fn quoted_command(text: &str) -> Option<String> {
 pub fn run(url: &str, key_prefix: Option<&str>, prefix: &str, json: bool) -> CliResult<()> {
     let report = block_on(check(url, key_prefix, prefix))?;
     let shown = format!("{}{prefix}", key_prefix.unwrap_or_default());
-    let rule = rule(&shown, key_prefix.unwrap_or_default());
+    let rule = rule(url, &shown, key_prefix.unwrap_or_default());
     if json {
         let json = serde_json::json!({
             "url": raw::redact(url),
@@ -135,6 +135,9 @@ pub fn run(url: &str, key_prefix: Option<&str>, prefix: &str, json: bool) -> Cli
                 "  missing  {:<28} for {}",
                 missing.grant, missing.needed_for
             );
+        }
+        if url.contains("+cluster://") {
+            println!("  (on a cluster of Redis 6.2, leave +spublish out of the rule: it has none)");
         }
         if !report.each_command_tried {
             println!(
@@ -168,18 +171,34 @@ pub fn run(url: &str, key_prefix: Option<&str>, prefix: &str, json: bool) -> Cli
     }
 }
 
-/// The console's rule for the names under `shown` (key prefix and prefix), the keys beside
-/// them, and the client records.
-fn rule(shown: &str, key_prefix: &str) -> Vec<String> {
-    let mut rule: Vec<String> = polylock::acl::key_patterns(shown)
-        .iter()
-        .map(|pattern| format!("~{pattern}"))
-        .collect();
-    rule.push(format!(
-        "~{key_prefix}{}",
-        polylock::acl::CLIENT_RECORD_PATTERN
-    ));
+/// The console's rule on the deployment of `url` for the names under `shown` (key prefix and
+/// prefix), the keys beside them, and the client records.
+fn rule(url: &str, shown: &str, key_prefix: &str) -> Vec<String> {
+    // The console publishes and subscribes to nothing: no channel.
+    let mut rule = vec!["resetkeys".to_owned(), "resetchannels".to_owned()];
+    if shown.is_empty() {
+        rule.push("~*".to_owned()); // every key (Redis refuses patterns after `~*`)
+    } else {
+        let names = polylock::acl::key_patterns(shown);
+        rule.extend(names.iter().map(|pattern| format!("~{pattern}")));
+        rule.push(format!(
+            "~{key_prefix}{}",
+            polylock::acl::CLIENT_RECORD_PATTERN
+        ));
+    }
     rule.extend(CONSOLE_RULE.iter().map(|part| part.to_string()));
+    // What the client reads to find the nodes: the slot map on a cluster, the role of the node
+    // a Sentinel names (both read-only, and harmless elsewhere).
+    let deployment = polylock::acl::CLUSTER_COMMANDS
+        .iter()
+        .chain(polylock::acl::SENTINEL_COMMANDS);
+    rule.extend(deployment.map(|command| format!("+{command}")));
+    if url.contains("+cluster://") {
+        // A client learns at connect whether the cluster has sharded pub/sub: one SPUBLISH on
+        // the probe channel (Redis 7.0+; Redis 6.2 has no SPUBLISH to grant).
+        rule.push("+spublish".to_owned());
+        rule.push(format!("&{}", polylock::acl::PROBE_CHANNEL));
+    }
     rule
 }
 

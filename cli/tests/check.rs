@@ -202,6 +202,11 @@ fn grants(report: &serde_json::Value) -> Vec<String> {
 fn the_rule(server: &RedisServer) -> Vec<String> {
     let (code, report) = permissions(&server.url());
     assert_eq!(code, 0, "{report}");
+    rule_of(&report)
+}
+
+/// The `rule` a `check --permissions --json` report gives.
+fn rule_of(report: &serde_json::Value) -> Vec<String> {
     report["rule"]
         .as_array()
         .unwrap()
@@ -399,12 +404,7 @@ fn console_permissions_pass_with_the_read_only_rule_and_name_what_is_missing() {
     let url = |user: &str| format!("redis://{user}:secret@127.0.0.1:{}", server.port());
     let (code, report) = console_permissions(&server.url());
     assert_eq!((code, console_grants(&report)), (0, vec![]), "{report}");
-    let rule: Vec<String> = report["rule"]
-        .as_array()
-        .expect("the rule")
-        .iter()
-        .map(|part| part.as_str().expect("a part").to_owned())
-        .collect();
+    let rule = rule_of(&report);
     for part in ["-@all", "+@read", "+time", "~app:*", "~polylock:client:*"] {
         assert!(rule.iter().any(|p| p == part), "{part} not in {rule:?}");
     }
@@ -438,4 +438,36 @@ fn console_permissions_pass_with_the_read_only_rule_and_name_what_is_missing() {
     );
     // The probes wrote nothing.
     assert_eq!(server.command(&["DBSIZE"]).as_deref(), Some(":0"));
+}
+
+/// On a cluster, the console's client reads the slot map and probes sharded pub/sub when it
+/// connects: the console rule has both, and a user without them is told.
+#[test]
+fn console_permissions_on_a_cluster_name_the_slot_map_and_the_pubsub_probe() {
+    if !polylock_testkit::ServerBuild::configured().has_sharded_pubsub() {
+        return; // Redis 6.2: no SPUBLISH in the rule
+    }
+    let cluster = Cluster::start(3, 0);
+    let url = |user: &str| {
+        cluster.url().replacen(
+            "redis+cluster://",
+            &format!("redis+cluster://{user}:secret@"),
+            1,
+        )
+    };
+    let (code, report) = console_permissions(&cluster.url());
+    assert_eq!(code, 0, "{report}");
+    let rule = rule_of(&report);
+    for part in ["+cluster|slots", "+spublish", "&polylock_pubsub_probe"] {
+        assert!(rule.iter().any(|p| p == part), "{part} not in {rule:?}");
+    }
+    for node in &cluster.nodes {
+        make_user(node, &rule, "viewer", &[]);
+        make_user(node, &rule, "no_slots", &["-cluster|slots"]);
+    }
+    let (code, report) = console_permissions(&url("viewer"));
+    assert_eq!((code, console_grants(&report)), (0, vec![]), "{report}");
+    let (code, report) = console_permissions(&url("no_slots"));
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(console_grants(&report), ["+cluster|slots"], "{report}");
 }
