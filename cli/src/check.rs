@@ -457,12 +457,12 @@ fn leave(shared: &Shared, worker: usize, section: u64, lost: bool) {
 }
 
 /// The deployment a URL names, for `--failover`: Sentinel's hosts and master, or a cluster.
-enum FailoverTarget {
+pub(crate) enum FailoverTarget {
     Sentinel { hosts: Vec<String>, master: String },
     Cluster { hosts: Vec<String> },
 }
 
-fn failover_target(url: &str) -> Option<FailoverTarget> {
+pub(crate) fn failover_target(url: &str) -> Option<FailoverTarget> {
     let (scheme, rest) = url.split_once("://")?;
     let rest = rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts);
     match scheme {
@@ -534,8 +534,11 @@ async fn primary_address(url: &str, name: &str) -> Option<String> {
     }
 }
 
-/// One command on a fresh connection to `host:port`.
-async fn command_at(host: &str, command: &mut redis::Cmd) -> Result<redis::Value, String> {
+/// One command on a fresh connection to `host:port` (`user:password@host:port` to log in).
+pub(crate) async fn command_at(
+    host: &str,
+    command: &mut redis::Cmd,
+) -> Result<redis::Value, String> {
     let client = redis::Client::open(format!("redis://{host}")).map_err(|err| err.to_string())?;
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(5)))

@@ -1089,3 +1089,51 @@ fn over_tls_the_console_shows_the_locks() {
     assert!(block_on(lock.acquire(now())).expect("acquire"));
     shows_the_holds_and_no_password(&url, password, &["tls:orders".to_owned()], "tls-worker");
 }
+
+/// The timeline entry of `kind`, once the console has one.
+fn timeline_entry(console: &Console, kind: &str) -> Value {
+    console.wait_for(&format!("a {kind} on the timeline"), |snapshot| {
+        let timeline = snapshot["timeline"].as_array()?;
+        timeline.iter().find(|entry| entry["kind"] == kind).cloned()
+    })
+}
+
+/// A Sentinel failover while the console looks: on the timeline, naming the new primary, and
+/// the lock read again from it.
+#[test]
+fn a_sentinel_failover_is_on_the_timeline() {
+    let set = SentinelSet::start(1, 1);
+    let worker = named_at(&set.url(), "sentinel-worker");
+    let lock = worker.lock("jobs:failover").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    let console = Console::start(&set.url(), &["--bind", "127.0.0.1:0"]);
+    console.wait_for("jobs:failover held", |snapshot| {
+        lock_in(snapshot, "jobs:failover").map(|_| ())
+    });
+    let old = set.primary_port();
+    let new = set.failover();
+    let entry = timeline_entry(&console, "failover");
+    let text = entry["text"].as_str().expect("text");
+    assert!(
+        text.contains(&format!(":{new},")) && text.contains(&format!(":{old} ")),
+        "{text}"
+    );
+}
+
+/// A cluster primary failed over to its replica while the console looks: on the timeline.
+#[test]
+fn a_cluster_failover_is_on_the_timeline() {
+    let cluster = Cluster::start(3, 1);
+    let console = Console::start(&cluster.url(), &["--bind", "127.0.0.1:0"]);
+    // Its first reading, done before it printed its address, asked the slot map.
+    let primary = cluster.primary_for_key("orders:1");
+    let new = cluster.failover(primary);
+    let entry = timeline_entry(&console, "failover");
+    let text = entry["text"].as_str().expect("text");
+    let (now, before) = text.split_once("before").expect("now and before");
+    assert!(now.contains(&format!(":{new},")), "{text}");
+    assert!(
+        before.contains(&format!(":{primary}")) && !now.contains(&format!(":{primary},")),
+        "{text}"
+    );
+}

@@ -7,6 +7,7 @@
 
 mod auth;
 mod clients;
+mod primaries;
 mod rate_history;
 mod server;
 mod snapshot;

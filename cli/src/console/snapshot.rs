@@ -9,7 +9,7 @@
 //! connection attempt per refresh instead. Beside these, the console's own client keeps its
 //! client record as every polylock client does.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -19,6 +19,7 @@ use serde::Serialize;
 use tokio::sync::{watch, Notify};
 
 use super::clients::{client_views, ClientView};
+use super::primaries::primaries;
 use super::rate_history::{RateHistories, RateHistory};
 use crate::client_records::ClientRecord;
 use crate::inspect::LockState;
@@ -82,7 +83,7 @@ pub struct LockView {
 #[derive(Debug, Clone, Serialize)]
 pub struct TimelineEntry {
     pub unix_ms: i64,
-    /// `lease-ran-out`, `lost`, `force-unlock`, `redis-error` or `redis-back`.
+    /// `lease-ran-out`, `lost`, `force-unlock`, `failover`, `redis-error` or `redis-back`.
     pub kind: &'static str,
     pub lock: Option<String>,
     pub text: String,
@@ -183,6 +184,8 @@ pub struct Refresher {
     timeline: Arc<Mutex<VecDeque<TimelineEntry>>>,
     /// Woken after sleeping: the last reading is too old to tell what happened since.
     resumed: bool,
+    /// The deployment's primaries as last told (Cluster, Sentinel): a change is a failover.
+    primaries: Option<BTreeSet<String>>,
 }
 
 impl Refresher {
@@ -206,6 +209,7 @@ impl Refresher {
             error: None,
             timeline: Arc::default(),
             resumed: false,
+            primaries: None,
         }
     }
 
@@ -239,6 +243,7 @@ impl Refresher {
     }
 
     async fn refresh(&mut self) -> Snapshot {
+        self.note_failover().await;
         match self.read().await {
             Ok(reading) => {
                 if self.error.take().is_some() {
@@ -332,6 +337,24 @@ impl Refresher {
             names_left_out: scan.names_left_out,
             clients,
         })
+    }
+
+    /// A `failover` on the timeline when the deployment names other primaries than it did.
+    async fn note_failover(&mut self) {
+        let Some(now) = primaries(&self.redis).await else {
+            return; // a one-server URL, or nobody answered: nothing to compare
+        };
+        if let Some(before) = self.primaries.as_ref().filter(|before| **before != now) {
+            let list = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(", ");
+            let text = format!(
+                "the deployment's primaries changed: now {}, before {} (a failover, or nodes \
+                 added or removed)",
+                list(&now),
+                list(before)
+            );
+            self.note("failover", None, text);
+        }
+        self.primaries = Some(now);
     }
 
     fn note(&self, kind: &'static str, lock: Option<String>, text: String) {
