@@ -1,7 +1,9 @@
 //! `polylock check --permissions --console`: what the connecting Redis user lacks of the
-//! read-only rule `polylock console` needs to look (docs/console.md):
-//! `-@all +@read +@connection +evalsha +eval +script|load +time +cluster|slots +role` on the
-//! names shown, the keys beside them and the client records. Two passes, both harmless (reads, and a one-line script loaded):
+//! read-only rule `polylock console` needs to look (docs/console.md): `-@all +@read
+//! +@connection +evalsha +eval +script|load +time +cluster|slots +role` (on a Cluster also
+//! `+spublish` on the pub/sub probe channel) on the names shown, the keys beside them and the
+//! client records, and no other channel. Two passes, both harmless (reads, and a one-line
+//! script loaded):
 //! - the console's own reads, as it runs them, through a polylock client (any deployment):
 //!   connecting, the SCAN of the names and of the client records, the records' HMGET, and the
 //!   inspection script on a probe name;
@@ -21,8 +23,8 @@ use polylock_cli_common::block_on;
 use polylock_cli_common::error::{CliError, CliResult};
 use polylock_cli_common::raw;
 
-/// The rule docs/console.md gives, as `ACL SETUSER` arguments after the key pattern.
-pub const CONSOLE_RULE: &[&str] = &[
+/// The commands of the rule docs/console.md gives, as `ACL SETUSER` arguments.
+const CONSOLE_RULE: &[&str] = &[
     "-@all",
     "+@read",
     "+@connection",
