@@ -251,6 +251,7 @@ async fn run_round(args: &CheckArgs, sync_replicas: bool) -> CliResult<Round> {
         replica_sync_timeout: Duration::from_millis(args.replica_sync_timeout_ms.max(1)),
         response_timeout: Duration::from_secs(2),
         connect_timeout: Duration::from_secs(5),
+        tls_ca: polylock_cli_common::raw::tls_ca(&args.redis),
         ..ClientOptions::default()
     };
     let mut clients = Vec::with_capacity(args.workers);

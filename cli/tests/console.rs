@@ -35,6 +35,7 @@ impl Console {
             .env_remove("POLYLOCK_REDIS_URL")
             .env_remove("POLYLOCK_CONSOLE_TOKEN")
             .env_remove("POLYLOCK_KEY_PREFIX")
+            .env_remove("POLYLOCK_TLS_CA")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -977,10 +978,19 @@ fn the_read_only_rule_of_check_permissions_console_is_enough_to_look() {
     });
 }
 
-/// A console on `url` (whose password is `password`) shows each of `names` held by
+/// A console on `url` (whose password is `password`), started with `extra` arguments, shows each
+/// of `names` held by
 /// `holder_name`, and shows the password nowhere: not in the snapshot, the page, or its log.
-fn shows_the_holds_and_no_password(url: &str, password: &str, names: &[String], holder: &str) {
-    let console = Console::start(url, &["--bind", "127.0.0.1:0"]);
+fn shows_the_holds_and_no_password(
+    url: &str,
+    extra: &[&str],
+    password: &str,
+    names: &[String],
+    holder: &str,
+) {
+    let mut args = vec!["--bind", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let console = Console::start(url, &args);
     let snapshot = console.wait_for("every name held, its holder named", |snapshot| {
         let all = names.iter().all(|name| {
             lock_in(snapshot, name).is_some_and(|lock| lock["holders"][0]["client_name"] == holder)
@@ -1052,7 +1062,7 @@ fn on_a_cluster_the_console_shows_the_locks_of_every_primary() {
     for lock in &locks {
         assert!(block_on(lock.acquire(now())).expect("acquire"));
     }
-    shows_the_holds_and_no_password(&url, password, &names, "cluster-worker");
+    shows_the_holds_and_no_password(&url, &[], password, &names, "cluster-worker");
 }
 
 /// Through Sentinel, the console reads the primary the sentinels name, as a user with only the
@@ -1071,23 +1081,44 @@ fn through_sentinel_the_console_shows_the_primarys_locks() {
     let worker = named_at(&set.url(), "sentinel-worker");
     let lock = worker.fair_lock("jobs:7").expect("lock");
     assert!(block_on(lock.acquire(now())).expect("acquire"));
-    shows_the_holds_and_no_password(&url, password, &["jobs:7".to_owned()], "sentinel-worker");
+    let jobs = ["jobs:7".to_owned()];
+    shows_the_holds_and_no_password(&url, &[], password, &jobs, "sentinel-worker");
 }
 
-/// Over TLS (`rediss://`; the CLI has no CA option, so the test's own CA is not checked:
-/// `#insecure`), as a user with only the read-only rule.
+/// Over TLS (`rediss://`, the server's certificate checked with the test's CA: `--tls-ca`), as
+/// a user with only the read-only rule.
 #[test]
 fn over_tls_the_console_shows_the_locks() {
     let password = "tls-pw-7310";
     let files = TlsFiles::make();
     let server = RedisServer::start_tls(&files, "server", false);
     add_viewer(&server, password, &console_rule(&server.url(), &[]));
-    let insecure = format!("{}/#insecure", server.tls_url());
-    let url = insecure.replacen("rediss://", &format!("rediss://viewer:{password}@"), 1);
-    let worker = named_at(&insecure, "tls-worker");
+    let url = server
+        .tls_url()
+        .replacen("rediss://", &format!("rediss://viewer:{password}@"), 1);
+    let options = ClientOptions {
+        name: Some("tls-worker".to_owned()),
+        tls_ca: Some(files.path("ca.crt")),
+        ..ClientOptions::default()
+    };
+    let worker = block_on(Client::connect_with(&server.tls_url(), options)).expect("connect");
     let lock = worker.lock("tls:orders").expect("lock");
     assert!(block_on(lock.acquire(now())).expect("acquire"));
-    shows_the_holds_and_no_password(&url, password, &["tls:orders".to_owned()], "tls-worker");
+    // Without the CA its certificate is not trusted: the banner says so.
+    let untrusted = Console::start(&url, &["--bind", "127.0.0.1:0"]);
+    let error = untrusted.wait_for("a TLS error", |snapshot| {
+        snapshot["error"].as_str().map(str::to_owned)
+    });
+    assert!(error.to_lowercase().contains("certificate"), "{error}");
+    drop(untrusted);
+    let ca = files.path("ca.crt");
+    shows_the_holds_and_no_password(
+        &url,
+        &["--tls-ca", &ca],
+        password,
+        &["tls:orders".to_owned()],
+        "tls-worker",
+    );
 }
 
 /// The timeline entry of `kind`, once the console has one.
