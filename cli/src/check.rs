@@ -34,7 +34,8 @@ Exit code 1 when an overlap was found. Keys used are deleted at the end.
 
 polylock check --permissions --prefix app: -u redis://app:secret@10.0.0.5:6379 lists what that
 user lacks of the ACL rule polylock needs for the locks named app:..., and the ACL SETUSER
-arguments that grant it (exit code 1 when something is missing).")]
+arguments that grant it (exit code 1 when something is missing). With --console, the same for
+the read-only rule polylock console needs to look (docs/console.md).")]
 pub struct CheckArgs {
     /// The global --redis URL (filled in by main).
     #[arg(skip)]
@@ -78,6 +79,10 @@ pub struct CheckArgs {
     /// harmlessly; no admin command needed). Exit code 1 when something is missing.
     #[arg(long)]
     pub permissions: bool,
+    /// With --permissions: check the read-only rule `polylock console` needs to look (the
+    /// console's reads, and on a one-server URL each command alone) instead of the lock rule.
+    #[arg(long, requires = "permissions")]
+    pub console: bool,
     /// With --permissions: the prefix of the lock names the user's rule is for (e.g. `app:`).
     #[arg(long, default_value = "", requires = "permissions")]
     pub prefix: String,
@@ -156,6 +161,14 @@ fn journal(shared: &Shared) -> std::sync::MutexGuard<'_, Journal> {
 }
 
 pub fn run(args: CheckArgs) -> CliResult<()> {
+    if args.permissions && args.console {
+        return crate::console_permissions::run(
+            &args.redis,
+            args.key_prefix.as_deref(),
+            &args.prefix,
+            args.json,
+        );
+    }
     if args.permissions {
         return crate::permissions::run(
             &args.redis,
@@ -238,6 +251,7 @@ async fn run_round(args: &CheckArgs, sync_replicas: bool) -> CliResult<Round> {
         replica_sync_timeout: Duration::from_millis(args.replica_sync_timeout_ms.max(1)),
         response_timeout: Duration::from_secs(2),
         connect_timeout: Duration::from_secs(5),
+        tls_ca: polylock_cli_common::raw::tls_ca(&args.redis),
         ..ClientOptions::default()
     };
     let mut clients = Vec::with_capacity(args.workers);
@@ -444,12 +458,12 @@ fn leave(shared: &Shared, worker: usize, section: u64, lost: bool) {
 }
 
 /// The deployment a URL names, for `--failover`: Sentinel's hosts and master, or a cluster.
-enum FailoverTarget {
+pub(crate) enum FailoverTarget {
     Sentinel { hosts: Vec<String>, master: String },
     Cluster { hosts: Vec<String> },
 }
 
-fn failover_target(url: &str) -> Option<FailoverTarget> {
+pub(crate) fn failover_target(url: &str) -> Option<FailoverTarget> {
     let (scheme, rest) = url.split_once("://")?;
     let rest = rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts);
     match scheme {
@@ -521,8 +535,11 @@ async fn primary_address(url: &str, name: &str) -> Option<String> {
     }
 }
 
-/// One command on a fresh connection to `host:port`.
-async fn command_at(host: &str, command: &mut redis::Cmd) -> Result<redis::Value, String> {
+/// One command on a fresh connection to `host:port` (`user:password@host:port` to log in).
+pub(crate) async fn command_at(
+    host: &str,
+    command: &mut redis::Cmd,
+) -> Result<redis::Value, String> {
     let client = redis::Client::open(format!("redis://{host}")).map_err(|err| err.to_string())?;
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(Duration::from_secs(5)))

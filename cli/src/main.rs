@@ -4,6 +4,7 @@
 mod check;
 mod client_records;
 mod console;
+mod console_permissions;
 mod inspect;
 mod lock_rates;
 mod lock_scan;
@@ -30,7 +31,8 @@ const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
   polylock check --permissions --prefix app: -u redis://app:pw@h:6379  # what this ACL user lacks
 
 Every command takes --redis URL (also -u, or POLYLOCK_REDIS_URL; default
-redis://127.0.0.1:6379, and for the demo a private redis-server).
+redis://127.0.0.1:6379, and for the demo a private redis-server), and --tls-ca FILE (or
+POLYLOCK_TLS_CA) for a rediss:// server with a private CA.
 Shell completions: polylock completions bash|zsh|fish|elvish|powershell.
 Exit codes: 0 ok, 1 failed (e.g. the demo sold the wrong number), 2 bad usage or URL,
 3 Redis unreachable or failing (also: a command refused by ACL), 4 the name holds a key that is not a lock, 130 interrupted."
@@ -38,6 +40,10 @@ Exit codes: 0 ok, 1 failed (e.g. the demo sold the wrong number), 2 bad usage or
 struct Cli {
     #[command(flatten)]
     global: RedisOption,
+    /// A CA bundle (PEM file) to check a rediss:// server's certificate with, for a server
+    /// whose certificate a private CA signed (the default trusts the public web roots only).
+    #[arg(long, global = true, env = "POLYLOCK_TLS_CA", value_name = "FILE")]
+    tls_ca: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -66,6 +72,9 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    if let Some(ca) = &cli.tls_ca {
+        polylock_cli_common::raw::trust_tls_ca(ca);
+    }
     let url = cli
         .global
         .redis

@@ -16,6 +16,7 @@ pub fn run(url: &str, key_prefix: Option<&str>, prefix: &str, json: bool) -> Cli
         connect_timeout: Duration::from_secs(5),
         response_timeout: Duration::from_secs(5),
         key_prefix: key_prefix.map(str::to_owned),
+        tls_ca: polylock_cli_common::raw::tls_ca(url),
         ..ClientOptions::default()
     };
     let report = block_on(polylock::acl::check(url, options, prefix))?;

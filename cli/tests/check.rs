@@ -1,7 +1,8 @@
 //! `polylock check` against real deployments the test kit starts: a Sentinel set failed over
 //! mid-run with replica sync (no overlap may show), the seed article's failover before the
 //! replicas have the lock (an overlap without replica sync, none with it), a cluster failed
-//! over by hand, and the usage errors.
+//! over by hand, the usage errors, and `--permissions` (the lock rule, and with `--console` the
+//! console's read-only rule).
 
 use std::process::Command;
 
@@ -156,17 +157,17 @@ fn failover_on_a_single_server_is_a_usage_error() {
 
 /// `polylock check --permissions --json` as the user of `url`: the exit code and the report.
 fn permissions(url: &str) -> (i32, serde_json::Value) {
+    permissions_report(url, &[])
+}
+
+/// `polylock check --permissions --prefix app: --json ARGS` as the user of `url`.
+fn permissions_report(url: &str, args: &[&str]) -> (i32, serde_json::Value) {
     let output = Command::new(BINARY)
-        .args([
-            "check",
-            "--permissions",
-            "--prefix",
-            "app:",
-            "--json",
-            "-u",
-            url,
-        ])
+        .args(["check", "--permissions", "--prefix", "app:", "--json"])
+        .args(args)
+        .args(["-u", url])
         .env_remove("POLYLOCK_REDIS_URL")
+        .env_remove("POLYLOCK_KEY_PREFIX")
         .output()
         .expect("run polylock check --permissions");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -201,6 +202,11 @@ fn grants(report: &serde_json::Value) -> Vec<String> {
 fn the_rule(server: &RedisServer) -> Vec<String> {
     let (code, report) = permissions(&server.url());
     assert_eq!(code, 0, "{report}");
+    rule_of(&report)
+}
+
+/// The `rule` a `check --permissions --json` report gives.
+fn rule_of(report: &serde_json::Value) -> Vec<String> {
     report["rule"]
         .as_array()
         .unwrap()
@@ -376,4 +382,92 @@ fn permissions_on_a_cluster_reports_sharded_pubsub_and_a_refused_spublish() {
             "{expected} not in {found:?}"
         );
     }
+}
+
+/// `polylock check --permissions --console --prefix app: --json` as the user of `url`.
+fn console_permissions(url: &str) -> (i32, serde_json::Value) {
+    permissions_report(url, &["--console"])
+}
+
+/// The grants a console report lists as missing.
+fn console_grants(report: &serde_json::Value) -> Vec<String> {
+    let missing = report["missing"].as_array().expect("missing");
+    missing
+        .iter()
+        .map(|missing| missing["grant"].as_str().expect("a grant").to_owned())
+        .collect()
+}
+
+#[test]
+fn console_permissions_pass_with_the_read_only_rule_and_name_what_is_missing() {
+    let server = RedisServer::start();
+    let url = |user: &str| format!("redis://{user}:secret@127.0.0.1:{}", server.port());
+    let (code, report) = console_permissions(&server.url());
+    assert_eq!((code, console_grants(&report)), (0, vec![]), "{report}");
+    let rule = rule_of(&report);
+    for part in ["-@all", "+@read", "+time", "~app:*", "~polylock:client:*"] {
+        assert!(rule.iter().any(|p| p == part), "{part} not in {rule:?}");
+    }
+    // No write command in it: the console only looks.
+    make_user(&server, &rule, "viewer", &[]);
+    assert!(server
+        .command(&["ACL", "DRYRUN", "viewer", "SET", "app:1", "x"])
+        .is_some_and(|reply| !reply.starts_with("+OK")));
+    let (code, report) = console_permissions(&url("viewer"));
+    assert_eq!((code, console_grants(&report)), (0, vec![]), "{report}");
+    // A command the inspection script calls, one the console sends, and the records' keys.
+    make_user(&server, &rule, "no_time", &["-time"]);
+    let (code, report) = console_permissions(&url("no_time"));
+    assert_eq!(
+        (code, console_grants(&report)),
+        (1, vec!["+time".to_owned()]),
+        "{report}"
+    );
+    make_user(&server, &rule, "no_scan", &["-scan", "-lrange"]);
+    let (code, report) = console_permissions(&url("no_scan"));
+    assert_eq!(code, 1, "{report}");
+    let mut found = console_grants(&report);
+    found.sort();
+    assert_eq!(found, ["+lrange", "+scan"], "{report}");
+    make_user(&server, &rule, "no_records", &["resetkeys", "~app:*"]);
+    let (code, report) = console_permissions(&url("no_records"));
+    assert_eq!(code, 1, "{report}");
+    assert!(
+        console_grants(&report).contains(&"~polylock:client:*".to_owned()),
+        "{report}"
+    );
+    // The probes wrote nothing.
+    assert_eq!(server.command(&["DBSIZE"]).as_deref(), Some(":0"));
+}
+
+/// On a cluster, the console's client reads the slot map and probes sharded pub/sub when it
+/// connects: the console rule has both, and a user without them is told.
+#[test]
+fn console_permissions_on_a_cluster_name_the_slot_map_and_the_pubsub_probe() {
+    if !polylock_testkit::ServerBuild::configured().has_sharded_pubsub() {
+        return; // Redis 6.2: no SPUBLISH in the rule
+    }
+    let cluster = Cluster::start(3, 0);
+    let url = |user: &str| {
+        cluster.url().replacen(
+            "redis+cluster://",
+            &format!("redis+cluster://{user}:secret@"),
+            1,
+        )
+    };
+    let (code, report) = console_permissions(&cluster.url());
+    assert_eq!(code, 0, "{report}");
+    let rule = rule_of(&report);
+    for part in ["+cluster|slots", "+spublish", "&polylock_pubsub_probe"] {
+        assert!(rule.iter().any(|p| p == part), "{part} not in {rule:?}");
+    }
+    for node in &cluster.nodes {
+        make_user(node, &rule, "viewer", &[]);
+        make_user(node, &rule, "no_slots", &["-cluster|slots"]);
+    }
+    let (code, report) = console_permissions(&url("viewer"));
+    assert_eq!((code, console_grants(&report)), (0, vec![]), "{report}");
+    let (code, report) = console_permissions(&url("no_slots"));
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(console_grants(&report), ["+cluster|slots"], "{report}");
 }

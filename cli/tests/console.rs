@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use polylock::{AcquireOptions, Client, ClientOptions};
-use polylock_testkit::RedisServer;
+use polylock_testkit::{Cluster, RedisServer, SentinelSet, TlsFiles};
 use serde_json::Value;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_polylock");
@@ -35,6 +35,7 @@ impl Console {
             .env_remove("POLYLOCK_REDIS_URL")
             .env_remove("POLYLOCK_CONSOLE_TOKEN")
             .env_remove("POLYLOCK_KEY_PREFIX")
+            .env_remove("POLYLOCK_TLS_CA")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -178,17 +179,28 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 
 /// A polylock client named `name` (its record names it, with this process's pid).
 fn named(server: &RedisServer, name: &str) -> Client {
+    named_at(&server.url(), name)
+}
+
+/// [`named`], on the deployment of `url`.
+fn named_at(url: &str, name: &str) -> Client {
     let options = ClientOptions {
         name: Some(name.to_owned()),
         // The record of a waiter is rewritten every third of this: a short one shows waits soon.
         watchdog_timeout: Duration::from_secs(3),
         ..ClientOptions::default()
     };
-    block_on(Client::connect_with(&server.url(), options)).expect("connect")
+    block_on(Client::connect_with(url, options)).expect("connect")
 }
 
 fn now() -> AcquireOptions {
     AcquireOptions::new().wait(Duration::ZERO)
+}
+
+/// Starts an acquire of `lock` that waits up to 60 s, in the background.
+fn wait_in_background(lock: polylock::Lock) {
+    let wait_long = AcquireOptions::new().wait(Duration::from_secs(60));
+    polylock::runtime().spawn(async move { lock.acquire(wait_long).await });
 }
 
 /// Waits until `waiters` are in the fair queue of `name`.
@@ -256,6 +268,63 @@ fn a_held_lock_shows_its_holder_name_and_pid_and_the_page_loads() {
     assert!(!body.contains("orders:42"), "{body}");
 }
 
+/// A client acquiring and releasing a lock over and over: the lock's acquires/s is above 0 in
+/// the snapshot, with one reading per refresh in its history (the sparklines').
+#[test]
+fn a_lock_acquired_repeatedly_has_a_rate_and_a_history() {
+    let server = RedisServer::start();
+    let worker = named(&server, "busy-worker");
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy = {
+        let stop = stop.clone();
+        let lock = worker.lock("hot:42").expect("lock");
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                assert!(block_on(lock.acquire(now())).expect("acquire"));
+                block_on(lock.release()).expect("release");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+
+    let history = console.wait_for("hot:42 with a rate in two readings", |snapshot| {
+        let lock = lock_in(snapshot, "hot:42")?;
+        let history = lock["history"].clone();
+        let rates = history["acquires_per_s"].as_array()?;
+        let rising = rates
+            .iter()
+            .filter(|rate| rate.as_f64() > Some(0.0))
+            .count();
+        (lock["metrics"]["acquires_per_s"].as_f64()? > 0.0 && rising >= 2).then_some(history)
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    busy.join().expect("the busy thread");
+    // One value per reading in each measure, the readings a refresh apart.
+    let times: Vec<i64> = history["unix_ms"]
+        .as_array()
+        .expect("times")
+        .iter()
+        .map(|at| at.as_i64().expect("a time"))
+        .collect();
+    for measure in ["acquires_per_s", "avg_wait_ms", "timeouts_per_s", "lost"] {
+        assert_eq!(
+            history[measure].as_array().map(Vec::len),
+            Some(times.len()),
+            "{measure}: {history}"
+        );
+    }
+    assert!(
+        times.windows(2).all(|pair| pair[1] - pair[0] >= 500),
+        "{history}"
+    );
+    assert!(history["lost"]
+        .as_array()
+        .expect("lost")
+        .iter()
+        .all(|lost| lost == 0));
+}
+
 #[test]
 fn a_fair_lock_shows_its_waiters_in_order() {
     let server = RedisServer::start();
@@ -266,12 +335,9 @@ fn a_fair_lock_shows_its_waiters_in_order() {
     );
     let held = a.fair_lock("queue:fair").expect("lock");
     assert!(block_on(held.acquire(now())).expect("acquire"));
-    let wait_long = || AcquireOptions::new().wait(Duration::from_secs(60));
-    let first = b.fair_lock("queue:fair").expect("lock");
-    let _first = polylock::runtime().spawn(async move { first.acquire(wait_long()).await });
+    wait_in_background(b.fair_lock("queue:fair").expect("lock"));
     queued(&server, "queue:fair", 1);
-    let second = c.fair_lock("queue:fair").expect("lock");
-    let _second = polylock::runtime().spawn(async move { second.acquire(wait_long()).await });
+    wait_in_background(c.fair_lock("queue:fair").expect("lock"));
     queued(&server, "queue:fair", 2);
     let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
 
@@ -289,6 +355,69 @@ fn a_fair_lock_shows_its_waiters_in_order() {
         lock_in(&console.snapshot(), "queue:fair").expect("lock")["label"],
         "fair"
     );
+}
+
+/// The clients table says what each client waits for: its place in a fair queue (from the
+/// queue), and a plain lock (which keeps no line: from the waiter's own metrics).
+#[test]
+fn each_client_shows_what_it_holds_and_what_it_waits_for() {
+    let server = RedisServer::start();
+    let (a, b, c) = (
+        named(&server, "holder-a"),
+        named(&server, "queued-b"),
+        named(&server, "waiting-c"),
+    );
+    let fair = a.fair_lock("queue:fair").expect("lock");
+    assert!(block_on(fair.acquire(now())).expect("acquire"));
+    let plain = a.lock("plain:1").expect("lock");
+    assert!(block_on(plain.acquire(now())).expect("acquire"));
+    wait_in_background(b.fair_lock("queue:fair").expect("lock"));
+    queued(&server, "queue:fair", 1);
+    wait_in_background(c.lock("plain:1").expect("lock"));
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+
+    let client = |snapshot: &Value, name: &str| -> Option<Value> {
+        snapshot["clients"]
+            .as_array()?
+            .iter()
+            .find(|client| client["name"] == name)
+            .cloned()
+    };
+    // Each record is rewritten about a second after its holds change, and every second (a 3 s
+    // watchdog) with its metrics.
+    let clients = console.wait_for("both holds and both waits", |snapshot| {
+        let clients = [
+            client(snapshot, "holder-a")?,
+            client(snapshot, "queued-b")?,
+            client(snapshot, "waiting-c")?,
+        ];
+        let listed = |client: &Value, field: &str| client[field].as_array().map_or(0, Vec::len);
+        (listed(&clients[0], "holds") == 2
+            && listed(&clients[1], "waits_for") > 0
+            && listed(&clients[2], "waits_for") > 0)
+            .then_some(clients)
+    });
+    let [holder, queued_b, waiting_c] = &clients;
+    assert_eq!(
+        queued_b["waits_for"],
+        serde_json::json!([{"lock": "queue:fair", "place": 1, "count": 1}])
+    );
+    assert_eq!(
+        waiting_c["waits_for"],
+        serde_json::json!([{"lock": "plain:1", "place": null, "count": 1}])
+    );
+    assert_eq!(holder["waits_for"], serde_json::json!([]));
+    let mut holds: Vec<&str> = holder["holds"]
+        .as_array()
+        .expect("holds")
+        .iter()
+        .filter_map(|hold| hold["lock"].as_str())
+        .collect();
+    holds.sort();
+    assert_eq!(holds, ["plain:1", "queue:fair"], "{holder}");
+    let connected = holder["connected_ms"].as_i64().expect("connected_ms");
+    assert!(connected <= console.snapshot()["unix_ms"].as_i64().expect("now"));
+    assert_eq!(holder["metrics"]["locks"].as_array().map(Vec::len), Some(2));
 }
 
 #[test]
@@ -799,4 +928,243 @@ fn under_a_key_prefix_names_are_shown_as_the_clients_use_them() {
     let (status, answer) = console.force_unlock("orders:1", &owner);
     assert_eq!(status, 200, "{answer}");
     assert_eq!(server.int(&["EXISTS", "app:orders:1"]), 0);
+}
+
+/// The read-only rule `polylock check --permissions --console --json ARGS` gives, asked as the
+/// default user of the deployment of `url`.
+fn console_rule(url: &str, args: &[&str]) -> Vec<String> {
+    let output = Command::new(BINARY)
+        .args(["check", "--permissions", "--console", "--json"])
+        .args(["-u", url])
+        .args(args)
+        .env_remove("POLYLOCK_REDIS_URL")
+        .env_remove("POLYLOCK_KEY_PREFIX")
+        .output()
+        .expect("run polylock check --permissions --console");
+    let report = json(&String::from_utf8_lossy(&output.stdout));
+    let rule = report["rule"].as_array().expect("the rule");
+    rule.iter()
+        .map(|part| part.as_str().expect("a part").to_owned())
+        .collect()
+}
+
+/// `ACL SETUSER viewer on >PASSWORD <rule>` on `server`: the user a console's URL names.
+fn add_viewer(server: &RedisServer, password: &str, rule: &[String]) {
+    let grant = format!(">{password}");
+    let mut setuser = vec!["ACL", "SETUSER", "viewer", "on", &grant];
+    setuser.extend(rule.iter().map(String::as_str));
+    assert_eq!(server.command(&setuser).as_deref(), Some("+OK"));
+}
+
+/// The read-only rule `polylock check --permissions --console` gives is enough to look: a
+/// console as a user with only that rule shows a held lock, its holder named from its record.
+#[test]
+fn the_read_only_rule_of_check_permissions_console_is_enough_to_look() {
+    let server = RedisServer::start();
+    add_viewer(
+        &server,
+        "secret",
+        &console_rule(&server.url(), &["--prefix", "app:"]),
+    );
+    let worker = named(&server, "worker-a");
+    let fair = worker.fair_lock("app:orders").expect("lock");
+    assert!(block_on(fair.acquire(now())).expect("acquire"));
+    let url = format!("redis://viewer:secret@127.0.0.1:{}", server.port());
+    let console = Console::start(&url, &["--bind", "127.0.0.1:0", "--pattern", "app:*"]);
+    console.wait_for("app:orders held by worker-a, read as viewer", |snapshot| {
+        let lock = lock_in(snapshot, "app:orders")?;
+        (snapshot["error"].is_null() && lock["holders"][0]["client_name"] == "worker-a")
+            .then_some(())
+    });
+}
+
+/// A console on `url` (whose password is `password`), started with `extra` arguments, shows each
+/// of `names` held by
+/// `holder_name`, and shows the password nowhere: not in the snapshot, the page, or its log.
+fn shows_the_holds_and_no_password(
+    url: &str,
+    extra: &[&str],
+    password: &str,
+    names: &[String],
+    holder: &str,
+) {
+    let mut args = vec!["--bind", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let console = Console::start(url, &args);
+    let snapshot = console.wait_for("every name held, its holder named", |snapshot| {
+        let all = names.iter().all(|name| {
+            lock_in(snapshot, name).is_some_and(|lock| lock["holders"][0]["client_name"] == holder)
+        });
+        all.then(|| snapshot.clone())
+    });
+    assert!(snapshot["error"].is_null(), "{snapshot}");
+    let shown = snapshot["redis"].as_str().expect("the URL shown");
+    assert!(
+        shown.contains("***") && !shown.contains(password),
+        "{shown}"
+    );
+    let (_, page) = console.get("/", None);
+    let (_, body) = console.get("/api/snapshot", None);
+    for text in [&page, &body, &console.first_line] {
+        assert!(!text.contains(password), "{text}");
+    }
+    let stderr = console.stop();
+    assert!(!stderr.contains(password), "{stderr}");
+}
+
+/// Names `<prefix>N`, until every primary of `cluster` serves one.
+fn names_on_every_primary(cluster: &Cluster, prefix: &str) -> Vec<String> {
+    let primaries = cluster
+        .topology()
+        .iter()
+        .filter(|node| node.primary)
+        .count();
+    let mut names = Vec::new();
+    let mut served = std::collections::HashSet::new();
+    for n in 0.. {
+        let name = format!("{prefix}{n}");
+        if served.insert(cluster.primary_for_key(&name)) {
+            names.push(name);
+        }
+        if served.len() == primaries {
+            return names;
+        }
+    }
+    unreachable!("the names run out before the primaries")
+}
+
+/// On a cluster, held locks on every primary and their holder's record (a key of its own slot)
+/// are all read (the console SCANs each primary), as a user with only the read-only rule.
+#[test]
+fn on_a_cluster_the_console_shows_the_locks_of_every_primary() {
+    let password = "cluster-pw-9931";
+    let cluster = Cluster::start(3, 0);
+    // The console reads as a user with only the read-only rule; the holder is the default user.
+    let mut rule = console_rule(&cluster.url(), &[]);
+    if !polylock_testkit::ServerBuild::configured().has_sharded_pubsub() {
+        // Redis 6.2 has no SPUBLISH to grant (docs/console.md says to leave it out there).
+        rule.retain(|part| part != "+spublish");
+    }
+    for node in &cluster.nodes {
+        add_viewer(node, password, &rule);
+    }
+    let url = cluster.url().replacen(
+        "redis+cluster://",
+        &format!("redis+cluster://viewer:{password}@"),
+        1,
+    );
+    let names = names_on_every_primary(&cluster, "orders:");
+    let worker = named_at(&cluster.url(), "cluster-worker");
+    let locks: Vec<_> = names
+        .iter()
+        .map(|name| worker.lock(name).expect("lock"))
+        .collect();
+    for lock in &locks {
+        assert!(block_on(lock.acquire(now())).expect("acquire"));
+    }
+    shows_the_holds_and_no_password(&url, &[], password, &names, "cluster-worker");
+}
+
+/// Through Sentinel, the console reads the primary the sentinels name, as a user with only the
+/// read-only rule.
+#[test]
+fn through_sentinel_the_console_shows_the_primarys_locks() {
+    let password = "sentinel-pw-5521";
+    let set = SentinelSet::start(1, 1);
+    let primary = set.server(set.primary_port());
+    add_viewer(primary, password, &console_rule(&primary.url(), &[]));
+    let url = set.url().replacen(
+        "redis+sentinel://",
+        &format!("redis+sentinel://viewer:{password}@"),
+        1,
+    );
+    let worker = named_at(&set.url(), "sentinel-worker");
+    let lock = worker.fair_lock("jobs:7").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    let jobs = ["jobs:7".to_owned()];
+    shows_the_holds_and_no_password(&url, &[], password, &jobs, "sentinel-worker");
+}
+
+/// Over TLS (`rediss://`, the server's certificate checked with the test's CA: `--tls-ca`), as
+/// a user with only the read-only rule.
+#[test]
+fn over_tls_the_console_shows_the_locks() {
+    let password = "tls-pw-7310";
+    let files = TlsFiles::make();
+    let server = RedisServer::start_tls(&files, "server", false);
+    add_viewer(&server, password, &console_rule(&server.url(), &[]));
+    let url = server
+        .tls_url()
+        .replacen("rediss://", &format!("rediss://viewer:{password}@"), 1);
+    let options = ClientOptions {
+        name: Some("tls-worker".to_owned()),
+        tls_ca: Some(files.path("ca.crt")),
+        ..ClientOptions::default()
+    };
+    let worker = block_on(Client::connect_with(&server.tls_url(), options)).expect("connect");
+    let lock = worker.lock("tls:orders").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    // Without the CA its certificate is not trusted: the banner says so.
+    let untrusted = Console::start(&url, &["--bind", "127.0.0.1:0"]);
+    let error = untrusted.wait_for("a TLS error", |snapshot| {
+        snapshot["error"].as_str().map(str::to_owned)
+    });
+    assert!(error.to_lowercase().contains("certificate"), "{error}");
+    drop(untrusted);
+    let ca = files.path("ca.crt");
+    shows_the_holds_and_no_password(
+        &url,
+        &["--tls-ca", &ca],
+        password,
+        &["tls:orders".to_owned()],
+        "tls-worker",
+    );
+}
+
+/// The timeline entry of `kind`, once the console has one.
+fn timeline_entry(console: &Console, kind: &str) -> Value {
+    console.wait_for(&format!("a {kind} on the timeline"), |snapshot| {
+        let timeline = snapshot["timeline"].as_array()?;
+        timeline.iter().find(|entry| entry["kind"] == kind).cloned()
+    })
+}
+
+/// A Sentinel failover while the console looks: on the timeline, naming the new primary, and
+/// the lock read again from it.
+#[test]
+fn a_sentinel_failover_is_on_the_timeline() {
+    let set = SentinelSet::start(1, 1);
+    let worker = named_at(&set.url(), "sentinel-worker");
+    let lock = worker.lock("jobs:failover").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    let console = Console::start(&set.url(), &["--bind", "127.0.0.1:0"]);
+    console.wait_for("jobs:failover held", |snapshot| {
+        lock_in(snapshot, "jobs:failover").map(|_| ())
+    });
+    let old = set.primary_port();
+    let new = set.failover();
+    let entry = timeline_entry(&console, "failover");
+    let text = entry["text"].as_str().expect("text");
+    assert!(
+        text.contains(&format!(":{new},")) && text.contains(&format!(":{old} ")),
+        "{text}"
+    );
+}
+
+/// A cluster primary failed over to its replica while the console looks: on the timeline.
+#[test]
+fn a_cluster_failover_is_on_the_timeline() {
+    let cluster = Cluster::start(3, 1);
+    let console = Console::start(&cluster.url(), &["--bind", "127.0.0.1:0"]);
+    // Its first reading, done before it printed its address, asked the slot map.
+    let primary = cluster.primary_for_key("orders:1");
+    let new = cluster.failover(primary);
+    let entry = timeline_entry(&console, "failover");
+    let text = entry["text"].as_str().expect("text");
+    let (now, before) = text.split_once("before").expect("now and before");
+    assert!(now.contains(&format!(":{new},")), "{text}");
+    assert!(
+        before.contains(&format!(":{primary}")) && !now.contains(&format!(":{primary},")),
+        "{text}"
+    );
 }

@@ -229,6 +229,17 @@ test('a hold appears with the holder\'s name and pid; a fair queue in order; rea
     return texts.length === 2 && texts.every((t) => t.includes('pid ')) && texts;
   });
   assert.ok(order[0].includes(`pid ${first.pid}`) && order[1].includes(`pid ${second.pid}`), order.join(' | '));
+  // The clients table: the holder holds both locks, each waiter waits in its place.
+  const clientRows = () => page.locator('#clients tbody tr').evaluateAll((rows) => Object.fromEntries(
+    rows.map((r) => [r.querySelector('[data-label="Pid"]').textContent,
+      [r.querySelector('[data-label="Holds"]').textContent, r.querySelector('[data-label="Waits for"]').textContent]])));
+  const clients = await until('the clients\' holds and waits', async () => {
+    const rows = await clientRows();
+    return rows[holder.pid]?.[0].includes('queue:fair') && rows[second.pid]?.[1] !== '–' && rows;
+  });
+  assert.deepEqual(clients[holder.pid], ['orders:42, queue:fair', '–']);
+  assert.equal(clients[first.pid][1], 'queue:fair (1st in line)');
+  assert.equal(clients[second.pid][1], 'queue:fair (2nd in line)');
 
   // Read-only: no button, and the API refuses.
   assert.equal(await page.locator('button', { hasText: 'Force-unlock' }).count(), 0);
@@ -357,6 +368,43 @@ test('a SIGKILLed holder\'s lease running out is a loss on the timeline', async 
   assert.ok(text.includes('jobs:crash') && text.includes(`pid ${holder.pid}`), text);
   assert.equal(await row(page, 'jobs:crash').count(), 0);
   await shoot(page, 'timeline');
+  await page.close();
+});
+
+test('a lock acquired over and over has a rate and sparklines; sorting by rate puts it first', async () => {
+  const server = await startRedis();
+  // The busy peer's counter (a string key, which reads as a semaphore) is outside the pattern.
+  const console_ = await startConsole(server.url, ['--pattern', 'lock:*']);
+  const page = await browser.newPage();
+  await page.goto(console_.base);
+  // A quiet held lock, named before the busy one: sorted by name it comes first.
+  const quiet = await startPeer(server.url);
+  assert.equal(await quiet.send('acquire lock:a-quiet 0 -'), 'ok true');
+  // A 3 s watchdog: the busy peer's record (and its counters) is rewritten every second.
+  const busy = await startPeer(server.url, 3000);
+  let running = true;
+  const churn = (async () => {
+    while (running) assert.equal(await busy.send('increment lock:b-busy counter:busy 20'), 'ok');
+  })();
+  const activity = row(page, 'lock:b-busy').locator('td[data-label="Activity"]');
+  const acquires = activity.locator('[data-measure="acquires/s"]');
+  await until('lock:b-busy with acquires/s above 0 and a sparkline line', async () => {
+    const value = Number(await acquires.locator('.measure-value').textContent({ timeout: 500 }));
+    return value > 0 && (await acquires.locator('svg.sparkline polyline').count()) === 1;
+  });
+  // The line grows a point per reading.
+  await until('three readings on the acquires/s line', async () =>
+    (await acquires.locator('svg.sparkline polyline').getAttribute('points')).split(' ').length >= 3);
+  // Four sparklines, each an image named for screen readers.
+  assert.equal(await activity.locator('svg.sparkline[role="img"]').count(), 4);
+  assert.match(await acquires.locator('svg').getAttribute('aria-label'), /^acquires\/s over the last \d+ readings, now /);
+  const names = () => page.locator('#locks tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.name));
+  assert.deepEqual(await names(), ['lock:a-quiet', 'lock:b-busy']);
+  await page.selectOption('#sort', 'rate');
+  assert.deepEqual(await names(), ['lock:b-busy', 'lock:a-quiet']);
+  await shoot(page, 'activity');
+  running = false;
+  await churn;
   await page.close();
 });
 

@@ -70,6 +70,21 @@ pub fn redis_error(what: &str, err: redis::RedisError) -> CliError {
     CliError::Connection(format!("{what}: Redis failed: {err}"))
 }
 
+/// The CA bundle `--tls-ca` gave, for every core client of this process.
+static TLS_CA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Makes every core client of this process ([`client`], and those built with [`tls_ca`]) check
+/// a TLS server's certificate with the CA bundle at `path` (a PEM file). The first call wins.
+pub fn trust_tls_ca(path: &str) {
+    let _ = TLS_CA.set(path.to_owned());
+}
+
+/// The CA bundle [`trust_tls_ca`] gave, for a client of `url`: only for a TLS URL (`rediss`),
+/// as TLS options on another are an error.
+pub fn tls_ca(url: &str) -> Option<String> {
+    TLS_CA.get().filter(|_| url.starts_with("rediss")).cloned()
+}
+
 /// A core client (for `Client::inspect`, `scan_names` and force-unlock) on any deployment the
 /// core connects to (one server, cluster, Sentinel), failing within a bounded time, with the
 /// same messages as [`connect`], when Redis cannot be reached.
@@ -81,6 +96,9 @@ pub async fn client(url: &str, key_prefix: Option<&str>) -> CliResult<polylock::
         .response_timeout(RESPONSE_TIMEOUT);
     if let Some(prefix) = key_prefix {
         builder = builder.key_prefix(prefix);
+    }
+    if let Some(ca) = tls_ca(url) {
+        builder = builder.tls_ca(ca);
     }
     builder.connect().await.map_err(|err| match err.kind() {
         polylock::ErrorKind::Connection | polylock::ErrorKind::Timeout => {

@@ -6,6 +6,9 @@
 //! does not grow with the pages open.
 
 mod auth;
+mod clients;
+mod primaries;
+mod rate_history;
 mod server;
 mod snapshot;
 

@@ -9,7 +9,7 @@
 //! connection attempt per refresh instead. Beside these, the console's own client keeps its
 //! client record as every polylock client does.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -18,6 +18,9 @@ use polylock::Client;
 use serde::Serialize;
 use tokio::sync::{watch, Notify};
 
+use super::clients::{client_views, ClientView};
+use super::primaries::primaries;
+use super::rate_history::{RateHistories, RateHistory};
 use crate::client_records::ClientRecord;
 use crate::inspect::LockState;
 use crate::lock_rates::{LockRates, RateTracker};
@@ -54,8 +57,8 @@ pub struct Snapshot {
     pub locks: Vec<LockView>,
     /// Names matching the pattern past `--max-locks`: not read.
     pub names_left_out: usize,
-    /// One per polylock client record, by name.
-    pub clients: Vec<ClientRecord>,
+    /// One per polylock client record, by name, with what it waits for.
+    pub clients: Vec<ClientView>,
     /// Losses, force-unlocks and Redis going away or coming back, oldest first.
     pub timeline: Vec<TimelineEntry>,
 }
@@ -72,12 +75,15 @@ pub struct LockView {
     pub seen_ms: i64,
     /// The clients' metrics of it (`watch --json`'s); `null` when no record reports it.
     pub metrics: Option<LockRates>,
+    /// `metrics` at each of the last readings (the sparklines); `null` when no record
+    /// reports it.
+    pub history: Option<RateHistory>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TimelineEntry {
     pub unix_ms: i64,
-    /// `lease-ran-out`, `lost`, `force-unlock`, `redis-error` or `redis-back`.
+    /// `lease-ran-out`, `lost`, `force-unlock`, `failover`, `redis-error` or `redis-back`.
     pub kind: &'static str,
     pub lock: Option<String>,
     pub text: String,
@@ -159,7 +165,7 @@ struct Reading {
     read_ms: i64,
     locks: Vec<LockView>,
     names_left_out: usize,
-    clients: Vec<ClientRecord>,
+    clients: Vec<ClientView>,
 }
 
 /// Reads Redis once a second, reconnecting after any failure, and notes what changed between
@@ -172,11 +178,14 @@ pub struct Refresher {
     max_locks: usize,
     client: Option<Client>,
     tracker: RateTracker,
+    histories: RateHistories,
     last: Option<Reading>,
     error: Option<String>,
     timeline: Arc<Mutex<VecDeque<TimelineEntry>>>,
     /// Woken after sleeping: the last reading is too old to tell what happened since.
     resumed: bool,
+    /// The deployment's primaries as last told (Cluster, Sentinel): a change is a failover.
+    primaries: Option<BTreeSet<String>>,
 }
 
 impl Refresher {
@@ -195,10 +204,12 @@ impl Refresher {
             max_locks,
             client: None,
             tracker: RateTracker::default(),
+            histories: RateHistories::default(),
             last: None,
             error: None,
             timeline: Arc::default(),
             resumed: false,
+            primaries: None,
         }
     }
 
@@ -232,6 +243,7 @@ impl Refresher {
     }
 
     async fn refresh(&mut self) -> Snapshot {
+        self.note_failover().await;
         match self.read().await {
             Ok(reading) => {
                 if self.error.take().is_some() {
@@ -281,6 +293,9 @@ impl Refresher {
     }
 
     async fn read(&mut self) -> CliResult<Reading> {
+        if self.resumed {
+            self.histories.clear();
+        }
         let client = match &self.client {
             Some(client) => client,
             None => self
@@ -294,10 +309,18 @@ impl Refresher {
             Some(self.max_locks),
         )
         .await?;
-        let locks = scan
+        let read_ms = unix_ms();
+        let mut histories = self.histories.add(
+            read_ms,
+            scan.locks
+                .iter()
+                .filter_map(|lock| Some((lock.state.name.as_str(), lock.rates.as_ref()?))),
+        );
+        let locks: Vec<LockView> = scan
             .locks
             .into_iter()
             .map(|lock| LockView {
+                history: histories.remove(&lock.state.name),
                 state: lock.state,
                 label: lock.kind,
                 held: lock.held,
@@ -305,14 +328,33 @@ impl Refresher {
                 metrics: lock.rates,
             })
             .collect();
-        let mut clients: Vec<ClientRecord> = scan.records.into_values().collect();
-        clients.sort_by(|a, b| (&a.name, &a.client_id).cmp(&(&b.name, &b.client_id)));
+        let mut records: Vec<ClientRecord> = scan.records.into_values().collect();
+        records.sort_by(|a, b| (&a.name, &a.client_id).cmp(&(&b.name, &b.client_id)));
+        let clients = client_views(records, &locks);
         Ok(Reading {
-            read_ms: unix_ms(),
+            read_ms,
             locks,
             names_left_out: scan.names_left_out,
             clients,
         })
+    }
+
+    /// A `failover` on the timeline when the deployment names other primaries than it did.
+    async fn note_failover(&mut self) {
+        let Some(now) = primaries(&self.redis).await else {
+            return; // a one-server URL, or nobody answered: nothing to compare
+        };
+        if let Some(before) = self.primaries.as_ref().filter(|before| **before != now) {
+            let list = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(", ");
+            let text = format!(
+                "the deployment's primaries changed: now {}, before {} (a failover, or nodes \
+                 added or removed)",
+                list(&now),
+                list(before)
+            );
+            self.note("failover", None, text);
+        }
+        self.primaries = Some(now);
     }
 
     fn note(&self, kind: &'static str, lock: Option<String>, text: String) {

@@ -134,6 +134,76 @@ function leaseText(lock) {
   return lock.held ? 'no expiry' : '–';
 }
 
+const SVG = 'http://www.w3.org/2000/svg';
+const SPARK_WIDTH = 90;
+const SPARK_HEIGHT = 16;
+// The readings the server keeps per lock (rate_history.rs): a full line spans the width.
+const HISTORY_LENGTH = 60;
+
+// An inline SVG line of `values` (oldest first; null is a gap), scaled to its own largest
+// value, as wide as HISTORY_LENGTH readings; `label` says what it is to screen readers.
+function sparkline(values, label) {
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('class', 'sparkline');
+  svg.setAttribute('viewBox', `0 0 ${SPARK_WIDTH} ${SPARK_HEIGHT}`);
+  svg.setAttribute('preserveAspectRatio', 'none'); // CSS sets its size; it stretches to fit
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', label);
+  // The zero line, faint, so that the span of a minute shows before the data fills it.
+  const base = document.createElementNS(SVG, 'line');
+  base.setAttribute('class', 'base');
+  base.setAttribute('x1', 0);
+  base.setAttribute('x2', SPARK_WIDTH);
+  base.setAttribute('y1', SPARK_HEIGHT - 0.5);
+  base.setAttribute('y2', SPARK_HEIGHT - 0.5);
+  svg.append(base);
+  const top = Math.max(...values.filter((v) => v != null), 0) || 1;
+  const step = SPARK_WIDTH / (HISTORY_LENGTH - 1);
+  const left = SPARK_WIDTH - step * (values.length - 1);
+  let points = [];
+  const flush = () => {
+    if (points.length === 1) points.unshift([points[0][0] - 2, points[0][1]]); // a dash, not a dot too small to see
+    if (points.length) {
+      const line = document.createElementNS(SVG, 'polyline');
+      line.setAttribute('points', points.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' '));
+      svg.append(line);
+    }
+    points = [];
+  };
+  values.forEach((value, i) => {
+    if (value == null) flush();
+    else points.push([left + i * step, SPARK_HEIGHT - 1 - (value / top) * (SPARK_HEIGHT - 2)]);
+  });
+  flush();
+  return svg;
+}
+
+const rate = (value) => (value >= 10 ? value.toFixed(0) : value.toFixed(1));
+
+// Acquires/s, wait, time-outs/s and losses over the last readings, each a sparkline with its
+// latest value; '–' when no client record reports the lock.
+function activityCell(lock) {
+  const history = lock.history;
+  if (!history || history.acquires_per_s.length === 0) return '–';
+  const box = element('div', null, 'activity');
+  const measures = [
+    ['acquires/s', history.acquires_per_s, rate],
+    ['wait', history.avg_wait_ms, (ms) => (ms == null ? '–' : `${ms.toFixed(0)} ms`)],
+    ['time-outs/s', history.timeouts_per_s, rate],
+    ['lost', history.lost, String],
+  ];
+  for (const [name, values, show] of measures) {
+    const latest = show(values[values.length - 1]);
+    const line = element('div', null, 'measure');
+    line.dataset.measure = name;
+    line.append(element('span', name, 'measure-name'),
+      sparkline(values, `${name} over the last ${values.length} readings, now ${latest}`),
+      element('span', latest, 'measure-value'));
+    box.append(line);
+  }
+  return box;
+}
+
 function renderLocks(snapshot) {
   const body = $('locks').querySelector('tbody');
   const kinds = new Set(snapshot.locks.map((lock) => lock.label));
@@ -152,6 +222,7 @@ function renderLocks(snapshot) {
     cell(row, 'Lease left', leaseText(lock));
     cell(row, 'Waiters', waitersCell(lock));
     cell(row, 'Permits / token', permitsText(lock));
+    cell(row, 'Activity', activityCell(lock));
     return row;
   });
   body.replaceChildren(...rows);
@@ -165,6 +236,20 @@ function renderLocks(snapshot) {
     : 'No lock matches the search and filters.';
 }
 
+// `orders:9 (2nd in line)`; `×2` when several of the client's acquires wait for it.
+function waitText(wait) {
+  let text = wait.lock;
+  if (wait.count > 1) text += ` ×${wait.count}`;
+  if (wait.place != null) text += ` (${ordinal(wait.place)} in line)`;
+  return text;
+}
+
+function ordinal(n) {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' }[n % 10] || 'th');
+  return `${n}${suffix}`;
+}
+
 function renderClients(snapshot) {
   const rows = snapshot.clients.map((client) => {
     const row = element('tr');
@@ -172,9 +257,10 @@ function renderClients(snapshot) {
     cell(row, 'Host', client.host || '–');
     cell(row, 'Pid', client.pid != null ? client.pid : '–');
     cell(row, 'Connected', client.connected_ms != null
-      ? `${age(Math.max(0, snapshot.unix_ms - client.connected_ms))} ago` : '–');
+      ? `since ${clock(client.connected_ms)} (${age(Math.max(0, snapshot.unix_ms - client.connected_ms))} ago)` : '–');
     const holds = client.holds.map((hold) => hold.lock);
-    cell(row, 'Holds', holds.length ? [...new Set(holds)].join(', ') : '–');
+    cell(row, 'Holds', holds.length ? [...new Set(holds)].sort().join(', ') : '–');
+    cell(row, 'Waits for', client.waits_for.length ? client.waits_for.map(waitText).join(', ') : '–');
     const locks = client.metrics ? client.metrics.locks : [];
     const acquired = locks.reduce((sum, lock) => sum + lock.acquired, 0);
     const lost = locks.reduce((sum, lock) => sum + lock.lost, 0);
