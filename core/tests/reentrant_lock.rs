@@ -1064,16 +1064,23 @@ async fn holders_that_come_back_for_the_lock_take_two_scripts_per_handoff() {
     // A renewal is one script of its own: a granted hold's lease is short (the reservation's),
     // so on a loaded machine a hold can outlive a third of it.
     let renewals = counted(|lock| lock.renewals + lock.renewal_failures);
+    // A look on a wake-up that finds the lock taken is one script more. A few are expected on
+    // a loaded machine (a waiter looks after a long silence; a release that found no waiters
+    // mark wakes every waiter); the bug below makes one per handoff.
+    let found_taken = counted(|lock| lock.wakeups_found_taken);
+    let counts = format!(
+        "{scripts} script calls for {handoffs} handoffs, {renewals} renewals and {found_taken} \
+         wake-ups that found it taken (granted {}, woken {})",
+        counted(|lock| lock.handoffs_granted),
+        counted(|lock| lock.handoffs_woken),
+    );
     // Each acquisition: one look that finds the lock held (the waiter is then granted it) and
     // one release. A grant meant for a process's earlier call must not wake its next one to
     // look again (three scripts per handoff). Slack: the first scripts loaded (NOSCRIPT, EVAL).
+    assert!(found_taken <= handoffs / 20, "{counts}");
     assert!(
-        scripts <= 2 * handoffs + 10 + renewals,
-        "{scripts} script calls for {handoffs} handoffs and {renewals} renewals \
-         (granted {}, woken {}, wake-ups that found it taken {})",
-        counted(|lock| lock.handoffs_granted),
-        counted(|lock| lock.handoffs_woken),
-        counted(|lock| lock.wakeups_found_taken),
+        scripts <= 2 * handoffs + 10 + renewals + found_taken,
+        "{counts}"
     );
 }
 
