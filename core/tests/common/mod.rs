@@ -245,14 +245,21 @@ impl Peer {
         Peer::spawn_with_url(command, 10_000)
     }
 
-    /// A peer whose wall clock runs `skew` (e.g. `+6s`) ahead, under `faketime`.
+    /// A peer whose wall clock runs `skew` (e.g. `+6s`) ahead, under libfaketime, preloaded
+    /// directly (as the protocol explorer's server is): the `faketime` wrapper creates a named
+    /// semaphore per process id, which a killed peer leaves behind, so a later wrapper whose
+    /// process got the same id failed at once ("sem_open: File exists", seen in a CI run).
     pub fn skewed(server: &RedisServer, skew: &str, queue_timeout_ms: u64) -> Peer {
-        let mut command = Command::new("faketime");
+        const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+        assert!(
+            std::path::Path::new(LIBFAKETIME).exists(),
+            "{LIBFAKETIME} is missing (Debian's faketime package: `make test` installs it)"
+        );
+        let mut command = Command::new(peer_binary());
         // Timers must not jump: only the wall clock is skewed.
         command
-            .arg("-f")
-            .arg(skew)
-            .arg(peer_binary())
+            .env("LD_PRELOAD", LIBFAKETIME)
+            .env("FAKETIME", skew)
             .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
         Peer::spawn(command, server, queue_timeout_ms)
     }
@@ -264,7 +271,7 @@ impl Peer {
 
     /// Starts `command`, which names the server already.
     fn spawn_with_url(mut command: Command, queue_timeout_ms: u64) -> Peer {
-        // A group of its own, so that `kill` also ends what a wrapper (faketime) forked.
+        // A group of its own, so that `kill` also ends anything it forked.
         let mut child = command
             .process_group(0)
             .env(
@@ -274,7 +281,7 @@ impl Peer {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .expect("start the peer (faketime for a skewed one: `make test` installs it)");
+            .expect("start the peer");
         let stdin = child.stdin.take().unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
