@@ -24,16 +24,8 @@ async fn cache_scripts(client: &Client) {
 
 /// Connected clients of `kind` (`normal`, `pubsub`) as the server lists them.
 fn clients_of(server: &RedisServer, kind: &str) -> usize {
-    let client = redis::Client::open(server.url()).unwrap();
-    let mut con = client.get_connection().unwrap();
-    let list: String = redis::cmd("CLIENT")
-        .arg("LIST")
-        .arg("TYPE")
-        .arg(kind)
-        .query(&mut con)
-        .unwrap();
     // The connection asking is a normal client itself.
-    list.lines().count() - usize::from(kind == "normal")
+    connection_ids(server, Some(kind)).len() - usize::from(kind == "normal")
 }
 
 /// The ids of the server's connections of a type (`CLIENT LIST TYPE`), or of every type.
