@@ -4,14 +4,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
 use polylock::{AcquireOptions, Client, ErrorKind, Hold, MultiLock};
 use polylock_testkit::cluster::Cluster;
+use polylock_testkit::{quoted_args, Monitor};
 
 const PREFIX: &str = "tenant7:";
 
@@ -113,46 +111,6 @@ fn keys_and_channels(line: &str) -> Vec<String> {
     }
 }
 
-/// The double-quoted arguments of a `MONITOR` line, unescaped enough for key names.
-fn quoted_args(text: &str) -> Vec<String> {
-    let mut args = Vec::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '"' {
-            continue;
-        }
-        let mut arg = String::new();
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => arg.push(chars.next().unwrap_or('\\')),
-                '"' => break,
-                c => arg.push(c),
-            }
-        }
-        args.push(arg);
-    }
-    args
-}
-
-/// Every line `MONITOR` shows on `server` until the returned stop is called.
-fn monitor(server: &RedisServer) -> (Arc<Mutex<Vec<String>>>, TcpStream) {
-    let mut stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
-    stream.write_all(b"MONITOR\r\n").unwrap();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut ok = String::new();
-    reader.read_line(&mut ok).unwrap();
-    assert_eq!(ok.trim(), "+OK");
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let seen = lines.clone();
-    std::thread::spawn(move || {
-        for line in reader.lines() {
-            let Ok(line) = line else { break };
-            seen.lock().unwrap().push(line);
-        }
-    });
-    (lines, stream)
-}
-
 /// Holds `hold` until `waiter_client` waits on the server, then lets it go.
 async fn until_subscribed(waiter_client: &Client) {
     for _ in 0..500 {
@@ -167,7 +125,7 @@ async fn until_subscribed(waiter_client: &Client) {
 #[tokio::test]
 async fn every_key_and_channel_of_a_cycle_with_a_waiter_derives_from_the_prefixed_name() {
     let server = RedisServer::start();
-    let (lines, stream) = monitor(&server);
+    let monitor = Monitor::start(&server);
     let holder = client_under(&server.url(), Some(PREFIX)).await;
     let waiter = client_under(&server.url(), Some(PREFIX)).await;
 
@@ -274,9 +232,8 @@ async fn every_key_and_channel_of_a_cycle_with_a_waiter_derives_from_the_prefixe
     holder.close();
     waiter.close();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    stream.shutdown(std::net::Shutdown::Both).unwrap();
-
-    let lines = lines.lock().unwrap().clone();
+    let lines = monitor.lines();
+    drop(monitor);
     let mut seen: Vec<String> = lines.iter().flat_map(|l| keys_and_channels(l)).collect();
     seen.sort();
     seen.dedup();

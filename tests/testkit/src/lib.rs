@@ -13,6 +13,7 @@ use redis::ConnectionLike;
 
 mod bounded;
 pub mod cluster;
+mod monitor;
 mod proxy;
 pub mod redisson;
 pub mod sentinel;
@@ -21,6 +22,7 @@ mod tls;
 
 pub use bounded::{run_tool, Output};
 pub use cluster::Cluster;
+pub use monitor::{quoted_args, Monitor};
 pub use proxy::{Fault, FaultProxy};
 pub use sentinel::SentinelSet;
 pub use server_build::{cli_program, server_program, tls_server_program, ServerBuild};
