@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import polylock
 from helpers import wait_until
+from redis_server import RedisServer
 from polylock.metrics import BUCKET_BOUNDS_SECONDS
 from polylock.otel import Instrumentation, instrument
 
@@ -124,15 +125,36 @@ def hold_in_thread(lock: Any, release: threading.Event) -> threading.Thread:
     return thread
 
 
-def start_waiter(client: polylock.Client, lock: Any, **acquire: Any) -> threading.Thread:
-    """A thread that waits for `lock` (then releases it), returned once it waits subscribed
-    and asleep, so that the next release must reach it."""
-    waiter = threading.Thread(target=lambda: lock.acquire(timeout=30, **acquire) and lock.release())
-    waiter.start()
-    assert wait_until(lambda: client.metrics().lock(lock.name).waiters == 1, timeout=10)
-    assert wait_until(lambda: client.metrics().connection.subscriptions > 0, timeout=10)
-    time.sleep(0.1)
-    return waiter
+StartWaiter = Callable[..., threading.Thread]
+
+
+@pytest.fixture
+def start_waiter(redis_server: RedisServer) -> StartWaiter:
+    """`start_waiter(client, lock, **acquire)`: a thread that waits for `lock` (then releases
+    it), returned once it is asleep, so that the next release must reach it. Asleep: after its
+    look listed it, it subscribed and checked that nothing was missed meanwhile, a ZSCORE of its
+    place that the client sends (a script's are shown as Lua's). A release before that check
+    makes it look again, and take the lock without being woken or granted it."""
+
+    def start(client: polylock.Client, lock: Any, **acquire: Any) -> threading.Thread:
+        deadline = time.monotonic() + 10
+        with redis_server.client() as connection, connection.monitor() as monitor:
+            waiter = threading.Thread(
+                target=lambda: lock.acquire(timeout=30, **acquire) and lock.release()
+            )
+            waiter.start()
+            while time.monotonic() < deadline:
+                command = monitor.next_command()  # the connection's timeout bounds it
+                words = str(command["command"]).split()
+                if (
+                    command["client_type"] != "lua"
+                    and words[0].lower() == "zscore"
+                    and f"{{{lock.name}}}" in words[1]
+                ):
+                    return waiter
+        raise AssertionError(f"the waiter of {lock.name!r} never went to sleep")
+
+    return start
 
 
 # ---- client.metrics() and the options -------------------------------------------------------
@@ -334,7 +356,9 @@ def test_a_cancelled_acquire_of_an_async_client(otel, url, name):
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
-def test_active_holds_queued_acquires_subscriptions_and_hold_duration(otel, instrumented, name):
+def test_active_holds_queued_acquires_subscriptions_and_hold_duration(
+    otel, instrumented, name, start_waiter
+):
     lock = instrumented.lock(name)
     release = threading.Event()
     holder = hold_in_thread(lock, release)
@@ -354,7 +378,7 @@ def test_active_holds_queued_acquires_subscriptions_and_hold_duration(otel, inst
     assert list(holds.explicit_bounds) == list(BUCKET_BOUNDS_SECONDS)
 
 
-def test_handoffs_granted_by_a_release(otel, instrumented, name):
+def test_handoffs_granted_by_a_release(otel, instrumented, name, start_waiter):
     lock = instrumented.lock(name)
     release = threading.Event()
     holder = hold_in_thread(lock, release)
@@ -366,7 +390,7 @@ def test_handoffs_granted_by_a_release(otel, instrumented, name):
     assert grants == 1
 
 
-def test_handoffs_woken_by_a_release_message(otel, instrumented, name):
+def test_handoffs_woken_by_a_release_message(otel, instrumented, name, start_waiter):
     """A waiter with a fixed lease is not granted the lock: the release message wakes it and
     it takes the lock itself."""
     lock = instrumented.lock(name)
@@ -383,7 +407,9 @@ def test_handoffs_woken_by_a_release_message(otel, instrumented, name):
     )
 
 
-def test_a_wakeup_that_finds_the_lock_taken(otel, instrumented, redis, url, name):
+def test_a_wakeup_that_finds_the_lock_taken(
+    otel, instrumented, redis, url, name, start_waiter
+):
     """An unlock message while the lock is still held (as a Redisson client's release racing
     a new acquire would leave it): the woken waiter finds it taken and waits again."""
     with polylock.Client(url) as other:
@@ -472,7 +498,7 @@ def test_release_failures_and_retries(otel, session_fault_proxy, fault_proxy, re
     assert release.status.status_code.name == "ERROR"
 
 
-def test_server_calls_errors_and_reconnects(otel, instrumented, redis, name):
+def test_server_calls_errors_and_reconnects(otel, instrumented, redis, name, start_waiter):
     with instrumented.lock(name):
         pass
     assert otel.value("polylock.client.server_calls") >= 2
@@ -549,7 +575,7 @@ def test_spans_of_acquire_hold_release_and_renewal(otel, url, name):
     assert acquire.instrumentation_scope.name == "polylock"
 
 
-def test_a_woken_acquire_span_says_how(otel, instrumented, name):
+def test_a_woken_acquire_span_says_how(otel, instrumented, name, start_waiter):
     lock = instrumented.lock(name)
     release = threading.Event()
     holder = hold_in_thread(lock, release)
@@ -649,7 +675,7 @@ def test_without_opentelemetry_the_import_says_what_to_install():
 # ---- logging --------------------------------------------------------------------------------
 
 
-def test_the_hot_path_logs_nothing_even_at_debug(client, name, caplog):
+def test_the_hot_path_logs_nothing_even_at_debug(client, name, caplog, start_waiter):
     """Acquires, hand-offs and releases log nothing on the `polylock` logger, even at DEBUG
     (nor do the core's tracing spans). A lost lease's warning, logged after them through the
     same queue, shows that nothing earlier is still on its way."""
