@@ -64,7 +64,7 @@ def main() -> int:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
     if args.smoke:
-        durations = {"u": 0.3, "c": 1.0, "m": 0.5, "r": 1.5}
+        durations = {"u": 0.3, "c": 1.0, "m": 0.5, "r": 2.0}
         workers = [3]
         rounds, warmup_max, java_parallel = 1, 5.0, 3
         u_list = U_CONTENDERS
@@ -72,7 +72,8 @@ def main() -> int:
                   ("node", "polylock"), REDISSON, REDISSON_FAIR]
         m_list = [("rust", "polylock"), ("rust", "plain-key"), ("rust", "raw"), REDISSON,
                   ("python", "polylock-asyncio")]
-        r_locks, r_watchdog = 200, 300
+        # A lease a stalled debug build outlives on a loaded machine (300 ms did not, in CI).
+        r_locks, r_watchdog = 200, 1500
         rw_processes, rw_writers, s_processes, s_permits = 3, 1, 4, 2
     else:
         durations = {"u": 3.0, "c": 5.0, "m": 5.0, "r": 30.0}
