@@ -23,6 +23,11 @@ mod wait;
 
 use pyo3::prelude::*;
 
+/// The engine's threads allocate on every call (its futures, commands and replies): mimalloc
+/// takes 10-15 % less CPU per lock cycle than the system allocator (bench/NOTES.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<client::Client>()?;
