@@ -50,6 +50,9 @@ pub struct RecordedLock {
     pub waiters: i64,
     pub wait_count: u64,
     pub wait_sum_s: f64,
+    /// The waits per bucket of the core's `BUCKET_BOUNDS_SECONDS`, then the longer ones
+    /// (empty from a client older than this field).
+    pub wait_buckets: Vec<u64>,
     pub lost: u64,
 }
 

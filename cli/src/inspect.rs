@@ -5,7 +5,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use clap::Args;
 
-use polylock::{Client, InspectedKind, KeyTtl, LockInfo, LockMode};
+use polylock::{Client, ElectionLeader, InspectedKind, KeyTtl, LockInfo, LockMode};
 use serde::Serialize;
 
 use crate::client_records::{self, ClientRecord};
@@ -23,7 +23,9 @@ Kinds: plain (a reentrant lock), fair (its queue or timeout set exists; a fair l
 waits for is stored exactly like a plain one and shows as plain), fenced (its token counter
 exists), read-write (mode, readers and writer, waiting writers), semaphore (a string holding an
 integer: the permits available), expirable-semaphore (its set of taken permits exists: each
-permit id with its expiry), none (no key), not-a-lock (the name holds another Redis type, a
+permit id with its expiry), latch (a count-down latch: its count), election (a leader
+election: its leader, named from its client record, the leader's value and term; the last term
+given when nobody leads), none (no key), not-a-lock (the name holds another Redis type, a
 hash with other fields, or a string that is not a number: exit code 4).
 One read-only snapshot (Client::inspect): nothing is changed, expired entries are shown.
 Holders and waiters are named from their client records (polylock:client:<id>): name, pid,
@@ -93,8 +95,12 @@ pub struct LockState {
     pub permits_available: Option<i64>,
     /// An expirable semaphore's taken permits.
     pub permits: Vec<Permit>,
-    /// A fenced lock's token counter (the last token given).
+    /// A fenced lock's token counter (the last token given); an election's last term given.
     pub fence_token: Option<i64>,
+    /// A count-down latch's count.
+    pub latch_count: Option<i64>,
+    /// An election's leader; `None` when nobody leads, and for other kinds.
+    pub leader: Option<Leader>,
     /// The server's clock at the snapshot (epoch ms): hold ages are measured against it.
     #[serde(skip)]
     pub server_time_ms: i64,
@@ -117,6 +123,10 @@ pub enum Kind {
     Semaphore,
     /// A semaphore whose set of taken permits exists.
     ExpirableSemaphore,
+    /// A count-down latch (a count with polylock's latch mark beside it).
+    Latch,
+    /// A leader election (its fenced lock and its leader's record).
+    Election,
     /// Nothing at this name.
     None,
     /// A key that is not a lock (another type, or a hash with other fields).
@@ -133,17 +143,25 @@ impl Kind {
             Kind::ReadWrite => "read-write",
             Kind::Semaphore => "semaphore",
             Kind::ExpirableSemaphore => "expirable-semaphore",
+            Kind::Latch => "latch",
+            Kind::Election => "election",
             Kind::None => "none",
             Kind::NotALock => "not-a-lock",
         }
     }
 
-    /// Kinds with holders.
+    /// Kinds with holders (an election's are its lock's).
     pub fn is_lock(self) -> bool {
         matches!(
             self,
-            Kind::Plain | Kind::Fair | Kind::Fifo | Kind::Fenced | Kind::ReadWrite
+            Kind::Plain | Kind::Fair | Kind::Fifo | Kind::Fenced | Kind::ReadWrite | Kind::Election
         )
+    }
+
+    /// Kinds listed (by `watch` and the console) while nobody holds them: their count or their
+    /// term is worth seeing.
+    pub fn listed_while_free(self) -> bool {
+        self.is_semaphore() || matches!(self, Kind::Latch | Kind::Election)
     }
 
     pub fn is_semaphore(self) -> bool {
@@ -204,6 +222,31 @@ pub struct Waiter {
     pub client: OwnerClient,
 }
 
+/// An election's leader: who (its owner string, named from its client record), what it
+/// announced and its term.
+#[derive(Debug, Clone, Serialize)]
+pub struct Leader {
+    pub owner: String,
+    pub value: String,
+    pub term: i64,
+    /// The client name the leader announced with its value (may be empty).
+    pub announced_by: String,
+    #[serde(flatten)]
+    pub client: OwnerClient,
+}
+
+impl From<ElectionLeader> for Leader {
+    fn from(leader: ElectionLeader) -> Leader {
+        Leader {
+            owner: leader.owner,
+            value: leader.value,
+            term: leader.term,
+            announced_by: leader.client_name,
+            client: OwnerClient::default(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Permit {
     /// The permit id (32 hex characters).
@@ -220,11 +263,14 @@ impl LockState {
         !self.holders.is_empty()
     }
 
-    /// Every owner string it names: holders, fair queue, waiting writers.
+    /// Every owner string it names: holders, fair queue, waiting writers, an election's leader.
     pub fn owners(&self) -> impl Iterator<Item = &str> {
         let holders = self.holders.iter().map(|holder| holder.owner.as_str());
         let waiters = self.queue.iter().chain(&self.waiting_writers);
-        holders.chain(waiters.map(|waiter| waiter.owner.as_str()))
+        let leader = self.leader.iter().map(|leader| leader.owner.as_str());
+        holders
+            .chain(waiters.map(|waiter| waiter.owner.as_str()))
+            .chain(leader)
     }
 
     /// Fills in who each holder and waiter is, and how long each holder has held, from the
@@ -244,6 +290,9 @@ impl LockState {
         for waiter in self.queue.iter_mut().chain(&mut self.waiting_writers) {
             waiter.client = OwnerClient::of(records, &waiter.owner, None);
         }
+        if let Some(leader) = &mut self.leader {
+            leader.client = OwnerClient::of(records, &leader.owner, None);
+        }
     }
 }
 
@@ -259,6 +308,8 @@ impl From<LockInfo> for LockState {
             InspectedKind::ReadWrite => Kind::ReadWrite,
             InspectedKind::Semaphore => Kind::Semaphore,
             InspectedKind::ExpirableSemaphore => Kind::ExpirableSemaphore,
+            InspectedKind::Latch => Kind::Latch,
+            InspectedKind::Election => Kind::Election,
             _ => Kind::NotALock,
         };
         let waiter = |owner: String, deadline: Option<i64>| Waiter {
@@ -314,6 +365,8 @@ impl From<LockInfo> for LockState {
                 })
                 .collect(),
             fence_token: info.fence_token,
+            latch_count: info.latch_count,
+            leader: info.leader.map(Leader::from),
             server_time_ms: now,
             name: info.name,
         }
@@ -387,7 +440,9 @@ fn print_state(state: &LockState) {
     let kind = match state.kind {
         Kind::NotALock => format!("not-a-lock (Redis type: {})", state.redis_type),
         Kind::None if state.queue.is_empty() => "none (no such key: not held)".to_owned(),
-        Kind::Fair | Kind::Fifo | Kind::Fenced | Kind::ReadWrite if !state.is_held() => {
+        Kind::Fair | Kind::Fifo | Kind::Fenced | Kind::ReadWrite | Kind::Election
+            if !state.is_held() =>
+        {
             format!("{} (not held now)", state.kind.label())
         }
         Kind::ReadWrite => format!("read-write (mode: {})", state.mode.unwrap_or("?")),
@@ -400,6 +455,13 @@ fn print_state(state: &LockState) {
     if state.kind.is_semaphore() {
         print_permits(state);
         return;
+    }
+    if state.kind == Kind::Latch {
+        println!("count:  {}", state.latch_count.unwrap_or(0));
+        return;
+    }
+    if state.kind == Kind::Election {
+        print_leader(state);
     }
     if state.holders.is_empty() {
         println!("holders: none");
@@ -454,6 +516,28 @@ fn print_state(state: &LockState) {
     }
 }
 
+/// An election's leader, its value and its term, or that nobody leads (and the last term).
+fn print_leader(state: &LockState) {
+    let Some(leader) = &state.leader else {
+        let last = match state.fence_token {
+            Some(term) => format!(" (the last term given: {term})"),
+            None => String::new(),
+        };
+        println!("leader: none{last}");
+        return;
+    };
+    match &leader.client.text {
+        Some(who) => println!("leader: {who}  (owner {})", leader.owner),
+        None if !leader.announced_by.is_empty() => println!(
+            "leader: {} (no client record)  (owner {})",
+            leader.announced_by, leader.owner
+        ),
+        None => println!("leader: {}", leader.owner),
+    }
+    println!("value:  {}", leader.value);
+    println!("term:   {}", leader.term);
+}
+
 /// `worker-8 (pid 99 on host-b)  (skipped if silent for 9.8 s, owner 5f3e:1)`, or the owner
 /// string first when it has no client record.
 fn waiter_text(waiter: &Waiter, deadline: &str) -> String {
@@ -495,7 +579,7 @@ pub async fn force_unlock(client: &Client, state: &LockState) -> CliResult<bool>
     let lock = match state.kind {
         Kind::Fair => client.fair_lock(name)?,
         Kind::Fifo => client.fifo_lock(name)?,
-        Kind::Fenced => client.fenced_lock(name)?,
+        Kind::Fenced | Kind::Election => client.fenced_lock(name)?,
         // Redisson's rule: each side deletes the hash only in its own mode.
         Kind::ReadWrite if state.mode == Some("write") => {
             client.read_write_lock(name)?.write_lock()
@@ -528,6 +612,13 @@ pub fn run_force_unlock(args: ForceUnlockArgs) -> CliResult<()> {
     let state = inspect_once(&args.redis, args.key_prefix.as_deref(), &args.name)?;
     match state.kind {
         Kind::NotALock => return Err(not_a_lock(&state)),
+        Kind::Latch => {
+            return Err(CliError::Failed(format!(
+                "'{}' is a count-down latch: nobody holds it, so there is nothing to \
+                 force-unlock (count it down, or delete it with the latch's delete)",
+                args.name
+            )))
+        }
         Kind::Semaphore | Kind::ExpirableSemaphore => {
             return Err(CliError::Failed(format!(
                 "'{}' is a {}: its permits belong to nobody, so there is nothing to \

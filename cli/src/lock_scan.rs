@@ -84,7 +84,7 @@ pub async fn scan_locks(
         let in_use =
             rates.as_ref().is_some_and(LockRates::is_active) && state.kind != Kind::NotALock;
         // Gone since the scan, free and idle, or not a lock at all: not shown.
-        if !(held || state.kind.is_semaphore() || in_use) {
+        if !(held || state.kind.listed_while_free() || in_use) {
             continue;
         }
         let kind = match (&rates, state.kind) {

@@ -164,6 +164,8 @@ async fn refresh(client: &Client, pattern: &str, tracker: &mut RateTracker) -> C
                     holders_text(&state)
                 } else if state.kind.is_semaphore() {
                     permits_text(&state)
+                } else if state.kind == Kind::Latch {
+                    format!("count {}", state.latch_count.unwrap_or(0))
                 } else {
                     "free".to_owned()
                 },

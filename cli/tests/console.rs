@@ -258,14 +258,16 @@ fn a_held_lock_shows_its_holder_name_and_pid_and_the_page_loads() {
         assert!(body.len() > 500, "{asset}: {body}");
     }
     // The rebinding guard: a request addressed to another name is refused.
-    let (status, body) = answer(
-        agent()
-            .get(console.url("/api/snapshot"))
-            .header("Host", "attacker.example")
-            .call(),
-    );
-    assert_eq!(status, 403);
-    assert!(!body.contains("orders:42"), "{body}");
+    for path in ["/api/snapshot", "/api/lock?name=orders:42"] {
+        let (status, body) = answer(
+            agent()
+                .get(console.url(path))
+                .header("Host", "attacker.example")
+                .call(),
+        );
+        assert_eq!(status, 403, "{path}");
+        assert!(!body.contains("orders:42"), "{path}: {body}");
+    }
 }
 
 /// A client acquiring and releasing a lock over and over: the lock's acquires/s is above 0 in
@@ -620,6 +622,9 @@ fn with_a_token_every_request_needs_it_and_a_refusal_tells_nothing() {
         "/api/snapshot",
         "/api/events",
         "/api/snapshot?token=wrong",
+        "/api/lock?name=secret-lock:1",
+        "/api/lock?name=secret-lock:1&token=wrong",
+        "/api/lock/events?name=secret-lock:1&token=wrong",
     ] {
         let (status, body) = console.get(path, None);
         assert_eq!(status, 401, "{path}: {body}");
@@ -633,6 +638,16 @@ fn with_a_token_every_request_needs_it_and_a_refusal_tells_nothing() {
     let (status, body) = console.get("/api/snapshot?token=secret", None);
     assert_eq!(status, 200);
     assert!(body.contains("secret-lock:1"), "{body}");
+    // A lock's page: a wrong token in the header is refused too, the right one answers.
+    let (status, body) = console.get("/api/lock?name=secret-lock:1", Some("wrong"));
+    assert_eq!(status, 401);
+    assert!(!body.contains("7b1e2d3c"), "{body}");
+    let (status, body) = console.get("/api/lock?name=secret-lock:1", Some("secret"));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        json(&body)["state"]["holders"][0]["owner"],
+        "7b1e2d3c-0000-4000-8000-000000000001:57"
+    );
     let (status, page) = console.get("/?token=secret", None);
     assert_eq!(status, 200, "{page}");
     // An action takes the token in the header only: a URL's is not enough.
@@ -1167,4 +1182,271 @@ fn a_cluster_failover_is_on_the_timeline() {
         before.contains(&format!(":{primary}")) && !now.contains(&format!(":{primary},")),
         "{text}"
     );
+}
+
+/// `GET /api/lock?name=` as the page asks for it (the name URI-encoded).
+fn lock_page(console: &Console, name: &str) -> Value {
+    let (status, body) = answer(
+        agent()
+            .get(console.url("/api/lock"))
+            .query("name", name)
+            .call(),
+    );
+    assert_eq!(status, 200, "{body}");
+    json(&body)
+}
+
+/// The lock's page once `check` finds what it waits for in it.
+fn wait_for_page<T>(
+    console: &Console,
+    name: &str,
+    what: &str,
+    mut check: impl FnMut(&Value) -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + SHOW_BOUND;
+    loop {
+        let page = lock_page(console, name);
+        if let Some(found) = check(&page) {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "never: {what}; last: {page}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The client names of one order of a page's queue.
+fn order_names(order: &Value) -> Vec<String> {
+    order["waiters"]
+        .as_array()
+        .map(|waiters| {
+            waiters
+                .iter()
+                .map(|waiter| waiter["client_name"].as_str().unwrap_or("?").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A lock's page, for a lock outside the console's pattern (the page reads it all the same):
+/// its holds with their durations (the first ended when released, the next one growing), the
+/// queue at each order it had (the waiters moving up when the head takes the lock), and the
+/// wait histogram the waiter's record reports.
+#[test]
+fn a_lock_page_shows_holds_the_queue_as_it_moves_and_the_wait_histogram() {
+    let server = RedisServer::start();
+    let console = Console::start(
+        &server.url(),
+        &["--bind", "127.0.0.1:0", "--pattern", "elsewhere:*"],
+    );
+    let (holder, first, second) = (
+        named(&server, "page-holder"),
+        named(&server, "page-first"),
+        named(&server, "page-second"),
+    );
+    let lock = holder.fair_lock("page:fair").expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    let first_lock = first.fair_lock("page:fair").expect("lock");
+    wait_in_background(first_lock.clone());
+    queued(&server, "page:fair", 1);
+    wait_in_background(second.fair_lock("page:fair").expect("lock"));
+    queued(&server, "page:fair", 2);
+
+    let page = wait_for_page(&console, "page:fair", "both waiters in order", |page| {
+        let orders = page["queue_orders"].as_array()?;
+        (order_names(orders.last()?) == ["page-first", "page-second"]).then(|| page.clone())
+    });
+    assert_eq!(page["found"], true);
+    assert_eq!(page["state"]["kind"], "fair");
+    let holds = page["holds"].as_array().expect("holds");
+    assert_eq!(holds.len(), 1, "{page}");
+    assert_eq!(holds[0]["owner"], lock.owner());
+    assert_eq!(holds[0]["end_ms"], Value::Null);
+    assert!(
+        lock_in(&console.snapshot(), "page:fair").is_none(),
+        "outside the pattern"
+    );
+
+    block_on(lock.release()).expect("release");
+    let page = wait_for_page(&console, "page:fair", "the first waiter holding", |page| {
+        let holds = page["holds"].as_array()?;
+        let moved = page["queue_orders"].as_array()?.last().map(order_names)?;
+        (holds.len() == 2 && moved == ["page-second"]).then(|| page.clone())
+    });
+    let holds = page["holds"].as_array().expect("holds");
+    let ended = &holds[0];
+    assert_eq!(ended["owner"], lock.owner());
+    let (start, end) = (
+        ended["start_ms"].as_i64().expect("a start"),
+        ended["end_ms"].as_i64().expect("ended"),
+    );
+    assert_eq!(ended["duration_ms"].as_i64(), Some(end - start));
+    assert_eq!(holds[1]["owner"], first_lock.owner());
+    assert_eq!(holds[1]["client_name"], "page-first");
+    assert_eq!(holds[1]["end_ms"], Value::Null);
+    // The orders the queue had, oldest first: both, then the second alone at the head.
+    let orders: Vec<Vec<String>> = page["queue_orders"]
+        .as_array()
+        .expect("orders")
+        .iter()
+        .map(order_names)
+        .collect();
+    let both = orders
+        .iter()
+        .position(|order| order == &["page-first", "page-second"])
+        .unwrap_or_else(|| panic!("{orders:?}"));
+    assert_eq!(
+        orders.last().map(Vec::as_slice),
+        Some(&["page-second".to_owned()][..])
+    );
+    assert!(both < orders.len() - 1);
+
+    // The first waiter's record reports its wait: one count in the summed histogram.
+    let histogram = wait_for_page(&console, "page:fair", "the wait in the histogram", |page| {
+        let histogram = page["wait_histogram"].clone();
+        (histogram["count"].as_u64()? >= 1).then_some(histogram)
+    });
+    let counts: Vec<u64> = histogram["counts"]
+        .as_array()
+        .expect("counts")
+        .iter()
+        .map(|count| count.as_u64().expect("a count"))
+        .collect();
+    assert_eq!(
+        counts.iter().sum::<u64>(),
+        histogram["count"].as_u64().unwrap()
+    );
+    assert_eq!(
+        counts.len(),
+        histogram["bounds_ms"].as_array().expect("bounds").len() + 1
+    );
+    assert_eq!(histogram["bounds_ms"][0], 0.5);
+}
+
+/// The page of a name with nothing at it says so; odd characters come back as given; a name no
+/// lock can have is a 400 that says why; the stream of a page delivers it as `lock` events.
+#[test]
+fn a_lock_page_for_nothing_odd_names_and_bad_names() {
+    let server = RedisServer::start();
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    let page = lock_page(&console, "nothing:here");
+    assert_eq!(page["found"], false, "{page}");
+    assert_eq!(page["state"]["kind"], "none");
+    assert_eq!(page["holds"], serde_json::json!([]));
+
+    let odd = "odd <b>&amp;</b> /?#%20 \"name\" ü";
+    let worker = named(&server, "odd-worker");
+    let lock = worker.lock(odd).expect("lock");
+    assert!(block_on(lock.acquire(now())).expect("acquire"));
+    let page = lock_page(&console, odd);
+    assert_eq!(page["name"], odd);
+    assert_eq!(page["found"], true);
+    assert_eq!(page["state"]["holders"][0]["owner"], lock.owner());
+
+    for (query, problem) in [
+        ("/api/lock?name=", "must not be empty"),
+        ("/api/lock", "name"),
+        ("/api/lock/events?name=", "must not be empty"),
+    ] {
+        let (status, body) = console.get(query, None);
+        assert_eq!(status, 400, "{query}: {body}");
+        assert!(body.contains(problem), "{query}: {body}");
+    }
+    let long = "x".repeat(polylock::MAX_NAME_BYTES + 1);
+    let (status, body) = answer(
+        agent()
+            .get(console.url("/api/lock"))
+            .query("name", &long)
+            .call(),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("at most"), "{body}");
+
+    let stream = agent_without_bound()
+        .get(console.url("/api/lock/events"))
+        .query("name", odd)
+        .call()
+        .expect("the page's stream");
+    assert_eq!(stream.status().as_u16(), 200);
+    let events = data_lines(stream);
+    let data = events.recv_timeout(SHOW_BOUND).expect("a lock event");
+    let page = json(&data);
+    assert_eq!(page["name"], odd);
+    assert_eq!(page["holds"][0]["owner"], lock.owner());
+}
+
+/// A latch and an election are listed among the locks (the latch with its count, the election
+/// with its leader, value and term), and a new leader is on the timeline with its term.
+#[test]
+fn latches_and_elections_are_listed_and_a_new_leader_is_on_the_timeline() {
+    let server = RedisServer::start();
+    let console = Console::start(&server.url(), &["--bind", "127.0.0.1:0"]);
+    let (first, second) = (named(&server, "leader-a"), named(&server, "leader-b"));
+    let latch = first.count_down_latch("ready:all").expect("latch");
+    assert!(block_on(latch.try_set_count(3)).expect("set"));
+    let leadership = block_on(
+        first
+            .election("leader:db")
+            .expect("election")
+            .campaign("10.0.0.1:5432", Some(Duration::ZERO)),
+    )
+    .expect("campaign")
+    .expect("leads");
+
+    let listed = console.wait_for("the latch and the election listed", |snapshot| {
+        let latch = lock_in(snapshot, "ready:all")?.clone();
+        let election = lock_in(snapshot, "leader:db")?.clone();
+        (election["leader"]["client_name"] == "leader-a").then_some((latch, election))
+    });
+    let (latch_view, election) = listed;
+    assert_eq!(latch_view["label"], "latch");
+    assert_eq!(latch_view["latch_count"], 3);
+    assert_eq!(election["label"], "election");
+    assert_eq!(election["leader"]["value"], "10.0.0.1:5432");
+    assert_eq!(election["leader"]["term"], leadership.term());
+    // Once each: not their marks, records or counters.
+    let snapshot = console.snapshot();
+    let names: Vec<&str> = snapshot["locks"]
+        .as_array()
+        .expect("locks")
+        .iter()
+        .map(|lock| lock["name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(names, ["leader:db", "ready:all"]);
+
+    let first_term = leadership.term();
+    block_on(leadership.resign()).expect("resign");
+    let next = block_on(
+        second
+            .election("leader:db")
+            .expect("election")
+            .campaign("10.0.0.2:5432", Some(Duration::from_secs(10))),
+    )
+    .expect("campaign")
+    .expect("leads");
+    assert!(next.term() > first_term);
+    let entry = console.wait_for("the new leader on the timeline", |snapshot| {
+        let timeline = snapshot["timeline"].as_array()?;
+        timeline
+            .iter()
+            .find(|entry| {
+                entry["kind"] == "new-leader"
+                    && entry["text"]
+                        .as_str()
+                        .is_some_and(|text| text.contains(&format!("term {}", next.term())))
+            })
+            .cloned()
+    });
+    assert_eq!(entry["lock"], "leader:db");
+    let text = entry["text"].as_str().expect("a text");
+    assert!(
+        text.contains("leader-b") && text.contains("10.0.0.2:5432"),
+        "{text}"
+    );
+    // The election's page: the leader now, and both terms seen while it was open.
+    let page = wait_for_page(&console, "leader:db", "the leader on the page", |page| {
+        (page["state"]["leader"]["client_name"] == "leader-b").then(|| page.clone())
+    });
+    assert_eq!(page["state"]["leader"]["term"], next.term());
+    assert_eq!(page["terms"].as_array().map(Vec::len), Some(1), "{page}");
+    block_on(next.resign()).expect("resign");
 }

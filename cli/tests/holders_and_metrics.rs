@@ -605,3 +605,99 @@ mod driven_by_clients {
         block_on(write.release()).expect("release");
     }
 }
+
+/// `inspect` of a count-down latch (its count) and of an election (its leader named from its
+/// client record, the value and the term), made by real polylock clients, in text and JSON.
+#[test]
+fn inspect_shows_a_latch_count_and_an_election_leader() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let runtime = polylock::runtime();
+    let options = polylock::ClientOptions {
+        name: Some("leader-7".into()),
+        // Its record is rewritten a second after its holds change.
+        watchdog_timeout: Duration::from_secs(3),
+        ..polylock::ClientOptions::default()
+    };
+    let client = runtime
+        .block_on(polylock::Client::connect_with(&url, options))
+        .expect("connect");
+    let latch = client.count_down_latch("ready:7").expect("latch");
+    assert!(runtime.block_on(latch.try_set_count(4)).expect("set"));
+    runtime.block_on(latch.count_down()).expect("count down");
+    let leadership = runtime
+        .block_on(
+            client
+                .election("leader:jobs")
+                .expect("election")
+                .campaign("http://10.0.0.7:8080", Some(Duration::ZERO)),
+        )
+        .expect("campaign")
+        .expect("leads");
+
+    let out = polylock(&["inspect", "ready:7", "--redis", &url]);
+    ok(&out);
+    assert!(out.stdout.contains("kind:   latch\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("count:  3\n"), "{}", out.stdout);
+    let out = polylock(&["inspect", "ready:7", "--redis", &url, "--json"]);
+    ok(&out);
+    let state = json(&out.stdout);
+    assert_eq!(state["kind"], "latch");
+    assert_eq!(state["latch_count"], 3);
+    assert_eq!(state["permits_available"], serde_json::Value::Null);
+
+    let term = leadership.term();
+    let out = polylock(&["inspect", "leader:jobs", "--redis", &url]);
+    ok(&out);
+    assert!(out.stdout.contains("kind:   election\n"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("value:  http://10.0.0.7:8080\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!("term:   {term}\n")),
+        "{}",
+        out.stdout
+    );
+    // The leader named from its client record once it lists the hold.
+    let pid = std::process::id();
+    let deadline = Instant::now() + RUN_BOUND;
+    let leader = loop {
+        let out = polylock(&["inspect", "leader:jobs", "--redis", &url, "--json"]);
+        ok(&out);
+        let state = json(&out.stdout);
+        if state["leader"]["client_pid"] == pid {
+            break state;
+        }
+        assert!(Instant::now() < deadline, "the leader never named: {state}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(leader["kind"], "election");
+    let named = &leader["leader"];
+    assert_eq!(named["owner"], leadership.owner());
+    assert_eq!(named["client_name"], "leader-7");
+    assert_eq!(named["announced_by"], "leader-7");
+    assert_eq!(named["value"], "http://10.0.0.7:8080");
+    assert_eq!(named["term"], term);
+    assert_eq!(leader["fence_token"], term);
+    // The fields of the first version keep their meaning: the leader holds the lock.
+    assert_eq!(leader["holders"][0]["owner"], leadership.owner());
+
+    // A resign deletes the leader's record: what is left is the free fenced lock and its
+    // counter, the last term given.
+    runtime.block_on(leadership.resign()).expect("resign");
+    let out = polylock(&["inspect", "leader:jobs", "--redis", &url]);
+    ok(&out);
+    assert!(
+        out.stdout.contains("kind:   fenced (not held now)\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!("token:  {term} ")),
+        "{}",
+        out.stdout
+    );
+    client.close();
+}

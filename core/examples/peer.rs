@@ -28,6 +28,8 @@
 //! - `latch_try_set NAME COUNT` -> `ok true|false`; `latch_count_down NAME` -> `ok`;
 //!   `latch_count NAME` -> `ok N`; `latch_await NAME TIMEOUT_MS` -> `ok true|false`;
 //!   `latch_delete NAME` -> `ok true|false`: the count-down latch NAME.
+//! - `elect_campaign NAME VALUE WAIT_MS|-` -> `ok <term>` / `ok -` (the wait ran out);
+//!   `elect_resign NAME` -> `ok`: a campaign in the election NAME (one leadership per name).
 //!
 //! Errors reply `err <Kind> <message>`. One handle per name and kind, so reentrancy works
 //! across lines.
@@ -61,6 +63,7 @@ struct Handles {
     read_write: HashMap<String, ReadWriteLock>,
     semaphores: HashMap<String, Semaphore>,
     expirable: HashMap<String, ExpirableSemaphore>,
+    leaderships: HashMap<String, polylock::Leadership>,
 }
 
 async fn run(
@@ -72,7 +75,7 @@ async fn run(
     let mut words = line.split_whitespace();
     let word = words.next().unwrap_or("");
     let (kind, command) = [
-        "fair_", "fifo_", "fenced_", "read_", "write_", "sem_", "xsem_", "latch_",
+        "fair_", "fifo_", "fenced_", "read_", "write_", "sem_", "xsem_", "latch_", "elect_",
     ]
     .into_iter()
     .find_map(|kind| word.strip_prefix(kind).map(|command| (kind, command)))
@@ -97,6 +100,7 @@ async fn run(
             let latch = client.count_down_latch(&name).map_err(describe)?;
             return count_down_latch(&latch, command, words).await;
         }
+        "elect_" => return election(client, handles, &name, command, words).await,
         _ => {}
     }
     let key = format!("{kind}{name}");
@@ -252,6 +256,37 @@ async fn count_down_latch<'a>(
         }
         "delete" => format!("ok {}", latch.delete().await.map_err(describe)?),
         other => return Err(format!("Usage unknown command 'latch_{other}'")),
+    })
+}
+
+async fn election<'a>(
+    client: &Client,
+    handles: &mut Handles,
+    name: &str,
+    command: &str,
+    mut words: impl Iterator<Item = &'a str>,
+) -> Result<String, String> {
+    Ok(match command {
+        "campaign" => {
+            let value = words.next().ok_or("missing value")?;
+            let wait = millis(words.next())?;
+            let election = client.election(name).map_err(describe)?;
+            match election.campaign(value, wait).await.map_err(describe)? {
+                Some(leadership) => {
+                    let term = leadership.term();
+                    handles.leaderships.insert(name.to_owned(), leadership);
+                    format!("ok {term}")
+                }
+                None => "ok -".to_owned(),
+            }
+        }
+        "resign" => {
+            if let Some(leadership) = handles.leaderships.remove(name) {
+                leadership.resign().await.map_err(describe)?;
+            }
+            "ok".to_owned()
+        }
+        other => return Err(format!("Usage unknown command 'elect_{other}'")),
     })
 }
 

@@ -57,8 +57,8 @@ pub use handles::guard::{Guard, Hold};
 #[deprecated(note = "use Guard<Lock>")]
 pub type LockGuard = Guard<Lock>;
 pub use handles::inspect::{
-    ClientRecordFields, FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder, LockInfo,
-    LockMode, WaitingWriter,
+    ClientRecordFields, ElectionLeader, FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder,
+    LockInfo, LockMode, WaitingWriter,
 };
 pub use handles::latch::{latch_timeout_from_millis, CountDownLatch, MAX_LATCH_COUNT};
 pub use handles::lock::Lock;

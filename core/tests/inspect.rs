@@ -459,3 +459,147 @@ async fn client_records_are_read_by_scan_or_by_id() {
     named.close();
     other.close();
 }
+
+/// A count-down latch is stored as a semaphore is (a string holding an integer): polylock's
+/// latch mark beside it tells it, with its count; counted down to zero it goes, mark and all.
+#[tokio::test]
+async fn a_latch_shows_its_count_and_is_told_from_a_semaphore() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let latch = client.count_down_latch("inspect:latch").unwrap();
+    assert!(latch.try_set_count(3).await.unwrap());
+    latch.count_down().await.unwrap();
+    let semaphore = client.semaphore("inspect:sem-beside").unwrap();
+    assert!(semaphore.try_set_permits(2).await.unwrap());
+
+    let info = client.inspect("inspect:latch").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Latch, "{info:?}");
+    assert_eq!(info.kind.label(), "latch");
+    assert_eq!(info.latch_count, Some(2));
+    assert_eq!(info.permits_available, None);
+    assert!(!info.is_held() && !info.kind.is_lock());
+    let info = client.inspect("inspect:sem-beside").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Semaphore);
+    assert_eq!(info.latch_count, None);
+
+    // Each name once, without the mark beside the latch.
+    let names = client.scan_names("*").await.unwrap();
+    assert_eq!(names, ["inspect:latch", "inspect:sem-beside"]);
+
+    latch.count_down().await.unwrap();
+    latch.count_down().await.unwrap();
+    let info = client.inspect("inspect:latch").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::None, "{info:?}");
+    let mut con = raw(&server).await;
+    let marks: i64 = con
+        .exists(polylock::keys::latch_mark("inspect:latch"))
+        .await
+        .unwrap();
+    assert_eq!(marks, 0, "the mark goes with the count");
+    // A deleted latch takes its mark with it too.
+    assert!(latch.try_set_count(5).await.unwrap());
+    assert!(latch.delete().await.unwrap());
+    let marks: i64 = con
+        .exists(polylock::keys::latch_mark("inspect:latch"))
+        .await
+        .unwrap();
+    assert_eq!(marks, 0);
+}
+
+/// An election: its leader (owner, the client it announced, its value and term) while it
+/// leads; after a resign nobody leads and the last term given stays; the next leader has the
+/// next term.
+#[tokio::test]
+async fn an_election_shows_its_leader_value_and_term() {
+    let server = RedisServer::start();
+    let named = |name: &str| polylock::ClientOptions {
+        name: Some(name.into()),
+        ..polylock::ClientOptions::default()
+    };
+    let first = polylock::Client::connect_with(&server.url(), named("leader-a"))
+        .await
+        .unwrap();
+    let second = polylock::Client::connect_with(&server.url(), named("leader-b"))
+        .await
+        .unwrap();
+    let reader = client(&server).await;
+    let leadership = first
+        .election("inspect:election")
+        .unwrap()
+        .campaign("http://a:80", NOW)
+        .await
+        .unwrap()
+        .expect("the first candidate leads");
+
+    let info = reader.inspect("inspect:election").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Election, "{info:?}");
+    assert_eq!(info.kind.label(), "election");
+    let leader = info.leader.clone().expect("a leader");
+    assert_eq!(leader.owner, leadership.owner());
+    assert_eq!(leader.value, "http://a:80");
+    assert_eq!(leader.term, leadership.term());
+    assert_eq!(leader.client_name, "leader-a");
+    assert_eq!(info.holders.len(), 1);
+    assert_eq!(info.holders[0].owner, leadership.owner());
+    assert_eq!(info.fence_token, Some(leadership.term()));
+    assert_eq!(
+        reader.scan_names("*").await.unwrap(),
+        ["inspect:election"],
+        "the name once, not its record nor its token counter"
+    );
+
+    leadership.proclaim("http://a:81").await.unwrap();
+    let info = reader.inspect("inspect:election").await.unwrap();
+    assert_eq!(info.leader.unwrap().value, "http://a:81");
+
+    let term = leadership.term();
+    leadership.resign().await.unwrap();
+    let info = reader.inspect("inspect:election").await.unwrap();
+    // The resign deleted the record: a free fenced lock is all that is left.
+    assert_eq!(info.leader, None);
+    assert!(!info.is_held());
+    assert_eq!(info.fence_token, Some(term));
+
+    let next = second
+        .election("inspect:election")
+        .unwrap()
+        .campaign("http://b:80", NOW)
+        .await
+        .unwrap()
+        .expect("the second candidate leads");
+    let info = reader.inspect("inspect:election").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Election);
+    let leader = info.leader.unwrap();
+    assert_eq!(
+        (leader.term, leader.client_name.as_str()),
+        (term + 1, "leader-b")
+    );
+    assert_eq!(leader.value, "http://b:80");
+    next.resign().await.unwrap();
+    for client in [first, second, reader] {
+        client.close();
+    }
+}
+
+/// A leader whose lock is gone (its lease ran out: here the lock deleted under it) is no
+/// leader, though its record stays: the election shows nobody leading.
+#[tokio::test]
+async fn an_election_whose_leader_lost_its_lock_shows_no_leader() {
+    let server = RedisServer::start();
+    let client = client(&server).await;
+    let leadership = client
+        .election("inspect:lost")
+        .unwrap()
+        .campaign("v", NOW)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut con = raw(&server).await;
+    let _: () = con.del("inspect:lost").await.unwrap();
+    let info = client.inspect("inspect:lost").await.unwrap();
+    assert_eq!(info.kind, InspectedKind::Election, "{info:?}");
+    assert_eq!(info.leader, None);
+    assert_eq!(info.fence_token, Some(leadership.term()));
+    drop(leadership);
+    client.close();
+}

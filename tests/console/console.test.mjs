@@ -408,16 +408,9 @@ test('a lock acquired over and over has a rate and sparklines; sorting by rate p
   await page.close();
 });
 
-test('the page\'s text and buttons pass the WCAG AA contrast ratio', async () => {
-  const server = await startRedis();
-  // A Redisson-style hold, so that a force-unlock button is on the page.
-  assert.equal(await redis(server.port, 'HSET', 'orders:1', '7b1e2d3c-0000-4000-8000-000000000001:57', '1'), ':1');
-  assert.equal(await redis(server.port, 'PEXPIRE', 'orders:1', '600000'), ':1');
-  const console_ = await startConsole(server.url, ['--allow-write']);
-  const page = await browser.newPage();
-  await page.goto(console_.base);
-  await until('the force-unlock button', async () => (await page.locator('#locks button').count()) === 1);
-  const ratios = await page.evaluate(() => {
+// The WCAG contrast ratio of the text of the first node of each selector on its background.
+function contrastRatios(page, probes) {
+  return page.evaluate((selectors) => {
     const rgb = (text) => text.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number);
     const luminance = ([r, g, b]) => {
       const [lr, lg, lb] = [r, g, b].map((v) => {
@@ -437,17 +430,155 @@ test('the page\'s text and buttons pass the WCAG AA contrast ratio', async () =>
       }
       return [255, 255, 255];
     };
-    const banner = document.getElementById('banner');
-    banner.hidden = false;
-    banner.textContent = 'sample';
-    const probes = ['h1', '#source', 'th', 'td', '#locks button', '#no-events', 'label', '#banner'];
-    return probes.map((selector) => {
+    return selectors.map((selector) => {
       const node = document.querySelector(selector);
-      return [selector, ratio(rgb(getComputedStyle(node).color), background(node))];
+      if (!node) return [selector, 0];
+      // SVG text is painted with `fill`, HTML text with `color`.
+      const paint = node instanceof SVGElement ? getComputedStyle(node).fill : getComputedStyle(node).color;
+      return [selector, ratio(rgb(paint), background(node))];
     });
-  });
+  }, probes);
+}
+
+function assertContrast(ratios) {
   for (const [selector, ratio] of ratios) {
     assert.ok(ratio >= 4.5, `${selector}: contrast ${ratio.toFixed(2)} < 4.5`);
   }
+}
+
+test('the page\'s text and buttons pass the WCAG AA contrast ratio', async () => {
+  const server = await startRedis();
+  // A Redisson-style hold, so that a force-unlock button is on the page.
+  assert.equal(await redis(server.port, 'HSET', 'orders:1', '7b1e2d3c-0000-4000-8000-000000000001:57', '1'), ':1');
+  assert.equal(await redis(server.port, 'PEXPIRE', 'orders:1', '600000'), ':1');
+  const console_ = await startConsole(server.url, ['--allow-write']);
+  const page = await browser.newPage();
+  await page.goto(console_.base);
+  await until('the force-unlock button', async () => (await page.locator('#locks button').count()) === 1);
+  await page.evaluate(() => {
+    const banner = document.getElementById('banner');
+    banner.hidden = false;
+    banner.textContent = 'sample';
+  });
+  assertContrast(await contrastRatios(page, ['h1', '#source', 'th', 'td', 'td.name a', '#locks button', '#no-events', 'label', '#banner']));
+  await page.close();
+});
+
+const lockPageOf = (base, name) => `${base}#/lock/${encodeURIComponent(name)}`;
+
+test('a lock\'s page: a hold by a real holder with its duration, a fair queue in order that moves, by keyboard', async () => {
+  const server = await startRedis();
+  const console_ = await startConsole(server.url);
+  const page = await browser.newPage();
+  await page.goto(console_.base);
+  const holder = await startPeer(server.url);
+  assert.equal(await holder.send('fair_acquire page:fair 0 -'), 'ok true');
+  const [first, second] = [await startPeer(server.url), await startPeer(server.url)];
+  const queue = 'redisson_lock_queue:{page:fair}';
+  const firstGets = first.send('fair_acquire page:fair 60000 -');
+  await until('the first waiter queued', async () => (await redis(server.port, 'LLEN', queue)) === ':1');
+  second.send('fair_acquire page:fair 60000 -');
+  await until('the second waiter queued', async () => (await redis(server.port, 'LLEN', queue)) === ':2');
+
+  // By keyboard: the name's link takes the focus, Enter opens the page.
+  await until('page:fair listed', async () => (await row(page, 'page:fair').count()) === 1);
+  await row(page, 'page:fair').locator('td.name a').focus();
+  await page.keyboard.press('Enter');
+  await until('the lock\'s page', async () => page.locator('#lock-view').isVisible());
+  assert.equal(new URL(page.url()).hash, '#/lock/page%3Afair');
+  assert.equal(await page.locator('#overview').isVisible(), false);
+  assert.equal(await page.locator('#lock-name').textContent(), 'page:fair');
+
+  const holdRows = page.locator('#holds tbody tr');
+  await until('the hold, with its holder\'s pid, held now', async () => {
+    const text = await holdRows.first().textContent({ timeout: 500 });
+    return text.includes(`pid ${holder.pid}`) && text.includes('held now');
+  });
+  const latestOrder = () => page.locator('#queue-orders tbody tr').first().locator('li').allTextContents();
+  const order = await until('both waiters in order', async () => {
+    const texts = await latestOrder();
+    return texts.length === 2 && texts.every((t) => t.includes('pid ')) && texts;
+  });
+  assert.ok(order[0].includes(`pid ${first.pid}`) && order[1].includes(`pid ${second.pid}`), order.join(' | '));
+  // The hold grows while held.
+  const heldFor = () => holdRows.first().locator('td[data-label="Held for"]').textContent();
+  const before = parseFloat(await heldFor());
+  await until('the hold\'s duration growing', async () => parseFloat(await heldFor()) > before);
+  await shoot(page, 'lock-page');
+
+  // The head takes the lock: the second waiter moves up, the first order stays below.
+  assert.equal(await holder.send('fair_release page:fair'), 'ok');
+  assert.equal(await firstGets, 'ok true');
+  await until('the second waiter at the head', async () => {
+    const texts = await latestOrder();
+    return texts.length === 1 && texts[0].includes(`pid ${second.pid}`);
+  });
+  const earlier = await page.locator('#queue-orders tbody tr').nth(1).locator('li').allTextContents();
+  assert.equal(earlier.length, 2, earlier.join(' | '));
+  const holds = await until('the first waiter\'s hold and the ended one', async () => {
+    const texts = await holdRows.allTextContents();
+    return texts.length === 2 && texts;
+  });
+  assert.ok(holds[0].includes(`pid ${first.pid}`) && holds[0].includes('held now'), holds[0]);
+  assert.ok(holds[1].includes(`pid ${holder.pid}`) && !holds[1].includes('held now'), holds[1]);
+  assertContrast(await contrastRatios(page, ['#lock-title', '#lock-summary', '#back', '#holds th', '#holds td', '.held', '.ongoing', '.owner']));
+
+  // Back, and the keyboard is on the lock's link again.
+  await page.locator('#back').focus();
+  await page.keyboard.press('Enter');
+  await until('the overview', async () => page.locator('#overview').isVisible());
+  assert.equal(await page.evaluate(() => document.activeElement.textContent), 'page:fair');
+
+  // A name with nothing at it, and one with characters HTML and URLs treat apart.
+  await page.goto(lockPageOf(console_.base, 'nothing:here'));
+  await until('nothing at this name', async () =>
+    (await page.locator('#lock-missing').isVisible()) && (await page.locator('#lock-missing').textContent()).startsWith('Nothing at this name'));
+  const odd = '<img src=x onerror="window.pwned=1"> & #/lock/%zz';
+  assert.equal(await holder.send(`acquire ${odd.replaceAll(' ', '_')} 0 -`), 'ok true');
+  const oddName = odd.replaceAll(' ', '_');
+  await page.goto(console_.base);
+  await until('the odd name listed', async () => (await page.locator('#locks td.name a').allTextContents()).includes(oddName));
+  await page.locator('#locks td.name a', { hasText: oddName }).click();
+  await until('its page, named as given', async () => (await page.locator('#lock-name').textContent()) === oddName
+    && (await page.locator('#holds tbody tr').count()) === 1);
+  assert.equal(await page.evaluate(() => document.querySelectorAll('img').length), 0);
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  await page.close();
+  second.child.kill('SIGKILL');
+});
+
+test('an election\'s page: its leader, value and term, and the next term on the page and the timeline', async () => {
+  const server = await startRedis();
+  const console_ = await startConsole(server.url);
+  const page = await browser.newPage();
+  const [leader, next] = [await startPeer(server.url), await startPeer(server.url)];
+  const term = Number((await leader.send('elect_campaign leader:db 10.0.0.1:5432 0')).split(' ')[1]);
+  assert.ok(term >= 1);
+  await page.goto(lockPageOf(console_.base, 'leader:db'));
+  await until('the leader named', async () =>
+    (await page.locator('#leader').textContent({ timeout: 500 })).includes(`pid ${leader.pid}`));
+  assert.equal(await page.locator('#leader-value').textContent(), '10.0.0.1:5432');
+  assert.equal(await page.locator('#leader-term').textContent(), String(term));
+  assert.equal(await page.locator('#lock-kind').textContent(), 'election');
+
+  const nextGets = next.send('elect_campaign leader:db 10.0.0.2:5432 20000');
+  assert.equal(await leader.send('elect_resign leader:db'), 'ok');
+  const nextTerm = Number((await nextGets).split(' ')[1]);
+  assert.ok(nextTerm > term);
+  await until('the next leader and term', async () =>
+    (await page.locator('#leader-term').textContent()) === String(nextTerm)
+    && (await page.locator('#leader').textContent()).includes(`pid ${next.pid}`));
+  assert.equal(await page.locator('#leader-value').textContent(), '10.0.0.2:5432');
+  const terms = await page.locator('#terms li').allTextContents();
+  assert.ok(terms[0].startsWith(`term ${nextTerm}: `) && terms[1].startsWith(`term ${term}: `), terms.join(' | '));
+  await shoot(page, 'election-page');
+
+  // The listing offers the kind, and the timeline tells the new term.
+  await page.goto(console_.base);
+  await page.selectOption('#kind-filter', 'election');
+  await until('only the election', async () =>
+    JSON.stringify(await page.locator('#locks tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.name))) === '["leader:db"]');
+  await until('the new leader on the timeline', async () =>
+    (await page.locator('#timeline li.new-leader').allTextContents()).some((t) => t.includes(`term ${nextTerm}`)));
   await page.close();
 });

@@ -7,6 +7,8 @@
 
 mod auth;
 mod clients;
+mod elections;
+mod lock_page;
 mod primaries;
 mod rate_history;
 mod server;

@@ -1,12 +1,13 @@
 //! The console's routes: the page and its assets, `GET /api/snapshot`, `GET /api/events`
-//! (server-sent events: a `snapshot` event at once and after each refresh) and
-//! `POST /api/force-unlock`.
+//! (server-sent events: a `snapshot` event at once and after each refresh), a lock's page
+//! (`GET /api/lock?name=`, and its events `GET /api/lock/events?name=`: a `lock` event after
+//! each refresh) and `POST /api/force-unlock`.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
@@ -18,6 +19,7 @@ use tokio_stream::wrappers::WatchStream;
 use tokio_stream::{Stream, StreamExt};
 
 use super::auth::{self, Access};
+use super::lock_page::{LockPage, MAX_OPEN_PAGES};
 use super::snapshot::{hide_password, Snapshot, TimelineEntry};
 use super::Console;
 use crate::inspect::{force_unlock, read_named_state, Kind};
@@ -40,6 +42,8 @@ pub async fn serve(
         .route("/console.js", get(script))
         .route("/api/snapshot", get(snapshot))
         .route("/api/events", get(events))
+        .route("/api/lock", get(lock_page))
+        .route("/api/lock/events", get(lock_events))
         .route("/api/force-unlock", post(force_unlock_route))
         .layer(middleware::from_fn_with_state(
             Arc::new(access),
@@ -86,6 +90,96 @@ async fn events(
         Ok(Event::default().event("snapshot").data(data))
     });
     Sse::new(snapshots).keep_alive(KeepAlive::default())
+}
+
+#[derive(Deserialize)]
+struct NameQuery {
+    /// The lock name, as the clients name it.
+    name: String,
+}
+
+/// 400 for a name no lock can have.
+fn refuse_bad_name(name: &str) -> Option<Response> {
+    let problem = if name.is_empty() {
+        "the name must not be empty".to_owned()
+    } else if name.len() > polylock::MAX_NAME_BYTES {
+        format!(
+            "the name is {} bytes long; a lock name has at most {}",
+            name.len(),
+            polylock::MAX_NAME_BYTES
+        )
+    } else {
+        return None;
+    };
+    Some(answer(StatusCode::BAD_REQUEST, problem))
+}
+
+fn too_many_pages() -> Response {
+    answer(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("{MAX_OPEN_PAGES} lock pages are open already: close one"),
+    )
+}
+
+/// A page as JSON, with the refresh's error (Redis not answering: the page is of the last
+/// reading that worked).
+fn page_json(page: &LockPage, redis_error: Option<&str>) -> serde_json::Value {
+    let mut value = serde_json::to_value(page).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.insert("redis_error".into(), json!(redis_error));
+    }
+    value
+}
+
+/// `GET /api/lock?name=`: the lock's page as a refresh after this request read it.
+async fn lock_page(
+    State(console): State<Arc<Console>>,
+    Query(query): Query<NameQuery>,
+) -> Response {
+    if let Some(refusal) = refuse_bad_name(&query.name) {
+        return refusal;
+    }
+    match console.readings.lock_page(&query.name).await {
+        Ok(Some(page)) => {
+            let error = console.readings.fresh().await.error.clone();
+            Json(page_json(&page, error.as_deref())).into_response()
+        }
+        Ok(None) => answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "'{}' could not be read yet: Redis did not answer",
+                query.name
+            ),
+        ),
+        Err(_) => too_many_pages(),
+    }
+}
+
+/// `GET /api/lock/events?name=`: a `lock` event (the page's JSON) after each refresh, which
+/// reads the name while the stream is open.
+async fn lock_events(
+    State(console): State<Arc<Console>>,
+    Query(query): Query<NameQuery>,
+) -> Response {
+    if let Some(refusal) = refuse_bad_name(&query.name) {
+        return refusal;
+    }
+    let Ok(viewer) = console.readings.pages.view(&query.name) else {
+        return too_many_pages();
+    };
+    let pages = console.readings.pages.clone();
+    let name = query.name;
+    let pages_events = WatchStream::new(console.readings.subscribe()).filter_map(move |snapshot| {
+        let _read_while_open = &viewer;
+        let page = pages.page(&name)?;
+        let data = page_json(&page, snapshot.error.as_deref()).to_string();
+        Some(Ok::<_, Infallible>(
+            Event::default().event("lock").data(data),
+        ))
+    });
+    Sse::new(pages_events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 #[derive(Deserialize)]

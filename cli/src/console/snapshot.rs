@@ -19,6 +19,8 @@ use serde::Serialize;
 use tokio::sync::{watch, Notify};
 
 use super::clients::{client_views, ClientView};
+use super::elections::leader_changes;
+use super::lock_page::{LockPage, LockPages, TooManyPages};
 use super::primaries::primaries;
 use super::rate_history::{RateHistories, RateHistory};
 use crate::client_records::ClientRecord;
@@ -83,7 +85,8 @@ pub struct LockView {
 #[derive(Debug, Clone, Serialize)]
 pub struct TimelineEntry {
     pub unix_ms: i64,
-    /// `lease-ran-out`, `lost`, `force-unlock`, `failover`, `redis-error` or `redis-back`.
+    /// `lease-ran-out`, `lost`, `new-leader`, `force-unlock`, `failover`, `redis-error` or
+    /// `redis-back`.
     pub kind: &'static str,
     pub lock: Option<String>,
     pub text: String,
@@ -95,6 +98,8 @@ pub struct Readings {
     latest: Arc<watch::Sender<Arc<Snapshot>>>,
     timeline: Arc<Mutex<VecDeque<TimelineEntry>>>,
     demand: Arc<Demand>,
+    /// The lock pages open, read at every refresh.
+    pub pages: LockPages,
 }
 
 /// When someone last asked, and the refresher's wake-up call.
@@ -138,6 +143,26 @@ impl Readings {
         let receiver = self.latest.subscribe();
         self.demand.ask();
         receiver
+    }
+
+    /// `name`'s page as read by a refresh after this call, waited for up to [`WAKE_BOUND`]
+    /// (`None` if none came); the page is read at every refresh for a while after.
+    pub async fn lock_page(&self, name: &str) -> Result<Option<Arc<LockPage>>, TooManyPages> {
+        let mut next = self.latest.subscribe();
+        next.borrow_and_update();
+        self.pages.ask(name)?;
+        self.demand.ask();
+        let deadline = tokio::time::Instant::now() + WAKE_BOUND;
+        loop {
+            // A refresh under way when asked may not read it: wait for one that did.
+            if let Some(page) = self.pages.page(name) {
+                return Ok(Some(page));
+            }
+            match tokio::time::timeout_at(deadline, next.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return Ok(self.pages.page(name)),
+            }
+        }
     }
 
     /// Adds an entry to the timeline and publishes it at once (not at the next refresh).
@@ -186,6 +211,7 @@ pub struct Refresher {
     resumed: bool,
     /// The deployment's primaries as last told (Cluster, Sentinel): a change is a failover.
     primaries: Option<BTreeSet<String>>,
+    pages: LockPages,
 }
 
 impl Refresher {
@@ -210,6 +236,7 @@ impl Refresher {
             timeline: Arc::default(),
             resumed: false,
             primaries: None,
+            pages: LockPages::default(),
         }
     }
 
@@ -221,6 +248,7 @@ impl Refresher {
             latest: Arc::new(latest),
             timeline: self.timeline.clone(),
             demand: Arc::default(),
+            pages: self.pages.clone(),
         };
         readings.demand.ask(); // the first page is about to be opened
         let publish = readings.latest.clone();
@@ -309,6 +337,7 @@ impl Refresher {
             Some(self.max_locks),
         )
         .await?;
+        self.pages.read(client, &scan.records).await;
         let read_ms = unix_ms();
         let mut histories = self.histories.add(
             read_ms,
@@ -408,6 +437,7 @@ fn changes(before: &Reading, now: &Reading) -> Vec<(&'static str, String, String
             ));
         }
     }
+    found.extend(leader_changes(&before.locks, &now.locks));
     let lost_before: HashMap<&str, u64> = before
         .locks
         .iter()

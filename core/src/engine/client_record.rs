@@ -196,6 +196,9 @@ fn metrics_json(client: &ClientInner) -> serde_json::Value {
                 "waiters": lock.waiters,
                 "wait_count": lock.wait_time.count,
                 "wait_sum_s": lock.wait_time.sum_seconds,
+                // Per bucket of `metrics::BUCKET_BOUNDS_SECONDS`, then the larger waits: a
+                // tool sums the clients' into the lock's wait histogram.
+                "wait_buckets": lock.wait_time.bucket_counts,
                 "hold_count": lock.hold_time.count,
                 "hold_sum_s": lock.hold_time.sum_seconds,
                 "lost": lock.lost_expired + lock.lost_taken + lock.lost_connection,

@@ -206,6 +206,14 @@ pub fn election_channel(name: &str) -> String {
     tagged("polylock_election_channel", name)
 }
 
+/// polylock's mark beside a count-down latch (a STRING `1`, no expiry, kept while the latch's
+/// count is): a latch's count and a semaphore's permits are stored alike (a string holding an
+/// integer), and the mark is how tools (`Client::inspect`) tell a latch. Redisson writes none:
+/// its latches read as semaphores.
+pub fn latch_mark(name: &str) -> String {
+    tagged("polylock_latch", name)
+}
+
 /// The prefix of the client records, `polylock:client:<client-id>`.
 pub const CLIENT_RECORD_PREFIX: &str = "polylock:client:";
 
@@ -296,6 +304,8 @@ mod tests {
             "redisson_lock__channel:{q}:u:1"
         );
         assert_eq!(client_record("u"), "polylock:client:u");
+        assert_eq!(latch_mark("ready"), "polylock_latch:{ready}");
+        assert_eq!(election_record("e"), "polylock_election:{e}");
         let owner = "6e3814a1-e847-452b-a982-45baf93a1df2:7";
         assert_eq!(
             owner_client_id(owner),

@@ -1,11 +1,13 @@
 -- Inspect: one read-only snapshot of whatever polylock and Redisson keep under a name.
 -- KEYS[1] the name, [2] fair queue, [3] fair deadlines, [4] fair liveness records,
 -- [5] fenced token counter, [6] read-write waiting writers, [7] expirable permits' expiries,
--- [8] FIFO line, [9] the prefix of the FIFO waiter records.
+-- [8] FIFO line, [9] the prefix of the FIFO waiter records, [10] an election's record,
+-- [11] polylock's latch mark.
 -- Writes nothing. Replies {server time ms, TYPE of the name, PTTL of the name, contents of the
 -- name (HGETALL of a hash, {value} of a string, else {}), then for KEYS[2..8] each {TYPE,
 -- contents}: LRANGE of a list, ZRANGE WITHSCORES of a zset, {value} of a string, else {};
--- then the PTTL of each FIFO line entry's record, in line order}.
+-- then the PTTL of each FIFO line entry's record, in line order; then {TYPE, contents} of
+-- KEYS[10] and of KEYS[11]}.
 local clock = redis.call('time')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
@@ -38,4 +40,8 @@ for _, owner in ipairs(line or {}) do
   records[#records + 1] = redis.call('pttl', KEYS[9] .. ':' .. owner)
 end
 reply[#reply + 1] = records
+for i = 10, 11 do
+  local aux_kind, aux = read(KEYS[i])
+  reply[#reply + 1] = { aux_kind, aux }
+end
 return reply

@@ -23,8 +23,9 @@ const NEVER: i64 = 922_337_203_685_477;
 
 /// What is kept under a name, as far as the keys tell. Redis stores some kinds alike, so the
 /// answer is the most specific one the keys support: a fair lock nobody waits for looks like a
-/// reentrant lock, an expirable semaphore with no permit taken like a semaphore, and any string
-/// holding an integer like a semaphore.
+/// reentrant lock, an expirable semaphore with no permit taken like a semaphore, any string
+/// holding an integer without polylock's latch mark (a Redisson latch too) like a semaphore, and
+/// an election without a leader's record (nobody has announced) like a fenced lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum InspectedKind {
@@ -46,6 +47,11 @@ pub enum InspectedKind {
     /// An expirable semaphore (Redisson `RPermitExpirableSemaphore`): its ZSET of taken permits
     /// exists.
     ExpirableSemaphore,
+    /// A count-down latch (polylock's `Client::count_down_latch`): a string holding the count,
+    /// with polylock's latch mark beside it.
+    Latch,
+    /// A leader election (`Client::election`): its fenced lock and its leader's record.
+    Election,
     /// Something else: another Redis type, a hash whose fields are not lock owners, a string
     /// that is not a number.
     Unknown,
@@ -53,7 +59,7 @@ pub enum InspectedKind {
 
 impl InspectedKind {
     /// A short lowercase label: `none`, `reentrant`, `fair`, `fifo`, `fenced`, `read-write`,
-    /// `semaphore`, `expirable-semaphore`, `unknown`.
+    /// `semaphore`, `expirable-semaphore`, `latch`, `election`, `unknown`.
     pub fn label(self) -> &'static str {
         match self {
             InspectedKind::None => "none",
@@ -64,11 +70,13 @@ impl InspectedKind {
             InspectedKind::ReadWrite => "read-write",
             InspectedKind::Semaphore => "semaphore",
             InspectedKind::ExpirableSemaphore => "expirable-semaphore",
+            InspectedKind::Latch => "latch",
+            InspectedKind::Election => "election",
             InspectedKind::Unknown => "unknown",
         }
     }
 
-    /// True for the kinds that have holders (every lock kind).
+    /// True for the kinds that have holders (every lock kind, and an election: its lock).
     pub fn is_lock(self) -> bool {
         matches!(
             self,
@@ -77,6 +85,7 @@ impl InspectedKind {
                 | InspectedKind::Fifo
                 | InspectedKind::Fenced
                 | InspectedKind::ReadWrite
+                | InspectedKind::Election
         )
     }
 }
@@ -171,6 +180,21 @@ pub struct HeldPermit {
     pub expires_at_ms: Option<i64>,
 }
 
+/// An election's leader, from its record (`docs/PROTOCOL.md`, "Leader election"), as
+/// [`Election::leader`](crate::Election::leader) reads it: only while its owner holds the
+/// election's lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElectionLeader {
+    /// The lock owner it holds as (`<client-id>:<holder-id>`).
+    pub owner: String,
+    /// The value it announced last.
+    pub value: String,
+    /// Its term: the fencing token of its hold.
+    pub term: i64,
+    /// The name its client announced (`ClientOptions::name`); may be empty.
+    pub client_name: String,
+}
+
 /// What [`Client::inspect`](crate::Client::inspect) found under a name, in one snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockInfo {
@@ -199,8 +223,13 @@ pub struct LockInfo {
     /// An expirable semaphore's taken permits, earliest expiry first.
     pub permits: Vec<HeldPermit>,
     /// A fenced lock's token counter: the last token given (while held, the token of the
-    /// latest acquisition).
+    /// latest acquisition). For an election, the last term given.
     pub fence_token: Option<i64>,
+    /// A count-down latch's count (`None` for other kinds).
+    pub latch_count: Option<i64>,
+    /// An election's leader; `None` when nobody leads (or the holder has not announced yet),
+    /// and for other kinds.
+    pub leader: Option<ElectionLeader>,
 }
 
 impl LockInfo {
@@ -244,7 +273,9 @@ async fn inspect_with_records(
         .key(keys::rwlock_writers(key))
         .key(keys::permit_timeouts(key))
         .key(keys::fifo_line(key))
-        .key(keys::fifo_waiter_prefix(key));
+        .key(keys::fifo_waiter_prefix(key))
+        .key(keys::election_record(key))
+        .key(keys::latch_mark(key));
     let inner = client.clone();
     let name = name.to_owned();
     on_runtime(&what.clone(), async move {
@@ -429,6 +460,8 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
         permits_available: None,
         permits: Vec::new(),
         fence_token: None,
+        latch_count: None,
+        leader: None,
     };
     match info.redis_type.as_str() {
         "none" => info.read_no_key(&beside),
@@ -436,6 +469,7 @@ fn parse(name: String, reply: Value) -> Option<LockInfo> {
         "string" => info.read_string(&contents, &beside),
         _ => info.kind = InspectedKind::Unknown,
     }
+    info.read_election(&beside);
     info.add_what_the_kind_keeps(beside);
     Some(info)
 }
@@ -483,6 +517,10 @@ struct KindKeys {
     has_permits: bool,
     /// A FIFO lock's line exists.
     has_line: bool,
+    /// polylock's latch mark exists.
+    has_latch_mark: bool,
+    /// An election's record: its fields (`owner`, `value`, `term`, `client`), when it is a hash.
+    election_record: Option<HashMap<String, String>>,
     fair_queue: Vec<FairWaiter>,
     fifo_line: Vec<FairWaiter>,
     fence_token: Option<i64>,
@@ -506,12 +544,28 @@ impl KindKeys {
             .collect::<Option<_>>()?;
         let [queue, deadlines, seen, token, writers, permits, line]: [TypedKey; 7] =
             aux.try_into().ok()?;
+        let mut typed_key = || -> Option<TypedKey> {
+            let mut pair = array(parts.next()?)?.into_iter();
+            Some(TypedKey {
+                redis_type: text(pair.next()?)?,
+                items: strings(pair.next()?)?,
+            })
+        };
+        let (election, mark) = (typed_key()?, typed_key()?);
+        let election_record = election.is("hash").then(|| {
+            pairs(&election.items)
+                .into_iter()
+                .map(|(field, value)| (field.to_owned(), value.to_owned()))
+                .collect()
+        });
         Some(KindKeys {
             has_fair_keys: queue.is("list") || deadlines.is("zset"),
             has_token: token.is("string"),
             has_writers: writers.is("zset"),
             has_permits: permits.is("zset"),
             has_line: line.is("list"),
+            has_latch_mark: mark.is("string"),
+            election_record,
             fair_queue: fair_queue(
                 queue.items("list"),
                 deadlines.items("zset"),
@@ -650,18 +704,55 @@ impl LockInfo {
         }
     }
 
-    /// A string at the name: a semaphore's available permits, or unknown if it is no integer.
+    /// A string at the name: a semaphore's available permits, a latch's count (with polylock's
+    /// mark beside it), or unknown if it is no integer.
     fn read_string(&mut self, contents: &[Vec<u8>], beside: &KindKeys) {
         match first_integer(contents) {
             Some(permits) => {
-                self.permits_available = Some(permits);
                 self.kind = if beside.has_permits {
                     InspectedKind::ExpirableSemaphore
+                } else if beside.has_latch_mark {
+                    InspectedKind::Latch
                 } else {
                     InspectedKind::Semaphore
                 };
+                if self.kind == InspectedKind::Latch {
+                    self.latch_count = Some(permits);
+                } else {
+                    self.permits_available = Some(permits);
+                }
             }
             None => self.kind = InspectedKind::Unknown,
+        }
+    }
+
+    /// An election's record beside a fenced lock (held or free): an election, led by the
+    /// record's owner while that owner holds the lock (as `kinds/election/leader.lua` reads it).
+    fn read_election(&mut self, beside: &KindKeys) {
+        let Some(record) = &beside.election_record else {
+            return;
+        };
+        let field = |name: &str| record.get(name).cloned();
+        let Some(owner) = field("owner") else {
+            return; // not an election's record
+        };
+        let lock_of_an_election = matches!(
+            self.kind,
+            InspectedKind::Fenced | InspectedKind::Reentrant | InspectedKind::None
+        );
+        if !lock_of_an_election {
+            return;
+        }
+        self.kind = InspectedKind::Election;
+        if self.holders.iter().any(|holder| holder.owner == owner) {
+            self.leader = Some(ElectionLeader {
+                owner,
+                value: field("value").unwrap_or_default(),
+                term: field("term")
+                    .and_then(|term| term.parse().ok())
+                    .unwrap_or(0),
+                client_name: field("client").unwrap_or_default(),
+            });
         }
     }
 
@@ -672,7 +763,9 @@ impl LockInfo {
             InspectedKind::Fifo => self.queue = beside.fifo_line,
             InspectedKind::ExpirableSemaphore => self.permits = beside.permits,
             InspectedKind::ReadWrite => self.waiting_writers = beside.waiting_writers,
-            InspectedKind::Fenced => self.fence_token = beside.fence_token,
+            InspectedKind::Fenced | InspectedKind::Election => {
+                self.fence_token = beside.fence_token
+            }
             _ => {}
         }
     }

@@ -101,6 +101,7 @@ impl CountDownLatch {
         let mut call = TRY_SET.prepare_invoke(self.inner.client.publish);
         call.key(&self.inner.key)
             .key(&self.inner.channel)
+            .key(keys::latch_mark(&self.inner.key))
             .arg(count);
         let set = query::<i64>(&self.inner.client, self.what("set the count of"), call).await?;
         Ok(set == 1)
@@ -111,7 +112,9 @@ impl CountDownLatch {
     /// retry after a lost reply could count down twice.
     pub async fn count_down(&self) -> Result<()> {
         let mut call = COUNT_DOWN.prepare_invoke(self.inner.client.publish);
-        call.key(&self.inner.key).key(&self.inner.channel);
+        call.key(&self.inner.key)
+            .key(&self.inner.channel)
+            .key(keys::latch_mark(&self.inner.key));
         query::<i64>(&self.inner.client, self.what("count down"), call)
             .await
             .map(|_| ())
@@ -133,7 +136,9 @@ impl CountDownLatch {
     /// there was one.
     pub async fn delete(&self) -> Result<bool> {
         let mut call = DELETE.prepare_invoke(self.inner.client.publish);
-        call.key(&self.inner.key).key(&self.inner.channel);
+        call.key(&self.inner.key)
+            .key(&self.inner.channel)
+            .key(keys::latch_mark(&self.inner.key));
         let deleted = query::<i64>(&self.inner.client, self.what("delete"), call).await?;
         Ok(deleted == 1)
     }

@@ -1,6 +1,7 @@
-// polylock console: renders the snapshots the server pushes (GET /api/events) and, when the
-// console allows writes, asks it to force-unlock. Everything shown is set as text (lock names
-// and client names come from Redis, so they are never parsed as HTML).
+// polylock console: renders the snapshots the server pushes (GET /api/events), a lock's page
+// (#/lock/<name>: GET /api/lock/events) and, when the console allows writes, asks it to
+// force-unlock. Everything shown is set as text (lock names and client names come from Redis,
+// so they are never parsed as HTML), and names go into addresses URI-encoded.
 'use strict';
 
 const token = new URLSearchParams(location.search).get('token');
@@ -9,8 +10,17 @@ let latest = null;
 
 const $ = (id) => document.getElementById(id);
 
-function withToken(path) {
-  return token ? `${path}?token=${encodeURIComponent(token)}` : path;
+// `path` with its query: `params` and the token, each URI-encoded.
+function withToken(path, params = {}) {
+  const query = new URLSearchParams(params);
+  if (token) query.set('token', token);
+  const text = query.toString();
+  return text ? `${path}?${text}` : path;
+}
+
+// The address of a lock's page (the token stays in the page's own query).
+function lockHref(name) {
+  return `#/lock/${encodeURIComponent(name)}`;
 }
 
 function element(tag, text, className) {
@@ -89,7 +99,8 @@ function cell(row, label, content, className) {
 function holdersCell(lock, allowWrite) {
   const box = document.createDocumentFragment();
   if (!lock.held) {
-    box.append(element('span', lock.kind.includes('semaphore') ? '–' : 'free'));
+    const counter = lock.kind.includes('semaphore') || lock.kind === 'latch';
+    box.append(element('span', counter ? '–' : lock.kind === 'election' ? 'nobody leads' : 'free'));
     return box;
   }
   for (const holder of lock.holders) {
@@ -100,6 +111,9 @@ function holdersCell(lock, allowWrite) {
     line.append(element('span', text, 'held'));
     if (holder.held_for_ms != null) line.append(` held ${age(holder.held_for_ms)}`);
     if (holder.client_name) line.append(' ', element('span', holder.owner, 'owner'));
+    if (lock.leader && lock.leader.owner === holder.owner) {
+      line.append(` leads, term ${lock.leader.term}, value '${lock.leader.value}'`);
+    }
     if (allowWrite) {
       const button = element('button', 'Force-unlock');
       button.type = 'button';
@@ -125,7 +139,8 @@ function permitsText(lock) {
   const parts = [];
   if (lock.permits_available != null) parts.push(`${lock.permits_available} available`);
   if (lock.kind === 'expirable-semaphore') parts.push(`${lock.permits.length} taken`);
-  if (lock.fence_token != null) parts.push(`token ${lock.fence_token}`);
+  if (lock.latch_count != null) parts.push(`count ${lock.latch_count}`);
+  if (lock.fence_token != null) parts.push(`${lock.kind === 'election' ? 'term' : 'token'} ${lock.fence_token}`);
   return parts.length ? parts.join(', ') : '–';
 }
 
@@ -217,7 +232,15 @@ function renderLocks(snapshot) {
     const row = element('tr');
     row.dataset.name = lock.name;
     cell(row, 'Kind', lock.label);
-    cell(row, 'Name', lock.name, 'name');
+    // The name is the link to the lock's page (Tab and Enter); a click anywhere on the row
+    // opens it too.
+    const link = element('a', lock.name);
+    link.href = lockHref(lock.name);
+    link.dataset.focusKey = `open ${lock.name}`;
+    cell(row, 'Name', link, 'name');
+    row.addEventListener('click', (event) => {
+      if (!event.target.closest('a, button') && !window.getSelection().toString()) location.hash = lockHref(lock.name);
+    });
     cell(row, 'Holders', holdersCell(lock, snapshot.allow_write));
     cell(row, 'Lease left', leaseText(lock));
     cell(row, 'Waiters', waitersCell(lock));
@@ -354,8 +377,229 @@ function connect() {
   });
 }
 
+// The lock's page: which name is open, its event stream, and its latest page.
+const lockView = { name: null, events: null, page: null };
+
+// `#/lock/<name>`: the name, URI-decoded; `undefined` for an address that is not a lock's page,
+// `null` for one whose name cannot be decoded.
+function routedName() {
+  const match = location.hash.match(/^#\/lock\/(.*)$/);
+  if (!match) return undefined;
+  try {
+    return decodeURIComponent(match[1]);
+  } catch (err) {
+    return null;
+  }
+}
+
+function route() {
+  const name = routedName();
+  if (name === lockView.name && name !== undefined) return;
+  if (lockView.events) lockView.events.close();
+  const left = lockView.name;
+  Object.assign(lockView, { name, events: null, page: null });
+  const onPage = name !== undefined;
+  $('overview').hidden = onPage;
+  $('lock-view').hidden = !onPage;
+  if (!onPage) {
+    document.title = 'polylock console';
+    if (latest) render(latest);
+    // Back from a lock's page: the keyboard goes back to that lock's link.
+    const back = Array.from(document.querySelectorAll('#locks a[data-focus-key]'))
+      .find((node) => node.dataset.focusKey === `open ${left}`);
+    if (back) back.focus();
+    return;
+  }
+  document.title = `${name || 'lock'} · polylock console`;
+  $('lock-name').textContent = name || '';
+  $('lock-kind').textContent = '';
+  $('lock-summary').textContent = name === null ? '' : 'Reading…';
+  for (const id of ['election', 'lock-missing']) $(id).hidden = true;
+  for (const id of ['holds', 'queue-orders']) $(id).querySelector('tbody').replaceChildren();
+  $('wait-histogram').replaceChildren();
+  $('lock-title').focus();
+  if (name === null || name === '') {
+    showMissing('This address names no lock: the name after #/lock/ is empty or not URI-encoded.');
+    return;
+  }
+  const events = new EventSource(withToken('/api/lock/events', { name }));
+  lockView.events = events;
+  events.addEventListener('lock', (event) => {
+    if (lockView.events !== events) return;
+    lockView.page = JSON.parse(event.data);
+    renderLockPage(lockView.page);
+  });
+  events.addEventListener('error', async () => {
+    // EventSource does not say why: ask once (a refused name, too many pages, no token).
+    try {
+      const response = await fetch(withToken('/api/lock', { name }));
+      if (!response.ok) {
+        events.close();
+        const answer = await response.json().catch(() => ({ message: `HTTP ${response.status}` }));
+        $('lock-summary').textContent = `This page cannot be shown: ${answer.message || response.status}`;
+      }
+    } catch (err) {
+      // the console itself is gone: EventSource keeps retrying
+    }
+  });
+}
+
+function showMissing(text) {
+  const missing = $('lock-missing');
+  missing.hidden = false;
+  missing.textContent = text;
+}
+
+function ordinalPlace(waiters) {
+  const list = element('ol', null, 'waiters');
+  for (const waiter of waiters) list.append(element('li', who(waiter)));
+  return list;
+}
+
+function holdRows(page) {
+  return page.holds.slice().reverse().map((hold) => {
+    const row = element('tr');
+    const holder = element('div');
+    let text = who(hold);
+    if (hold.mode) text += ` (${hold.mode})`;
+    holder.append(element('span', text, 'held'));
+    if (hold.client_name) holder.append(' ', element('span', hold.owner, 'owner'));
+    cell(row, 'Holder', holder);
+    cell(row, 'Start', clock(hold.start_ms));
+    cell(row, 'End', hold.end_ms == null ? element('span', 'held now', 'ongoing') : clock(hold.end_ms));
+    cell(row, 'Held for', age(Math.max(0, hold.duration_ms)));
+    return row;
+  });
+}
+
+function queueRows(page) {
+  return page.queue_orders.slice().reverse().map((order) => {
+    const row = element('tr');
+    const seen = order.since_ms === order.until_ms
+      ? clock(order.since_ms) : `${clock(order.since_ms)} – ${clock(order.until_ms)}`;
+    cell(row, 'Seen', seen);
+    cell(row, 'Waiters', order.waiters.length ? ordinalPlace(order.waiters) : 'nobody waits');
+    return row;
+  });
+}
+
+function boundText(ms) {
+  return ms < 1000 ? `${ms} ms` : `${ms / 1000} s`;
+}
+
+// Bars of the wait histogram (inline SVG): one per bucket, its count above it, a bound under
+// every other one.
+function histogramChart(histogram) {
+  const width = 480;
+  const height = 140;
+  const bars = histogram.counts.length;
+  const step = width / bars;
+  const top = Math.max(...histogram.counts, 1);
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('class', 'histogram');
+  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  svg.setAttribute('role', 'img');
+  const described = histogram.counts
+    .map((count, i) => (count ? `${count} ${i < histogram.bounds_ms.length ? `up to ${boundText(histogram.bounds_ms[i])}` : `over ${boundText(histogram.bounds_ms[i - 1])}`}` : null))
+    .filter(Boolean)
+    .join(', ');
+  svg.setAttribute('aria-label', `Wait times: ${described || 'no wait counted'}`);
+  const add = (tag, attributes, text) => {
+    const node = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, value);
+    if (text != null) node.textContent = text;
+    svg.append(node);
+    return node;
+  };
+  const floor = height - 28;
+  add('line', { class: 'base', x1: 0, x2: width, y1: floor + 0.5, y2: floor + 0.5 });
+  histogram.counts.forEach((count, i) => {
+    const barHeight = (count / top) * (floor - 14);
+    const x = i * step + 1.5;
+    const bar = add('rect', { x, y: floor - barHeight, width: step - 3, height: barHeight });
+    bar.dataset.count = count;
+    if (count) add('text', { x: x + (step - 3) / 2, y: floor - barHeight - 3, 'text-anchor': 'middle' }, count);
+    if (i % 3 === 0 || i === bars - 1) {
+      const label = i < histogram.bounds_ms.length ? `≤${boundText(histogram.bounds_ms[i])}` : `>${boundText(histogram.bounds_ms[i - 1])}`;
+      // The end labels stay inside the chart: the first from its left edge, the last to its right.
+      const [anchor, at] = i === 0 ? ['start', 0] : i === bars - 1 ? ['end', width] : ['middle', x + (step - 3) / 2];
+      add('text', { x: at, y: floor + 13 + (i % 2) * 12, 'text-anchor': anchor }, label);
+    }
+  });
+  return svg;
+}
+
+function renderElection(page, state) {
+  const box = $('election');
+  box.hidden = state.kind !== 'election';
+  if (box.hidden) return;
+  const leader = state.leader;
+  $('leader').textContent = leader
+    ? `${who(leader)}${leader.client_name ? '' : leader.announced_by ? ` (announced as ${leader.announced_by})` : ''}`
+    : 'nobody leads now';
+  $('leader-value').textContent = leader ? leader.value : '–';
+  $('leader-term').textContent = leader ? String(leader.term)
+    : state.fence_token != null ? `none now (the last term given: ${state.fence_token})` : '–';
+  const terms = page.terms.slice().reverse().map((term) => element('li',
+    `term ${term.term}: ${who(term)}, value '${term.value}', first seen ${clock(term.seen_ms)}`));
+  $('terms').replaceChildren(...terms);
+  if (terms.length === 0) $('terms').append(element('li', 'no leader seen yet'));
+}
+
+function lockSummary(page, state) {
+  const parts = [];
+  if (state.kind === 'latch') parts.push(`count ${state.latch_count}`);
+  else if (state.kind.includes('semaphore')) parts.push(permitsText(state));
+  else if (state.holders.length) {
+    parts.push(`held by ${state.holders.map(who).join(', ')}`);
+    parts.push(`lease left ${leaseText({ ...state, held: true })}`);
+  } else parts.push('free');
+  const waiters = waitersOf(state);
+  if (waiters.length) parts.push(`${waiters.length} waiting`);
+  parts.push(`read at ${clock(page.read_ms)}`);
+  return parts.join(' · ');
+}
+
+function renderLockPage(page) {
+  if (page.name !== lockView.name) return;
+  const state = page.state;
+  const problem = page.redis_error || page.error;
+  if (!state) {
+    $('lock-summary').textContent = problem ? `Cannot read it: ${problem}` : 'Reading…';
+    return;
+  }
+  $('lock-kind').textContent = page.found ? state.kind : '';
+  $('lock-summary').textContent = (problem ? `Cannot read it now (${problem}); as last read: ` : '') + lockSummary(page, state);
+  $('lock-missing').hidden = page.found;
+  if (!page.found) {
+    showMissing('Nothing at this name: no lock, queue, count or election is kept under it now. The page keeps reading it and shows what comes.');
+  }
+  renderElection(page, state);
+  const holds = holdRows(page);
+  $('holds').querySelector('tbody').replaceChildren(...holds);
+  $('holds').hidden = holds.length === 0;
+  $('no-holds').hidden = holds.length > 0;
+  const orders = queueRows(page);
+  $('queue-orders').querySelector('tbody').replaceChildren(...orders);
+  $('queue-orders').hidden = orders.length === 0;
+  $('no-queue').hidden = orders.length > 0;
+  const histogram = page.wait_histogram;
+  const chart = $('wait-histogram');
+  if (histogram) {
+    const average = histogram.count ? ` (average ${(histogram.sum_ms / histogram.count).toFixed(1)} ms)` : '';
+    const summary = element('p', `${histogram.count} wait(s) from ${histogram.clients} client(s)${average}`);
+    chart.replaceChildren(summary, histogramChart(histogram));
+  } else {
+    chart.replaceChildren();
+  }
+  $('no-histogram').hidden = Boolean(histogram);
+}
+
+window.addEventListener('hashchange', route);
+
 for (const id of ['search', 'kind-filter', 'state-filter', 'sort']) {
   $(id).addEventListener('input', () => latest && render(latest));
 }
 $('filters').addEventListener('submit', (event) => event.preventDefault());
 connect();
+route();
