@@ -111,3 +111,26 @@ impl KeySweep {
         self.left_out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_a_whole_sweep_misses_is_dropped_and_those_past_the_limit_counted() {
+        let mut sweep = KeySweep::new(Swept::ClientIds, 2);
+        sweep.found(vec!["a".into(), "b".into()]);
+        sweep.found(vec!["c".into(), "a".into()]);
+        sweep.end_sweep();
+        assert_eq!(sweep.keys().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(sweep.left_out(), 1, "c, past the limit");
+        // The next sweep finds b only: a goes when it ends, not before.
+        sweep.found(vec!["b".into()]);
+        assert!(sweep.knows("a"));
+        sweep.end_sweep();
+        assert_eq!(sweep.keys().collect::<Vec<_>>(), ["b"]);
+        assert_eq!(sweep.left_out(), 0);
+        sweep.forget("b");
+        assert!(!sweep.knows("b"));
+    }
+}

@@ -432,6 +432,8 @@ impl Refresher {
         if let Err(err) = self.client_ids.advance(client).await {
             client_records::warn_unreadable(&err);
         }
+        // This console's own client has a record too; it is not one of the clients looked at.
+        self.client_ids.forget(client.id());
         let ids: Vec<&str> = self.client_ids.keys().map(String::as_str).collect();
         let records = client_records::read_or_warn(client, Some(ids)).await;
         let gone: Vec<String> = self
@@ -441,7 +443,7 @@ impl Refresher {
             .cloned()
             .collect();
         for id in gone {
-            self.client_ids.forget(&id); // closed, or this console's own
+            self.client_ids.forget(&id); // closed since the sweep found it
         }
         records
     }
