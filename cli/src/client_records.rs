@@ -134,18 +134,23 @@ pub async fn read_or_warn<'a>(
     client: &Client,
     owners: Option<impl IntoIterator<Item = &'a str>>,
 ) -> HashMap<String, ClientRecord> {
-    // Said once: `watch` would repeat it every refresh.
-    static WARNED: AtomicBool = AtomicBool::new(false);
     read(client, owners).await.unwrap_or_else(|err| {
-        if !WARNED.swap(true, Ordering::Relaxed) {
-            eprintln!(
-                "polylock: cannot read the client records ({}*), so owners show as owner \
-                 strings and there are no metrics: {err}",
-                polylock::keys::CLIENT_RECORD_PREFIX
-            );
-        }
+        warn_unreadable(&err);
         HashMap::new()
     })
+}
+
+/// Says once on stderr that the records cannot be read, and what that leaves out.
+pub fn warn_unreadable(err: &dyn std::fmt::Display) {
+    // Said once: `watch` would repeat it every refresh.
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "polylock: cannot read the client records ({}*), so owners show as owner \
+             strings and there are no metrics: {err}",
+            polylock::keys::CLIENT_RECORD_PREFIX
+        );
+    }
 }
 
 /// Who an owner is, from its record: `worker-7 (pid 1234 on host-a) held 12.3 s`, or `None`

@@ -6,13 +6,14 @@
 //! records and N names read: 2 x ceil(K / 500) SCAN (the names, then the records; SCAN walks
 //! the whole keyspace whatever the pattern), C HMGET (pipelined), and per name one EVALSHA
 //! (`inspect.lua`) and one HMGET per distinct holder client (the core's inspect names them).
-//! `limit` bounds N.
+//! The console reads by a budget instead (`console::snapshot`); [`shown_lock`] is the rule both
+//! show a name by.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use polylock::Client;
 
-use crate::client_records::{self, ClientRecord};
+use crate::client_records;
 use crate::inspect::{read_state, Kind, LockState};
 use crate::lock_rates::{LockRates, RateTracker};
 use polylock_cli_common::error::CliResult;
@@ -30,25 +31,19 @@ pub struct ScannedLock {
     pub rates: Option<LockRates>,
 }
 
-/// One reading: the locks, the records they were named from, and how many clients report
-/// metrics of some lock.
+/// One reading: the locks, and how many clients report metrics of some lock.
 pub struct LockScan {
     pub locks: Vec<ScannedLock>,
-    pub records: HashMap<String, ClientRecord>,
     pub clients_reporting: usize,
-    /// Names matching the pattern beyond `limit`: not read.
-    pub names_left_out: usize,
 }
 
 /// One row per held lock, per semaphore, and per free lock the clients' records show activity
 /// for (acquires in the window, holds or waiters now), matching `pattern`, each read by
-/// `Client::inspect`; holders and waiters named from the client records. At most `limit`
-/// names are read (the first, in name order).
+/// `Client::inspect`; holders and waiters named from the client records.
 pub async fn scan_locks(
     client: &Client,
     pattern: &str,
     tracker: &mut RateTracker,
-    limit: Option<usize>,
 ) -> CliResult<LockScan> {
     // `scan_names` leaves the client records out, as the other keys beside the names.
     let mut names: BTreeSet<String> = client.scan_names(pattern).await?.into_iter().collect();
@@ -65,10 +60,8 @@ pub async fn scan_locks(
             .filter(|(name, rates)| rates.is_active() && glob_matches(pattern, name))
             .map(|(name, _)| name.clone()),
     );
-    let limit = limit.unwrap_or(usize::MAX);
-    let names_left_out = names.len().saturating_sub(limit);
     let mut locks = Vec::new();
-    for name in names.into_iter().take(limit) {
+    for name in names {
         let read_ms = unix_ms();
         let state = match read_state(client, &name).await {
             Ok(state) => state,
@@ -79,31 +72,33 @@ pub async fn scan_locks(
         };
         let mut state = state;
         state.attach_records(&records);
-        let rates = rates.remove(&name);
-        let held = state.kind.is_lock() && state.is_held();
-        let in_use =
-            rates.as_ref().is_some_and(LockRates::is_active) && state.kind != Kind::NotALock;
-        // Gone since the scan, free and idle, or not a lock at all: not shown.
-        if !(held || state.kind.listed_while_free() || in_use) {
-            continue;
-        }
-        let kind = match (&rates, state.kind) {
-            (Some(rates), Kind::None) => kind_label_of_metrics(&rates.kind),
-            _ => state.kind.label().to_owned(),
-        };
-        locks.push(ScannedLock {
-            kind,
-            held,
-            state,
-            read_ms,
-            rates,
-        });
+        locks.extend(shown_lock(state, rates.remove(&name), read_ms));
     }
     Ok(LockScan {
         locks,
-        records,
         clients_reporting,
-        names_left_out,
+    })
+}
+
+/// The row of a name read at `read_ms` as `state`, with what the clients' records say of it
+/// (`rates`); `None` when it is not shown: gone since the scan, free and idle, or not a lock.
+pub fn shown_lock(state: LockState, rates: Option<LockRates>, read_ms: i64) -> Option<ScannedLock> {
+    let held = state.kind.is_lock() && state.is_held();
+    let in_use = rates.as_ref().is_some_and(LockRates::is_active) && state.kind != Kind::NotALock;
+    // Gone since the scan, free and idle, or not a lock at all: not shown.
+    if !(held || state.kind.listed_while_free() || in_use) {
+        return None;
+    }
+    let kind = match (&rates, state.kind) {
+        (Some(rates), Kind::None) => kind_label_of_metrics(&rates.kind),
+        _ => state.kind.label().to_owned(),
+    };
+    Some(ScannedLock {
+        kind,
+        held,
+        state,
+        read_ms,
+        rates,
     })
 }
 
@@ -129,7 +124,7 @@ pub fn unix_ms() -> i64 {
 }
 
 /// Redis's glob (`*`, `?`, `[abc]`, `[^a-z]`, `\x`), for the names only the metrics know.
-fn glob_matches(pattern: &str, name: &str) -> bool {
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
     fn matches(pattern: &[char], name: &[char]) -> bool {
         let Some((&first, rest)) = pattern.split_first() else {
             return name.is_empty();

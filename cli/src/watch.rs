@@ -140,7 +140,7 @@ struct Refresh {
 
 /// The rows of one [`scan_locks`] reading.
 async fn refresh(client: &Client, pattern: &str, tracker: &mut RateTracker) -> CliResult<Refresh> {
-    let scan = scan_locks(client, pattern, tracker, None).await?;
+    let scan = scan_locks(client, pattern, tracker).await?;
     let rows = scan
         .locks
         .into_iter()

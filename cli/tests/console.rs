@@ -1450,3 +1450,150 @@ fn latches_and_elections_are_listed_and_a_new_leader_is_on_the_timeline() {
     assert_eq!(page["terms"].as_array().map(Vec::len), Some(1), "{page}");
     block_on(next.resign()).expect("resign");
 }
+
+/// Calls of each command the server has answered (INFO commandstats), by lower-case name.
+fn command_calls(server: &RedisServer) -> std::collections::HashMap<String, u64> {
+    let mut connection = server.connection().expect("a connection");
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut connection)
+        .expect("INFO");
+    info.lines()
+        .filter_map(|line| {
+            let (command, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = stats.strip_prefix("calls=")?.split(',').next()?;
+            Some((command.to_owned(), calls.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The number of readings the snapshot is of.
+fn readings(snapshot: &Value) -> u64 {
+    snapshot["readings"].as_u64().expect("readings")
+}
+
+/// With thousands of locks the console's commands per refresh stay within the documented
+/// bound (at most 2 x 4 SCAN per primary + C HMGET + B EVALSHA: docs/console.md, "Cost on
+/// Redis"), every lock is shown within the documented number of refreshes, and a lock released
+/// or taken over is seen so within ceil(N / B) refreshes; holders are named from the records.
+#[test]
+fn thousands_of_locks_cost_a_bounded_number_of_commands_per_refresh() {
+    const LOCKS: usize = 3000;
+    const READS_PER_REFRESH: usize = 500;
+    const SCANS_PER_REFRESH: u64 = 2 * 4;
+    let server = RedisServer::start();
+    // Three clients, each with a record (as a polylock client writes it), holding the locks
+    // in Redisson's layout; nothing renews them, so every command counted is the console's.
+    let client_ids: Vec<String> = (0..3)
+        .map(|n| format!("6e3814a1-e847-452b-a982-45baf93a1d{n:02}"))
+        .collect();
+    let mut setup = redis::pipe();
+    for (n, id) in client_ids.iter().enumerate() {
+        setup
+            .cmd("HSET")
+            .arg(format!("polylock:client:{id}"))
+            .arg(&[
+                ("name", format!("cost-worker-{n}")),
+                ("host", "host-a".to_owned()),
+                ("pid", (4000 + n).to_string()),
+            ])
+            .ignore();
+    }
+    for n in 0..LOCKS {
+        let name = format!("cost:{n}");
+        let owner = format!("{}:1", client_ids[n % client_ids.len()]);
+        setup.cmd("HSET").arg(&name).arg(owner).arg(1).ignore();
+        setup.cmd("PEXPIRE").arg(&name).arg(600_000).ignore();
+    }
+    let mut connection = server.connection().expect("a connection");
+    let () = setup.query(&mut connection).expect("set up the locks");
+    let keys = server.int(&["DBSIZE"]) as usize;
+    let records = client_ids.len() as u64;
+
+    let console = Console::start(
+        &server.url(),
+        &[
+            "--bind",
+            "127.0.0.1:0",
+            "--pattern",
+            "cost:*",
+            "--max-locks",
+            "5000",
+            "--reads-per-refresh",
+            &READS_PER_REFRESH.to_string(),
+        ],
+    );
+    let held = |snapshot: &Value| {
+        snapshot["locks"]
+            .as_array()
+            .expect("locks")
+            .iter()
+            .filter(|lock| lock["held"] == true)
+            .count()
+    };
+    // A sweep takes ceil(ceil(K / 500) / 4) refreshes; a lock shows within two sweeps and its
+    // turn to be read.
+    let sweep_refreshes = keys.div_ceil(500).div_ceil(4) as u64;
+    let read_turn = LOCKS.div_ceil(READS_PER_REFRESH) as u64;
+    let shown_at = console.wait_for("every lock shown", |snapshot| {
+        (held(snapshot) == LOCKS).then(|| readings(snapshot))
+    });
+    assert!(
+        shown_at <= 2 * sweep_refreshes + read_turn,
+        "every lock shown only at reading {shown_at} (K = {keys})"
+    );
+    let snapshot = console.snapshot();
+    for lock in snapshot["locks"].as_array().expect("locks") {
+        let holder = &lock["holders"][0];
+        assert!(
+            holder["client_name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with("cost-worker-")),
+            "a holder not named from its record: {lock}"
+        );
+    }
+
+    // The commands of several whole refreshes (and at most one more begun meanwhile).
+    let first = readings(&console.snapshot());
+    let start = console.wait_for("a new reading", |snapshot| {
+        (readings(snapshot) > first).then(|| readings(snapshot))
+    });
+    let before = command_calls(&server);
+    let end = console.wait_for("five more readings", |snapshot| {
+        (readings(snapshot) >= start + 5).then(|| readings(snapshot))
+    });
+    let after = command_calls(&server);
+    let calls =
+        |command: &str| after.get(command).unwrap_or(&0) - before.get(command).unwrap_or(&0);
+    let refreshes = end - start + 1;
+    let (scans, hmgets) = (calls("scan"), calls("hmget"));
+    let scripts = calls("evalsha") + calls("eval");
+    assert!(
+        scans > 0 && scans <= refreshes * SCANS_PER_REFRESH,
+        "{scans} SCAN in {refreshes}"
+    );
+    assert!(
+        hmgets <= refreshes * records,
+        "{hmgets} HMGET in {refreshes} refreshes"
+    );
+    assert!(
+        scripts > 0 && scripts <= refreshes * READS_PER_REFRESH as u64,
+        "{scripts} scripts in {refreshes} refreshes"
+    );
+
+    // Released, and taken over by another client: seen within a turn of reading (plus the
+    // refresh that may have read them just before the change).
+    let changed_at = readings(&console.snapshot());
+    assert_eq!(server.int(&["DEL", "cost:7"]), 1);
+    assert_eq!(server.int(&["DEL", "cost:8"]), 1);
+    let new_owner = format!("{}:9", client_ids[0]);
+    assert_eq!(server.int(&["HSET", "cost:8", &new_owner, "1"]), 1);
+    let seen_at = console.wait_for("cost:7 released and cost:8 taken over", |snapshot| {
+        let taken = lock_in(snapshot, "cost:8")?["holders"][0]["owner"] == new_owner.as_str();
+        (lock_in(snapshot, "cost:7").is_none() && taken).then(|| readings(snapshot))
+    });
+    assert!(
+        seen_at <= changed_at + read_turn + 1,
+        "the changes were seen at reading {seen_at}, made after reading {changed_at}"
+    );
+}

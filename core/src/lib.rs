@@ -58,7 +58,7 @@ pub use handles::guard::{Guard, Hold};
 pub type LockGuard = Guard<Lock>;
 pub use handles::inspect::{
     ClientRecordFields, ElectionLeader, FairWaiter, HeldPermit, InspectedKind, KeyTtl, LockHolder,
-    LockInfo, LockMode, WaitingWriter,
+    LockInfo, LockMode, ScanSweep, WaitingWriter,
 };
 pub use handles::latch::{latch_timeout_from_millis, CountDownLatch, MAX_LATCH_COUNT};
 pub use handles::lock::Lock;

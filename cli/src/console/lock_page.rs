@@ -14,7 +14,7 @@ use polylock::Client;
 use serde::Serialize;
 
 use crate::client_records::ClientRecord;
-use crate::inspect::{read_state, LockState, OwnerClient};
+use crate::inspect::{LockState, OwnerClient};
 use crate::lock_scan::unix_ms;
 
 /// The most pages read at each refresh: each costs one inspection per refresh.
@@ -194,7 +194,9 @@ impl LockPages {
         };
         for name in names {
             let read_ms = unix_ms();
-            let reading = read_state(client, &name).await.map(|mut state| {
+            // Named from the refresh's records: no record read of its own.
+            let reading = client.inspect_without_records(&name).await.map(|info| {
+                let mut state = LockState::from(info);
                 state.attach_records(records);
                 state
             });

@@ -9,8 +9,10 @@ mod auth;
 mod clients;
 mod elections;
 mod lock_page;
+mod key_sweep;
 mod primaries;
 mod rate_history;
+mod read_schedule;
 mod server;
 mod snapshot;
 
@@ -55,10 +57,15 @@ pub struct ConsoleArgs {
     /// without it.
     #[arg(long, env = "POLYLOCK_KEY_PREFIX", value_name = "PREFIX")]
     pub key_prefix: Option<String>,
-    /// The most names read per refresh (the first, in name order); the page says how many
-    /// more matched.
+    /// The most names shown (those found first, and free locks the clients' metrics show in
+    /// use); the page says how many more matched. Bounds the page's data, not the commands
+    /// per refresh (--reads-per-refresh does).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_locks: u32,
+    /// The most names read per refresh (one inspection script each): those not read for the
+    /// longest. With N names shown, each row is at most ceil(N / this) refreshes old.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reads_per_refresh: u32,
 }
 
 /// What the routes share: how to reach Redis, what the console may do, and the latest reading.
@@ -101,6 +108,7 @@ pub fn run(args: ConsoleArgs) -> CliResult<()> {
             &args.pattern,
             args.allow_write,
             args.max_locks as usize,
+            args.reads_per_refresh as usize,
         );
         let readings = refresher.start().await;
         let console = Arc::new(Console {

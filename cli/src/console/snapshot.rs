@@ -3,13 +3,17 @@
 //! event stream share. It reads only while someone looks: an event stream is open, or a
 //! snapshot was asked for within [`IDLE_AFTER`]; otherwise it sleeps until asked.
 //!
-//! Commands per refresh (see `lock_scan`): with K keys in the database, C client records, N
-//! names read (at most `--max-locks`) and H distinct holder clients per name:
-//! 2 x ceil(K / 500) SCAN + C HMGET + N x (1 EVALSHA + H HMGET). With Redis unreachable, one
+//! Commands per refresh, whatever the number of locks: with C client records and a budget of
+//! B names (`--reads-per-refresh`), at most 2 x 4 SCAN per primary (`key_sweep`: the names,
+//! then the records, each a rolling sweep of 4 pages a refresh) + C HMGET (the records, the
+//! only place holders are named from) + B EVALSHA (`read_schedule`: the stalest names) + P
+//! EVALSHA for the P lock pages open (`lock_page`, at most 20). With K keys on a primary and N names known (at most `--max-locks`), a
+//! new lock is shown within 2 x ceil(ceil(K / 500) / 4) + ceil(N / B) refreshes, and each row
+//! is at most ceil(N / B) refreshes old (its `seen_ms`). With Redis unreachable, one
 //! connection attempt per refresh instead. Beside these, the console's own client keeps its
 //! client record as every polylock client does.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -21,12 +25,14 @@ use tokio::sync::{watch, Notify};
 use super::clients::{client_views, ClientView};
 use super::elections::leader_changes;
 use super::lock_page::{LockPage, LockPages, TooManyPages};
+use super::key_sweep::{KeySweep, Swept};
 use super::primaries::primaries;
 use super::rate_history::{RateHistories, RateHistory};
-use crate::client_records::ClientRecord;
-use crate::inspect::LockState;
+use super::read_schedule::names_to_read;
+use crate::client_records::{self, ClientRecord};
+use crate::inspect::{Kind, LockState};
 use crate::lock_rates::{LockRates, RateTracker};
-use crate::lock_scan::{scan_locks, unix_ms};
+use crate::lock_scan::{glob_matches, shown_lock, unix_ms};
 use polylock_cli_common::error::CliResult;
 use polylock_cli_common::raw;
 
@@ -41,6 +47,10 @@ const TIMELINE_LENGTH: usize = 200;
 /// ended (give or take this) ran out rather than being released: had it been released, its
 /// lease would still have been running.
 const LEASE_RAN_OUT_SLACK_MS: i64 = 250;
+/// Locks whose sparklines' history a snapshot carries (the busiest, by acquires per second):
+/// the others carry their latest rates only, so a snapshot stays about a few hundred KB
+/// whatever the number of busy locks.
+const HISTORIES_SENT: usize = 100;
 
 /// Everything the page shows, as of one refresh.
 #[derive(Debug, Clone, Serialize)]
@@ -54,10 +64,16 @@ pub struct Snapshot {
     pub redis: String,
     pub pattern: String,
     pub allow_write: bool,
+    /// How often it reads while someone looks: a row whose `seen_ms` is older than this was
+    /// not read at the last refresh (it waits for its turn in the budget).
+    pub refresh_every_ms: u64,
+    /// How many readings of Redis succeeded so far.
+    pub readings: u64,
     /// Why the last refresh failed (the page's banner); `None` when it worked.
     pub error: Option<String>,
     pub locks: Vec<LockView>,
-    /// Names matching the pattern past `--max-locks`: not read.
+    /// Names matching the pattern past `--max-locks`, as the last whole sweep found them: not
+    /// read.
     pub names_left_out: usize,
     /// One per polylock client record, by name, with what it waits for.
     pub clients: Vec<ClientView>,
@@ -78,7 +94,7 @@ pub struct LockView {
     /// The clients' metrics of it (`watch --json`'s); `null` when no record reports it.
     pub metrics: Option<LockRates>,
     /// `metrics` at each of the last readings (the sparklines); `null` when no record
-    /// reports it.
+    /// reports it, or it is not among the busiest locks a snapshot carries the history of.
     pub history: Option<RateHistory>,
 }
 
@@ -185,6 +201,13 @@ fn push(timeline: &Mutex<VecDeque<TimelineEntry>>, entry: TimelineEntry) -> Vec<
     timeline.iter().cloned().collect()
 }
 
+/// The last reading of a name the console knows.
+struct NameRead {
+    /// `None`: no name a lock can have (a name only the clients' metrics know).
+    state: Option<LockState>,
+    read_ms: i64,
+}
+
 /// A successful reading of Redis.
 struct Reading {
     read_ms: i64,
@@ -201,6 +224,12 @@ pub struct Refresher {
     pattern: String,
     allow_write: bool,
     max_locks: usize,
+    reads_per_refresh: usize,
+    names: KeySweep,
+    client_ids: KeySweep,
+    /// The last reading of each name known, the rows are made of.
+    reads: BTreeMap<String, NameRead>,
+    readings: u64,
     client: Option<Client>,
     tracker: RateTracker,
     histories: RateHistories,
@@ -221,13 +250,25 @@ impl Refresher {
         pattern: &str,
         allow_write: bool,
         max_locks: usize,
+        reads_per_refresh: usize,
     ) -> Refresher {
+        let pattern = pattern.to_owned();
         Refresher {
             redis: redis.to_owned(),
             key_prefix,
-            pattern: pattern.to_owned(),
+            names: KeySweep::new(
+                Swept::Names {
+                    pattern: pattern.clone(),
+                },
+                max_locks,
+            ),
+            client_ids: KeySweep::new(Swept::ClientIds, usize::MAX),
+            pattern,
             allow_write,
             max_locks,
+            reads_per_refresh,
+            reads: BTreeMap::new(),
+            readings: 0,
             client: None,
             tracker: RateTracker::default(),
             histories: RateHistories::default(),
@@ -286,6 +327,7 @@ impl Refresher {
                     _ => {}
                 }
                 self.resumed = false;
+                self.readings += 1;
                 self.last = Some(reading);
             }
             Err(err) => {
@@ -308,6 +350,8 @@ impl Refresher {
             redis: raw::redact(&self.redis),
             pattern: self.pattern.clone(),
             allow_write: self.allow_write,
+            refresh_every_ms: REFRESH_EVERY.as_millis() as u64,
+            readings: self.readings,
             error: self.error.clone(),
             locks: last
                 .map(|reading| reading.locks.clone())
@@ -325,29 +369,59 @@ impl Refresher {
             self.histories.clear();
         }
         let client = match &self.client {
-            Some(client) => client,
+            Some(client) => client.clone(),
             None => self
                 .client
-                .insert(raw::client(&self.redis, self.key_prefix.as_deref()).await?),
+                .insert(raw::client(&self.redis, self.key_prefix.as_deref()).await?)
+                .clone(),
         };
-        let scan = scan_locks(
-            client,
-            &self.pattern,
-            &mut self.tracker,
-            Some(self.max_locks),
-        )
-        .await?;
-        self.pages.read(client, &scan.records).await;
+        let records = self.read_records(&client).await;
+        self.pages.read(&client, &records).await;
+        let mut rates = self.tracker.update(&records, unix_ms());
+        self.names.advance(&client).await?;
+        let (candidates, active_left_out) = self.candidates(&rates);
+        self.reads.retain(|name, _| candidates.contains(name));
+        let to_read = names_to_read(
+            candidates.iter().map(|name| {
+                let read_ms = self.reads.get(name).map(|read| read.read_ms);
+                (name.as_str(), read_ms)
+            }),
+            self.reads_per_refresh,
+        );
+        for name in to_read {
+            let read_ms = unix_ms();
+            let state = match client.inspect_without_records(&name).await {
+                Ok(info) => Some(LockState::from(info)),
+                // A name only the metrics know (e.g. `_other`, the fold of names past the
+                // limit) may be no valid lock name.
+                Err(_) if !self.names.knows(&name) => None,
+                Err(err) => return Err(err.into()),
+            };
+            if state.as_ref().is_some_and(|state| state.kind == Kind::None) {
+                self.names.forget(&name); // gone: a sweep that finds it again brings it back
+            }
+            self.reads.insert(name, NameRead { state, read_ms });
+        }
         let read_ms = unix_ms();
+        let mut shown: Vec<_> = self
+            .reads
+            .iter()
+            .filter_map(|(name, read)| {
+                let mut state = read.state.clone()?;
+                // Named from this refresh's records, whenever the script read it.
+                state.attach_records(&records);
+                shown_lock(state, rates.remove(name), read.read_ms)
+            })
+            .collect();
         let mut histories = self.histories.add(
             read_ms,
-            scan.locks
+            shown
                 .iter()
                 .filter_map(|lock| Some((lock.state.name.as_str(), lock.rates.as_ref()?))),
         );
-        let locks: Vec<LockView> = scan
-            .locks
-            .into_iter()
+        keep_the_busiest(&mut histories, &shown);
+        let locks: Vec<LockView> = shown
+            .drain(..)
             .map(|lock| LockView {
                 history: histories.remove(&lock.state.name),
                 state: lock.state,
@@ -357,15 +431,55 @@ impl Refresher {
                 metrics: lock.rates,
             })
             .collect();
-        let mut records: Vec<ClientRecord> = scan.records.into_values().collect();
+        let mut records: Vec<ClientRecord> = records.into_values().collect();
         records.sort_by(|a, b| (&a.name, &a.client_id).cmp(&(&b.name, &b.client_id)));
         let clients = client_views(records, &locks);
         Ok(Reading {
             read_ms,
             locks,
-            names_left_out: scan.names_left_out,
+            names_left_out: self.names.left_out() + active_left_out,
             clients,
         })
+    }
+
+    /// The client records of the ids the records' sweep knows (one HMGET each), or none (said
+    /// once on stderr) when they cannot be read.
+    async fn read_records(&mut self, client: &Client) -> HashMap<String, ClientRecord> {
+        if let Err(err) = self.client_ids.advance(client).await {
+            client_records::warn_unreadable(&err);
+        }
+        // This console's own client has a record too; it is not one of the clients looked at.
+        self.client_ids.forget(client.id());
+        let ids: Vec<&str> = self.client_ids.keys().map(String::as_str).collect();
+        let records = client_records::read_or_warn(client, Some(ids)).await;
+        let gone: Vec<String> = self
+            .client_ids
+            .keys()
+            .filter(|id| !records.contains_key(*id))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.client_ids.forget(&id); // closed since the sweep found it
+        }
+        records
+    }
+
+    /// The names the rows are made of: those the sweep knows, then the names only the clients'
+    /// metrics know (free locks in use) up to `--max-locks`; with how many of the metrics'
+    /// names were left out.
+    fn candidates(&self, rates: &HashMap<String, LockRates>) -> (BTreeSet<String>, usize) {
+        let mut candidates: BTreeSet<String> = self.names.keys().cloned().collect();
+        let mut active: Vec<&String> = rates
+            .iter()
+            .filter(|(name, rates)| rates.is_active() && glob_matches(&self.pattern, name))
+            .map(|(name, _)| name)
+            .filter(|name| !candidates.contains(*name))
+            .collect();
+        active.sort();
+        let room = self.max_locks.saturating_sub(candidates.len());
+        let left_out = active.len().saturating_sub(room);
+        candidates.extend(active.into_iter().take(room).cloned());
+        (candidates, left_out)
     }
 
     /// A `failover` on the timeline when the deployment names other primaries than it did.
@@ -397,6 +511,33 @@ impl Refresher {
             },
         );
     }
+}
+
+/// Keeps the histories of the [`HISTORIES_SENT`] busiest locks of `shown` (by acquires per
+/// second, then name), so the snapshot sent to each page stays bounded.
+fn keep_the_busiest(
+    histories: &mut HashMap<String, RateHistory>,
+    shown: &[crate::lock_scan::ScannedLock],
+) {
+    if histories.len() <= HISTORIES_SENT {
+        return;
+    }
+    let mut busiest: Vec<(&str, f64)> = shown
+        .iter()
+        .filter_map(|lock| {
+            Some((
+                lock.state.name.as_str(),
+                lock.rates.as_ref()?.acquires_per_s,
+            ))
+        })
+        .collect();
+    busiest.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    let kept: HashSet<&str> = busiest
+        .into_iter()
+        .take(HISTORIES_SENT)
+        .map(|(name, _)| name)
+        .collect();
+    histories.retain(|name, _| kept.contains(name.as_str()));
 }
 
 /// The timeline entries between two readings: a holder gone while its lease was to run out by

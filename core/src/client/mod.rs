@@ -719,6 +719,33 @@ impl Client {
         crate::handles::inspect::scan_names(&self.inner, pattern).await
     }
 
+    /// One page of [`Client::scan_names`]: one `SCAN` call (`COUNT 500`) on each primary whose
+    /// cursor in `sweep` is not through, the names it gave (sorted). A sweep spread over many
+    /// calls bounds each call's cost on a large keyspace; once [`ScanSweep::is_through`], every
+    /// name that existed throughout the sweep has been returned, and the next call starts again.
+    ///
+    /// [`ScanSweep::is_through`]: crate::ScanSweep::is_through
+    pub async fn scan_names_page(
+        &self,
+        pattern: &str,
+        sweep: &mut crate::ScanSweep,
+    ) -> Result<Vec<String>> {
+        crate::handles::inspect::scan_names_page(&self.inner, pattern, sweep).await
+    }
+
+    /// One page of the client records' ids (the keys `polylock:client:<client-id>`), as
+    /// [`Client::scan_names_page`] pages the names: pass them to [`Client::client_records`].
+    pub async fn scan_client_ids_page(&self, sweep: &mut crate::ScanSweep) -> Result<Vec<String>> {
+        crate::handles::inspect::scan_client_ids_page(&self.inner, sweep).await
+    }
+
+    /// [`Client::inspect`] without naming the holders: the script's reading alone (one
+    /// `EVALSHA`), `client_name` and `held_for` left `None`, for tools that read the client
+    /// records once for many locks.
+    pub async fn inspect_without_records(&self, name: &str) -> Result<LockInfo> {
+        crate::handles::inspect::inspect_without_records(&self.inner, name).await
+    }
+
     /// The client records (`polylock:client:<client-id>`, docs/PROTOCOL.md) of `client_ids`
     /// (the part of an owner string before its first `:`), or of every client (`SCAN`; on a
     /// cluster, on every primary) when `None`: who the owners are and what their locks do,

@@ -279,6 +279,26 @@ impl Connection {
     /// Every key matching `pattern`, by `SCAN` (on a cluster, on every primary: each has its
     /// own keys and its own cursor). Unsorted; a key may appear twice.
     pub(crate) async fn scan(&self, pattern: &str) -> redis::RedisResult<Vec<String>> {
+        let mut keys = Vec::new();
+        let mut cursors = ScanCursors::default();
+        loop {
+            self.scan_page(pattern, &mut cursors, &mut keys).await?;
+            if cursors.through() {
+                return Ok(keys);
+            }
+        }
+    }
+
+    /// One `SCAN` call on each primary whose cursor is not through yet (the first call on every
+    /// primary when `cursors` is new), its keys appended to `keys`: a sweep spread over as many
+    /// calls as the caller likes. [`ScanCursors::through`] once every primary's cursor is back
+    /// at 0.
+    pub(crate) async fn scan_page(
+        &self,
+        pattern: &str,
+        cursors: &mut ScanCursors,
+        keys: &mut Vec<String>,
+    ) -> redis::RedisResult<()> {
         let scan = |cursor: u64| {
             let mut cmd = redis::cmd("SCAN");
             cmd.arg(cursor)
@@ -288,57 +308,59 @@ impl Connection {
                 .arg(SCAN_COUNT);
             cmd
         };
-        let mut keys = Vec::new();
         match &self.link {
             Link::Cluster(cluster) => {
                 let mut cluster = cluster.clone();
-                // With no response policy the cluster client answers with each primary's own
-                // reply, by address; each primary's cursor then continues there.
-                let first = self.count(
-                    cluster
-                        .route_command(
-                            scan(0),
-                            RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None)),
-                        )
-                        .await,
-                )?;
-                let Value::Map(replies) = first else {
-                    return Err(unexpected("SCAN on every primary", &first));
-                };
-                for (address, reply) in replies {
-                    let address: String = redis::from_redis_value(address)?;
-                    let (host, port) = address
-                        .rsplit_once(':')
-                        .and_then(|(host, port)| Some((host.to_owned(), port.parse().ok()?)))
-                        .ok_or_else(|| unexpected("a node address", &Value::Nil))?;
-                    let mut cursor = take_page(reply, &mut keys)?;
-                    while cursor != 0 {
-                        let route = SingleNodeRoutingInfo::ByAddress {
-                            host: host.clone(),
-                            port,
-                        };
-                        let reply = self.count(
-                            cluster
-                                .route_command(scan(cursor), RoutingInfo::SingleNode(route))
-                                .await,
-                        )?;
-                        cursor = take_page(reply, &mut keys)?;
+                if cursors.0.is_empty() {
+                    // With no response policy the cluster client answers with each primary's
+                    // own reply, by address; each primary's cursor then continues there.
+                    let first = self.count(
+                        cluster
+                            .route_command(
+                                scan(0),
+                                RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None)),
+                            )
+                            .await,
+                    )?;
+                    let Value::Map(replies) = first else {
+                        return Err(unexpected("SCAN on every primary", &first));
+                    };
+                    for (address, reply) in replies {
+                        let address: String = redis::from_redis_value(address)?;
+                        let (host, port) = address
+                            .rsplit_once(':')
+                            .and_then(|(host, port)| Some((host.to_owned(), port.parse().ok()?)))
+                            .ok_or_else(|| unexpected("a node address", &Value::Nil))?;
+                        let cursor = take_page(reply, keys)?;
+                        cursors.0.push((Some((host, port)), cursor));
                     }
+                    return Ok(());
+                }
+                for (node, cursor) in cursors.0.iter_mut().filter(|(_, cursor)| *cursor != 0) {
+                    let Some((host, port)) = node.clone() else {
+                        continue;
+                    };
+                    let route = SingleNodeRoutingInfo::ByAddress { host, port };
+                    let reply = self.count(
+                        cluster
+                            .route_command(scan(*cursor), RoutingInfo::SingleNode(route))
+                            .await,
+                    )?;
+                    *cursor = take_page(reply, keys)?;
                 }
             }
             _ => {
                 let mut connection = self.clone();
-                let mut cursor = 0;
-                loop {
-                    let reply = scan(cursor).query_async(&mut connection).await?;
-                    cursor = take_page(reply, &mut keys)?;
-                    if cursor == 0 {
-                        break;
-                    }
-                }
+                let cursor = match cursors.0.first() {
+                    None => 0,
+                    Some((_, 0)) => return Ok(()),
+                    Some((_, cursor)) => *cursor,
+                };
+                let reply = scan(cursor).query_async(&mut connection).await?;
+                cursors.0 = vec![(None, take_page(reply, keys)?)];
             }
         }
-        Ok(keys)
+        Ok(())
     }
 
     /// Runs `command` on the node that serves `key` (the primary, on a cluster).
@@ -360,6 +382,18 @@ impl Connection {
             }
             _ => command.query_async(&mut self.clone()).await,
         }
+    }
+}
+
+/// Where a sweep of [`Connection::scan_page`] is: each primary's address (none for one
+/// server) and cursor. New (empty): not started.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ScanCursors(Vec<(Option<(String, u16)>, u64)>);
+
+impl ScanCursors {
+    /// Every primary's cursor is back at 0: the sweep is through.
+    pub(crate) fn through(&self) -> bool {
+        !self.0.is_empty() && self.0.iter().all(|(_, cursor)| *cursor == 0)
     }
 }
 

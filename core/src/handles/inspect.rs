@@ -255,10 +255,30 @@ pub(crate) async fn inspect(client: &Arc<ClientInner>, name: &str) -> Result<Loc
         .map(|(info, _)| info)
 }
 
+/// [`Client::inspect_without_records`](crate::Client::inspect_without_records).
+pub(crate) async fn inspect_without_records(
+    client: &Arc<ClientInner>,
+    name: &str,
+) -> Result<LockInfo> {
+    inspect_keys(client, name, false)
+        .await
+        .map(|(info, _)| info)
+}
+
 /// [`inspect`], and the records of the holders' clients.
 async fn inspect_with_records(
     client: &Arc<ClientInner>,
     name: &str,
+) -> Result<(LockInfo, HashMap<String, RecordView>)> {
+    inspect_keys(client, name, true).await
+}
+
+/// The inspection script's reading of `name`; with `name_holders`, the holders named from
+/// their clients' records (one `HMGET` per distinct client), which it returns too.
+async fn inspect_keys(
+    client: &Arc<ClientInner>,
+    name: &str,
+    name_holders: bool,
 ) -> Result<(LockInfo, HashMap<String, RecordView>)> {
     validate_name(name)?;
     let what = format!("inspect '{name}'");
@@ -288,6 +308,9 @@ async fn inspect_with_records(
             .map_err(|err| Error::from_redis(&what, err))?;
         let mut info = parse(name, reply)
             .ok_or_else(|| Error::redis(format!("{what}: unexpected reply from the script")))?;
+        if !name_holders {
+            return Ok((info, HashMap::new()));
+        }
         let records =
             client_record::read_records(&connection, key_prefix, &holder_client_ids(&info.holders))
                 .await;
@@ -348,18 +371,95 @@ pub(crate) async fn scan_names(client: &Arc<ClientInner>, pattern: &str) -> Resu
             .scan(&pattern)
             .await
             .map_err(|err| Error::from_redis(&what, err))?;
-        let prefix = inner.options.key_prefix.as_deref();
-        let mut names: Vec<String> = found
-            .iter()
-            .filter_map(|key| crate::foundation::key_prefix::strip(prefix, key))
-            .filter(|name| !keys::is_auxiliary(name))
-            .map(str::to_owned)
-            .collect();
-        names.sort();
-        names.dedup();
-        Ok(names)
+        Ok(names_of_keys(&inner, &found))
     })
     .await
+}
+
+/// The names among `keys`: without the key prefix, the keys kept beside a name left out;
+/// sorted, once each.
+fn names_of_keys(client: &ClientInner, keys: &[String]) -> Vec<String> {
+    let prefix = client.options.key_prefix.as_deref();
+    let mut names: Vec<String> = keys
+        .iter()
+        .filter_map(|key| crate::foundation::key_prefix::strip(prefix, key))
+        .filter(|name| !keys::is_auxiliary(name))
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Where a sweep of the keyspace by pages is ([`Client::scan_names_page`],
+/// [`Client::scan_client_ids_page`]): each primary's `SCAN` cursor. A new one has not started.
+#[derive(Debug, Clone, Default)]
+pub struct ScanSweep {
+    cursors: crate::connection::ScanCursors,
+}
+
+impl ScanSweep {
+    /// The last page ended the sweep: every key that existed throughout it has been returned
+    /// (`SCAN`'s guarantee). The next page starts a new sweep.
+    pub fn is_through(&self) -> bool {
+        self.cursors.through()
+    }
+}
+
+/// One page of a sweep: one `SCAN` per primary not through yet, the keys it gave.
+async fn scan_page(
+    client: &Arc<ClientInner>,
+    what: String,
+    pattern: String,
+    sweep: &mut ScanSweep,
+) -> Result<Vec<String>> {
+    client.check_usable_for(&what)?;
+    if sweep.is_through() {
+        *sweep = ScanSweep::default();
+    }
+    let inner = client.clone();
+    let mut cursors = sweep.cursors.clone();
+    let (keys, cursors) = on_runtime(&what.clone(), async move {
+        let mut keys = Vec::new();
+        inner
+            .connection
+            .scan_page(&pattern, &mut cursors, &mut keys)
+            .await
+            .map_err(|err| Error::from_redis(&what, err))?;
+        Ok((keys, cursors))
+    })
+    .await?;
+    sweep.cursors = cursors;
+    Ok(keys)
+}
+
+/// [`Client::scan_names_page`](crate::Client::scan_names_page).
+pub(crate) async fn scan_names_page(
+    client: &Arc<ClientInner>,
+    pattern: &str,
+    sweep: &mut ScanSweep,
+) -> Result<Vec<String>> {
+    let what = format!("scan '{pattern}'");
+    let keys = scan_page(client, what, client.key_of(pattern), sweep).await?;
+    Ok(names_of_keys(client, &keys))
+}
+
+/// [`Client::scan_client_ids_page`](crate::Client::scan_client_ids_page).
+pub(crate) async fn scan_client_ids_page(
+    client: &Arc<ClientInner>,
+    sweep: &mut ScanSweep,
+) -> Result<Vec<String>> {
+    let records_prefix = client.key_of(keys::CLIENT_RECORD_PREFIX);
+    let pattern = format!("{records_prefix}*");
+    let keys = scan_page(client, "scan the client records".to_owned(), pattern, sweep).await?;
+    let mut ids: Vec<String> = keys
+        .iter()
+        .filter_map(|key| key.strip_prefix(&records_prefix))
+        .map(str::to_owned)
+        .collect();
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
 }
 
 /// A client record (`polylock:client:<client-id>`) as stored: the fields of docs/PROTOCOL.md it

@@ -237,10 +237,15 @@ function renderLocks(snapshot) {
     const link = element('a', lock.name);
     link.href = lockHref(lock.name);
     link.dataset.focusKey = `open ${lock.name}`;
-    cell(row, 'Name', link, 'name');
+    const nameCell = cell(row, 'Name', link, 'name');
     row.addEventListener('click', (event) => {
       if (!event.target.closest('a, button') && !window.getSelection().toString()) location.hash = lockHref(lock.name);
     });
+    // A row not read at the last refresh waits for its turn (--reads-per-refresh): say its age.
+    const rowAge = snapshot.read_ms - lock.seen_ms;
+    if (rowAge >= snapshot.refresh_every_ms) {
+      nameCell.append(' ', element('span', `read ${seconds(rowAge)} ago`, 'row-age'));
+    }
     cell(row, 'Holders', holdersCell(lock, snapshot.allow_write));
     cell(row, 'Lease left', leaseText(lock));
     cell(row, 'Waiters', waitersCell(lock));
@@ -250,7 +255,7 @@ function renderLocks(snapshot) {
   });
   body.replaceChildren(...rows);
   let count = `${shown.length} shown of ${snapshot.locks.length}`;
-  if (snapshot.names_left_out) count += `, ${snapshot.names_left_out} more names not read (--max-locks)`;
+  if (snapshot.names_left_out) count += `, ${snapshot.names_left_out} more names not shown (--max-locks)`;
   $('lock-count').textContent = `(${count})`;
   const none = $('no-locks');
   none.hidden = shown.length > 0;
