@@ -8,8 +8,8 @@
 mod auth;
 mod clients;
 mod elections;
-mod lock_page;
 mod key_sweep;
+mod lock_page;
 mod primaries;
 mod rate_history;
 mod read_schedule;

@@ -24,8 +24,8 @@ use tokio::sync::{watch, Notify};
 
 use super::clients::{client_views, ClientView};
 use super::elections::leader_changes;
-use super::lock_page::{LockPage, LockPages, TooManyPages};
 use super::key_sweep::{KeySweep, Swept};
+use super::lock_page::{LockPage, LockPages, TooManyPages};
 use super::primaries::primaries;
 use super::rate_history::{RateHistories, RateHistory};
 use super::read_schedule::names_to_read;
