@@ -488,8 +488,9 @@ fn derived_keys(name: &str) -> Vec<String> {
         keys::fifo_line(name),
         keys::fifo_waiter_record(name, "u:1"),
         keys::election_record(name),
-        // A count-down latch keeps a key named as its channel.
+        // A count-down latch keeps a key named as its channel, and polylock's mark beside it.
         keys::latch_channel(name),
+        keys::latch_mark(name),
     ]
 }
 
