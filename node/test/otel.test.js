@@ -235,14 +235,15 @@ describe('instruments', { concurrency: false }, () => {
     assert.equal(await first.acquire(), true)
     const waiting = second.acquire()
     await waitingOnServer(second, { granted: true })
-    const metrics = await eventually('one hold and one waiter', async () => {
+    // The client counts a subscription once it has read the server's reply: within the wait.
+    const metrics = await eventually('one hold and one subscribed waiter', async () => {
       const now = await collect()
       assert.equal(pointOf(now, 'polylock.lock.queued_acquires', attributes), 1)
+      const subscribed = pointOf(now, 'polylock.client.subscriptions', { 'polylock.client.name': client.name })
+      assert.ok(subscribed >= 1, `the waiter is subscribed: ${subscribed}`)
       return now
     })
     assert.equal(pointOf(metrics, 'polylock.lock.active_holds', attributes), 1)
-    const subscribed = pointOf(metrics, 'polylock.client.subscriptions', { 'polylock.client.name': client.name })
-    assert.ok(subscribed >= 1, `the waiter is subscribed: ${subscribed}`)
     await first.release()
     assert.equal(await waiting, true)
     await second.release()
