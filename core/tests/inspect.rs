@@ -460,6 +460,99 @@ async fn client_records_are_read_by_scan_or_by_id() {
     other.close();
 }
 
+/// The paged sweeps return, over the pages of one sweep, exactly what the whole scan does (the
+/// names without their side keys; the client records' ids), several pages for a keyspace past
+/// one `COUNT`, and start again once through; `inspect_without_records` reads the lock as
+/// `inspect` does without naming its holder.
+#[tokio::test]
+async fn paged_sweeps_return_what_a_whole_scan_does_and_start_again_once_through() {
+    let server = RedisServer::start();
+    let (client, other) = (client(&server).await, client(&server).await);
+    let mut con = raw(&server).await;
+    let mut pipe = redis::pipe();
+    for index in 0..1_200 {
+        pipe.hset(format!("paged:{index}"), "owner:1", 1).ignore();
+    }
+    let _: () = pipe.query_async(&mut con).await.unwrap();
+    // A lock with side keys (a fair queue), which a sweep must not return as names.
+    let held = client.fair_lock("paged:fair").unwrap();
+    assert!(held.acquire(AcquireOptions::new()).await.unwrap());
+    let waiting = {
+        let lock = other.fair_lock("paged:fair").unwrap();
+        tokio::spawn(async move {
+            lock.acquire(AcquireOptions::new().wait(Duration::from_secs(30)))
+                .await
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let mut con = con.clone();
+            async move {
+                con.llen::<_, i64>("redisson_lock_queue:{paged:fair}")
+                    .await
+                    .unwrap()
+                    == 1
+            }
+        })
+        .await
+    );
+
+    let whole = client.scan_names("paged:*").await.unwrap();
+    assert_eq!(
+        whole.len(),
+        1_201,
+        "the names, without the fair lock's queue and timeouts"
+    );
+    for round in 1..=2 {
+        let mut sweep = polylock::ScanSweep::default();
+        let mut paged = std::collections::BTreeSet::new();
+        let mut pages = 0;
+        loop {
+            paged.extend(client.scan_names_page("paged:*", &mut sweep).await.unwrap());
+            pages += 1;
+            if sweep.is_through() {
+                break;
+            }
+            assert!(pages < 1_000, "round {round}: the sweep never ended");
+        }
+        assert!(
+            pages > 1,
+            "round {round}: 1,201 keys past one COUNT in one page"
+        );
+        assert_eq!(
+            paged.into_iter().collect::<Vec<_>>(),
+            whole,
+            "round {round}"
+        );
+    }
+
+    let mut sweep = polylock::ScanSweep::default();
+    let mut ids = Vec::new();
+    loop {
+        ids.extend(client.scan_client_ids_page(&mut sweep).await.unwrap());
+        if sweep.is_through() {
+            break;
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    let mut expected = vec![client.id().to_owned(), other.id().to_owned()];
+    expected.sort();
+    assert_eq!(ids, expected);
+
+    let named = client.inspect("paged:fair").await.unwrap();
+    let bare = client.inspect_without_records("paged:fair").await.unwrap();
+    assert_eq!(named.holders.len(), 1);
+    assert!(named.holders[0].client_name.is_some(), "{named:?}");
+    assert_eq!(bare.kind, named.kind);
+    assert_eq!(bare.queue.len(), 1, "{bare:?}");
+    assert_eq!(bare.holders.len(), 1);
+    assert_eq!(bare.holders[0].owner, named.holders[0].owner);
+    assert_eq!(bare.holders[0].client_name, None);
+    held.release().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap());
+}
+
 /// A count-down latch is stored as a semaphore is (a string holding an integer): polylock's
 /// latch mark beside it tells it, with its count; counted down to zero it goes, mark and all.
 #[tokio::test]
