@@ -116,16 +116,7 @@ impl Console {
 
     /// The snapshot once `check` finds what it waits for in it.
     fn wait_for<T>(&self, what: &str, check: impl FnMut(&Value) -> Option<T>) -> T {
-        let mut check = check;
-        let deadline = Instant::now() + SHOW_BOUND;
-        loop {
-            let snapshot = self.snapshot();
-            if let Some(found) = check(&snapshot) {
-                return found;
-            }
-            assert!(Instant::now() < deadline, "never: {what}; last: {snapshot}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        poll_until(what, || self.snapshot(), check)
     }
 
     fn is_running(&mut self) -> bool {
@@ -1201,15 +1192,24 @@ fn wait_for_page<T>(
     console: &Console,
     name: &str,
     what: &str,
+    check: impl FnMut(&Value) -> Option<T>,
+) -> T {
+    poll_until(what, || lock_page(console, name), check)
+}
+
+/// Reads with `read` until `check` finds what it waits for, within [`SHOW_BOUND`].
+fn poll_until<T>(
+    what: &str,
+    mut read: impl FnMut() -> Value,
     mut check: impl FnMut(&Value) -> Option<T>,
 ) -> T {
     let deadline = Instant::now() + SHOW_BOUND;
     loop {
-        let page = lock_page(console, name);
-        if let Some(found) = check(&page) {
+        let value = read();
+        if let Some(found) = check(&value) {
             return found;
         }
-        assert!(Instant::now() < deadline, "never: {what}; last: {page}");
+        assert!(Instant::now() < deadline, "never: {what}; last: {value}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
