@@ -40,6 +40,18 @@ impl LockRates {
             || self.holds > 0
             || self.waiters > 0
     }
+
+    /// [`LockRates::is_active`] for a name Redis reads as free: the holds the records report
+    /// are left out, as Redis says nobody holds it. A record reports holds up to a second late
+    /// (its debounce), and a killed holder's record lapses up to a third of its lease after its
+    /// lock does; neither makes a free lock in use.
+    pub fn is_active_while_free(&self) -> bool {
+        LockRates {
+            holds: 0,
+            ..self.clone()
+        }
+        .is_active()
+    }
 }
 
 /// One client's counters of one lock over its window.
@@ -238,5 +250,14 @@ mod tests {
         assert_eq!(third["a"].acquires_per_s, 0.0);
         assert_eq!(third["a"].avg_wait_ms, None);
         assert!(third["a"].is_active(), "it is held");
+        // Redis reads it free: the holds x's record reports do not make it in use; a wait or
+        // an acquire in the window does.
+        assert!(!third["a"].is_active_while_free());
+        let waiting = LockRates {
+            waiters: 1,
+            ..third["a"].clone()
+        };
+        assert!(waiting.is_active_while_free());
+        assert!(second["a"].is_active_while_free(), "acquired in its window");
     }
 }

@@ -84,7 +84,11 @@ pub async fn scan_locks(
 /// (`rates`); `None` when it is not shown: gone since the scan, free and idle, or not a lock.
 pub fn shown_lock(state: LockState, rates: Option<LockRates>, read_ms: i64) -> Option<ScannedLock> {
     let held = state.kind.is_lock() && state.is_held();
-    let in_use = rates.as_ref().is_some_and(LockRates::is_active) && state.kind != Kind::NotALock;
+    let in_use = match state.kind {
+        Kind::NotALock => false,
+        Kind::None => rates.as_ref().is_some_and(LockRates::is_active_while_free),
+        _ => rates.as_ref().is_some_and(LockRates::is_active),
+    };
     // Gone since the scan, free and idle, or not a lock at all: not shown.
     if !(held || state.kind.listed_while_free() || in_use) {
         return None;

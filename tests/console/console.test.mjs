@@ -366,7 +366,10 @@ test('a SIGKILLed holder\'s lease running out is a loss on the timeline', async 
   await until('the loss on the timeline', async () => (await loss.count()) === 1);
   const text = await loss.textContent();
   assert.ok(text.includes('jobs:crash') && text.includes(`pid ${holder.pid}`), text);
-  assert.equal(await row(page, 'jobs:crash').count(), 0);
+  // The row goes too, though not always at the same refresh: the killed holder's client record
+  // lapses with its lease too, up to a third of it after the lock, and an acquire in its last
+  // window still reads as use of the (free) lock until then.
+  await until('jobs:crash gone from the list', async () => (await row(page, 'jobs:crash').count()) === 0);
   await shoot(page, 'timeline');
   await page.close();
 });
