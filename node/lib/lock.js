@@ -88,17 +88,27 @@ class Lock {
    * @param {import('../index').AcquireOptions} [options]
    * @returns {Promise<boolean>}
    */
-  async acquire(options) {
-    return acquireWithSignal(options, (cancellation) => this.#native.acquire(options, cancellation),
-      () => this.#native.release())
+  acquire(options) {
+    // Not an async function: the native promise is returned as it is, without one more
+    // promise and its ticks per call (many locks from Node); a throw still rejects.
+    try {
+      return acquireWithSignal(options, (cancellation) => this.#native.acquire(options, cancellation),
+        () => this.#native.release())
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
   /**
    * Releases one level of the hold.
    * @returns {Promise<void>}
    */
-  async release() {
-    return this.#native.release()
+  release() {
+    try {
+      return this.#native.release()
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
 
   /**
