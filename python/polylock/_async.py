@@ -46,10 +46,16 @@ async def claim(pending: asyncio.Future[_native.Acquisition]) -> tuple[bool, Opt
     try:
         acquisition = await pending
     except BaseException:
-        if pending.done() and not pending.cancelled() and pending.exception() is None:
-            pending.result().abandon()
+        give_back_delivered(pending)
         raise
     return acquisition.claim(), acquisition.permit_id
+
+
+def give_back_delivered(pending: asyncio.Future[_native.Acquisition]) -> None:
+    """Gives back at once the acquisition ``pending`` delivered to a task that was cancelled
+    before it resumed (:func:`claim`)."""
+    if pending.done() and not pending.cancelled() and pending.exception() is None:
+        pending.result().abandon()
 
 
 class AsyncLock(LockBase):
@@ -74,8 +80,14 @@ class AsyncLock(LockBase):
     ) -> bool:
         """As :meth:`polylock.Lock.acquire`, for the calling task. Cancelling the task while it
         waits leaves no lock held."""
-        acquired, _ = await claim(self._handle().acquire_async(blocking, timeout, lease))
-        return acquired
+        # `claim`, written out: one coroutine fewer per acquire (many locks from one loop).
+        pending = self._handle().acquire_async(blocking, timeout, lease)
+        try:
+            acquisition = await pending
+        except BaseException:
+            give_back_delivered(pending)
+            raise
+        return acquisition.claim()
 
     async def release(self) -> None:
         """Releases one level of the calling task's hold (NotHeldError, LockLostError)."""

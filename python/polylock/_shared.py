@@ -183,6 +183,10 @@ class Holders(Generic[Holder, Handle]):
     def of_caller(self) -> Handle:
         """The calling holder's handle, made now if it has none."""
         holder = self._caller()
+        # Found without the mutex (a lookup is atomic under the GIL): only making one needs it.
+        handle = self._handles.get(holder)
+        if handle is not None:
+            return handle
         with self._mutex:
             handle = self._handles.get(holder)
             if handle is None:

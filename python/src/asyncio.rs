@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use futures_util::FutureExt;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyDict;
 use pyo3::IntoPyObjectExt;
 use tokio::sync::oneshot;
 
@@ -59,12 +60,10 @@ where
     let event_loop = GET_RUNNING_LOOP
         .import(py, "asyncio", "get_running_loop")?
         .call0()?;
-    let queue = LoopQueue::of(&event_loop)?;
-    let options = pyo3::types::PyDict::new(py);
-    options.set_item(pyo3::intern!(py, "loop"), &event_loop)?;
+    let (queue, future_options) = LoopQueue::of(&event_loop)?;
     let future = CORE_FUTURE
         .import(py, "polylock._async", "_CoreFuture")?
-        .call((), Some(&options))?;
+        .call((), Some(future_options.bind(py)))?;
     let (cancel, cancelled) = oneshot::channel();
     future.setattr(
         pyo3::intern!(py, "_polylock_cancel"),
@@ -110,10 +109,17 @@ struct Queue {
     ring: UnixStream,
 }
 
+/// The loop that last ran a call on a thread, its queue, and the keyword arguments its futures
+/// are made with (`loop=`: one dict for all, rather than one per call). Holding the loop keeps
+/// its address from being reused by a later loop.
+struct LoopState {
+    event_loop: Py<PyAny>,
+    queue: Arc<Queue>,
+    future_options: Py<PyDict>,
+}
+
 thread_local! {
-    /// The loop that last ran a call on this thread, and its queue. Holding the loop keeps its
-    /// address from being reused by a later loop.
-    static LOOP_QUEUE: RefCell<Option<(Py<PyAny>, Arc<Queue>)>> = const { RefCell::new(None) };
+    static LOOP_QUEUE: RefCell<Option<LoopState>> = const { RefCell::new(None) };
 }
 
 impl Queue {
@@ -150,12 +156,16 @@ struct LoopQueue {
 }
 
 impl LoopQueue {
-    /// `event_loop`'s queue, made (and watched by the loop) at its first call.
-    fn of(event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Queue>> {
+    /// `event_loop`'s queue, made (and watched by the loop) at its first call, and the keyword
+    /// arguments of its futures.
+    fn of(event_loop: &Bound<'_, PyAny>) -> PyResult<(Arc<Queue>, Py<PyDict>)> {
         LOOP_QUEUE.with(|cached| {
-            if let Some((cached_loop, queue)) = cached.borrow().as_ref() {
-                if cached_loop.is(event_loop) {
-                    return Ok(Arc::clone(queue));
+            if let Some(state) = cached.borrow().as_ref() {
+                if state.event_loop.is(event_loop) {
+                    return Ok((
+                        Arc::clone(&state.queue),
+                        state.future_options.clone_ref(event_loop.py()),
+                    ));
                 }
             }
             let (bell, ring) = UnixStream::pair()?;
@@ -173,8 +183,15 @@ impl LoopQueue {
                 },
             )?;
             event_loop.call_method1("add_reader", (queue.bell.as_raw_fd(), callback))?;
-            *cached.borrow_mut() = Some((event_loop.clone().unbind(), Arc::clone(&queue)));
-            Ok(queue)
+            let future_options = PyDict::new(event_loop.py());
+            future_options.set_item(pyo3::intern!(event_loop.py(), "loop"), event_loop)?;
+            let future_options = future_options.unbind();
+            *cached.borrow_mut() = Some(LoopState {
+                event_loop: event_loop.clone().unbind(),
+                queue: Arc::clone(&queue),
+                future_options: future_options.clone_ref(event_loop.py()),
+            });
+            Ok((queue, future_options))
         })
     }
 }
@@ -186,25 +203,45 @@ impl LoopQueue {
         while matches!((&self.queue.bell).read(&mut rung), Ok(read) if read > 0) {}
         let ended =
             std::mem::take(&mut *self.queue.ended.lock().unwrap_or_else(|p| p.into_inner()));
+        // `asyncio.Future`'s own methods, called unbound: no bound method made per future.
+        static SET_RESULT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        static SET_EXCEPTION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let future_method = |cell: &'static PyOnceLock<Py<PyAny>>, name: &str| {
+            cell.get_or_try_init(py, || {
+                PyResult::Ok(
+                    py.import("asyncio")?
+                        .getattr("Future")?
+                        .getattr(name)?
+                        .unbind(),
+                )
+            })
+            .map(|method| method.bind(py))
+        };
+        let (Ok(set_result), Ok(set_exception)) = (
+            future_method(&SET_RESULT, "set_result"),
+            future_method(&SET_EXCEPTION, "set_exception"),
+        ) else {
+            return; // never: asyncio is loaded, as this loop runs it
+        };
         for (future, settle) in ended {
             let future = future.bind(py);
             let Some(settle) = settle else {
                 continue;
             };
-            // Cancelled meanwhile: nothing to set.
-            if future
-                .call_method0("done")
-                .and_then(|done| done.is_truthy())
-                .unwrap_or(true)
-            {
-                continue;
-            }
             let set = match settle(py) {
-                Ok(value) => future.call_method1("set_result", (value,)),
-                Err(err) => future.call_method1("set_exception", (err.into_value(py),)),
+                Ok(value) => set_result.call1((future, value)),
+                Err(err) => set_exception.call1((future, err.into_value(py))),
             };
+            // A future cancelled meanwhile refuses a result: nothing to set (an acquisition
+            // made for it is given back as it is dropped).
             if let Err(err) = set {
-                err.write_unraisable(py, Some(future));
+                if !future
+                    .call_method0("cancelled")
+                    .and_then(|c| c.is_truthy())
+                    .unwrap_or(false)
+                {
+                    err.write_unraisable(py, Some(future));
+                }
             }
         }
     }
