@@ -313,9 +313,9 @@ impl LockCore {
         mode.validate()?;
         if !mode.is_poll() && self.client.hub.is_none() {
             return Err(crate::settings::options::invalid(format!(
-                "lock '{}': wait_mode pubsub needs a pub/sub connection, which a client \
+                "{}: wait_mode pubsub needs a pub/sub connection, which a client \
                  connected with wait_mode poll does not open",
-                self.name()
+                self.described()
             )));
         }
         let poll = match mode {
@@ -324,7 +324,7 @@ impl LockCore {
         };
         // Dropped with this future: then counted as cancelled.
         let mut record = AcquireRecord::start(&self.stats);
-        if let Err(err) = self.client.check_usable(self.name()) {
+        if let Err(err) = self.client.check_usable(self.noun(), self.name()) {
             let failed = Err(err);
             record.end(&failed);
             return failed;
@@ -352,7 +352,7 @@ impl LockCore {
                 acquired
             }
             // A pending wait ends at once when the client closes; the guard abandons the task.
-            _ = closed.wait_for(|closed| *closed) => Err(self.client.closed_error(self.name())),
+            _ = closed.wait_for(|closed| *closed) => Err(self.client.closed_error(self.noun(), self.name())),
         };
         record.end(&outcome);
         outcome
@@ -445,7 +445,7 @@ impl LockCore {
             if handoff.is_abandoned() {
                 return ended(Ok(false), unknown);
             }
-            if let Err(err) = self.client.check_usable(self.name()) {
+            if let Err(err) = self.client.check_usable(self.noun(), self.name()) {
                 return ended(Err(err), unknown);
             }
             if let Some(sent_at) = self.granted(waiting, request) {
@@ -927,7 +927,7 @@ impl LockCore {
             .replica_sync
             .as_ref()
             .map_or(Duration::ZERO, |sync| sync.timeout());
-        Error::not_synced(not_synced_message(self.name(), why, timeout))
+        Error::not_synced(not_synced_message(&self.described(), why, timeout))
     }
 
     /// Undoes acquire `request` (or makes sure it never takes effect); 1 when something was
@@ -1040,18 +1040,19 @@ impl LockCore {
     }
 }
 
-/// The `NotSynced` error's message for lock `name`, unconfirmed because of `why` when the
-/// acquire's time ran out (`timeout`: the wait for the replicas).
-fn not_synced_message(name: &str, why: Unconfirmed, timeout: Duration) -> String {
+/// The `NotSynced` error's message for the handle `described` (`lock 'orders:42'`),
+/// unconfirmed because of `why` when the acquire's time ran out (`timeout`: the wait for the
+/// replicas).
+fn not_synced_message(described: &str, why: Unconfirmed, timeout: Duration) -> String {
     match why {
         Unconfirmed::NotAcked { replicas } => format!(
-            "lock '{name}' was acquired on the primary, but not all of its {replicas} replicas \
+            "{described} was acquired on the primary, but not all of its {replicas} replicas \
              acknowledged it within {} ms, so a failover could hand it to a second holder; it was \
              undone (sync_replicas)",
             timeout.as_millis()
         ),
         Unconfirmed::NotHeldThere => format!(
-            "lock '{name}' was acquired, but the server answering for it when the replicas were \
+            "{described} was acquired, but the server answering for it when the replicas were \
              asked (another one, after a failover) did not hold it, so a second holder could take \
              it; it was undone (sync_replicas)"
         ),
@@ -1066,13 +1067,14 @@ mod tests {
     fn an_unconfirmed_acquisition_says_why() {
         let timeout = Duration::from_millis(200);
         assert_eq!(
-            not_synced_message("a", Unconfirmed::NotAcked { replicas: 2 }, timeout),
+            not_synced_message("lock 'a'", Unconfirmed::NotAcked { replicas: 2 }, timeout),
             "lock 'a' was acquired on the primary, but not all of its 2 replicas acknowledged it \
              within 200 ms, so a failover could hand it to a second holder; it was undone \
              (sync_replicas)"
         );
         // A server that did not hold it has no replica count worth naming.
-        let moved = not_synced_message("a", Unconfirmed::NotHeldThere, timeout);
+        let moved = not_synced_message("semaphore 'a'", Unconfirmed::NotHeldThere, timeout);
+        assert!(moved.starts_with("semaphore 'a' was acquired"), "{moved}");
         assert!(moved.contains("did not hold it"), "{moved}");
         assert!(!moved.contains("replicas acknowledged"), "{moved}");
     }

@@ -148,8 +148,9 @@ impl ClientInner {
         self.registry.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn closed_error(&self, name: &str) -> Error {
-        Error::connection(format!("lock '{name}': the client is closed"))
+    /// `noun` and `name` as messages name a handle (`LockCore::described`).
+    pub(crate) fn closed_error(&self, noun: &str, name: &str) -> Error {
+        Error::connection(format!("{noun} '{name}': the client is closed"))
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -162,12 +163,13 @@ impl ClientInner {
     }
 
     /// Fails when the client was closed, or was made by the parent of this forked process.
-    pub(crate) fn check_usable(&self, name: &str) -> Result<()> {
+    /// `noun` and `name` as messages name a handle (`LockCore::described`).
+    pub(crate) fn check_usable(&self, noun: &str, name: &str) -> Result<()> {
         // Every acquire and release asks: the error's text is made only when there is one.
         if !self.forked() && !self.is_closed() {
             return Ok(());
         }
-        self.check_usable_for(&format!("lock '{name}'"))
+        self.check_usable_for(&format!("{noun} '{name}'"))
     }
 
     /// [`ClientInner::check_usable`] for `what` (e.g. `lock 'orders:42'`, `key 'stock:7'`).
@@ -203,7 +205,10 @@ impl ClientInner {
     ) -> Result<()> {
         let mut registry = self.registry();
         if registry.closed {
-            return Err(self.closed_error(lock.name()));
+            return Err(Error::connection(format!(
+                "{}: the client is closed",
+                lock.described()
+            )));
         }
         let weak: Weak<dyn TrackedHold> = Arc::downgrade(lock) as Weak<dyn TrackedHold>;
         let fresh = registry.holds.insert(lock.id(), weak.clone()).is_none();
@@ -248,9 +253,9 @@ impl ClientInner {
             names.push(lock.name().to_owned());
             lock.mark_lost(
                 Error::lock_lost(format!(
-                    "lock '{}' was lost: the client was closed while it was held; nothing renews \
-                     or releases it any more, and it expires with its lease",
-                    lock.name()
+                    "{} was lost: the client was closed while it was held; nothing renews or \
+                     releases it any more, and it expires with its lease",
+                    lock.described()
                 )),
                 None,
             );

@@ -155,9 +155,9 @@ impl LockCore {
         let ended = Instant::now() >= sent_at + lease;
         if ended {
             let error = Error::lock_lost(format!(
-                "lock '{}' was lost: Redis confirmed {what} only after its lease of {lease:?} \
-                 had run out",
-                self.name()
+                "{} was lost: Redis confirmed {what} only after its lease of {lease:?} had \
+                 run out",
+                self.described()
             ));
             self.mark_lost_in(hold, error, Some(LostReason::Expired));
         }
@@ -178,8 +178,8 @@ impl LockCore {
         }
         let Some(level) = hold.levels.pop() else {
             return Err(Error::not_held(format!(
-                "lock '{}' is not held by this owner ({}): release without acquire, or released twice",
-                self.name(),
+                "{} is not held by this owner ({}): release without acquire, or released twice",
+                self.described(),
                 self.owner
             )));
         };

@@ -20,7 +20,7 @@ impl LockCore {
         let ttl_ms = (ttl.as_millis() as u64).max(1);
         let mut call = renewal.script.prepare_invoke(self.client.publish);
         call.key(&renewal.key).arg(ttl_ms).arg(&renewal.owner);
-        let what = format!("keep lock '{}'", self.name());
+        let what = format!("keep {}", self.described());
         let replies = run_idempotent::<Vec<i64>>(&self.client, &what, &call).await;
         let kept = matches!(&replies, Ok(replies) if replies.first() == Some(&1));
         // Let go even when Redis could not be reached: a held key then lives out its lease,

@@ -251,6 +251,16 @@ impl LockCore {
         self.kind.name()
     }
 
+    /// What the kind's messages call it (`lock`, `read lock`, `semaphore`, ...).
+    pub(crate) fn noun(&self) -> &'static str {
+        self.kind.noun()
+    }
+
+    /// How messages name this handle: `semaphore 'permits'`, `lock 'orders:42'`.
+    pub(crate) fn described(&self) -> String {
+        format!("{} '{}'", self.noun(), self.name())
+    }
+
     /// Why the latest hold was lost (`None` while none was, or when closing the client ended it).
     pub(crate) fn last_lost_reason(&self) -> Option<LostReason> {
         *self
@@ -265,14 +275,14 @@ impl LockCore {
     }
 
     fn what(&self, action: &str) -> String {
-        format!("{action} lock '{}'", self.name())
+        format!("{action} {}", self.described())
     }
 
     /// The error of a call whose work panicked (see [`crate::foundation::runtime::Inline`]).
     pub(crate) fn task_panicked(&self, action: &str) -> Error {
         Error::redis(format!(
-            "lock '{}': {action} task failed: it panicked",
-            self.name()
+            "{}: {action} task failed: it panicked",
+            self.described()
         ))
     }
 
@@ -296,7 +306,7 @@ impl LockCore {
 
     /// Deletes the lock whoever holds it, and wakes a waiter. True when a lock was deleted.
     pub(crate) async fn force_unlock(&self) -> Result<bool> {
-        self.client.check_usable(self.name())?;
+        self.client.check_usable(self.noun(), self.name())?;
         let Some(call) = self.kind.force_unlock() else {
             return Ok(false);
         };
@@ -309,7 +319,7 @@ impl LockCore {
 
     /// The holder's remaining lease: `None` when nobody holds it, `Duration::MAX` without expiry.
     pub(crate) async fn remaining_lease(&self) -> Result<Option<Duration>> {
-        self.client.check_usable(self.name())?;
+        self.client.check_usable(self.noun(), self.name())?;
         let mut connection = self.client.connection.clone();
         let pttl: i64 = LOCK_PTTL
             .key(self.kind.key())
@@ -331,6 +341,10 @@ impl TrackedHold for LockCore {
 
     fn name(&self) -> &str {
         LockCore::name(self)
+    }
+
+    fn described(&self) -> String {
+        LockCore::described(self)
     }
 
     fn renewal(&self) -> Renewal {

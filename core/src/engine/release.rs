@@ -56,7 +56,8 @@ impl ReleaseRequest {
         loop {
             if Instant::now() >= until {
                 return Err(Error::timeout(format!(
-                    "release lock '{}': the lease it guarded has ended",
+                    "release {} '{}': the lease it guarded has ended",
+                    self.kind.noun(),
                     self.kind.name()
                 )));
             }
@@ -80,7 +81,8 @@ impl ReleaseRequest {
                 .invoke_async::<Option<i64>>(&mut connection)
                 .await
                 .map_err(|err| {
-                    Error::from_redis(&format!("release lock '{}'", self.kind.name()), err)
+                    let what = format!("release {} '{}'", self.kind.noun(), self.kind.name());
+                    Error::from_redis(&what, err)
                 });
             tracing::trace!(target: "polylock::handoff", "release reply");
             match reply {
@@ -156,15 +158,15 @@ impl LockCore {
             // key, which a renewal must not take for a loss.
             self.client.upkeep.pause(self.id, true);
         }
-        if let Err(err) = self.client.check_usable(self.name()) {
+        if let Err(err) = self.client.check_usable(self.noun(), self.name()) {
             let closed = self.client.is_closed();
             self.restore_level(reserved);
             if closed {
                 // Closed while this release began: the hold is reported lost like any other.
                 self.mark_lost(
                     Error::lock_lost(format!(
-                        "lock '{}' was lost: the client was closed while it was held",
-                        self.name()
+                        "{} was lost: the client was closed while it was held",
+                        self.described()
                     )),
                     None,
                 );
@@ -219,9 +221,9 @@ impl LockCore {
                 } else if self.hold_count() > 0 {
                     self.mark_lost(
                         Error::lock_lost(format!(
-                            "lock '{}' was given up: a release could not reach Redis, so it is \
-                             no longer renewed and expires with its lease",
-                            self.name()
+                            "{} was given up: a release could not reach Redis, so it is no \
+                             longer renewed and expires with its lease",
+                            self.described()
                         )),
                         Some(LostReason::Connection),
                     );
@@ -259,8 +261,8 @@ impl LockCore {
         self.forget_hold(&reserved, true);
         self.end_level(reserved.level, true);
         Err(Error::lock_lost(format!(
-            "lock '{}' was lost before release: its lease ran out or another client took or deleted it",
-            self.name()
+            "{} was lost before release: its lease ran out or another client took or deleted it",
+            self.described()
         )))
     }
 
@@ -268,7 +270,7 @@ impl LockCore {
     /// expirable semaphore's permit acquired by another handle, client or Redisson): one
     /// request, retried on a dropped connection in the caller's time. Replies as the script.
     pub(crate) async fn release_unheld(self: &Arc<Self>) -> Result<Option<i64>> {
-        self.client.check_usable(self.name())?;
+        self.client.check_usable(self.noun(), self.name())?;
         let in_callers_time = self.client.options.response_timeout * 2;
         let request = request_id();
         let call = ReleaseRequest {
@@ -308,7 +310,7 @@ impl LockCore {
                 request
             })
             .collect();
-        if self.client.check_usable(self.name()).is_err() {
+        if self.client.check_usable(self.noun(), self.name()).is_err() {
             return;
         }
         let lease = self.lease_of(lease);

@@ -48,6 +48,9 @@ pub(crate) trait TrackedHold: Send + Sync {
     /// Identifies the handle in the client's registries.
     fn id(&self) -> u64;
     fn name(&self) -> &str;
+    /// How messages name it: its kind's noun and its name (`semaphore 'permits'`), the name as
+    /// the user gave it (without the client's key prefix).
+    fn described(&self) -> String;
     /// What the watchdog sends to keep this hold alive.
     fn renewal(&self) -> Renewal;
     /// Where its renewals are counted.
@@ -310,25 +313,24 @@ impl Scheduler {
                     Upkeep::Expire { .. } => LostReason::Expired,
                     Upkeep::Renew { .. } => LostReason::Connection,
                 };
-                let message = match entry.upkeep {
-                    Upkeep::Expire { lease, .. } => format!(
-                        "lock '{}' was lost: its fixed lease of {lease:?} ran out while held",
-                        entry.renewal.key
-                    ),
+                let cause = match entry.upkeep {
+                    Upkeep::Expire { lease, .. } => {
+                        format!("its fixed lease of {lease:?} ran out while held")
+                    }
                     Upkeep::Renew { .. } => format!(
-                        "lock '{}' was lost: no renewal was confirmed by Redis within its lease \
-                         of {:?}, so it may have expired",
-                        entry.renewal.key, self.lease
+                        "no renewal was confirmed by Redis within its lease of {:?}, so it may \
+                         have expired",
+                        self.lease
                     ),
                 };
-                (*id, entry.generation, entry.paused, message, reason)
+                (*id, entry.generation, entry.paused, cause, reason)
             })
             .collect();
-        for (id, generation, paused, message, reason) in due {
+        for (id, generation, paused, cause, reason) in due {
             if paused {
-                self.lost_while_releasing(id, generation, message, reason);
+                self.lost_while_releasing(id, generation, &cause, reason);
             } else {
-                self.declare_lost(id, generation, message, reason);
+                self.declare_lost(id, generation, &cause, reason);
             }
         }
     }
@@ -336,18 +338,18 @@ impl Scheduler {
     /// The deadline of a hold passed while one of its levels is being released: the levels
     /// left (if any) are lost now. The entry stays for the release to settle: a failed one
     /// gives its level back and resumes the upkeep, which then reports it.
-    fn lost_while_releasing(&self, id: u64, generation: u64, message: String, reason: LostReason) {
+    fn lost_while_releasing(&self, id: u64, generation: u64, cause: &str, reason: LostReason) {
         let lock = self
             .entries()
             .get(&id)
             .filter(|entry| entry.generation == generation)
             .and_then(|entry| entry.lock.upgrade());
         if let Some(lock) = lock {
-            lock.mark_lost(Error::lock_lost(message), Some(reason));
+            lock.mark_lost(lost(&*lock, cause), Some(reason));
         }
     }
 
-    fn declare_lost(&self, id: u64, generation: u64, message: String, reason: LostReason) {
+    fn declare_lost(&self, id: u64, generation: u64, cause: &str, reason: LostReason) {
         let lock = {
             let mut entries = self.entries();
             match entries.get(&id) {
@@ -359,7 +361,7 @@ impl Scheduler {
             }
         };
         if let Some(lock) = lock.and_then(|weak| weak.upgrade()) {
-            lock.mark_lost(Error::lock_lost(message), Some(reason));
+            lock.mark_lost(lost(&*lock, cause), Some(reason));
         }
     }
 
@@ -443,18 +445,15 @@ impl Scheduler {
                 drop(spans);
                 match replies {
                     Ok(held) => {
-                        for ((id, generation, renewal, _), flag) in batch.iter().zip(held) {
+                        for ((id, generation, _, _), flag) in batch.iter().zip(held) {
                             if flag == 1 {
                                 self.renewed_at(*id, *generation, sent_at);
                             } else {
                                 self.declare_lost(
                                     *id,
                                     *generation,
-                                    format!(
-                                        "lock '{}' was lost: the watchdog found it expired, \
-                                         deleted or taken by another owner",
-                                        renewal.key
-                                    ),
+                                    "the watchdog found it expired, deleted or taken by \
+                                     another owner",
                                     LostReason::Taken,
                                 );
                             }
@@ -534,4 +533,9 @@ async fn run(scheduler: Arc<Scheduler>, mut connection: Connection) {
         }
         scheduler.expire_due(Instant::now());
     }
+}
+
+/// The error of `lock` lost because of `cause` (`semaphore 'permits' was lost: <cause>`).
+fn lost(lock: &dyn TrackedHold, cause: &str) -> Error {
+    Error::lock_lost(format!("{} was lost: {cause}", lock.described()))
 }

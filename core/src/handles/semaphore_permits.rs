@@ -153,4 +153,19 @@ impl Hold for SemaphorePermits {
     fn on_lost(&self, _callback: impl Fn(&Error) + Send + Sync + 'static) {
         // Permits are never lost: there is nothing to call it for.
     }
+
+    /// A semaphore's own words for [`Error::not_acquired`] (the same kind, `Timeout`).
+    fn not_acquired_error(
+        &self,
+        wait: std::time::Duration,
+    ) -> impl std::future::Future<Output = Error> + Send {
+        let message = format!(
+            "{} permits of semaphore '{}' were not acquired within {} ms: other holders kept \
+             them all that time",
+            self.permits,
+            self.name(),
+            wait.as_secs_f64() * 1000.0
+        );
+        async move { Error::timeout(message) }
+    }
 }

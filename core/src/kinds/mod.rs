@@ -366,6 +366,12 @@ pub(crate) trait LockKind: Send + Sync + 'static {
         &self.names().name
     }
 
+    /// What the engine's messages call a handle of the kind (`lock 'orders:42' was lost`):
+    /// `lock` for the plain, fair, FIFO and fenced locks, as their users call them all.
+    fn noun(&self) -> &'static str {
+        "lock"
+    }
+
     /// The lock's key: its name under the client's key prefix (`ClientOptions::key_prefix`),
     /// from which every other key and channel of the kind derives.
     fn key(&self) -> &str {

@@ -63,6 +63,10 @@ impl LockKind for Permit {
         &self.names
     }
 
+    fn noun(&self) -> &'static str {
+        "expirable semaphore"
+    }
+
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptCall {
         let mut call = ACQUIRE.prepare_invoke(self.names.publish);
         call.key(&self.names.key)

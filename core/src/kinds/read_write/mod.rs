@@ -106,6 +106,13 @@ impl LockKind for ReadWriteSide {
         &self.names
     }
 
+    fn noun(&self) -> &'static str {
+        match self.side {
+            Side::Read => "read lock",
+            Side::Write => "write lock",
+        }
+    }
+
     /// A waiting reader or writer looks again before its registration runs out.
     fn wait_policy(&self, options: &ClientOptions) -> WaitPolicy {
         WaitPolicy {

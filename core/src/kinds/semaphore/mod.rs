@@ -54,6 +54,10 @@ impl LockKind for SemaphoreAcquisition {
         &self.names
     }
 
+    fn noun(&self) -> &'static str {
+        "semaphore"
+    }
+
     /// The lease is the lifetime of the request's latch (permits do not expire).
     fn acquire(&self, args: &AcquireArgs<'_>, _: &ClientOptions) -> ScriptCall {
         let mut call = ACQUIRE.prepare_invoke(self.names.publish);
