@@ -34,11 +34,7 @@ pub struct LockRates {
 impl LockRates {
     /// Anything happened in the window, or holds or waits now.
     pub fn is_active(&self) -> bool {
-        self.acquires_per_s > 0.0
-            || self.timeouts_per_s > 0.0
-            || self.avg_wait_ms.is_some()
-            || self.holds > 0
-            || self.waiters > 0
+        self.is_active_while_free() || self.holds > 0
     }
 
     /// [`LockRates::is_active`] for a name Redis reads as free: the holds the records report
@@ -46,11 +42,10 @@ impl LockRates {
     /// (its debounce), and a killed holder's record lapses up to a third of its lease after its
     /// lock does; neither makes a free lock in use.
     pub fn is_active_while_free(&self) -> bool {
-        LockRates {
-            holds: 0,
-            ..self.clone()
-        }
-        .is_active()
+        self.acquires_per_s > 0.0
+            || self.timeouts_per_s > 0.0
+            || self.avg_wait_ms.is_some()
+            || self.waiters > 0
     }
 }
 

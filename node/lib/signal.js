@@ -11,7 +11,8 @@ const { codedError } = require('./errors.js')
  * Runs a native acquire with a Cancellation fired by `options.signal`. Rejects with the signal's
  * reason when it aborts, holding nothing: what was taken after the abort is given back with
  * `giveBack`. Without a signal, the native acquire runs as it is (no Cancellation: the hot path
- * of many locks allocates none). Every caller is an async method, so a throw here rejects.
+ * of many locks allocates none). Every caller turns a throw here into a rejection (an async
+ * method, or `Lock`'s try/catch).
  * @template T
  * @param {{ signal?: AbortSignal } | null | undefined} options
  * @param {(cancellation: import('../native').Cancellation | undefined) => Promise<T>} acquire

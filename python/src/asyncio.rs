@@ -149,10 +149,14 @@ impl Drop for Queue {
     }
 }
 
-/// The callable the loop calls when the bell rings: settles every future queued.
+/// The callable the loop calls when the bell rings: settles every future queued, through
+/// `asyncio.Future`'s own `set_result` and `set_exception`, called unbound (no bound method
+/// made per future).
 #[pyclass(frozen)]
 struct LoopQueue {
     queue: Arc<Queue>,
+    set_result: Py<PyAny>,
+    set_exception: Py<PyAny>,
 }
 
 impl LoopQueue {
@@ -176,10 +180,13 @@ impl LoopQueue {
                 bell,
                 ring,
             });
+            let future = event_loop.py().import("asyncio")?.getattr("Future")?;
             let callback = Bound::new(
                 event_loop.py(),
                 LoopQueue {
                     queue: Arc::clone(&queue),
+                    set_result: future.getattr("set_result")?.unbind(),
+                    set_exception: future.getattr("set_exception")?.unbind(),
                 },
             )?;
             event_loop.call_method1("add_reader", (queue.bell.as_raw_fd(), callback))?;
@@ -205,26 +212,7 @@ impl LoopQueue {
         let _ = (&self.queue.bell).read(&mut rung);
         let ended =
             std::mem::take(&mut *self.queue.ended.lock().unwrap_or_else(|p| p.into_inner()));
-        // `asyncio.Future`'s own methods, called unbound: no bound method made per future.
-        static SET_RESULT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-        static SET_EXCEPTION: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-        let future_method = |cell: &'static PyOnceLock<Py<PyAny>>, name: &str| {
-            cell.get_or_try_init(py, || {
-                PyResult::Ok(
-                    py.import("asyncio")?
-                        .getattr("Future")?
-                        .getattr(name)?
-                        .unbind(),
-                )
-            })
-            .map(|method| method.bind(py))
-        };
-        let (Ok(set_result), Ok(set_exception)) = (
-            future_method(&SET_RESULT, "set_result"),
-            future_method(&SET_EXCEPTION, "set_exception"),
-        ) else {
-            return; // never: asyncio is loaded, as this loop runs it
-        };
+        let (set_result, set_exception) = (self.set_result.bind(py), self.set_exception.bind(py));
         for (future, settle) in ended {
             let future = future.bind(py);
             let Some(settle) = settle else {

@@ -324,7 +324,7 @@ impl LockCore {
         };
         // Dropped with this future: then counted as cancelled.
         let mut record = AcquireRecord::start(&self.stats);
-        if let Err(err) = self.client.check_usable(self.noun(), self.name()) {
+        if let Err(err) = self.check_usable() {
             let failed = Err(err);
             record.end(&failed);
             return failed;
@@ -352,7 +352,7 @@ impl LockCore {
                 acquired
             }
             // A pending wait ends at once when the client closes; the guard abandons the task.
-            _ = closed.wait_for(|closed| *closed) => Err(self.client.closed_error(self.noun(), self.name())),
+            _ = closed.wait_for(|closed| *closed) => Err(self.client.closed_error(&self.described())),
         };
         record.end(&outcome);
         outcome
@@ -445,7 +445,7 @@ impl LockCore {
             if handoff.is_abandoned() {
                 return ended(Ok(false), unknown);
             }
-            if let Err(err) = self.client.check_usable(self.noun(), self.name()) {
+            if let Err(err) = self.check_usable() {
                 return ended(Err(err), unknown);
             }
             if let Some(sent_at) = self.granted(waiting, request) {

@@ -148,9 +148,10 @@ impl ClientInner {
         self.registry.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `noun` and `name` as messages name a handle (`LockCore::described`).
-    pub(crate) fn closed_error(&self, noun: &str, name: &str) -> Error {
-        Error::connection(format!("{noun} '{name}': the client is closed"))
+    /// The error of a call on `what` (e.g. `lock 'orders:42'`, `LockCore::described`) once
+    /// the client is closed.
+    pub(crate) fn closed_error(&self, what: &str) -> Error {
+        Error::connection(format!("{what}: the client is closed"))
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -162,14 +163,14 @@ impl ClientInner {
         self.closed.subscribe()
     }
 
-    /// Fails when the client was closed, or was made by the parent of this forked process.
-    /// `noun` and `name` as messages name a handle (`LockCore::described`).
-    pub(crate) fn check_usable(&self, noun: &str, name: &str) -> Result<()> {
+    /// Fails when the client was closed, or was made by the parent of this forked process;
+    /// the error names what `described` makes (`LockCore::described`).
+    pub(crate) fn check_usable(&self, described: impl FnOnce() -> String) -> Result<()> {
         // Every acquire and release asks: the error's text is made only when there is one.
         if !self.forked() && !self.is_closed() {
             return Ok(());
         }
-        self.check_usable_for(&format!("{noun} '{name}'"))
+        self.check_usable_for(&described())
     }
 
     /// [`ClientInner::check_usable`] for `what` (e.g. `lock 'orders:42'`, `key 'stock:7'`).
@@ -182,7 +183,7 @@ impl ClientInner {
             )));
         }
         if self.is_closed() {
-            return Err(Error::connection(format!("{what}: the client is closed")));
+            return Err(self.closed_error(what));
         }
         Ok(())
     }
@@ -205,10 +206,7 @@ impl ClientInner {
     ) -> Result<()> {
         let mut registry = self.registry();
         if registry.closed {
-            return Err(Error::connection(format!(
-                "{}: the client is closed",
-                lock.described()
-            )));
+            return Err(self.closed_error(&lock.described()));
         }
         let weak: Weak<dyn TrackedHold> = Arc::downgrade(lock) as Weak<dyn TrackedHold>;
         let fresh = registry.holds.insert(lock.id(), weak.clone()).is_none();

@@ -251,14 +251,14 @@ impl LockCore {
         self.kind.name()
     }
 
-    /// What the kind's messages call it (`lock`, `read lock`, `semaphore`, ...).
-    pub(crate) fn noun(&self) -> &'static str {
-        self.kind.noun()
-    }
-
     /// How messages name this handle: `semaphore 'permits'`, `lock 'orders:42'`.
     pub(crate) fn described(&self) -> String {
-        format!("{} '{}'", self.noun(), self.name())
+        self.kind.described()
+    }
+
+    /// Fails when the client was closed, or was made before a fork (`ClientInner::check_usable`).
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        self.client.check_usable(|| self.described())
     }
 
     /// Why the latest hold was lost (`None` while none was, or when closing the client ended it).
@@ -306,7 +306,7 @@ impl LockCore {
 
     /// Deletes the lock whoever holds it, and wakes a waiter. True when a lock was deleted.
     pub(crate) async fn force_unlock(&self) -> Result<bool> {
-        self.client.check_usable(self.noun(), self.name())?;
+        self.check_usable()?;
         let Some(call) = self.kind.force_unlock() else {
             return Ok(false);
         };
@@ -319,7 +319,7 @@ impl LockCore {
 
     /// The holder's remaining lease: `None` when nobody holds it, `Duration::MAX` without expiry.
     pub(crate) async fn remaining_lease(&self) -> Result<Option<Duration>> {
-        self.client.check_usable(self.noun(), self.name())?;
+        self.check_usable()?;
         let mut connection = self.client.connection.clone();
         let pttl: i64 = LOCK_PTTL
             .key(self.kind.key())

@@ -56,9 +56,8 @@ impl ReleaseRequest {
         loop {
             if Instant::now() >= until {
                 return Err(Error::timeout(format!(
-                    "release {} '{}': the lease it guarded has ended",
-                    self.kind.noun(),
-                    self.kind.name()
+                    "release {}: the lease it guarded has ended",
+                    self.kind.described()
                 )));
             }
             let mut connection = self.client.connection.clone();
@@ -81,8 +80,7 @@ impl ReleaseRequest {
                 .invoke_async::<Option<i64>>(&mut connection)
                 .await
                 .map_err(|err| {
-                    let what = format!("release {} '{}'", self.kind.noun(), self.kind.name());
-                    Error::from_redis(&what, err)
+                    Error::from_redis(&format!("release {}", self.kind.described()), err)
                 });
             tracing::trace!(target: "polylock::handoff", "release reply");
             match reply {
@@ -158,7 +156,7 @@ impl LockCore {
             // key, which a renewal must not take for a loss.
             self.client.upkeep.pause(self.id, true);
         }
-        if let Err(err) = self.client.check_usable(self.noun(), self.name()) {
+        if let Err(err) = self.check_usable() {
             let closed = self.client.is_closed();
             self.restore_level(reserved);
             if closed {
@@ -270,7 +268,7 @@ impl LockCore {
     /// expirable semaphore's permit acquired by another handle, client or Redisson): one
     /// request, retried on a dropped connection in the caller's time. Replies as the script.
     pub(crate) async fn release_unheld(self: &Arc<Self>) -> Result<Option<i64>> {
-        self.client.check_usable(self.noun(), self.name())?;
+        self.check_usable()?;
         let in_callers_time = self.client.options.response_timeout * 2;
         let request = request_id();
         let call = ReleaseRequest {
@@ -310,7 +308,7 @@ impl LockCore {
                 request
             })
             .collect();
-        if self.client.check_usable(self.noun(), self.name()).is_err() {
+        if self.check_usable().is_err() {
             return;
         }
         let lease = self.lease_of(lease);

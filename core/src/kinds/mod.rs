@@ -372,6 +372,12 @@ pub(crate) trait LockKind: Send + Sync + 'static {
         "lock"
     }
 
+    /// How messages name a handle of the kind: `semaphore 'permits'`, `lock 'orders:42'` (the
+    /// name as the user gave it, without the client's key prefix).
+    fn described(&self) -> String {
+        format!("{} '{}'", self.noun(), self.name())
+    }
+
     /// The lock's key: its name under the client's key prefix (`ClientOptions::key_prefix`),
     /// from which every other key and channel of the kind derives.
     fn key(&self) -> &str {
