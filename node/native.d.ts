@@ -68,8 +68,11 @@ export declare class Client {
   fencedSet(key: string, value: string | Buffer, token: number): Promise<void>
   /** Deletes `key` under the rule of `fencedSet`; `true` when a key was deleted. */
   fencedDelete(key: string, token: number): Promise<boolean>
-  /** Stops the watchdog and pub/sub; returns the names of locks still held (they expire). */
-  close(): Array<string>
+  /**
+   * Stops the watchdog and pub/sub, then waits (at most the response timeout) until the
+   * client's record is deleted; resolves to the names of locks still held (they expire).
+   */
+  close(): Promise<Array<string>>
   /**
    * The run-once job lock `name`: held at most `atMostMs`, at least `atLeastMs` (default 0)
    * from the job's start. No I/O.

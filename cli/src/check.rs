@@ -370,7 +370,7 @@ async fn run_round(args: &CheckArgs, sync_replicas: bool) -> CliResult<Round> {
     let _ = clients[0].lock(&name)?.force_unlock().await;
     let _ = clients[0].fenced_delete(&resource, i64::MAX).await;
     for client in &clients {
-        client.close();
+        client.shutdown().await;
     }
     let mut journal = journal(&shared);
     let overlaps = std::mem::take(&mut journal.overlaps);

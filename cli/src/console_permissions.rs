@@ -236,7 +236,7 @@ async fn check(url: &str, key_prefix: Option<&str>, prefix: &str) -> CliResult<R
             let needed_for = "reading a lock (one of these keys: a refusal does not say which)";
             report.note(&err.to_string(), &lock_keys, needed_for);
         }
-        client.close();
+        client.shutdown().await;
     }
     // Each command alone, where a plain connection reaches the server.
     if let Some(mut connection) = plain_connection(url).await {

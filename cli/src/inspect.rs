@@ -392,7 +392,7 @@ fn inspect_once(url: &str, key_prefix: Option<&str>, name: &str) -> CliResult<Lo
     block_on(async {
         let client = raw::client(url, key_prefix).await?;
         let state = read_named_state(&client, name).await;
-        client.close();
+        client.shutdown().await;
         state
     })
 }
@@ -656,7 +656,7 @@ pub fn run_force_unlock(args: ForceUnlockArgs) -> CliResult<()> {
     let deleted = block_on(async {
         let client = raw::client(&args.redis, args.key_prefix.as_deref()).await?;
         let deleted = force_unlock(&client, &state).await;
-        client.close();
+        client.shutdown().await;
         deleted
     })?;
     if deleted {

@@ -750,3 +750,22 @@ fn completions_are_printed_for_each_shell() {
     let out = polylock(&["completions", "tcsh"]);
     assert_eq!(out.code, 2, "an unknown shell is bad usage");
 }
+
+/// A CLI run's client deletes its record before the process exits (`Client::shutdown`): its
+/// record used to stay on the server, listed as a client by `watch` and the console, until its
+/// watchdog lease ran out.
+#[test]
+fn a_cli_run_leaves_no_client_record_behind() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let out = polylock(&["inspect", "orders:42", "--redis", &url]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = polylock(&["force-unlock", "orders:42", "--redis", &url, "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut connection = server.connection().expect("connect");
+    let records: Vec<String> = redis::cmd("KEYS")
+        .arg("polylock:client:*")
+        .query(&mut connection)
+        .expect("KEYS");
+    assert_eq!(records, Vec::<String>::new());
+}

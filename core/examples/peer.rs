@@ -11,7 +11,7 @@
 //! - `increment NAME COUNTER N`          -> `ok` after N times: acquire, GET and SET COUNTER+1
 //!   (a non-atomic increment, so only the lock keeps it exact), release; on a cluster URL the
 //!   counter is read and written through a cluster connection
-//! - `quit`
+//! - `quit` (closes the client, then exits: held locks expire with their lease)
 //! - every lock command prefixed with `fair_` (e.g. `fair_acquire NAME 0 -`) works on the fair
 //!   lock of that name instead. `POLYLOCK_FAIR_QUEUE_TIMEOUT_MS` sets the fair queue timeout,
 //!   `POLYLOCK_KEY_PREFIX` the client's key prefix (`ClientOptions::key_prefix`).
@@ -389,4 +389,7 @@ fn main() {
             break;
         }
     }
+    // Closed on this plain thread, `close` waits for the record's DEL: a peer that quits leaves
+    // no client record behind (its holds are not released: they expire with their lease).
+    client.close();
 }

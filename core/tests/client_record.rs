@@ -186,6 +186,62 @@ async fn close_and_drop_delete_the_record() {
     );
 }
 
+/// A process that closes its client and exits at once leaves no record: `close` on a plain
+/// thread waits for the record's `DEL` (it went in the background, and died with the process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_that_closes_its_client_and_exits_leaves_no_record() {
+    let server = RedisServer::start();
+    let mut peer = Peer::with_watchdog(&server, Duration::from_secs(30));
+    let key = record_key(&peer.client_id);
+    assert!(record_exists(&server, &key).await);
+    peer.send("quit");
+    let exited = tokio::task::spawn_blocking(move || {
+        let status = peer.child.wait().unwrap();
+        drop(peer);
+        status
+    })
+    .await
+    .unwrap();
+    assert!(exited.success(), "the peer exited with {exited}");
+    assert!(
+        !record_exists(&server, &key).await,
+        "the record outlived the process that closed its client"
+    );
+}
+
+/// `shutdown` returns once the record is deleted, however slow the server's answer: here each
+/// reply takes 300 ms through the fault proxy. `close` in async code does not wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_returns_once_the_record_is_deleted() {
+    let server = RedisServer::start();
+    let proxy = polylock_testkit::FaultProxy::start(server.port());
+    let client = named_client(&proxy.url(), Some("slow"), Duration::from_secs(30)).await;
+    let key = record_key(client.id());
+    assert!(record_exists(&server, &key).await);
+    proxy.set(polylock_testkit::Fault::Delay(Duration::from_millis(300)));
+    assert_eq!(client.shutdown().await, Vec::<String>::new());
+    assert!(
+        !record_exists(&server, &key).await,
+        "shutdown returned before the record's DEL was answered"
+    );
+
+    proxy.set(polylock_testkit::Fault::Pass);
+    let closing = named_client(&proxy.url(), Some("closing"), Duration::from_secs(30)).await;
+    let key = record_key(closing.id());
+    proxy.set(polylock_testkit::Fault::Delay(Duration::from_millis(300)));
+    closing.close();
+    assert!(
+        record_exists(&server, &key).await,
+        "close in async code waited for the DEL"
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            !record_exists(&server, &key).await
+        })
+        .await
+    );
+}
+
 /// A process killed with SIGKILL deletes nothing: its record outlives it by at most its
 /// watchdog lease, as its locks do. While it lives, refreshes keep the record past that lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

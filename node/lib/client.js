@@ -192,8 +192,10 @@ class Client {
   }
 
   /**
-   * Stops the watchdog and the pub/sub connection. Resolves to the names of locks still held
-   * through this client: they are not released and expire with their lease.
+   * Stops the watchdog and the pub/sub connection, and resolves once the client's record is
+   * deleted (at most the response timeout), so a process that exits next leaves none behind.
+   * Resolves to the names of locks still held through this client: they are not released and
+   * expire with their lease.
    * @returns {Promise<string[]>}
    */
   async close() {

@@ -243,10 +243,12 @@ impl Client {
         promise(env, async move { client.fenced_delete(&key, token).await })
     }
 
-    /// Stops the watchdog and pub/sub; returns the names of locks still held (they expire).
-    #[napi]
-    pub fn close(&self) -> Vec<String> {
-        self.inner.close()
+    /// Stops the watchdog and pub/sub, then waits (at most the response timeout) until the
+    /// client's record is deleted; resolves to the names of locks still held (they expire).
+    #[napi(ts_return_type = "Promise<Array<string>>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let client = self.inner.clone();
+        promise(env, async move { Ok(client.shutdown().await) })
     }
 
     /// The run-once job lock `name`: held at most `atMostMs`, at least `atLeastMs` (default 0)

@@ -5,7 +5,9 @@
 // core's message, the same text as Rust, Python and Kotlin.
 
 const assert = require('node:assert/strict')
+const { execFileSync } = require('node:child_process')
 const os = require('node:os')
+const path = require('node:path')
 const { after, before, test } = require('node:test')
 
 const { Client } = require('..')
@@ -90,4 +92,19 @@ test('an owner without a record is named by its owner string', async () => {
   } finally {
     await waiter.close()
   }
+})
+
+test('a process that awaits close() and exits at once leaves no record', async () => {
+  // close() resolves once the record's DEL is answered: it used to go in the background and
+  // die with the process, leaving the record for a watchdog lease.
+  const script = `
+    const { Client } = require(${JSON.stringify(path.join(__dirname, '..'))})
+    Client.connect(process.argv[1]).then(async (client) => {
+      process.stdout.write(client.id + '\\n')
+      await client.close()
+      process.exit(0)
+    })`
+  const clientId = execFileSync(process.execPath, ['-e', script, redis.url], { encoding: 'utf8', timeout: 60_000 }).trim()
+  assert.match(clientId, /^[0-9a-f-]{36}$/)
+  assert.equal(await redis.command('EXISTS', `polylock:client:${clientId}`), 0)
 })

@@ -113,8 +113,11 @@ test('close() ends a waiting acquire at once and marks the holds lost', async ()
   await sleep(500)
   assert.equal(settled, false, 'the waiter waits while the lock is held')
 
+  // Its outcome is taken before closing: close() resolves after the record's DEL, by which time
+  // the waiter has already failed.
+  const outcome = waiting.then(() => null, (e) => e)
   assert.deepEqual(await client.close(), [name])
-  const error = await within(10_000, waiting.then(() => null, (e) => e), 'the waiter after close()')
+  const error = await within(10_000, outcome, 'the waiter after close()')
   assert.ok(error instanceof Error, 'the waiter failed')
   assert.equal(error.code, 'ERR_CONNECTION', error.message)
   assert.match(error.message, /the client is closed/)

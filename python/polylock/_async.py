@@ -283,8 +283,12 @@ class AsyncClient(ClientBase[AsyncLock, AsyncReadWriteLock, AsyncSemaphore, Asyn
     async def __aenter__(self) -> AsyncClient:
         return self
 
+    async def aclose(self) -> list[str]:
+        """As :meth:`close`, awaiting the record's deletion instead of blocking the loop."""
+        return await self._native.shutdown_async()
+
     async def __aexit__(self, *exc_info: object) -> None:
-        self.close()
+        await self.aclose()
 
     def job_lock(self, name: str, *, at_most: float, at_least: float = 0) -> AsyncJobLock:
         """As :meth:`polylock.Client.job_lock`, for asyncio: ``await job.run(coroutine_function)``."""

@@ -635,9 +635,10 @@ class ClientBase(Generic[AnyLock, AnyReadWriteLock, AnySemaphore, AnyExpirableSe
         return self._expirable_semaphore_type(self._native, name)
 
     def close(self) -> list[str]:
-        """Stops renewals and the pub/sub connection (no I/O, so not a coroutine). Returns the
-        names of locks still held; they are not released and expire with their lease. Later
-        calls fail with ConnectionError."""
+        """Stops renewals and the pub/sub connection, then waits (at most the response timeout,
+        without the GIL) until the client's record is deleted, so a process that exits next
+        leaves none behind. Returns the names of locks still held; they are not released and
+        expire with their lease. Later calls fail with ConnectionError."""
         return self._native.close()
 
     def __enter__(self: Self) -> Self:

@@ -206,10 +206,18 @@ client_class!({
         awaitable(py, async move { client.fenced_delete(&key, token).await })
     }
 
-    /// Stops the watchdog and pub/sub; returns the names of locks still held (they expire with
-    /// their lease).
-    fn close(&self) -> Vec<String> {
-        self.inner.close()
+    /// Stops the watchdog and pub/sub, then waits without the GIL (at most the response
+    /// timeout) until the client's record is deleted; returns the names of locks still held
+    /// (they expire with their lease).
+    fn close(&self, py: Python<'_>) -> Vec<String> {
+        let client = &self.inner;
+        py.detach(|| client.close())
+    }
+
+    /// `close` as an awaitable: the loop runs on while the record's deletion is awaited.
+    fn shutdown_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner.clone();
+        awaitable(py, async move { Ok(client.shutdown().await) })
     }
 
     #[getter]

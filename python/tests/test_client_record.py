@@ -93,3 +93,33 @@ def test_an_owner_without_a_record_is_named_by_its_owner_string(url, redis, name
         f"lock '{name}' was not acquired within 100 ms: another owner held it all that time "
         f"(held by owner {stranger}, no polylock client record)"
     )
+
+
+def test_a_process_that_closes_its_client_and_exits_leaves_no_record(url, redis):
+    """``close`` waits for the record's DEL: it used to go in the background and die with the
+    process, leaving the record for a watchdog lease."""
+    import subprocess
+    import sys
+
+    script = ("import sys, polylock\n"
+              "client = polylock.Client(sys.argv[1])\n"
+              "print(client.id, flush=True)\n"
+              "client.close()\n"
+              "import os; os._exit(0)\n")
+    ran = subprocess.run([sys.executable, "-c", script, url], capture_output=True, text=True,
+                         timeout=60, check=True)
+    client_id = ran.stdout.strip()
+    assert client_id, ran.stderr
+    assert redis("EXISTS", f"polylock:client:{client_id}") == 0
+
+
+def test_aclose_awaits_the_records_deletion(url, redis):
+    async def main() -> str:
+        client = polylock.AsyncClient(url)
+        record = f"polylock:client:{client.id}"
+        assert redis("EXISTS", record) == 1
+        assert await client.aclose() == []
+        return record
+
+    record = asyncio.run(main())
+    assert redis("EXISTS", record) == 0

@@ -91,7 +91,7 @@ pub fn run(args: ConsoleArgs) -> CliResult<()> {
         // that does not answer yet is a banner (the console waits for it).
         match raw::client(&args.redis, args.key_prefix.as_deref()).await {
             Ok(client) => {
-                client.close();
+                client.shutdown().await;
             }
             Err(err @ CliError::Usage(_)) => return Err(err),
             Err(_) => {}

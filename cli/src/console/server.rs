@@ -214,7 +214,7 @@ async fn force_unlock_route(
     let outcome = async {
         let client = raw::client(&console.redis, console.key_prefix.as_deref()).await?;
         let outcome = checked_force_unlock(&client, &request, peer).await;
-        client.close();
+        client.shutdown().await;
         outcome
     }
     .await;

@@ -694,8 +694,31 @@ impl Client {
     /// Returns the names of the locks still held: each handle reports its hold lost at once
     /// (they are not released, and expire with their lease), so releasing one of them fails
     /// with [`ErrorKind::LockLost`](crate::ErrorKind::LockLost). Every other later call fails with [`ErrorKind::Connection`](crate::ErrorKind::Connection).
+    ///
+    /// Called where a thread may block (outside async code: a plain thread, as the Python,
+    /// Kotlin and Swift bindings call it), it also waits until the client's record is deleted,
+    /// at most the response timeout, so a process that exits next leaves no record behind. In
+    /// async code it does not block, and the record's `DEL` goes on in the background: await
+    /// [`Client::shutdown`] instead where the process may end next.
     pub fn close(&self) -> Vec<String> {
-        self.inner.close()
+        let held = self.inner.close();
+        if !self.inner.forked() && tokio::runtime::Handle::try_current().is_err() {
+            runtime().block_on(self.inner.record_task_ended());
+        }
+        held
+    }
+
+    /// [`Client::close`], then waits until the client's record is deleted (`DEL`, at most the
+    /// response timeout; past that it expires with its lease), as Redisson's `shutdown()`
+    /// waits for its client to end: await it before a process exits.
+    pub async fn shutdown(&self) -> Vec<String> {
+        let held = self.inner.close();
+        let inner = self.inner.clone();
+        // On polylock's runtime: the caller's may have no timer.
+        let _ = runtime()
+            .spawn(async move { inner.record_task_ended().await })
+            .await;
+        held
     }
 
     /// Describes what polylock (or Redisson) keeps under `name`: the kind, the holders with

@@ -47,6 +47,15 @@ struct Writer {
     refused: bool,
     /// The client's signal that its holds changed.
     holds_wake: Arc<tokio::sync::Notify>,
+    /// The client's `record_kept`, false again when this writer ends (its task returned, or
+    /// was dropped with the runtime), which a closing client waits for.
+    kept: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.kept.send_replace(false);
+    }
 }
 
 fn unix_ms(at: SystemTime) -> u64 {
@@ -77,8 +86,10 @@ pub(crate) async fn start(client: &Arc<ClientInner>) {
         written_holds: None,
         refused: false,
         holds_wake: client.holds_wake.clone(),
+        kept: client.record_kept.clone(),
     };
     writer.write(client).await;
+    writer.kept.send_replace(true);
     let closed = client.closed_receiver();
     crate::foundation::runtime::runtime().spawn(writer.run(closed));
 }

@@ -56,6 +56,9 @@ pub(crate) struct ClientInner {
     pub(crate) holds_wake: Arc<Notify>,
     /// Holds an owner's acquire of a lock while its release of it awaits an answer.
     pub(crate) release_gate: Arc<ReleaseGate>,
+    /// True while the client record's task runs (`client_record`): after `close`, until the
+    /// record's `DEL` has been answered.
+    pub(crate) record_kept: Arc<watch::Sender<bool>>,
 }
 
 /// A hold as the client record lists it.
@@ -100,6 +103,7 @@ impl ClientInner {
             holds_changed: AtomicBool::new(false),
             holds_wake: Arc::new(Notify::new()),
             release_gate: Arc::default(),
+            record_kept: Arc::new(watch::Sender::new(false)),
         }
     }
 
@@ -259,6 +263,18 @@ impl ClientInner {
             );
         }
         names
+    }
+
+    /// Waits until the client record's task has ended, which after `close` is once its `DEL`
+    /// was answered; at most the response timeout, past which the record expires with its
+    /// lease. At once in a forked child, whose record is its parent's.
+    pub(crate) async fn record_task_ended(&self) {
+        if self.forked() {
+            return;
+        }
+        let mut kept = self.record_kept.subscribe();
+        let _ =
+            tokio::time::timeout(self.options.response_timeout, kept.wait_for(|kept| !*kept)).await;
     }
 
     fn shutdown(&self) {

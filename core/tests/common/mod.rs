@@ -313,7 +313,10 @@ impl Peer {
     /// Kills the process (and its group), as a crash would.
     pub fn kill(&mut self) {
         let group = format!("-{}", self.child.id());
-        let _ = Command::new("kill").args(["-9", "--", &group]).status();
+        let _ = Command::new("kill")
+            .args(["-9", "--", &group])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
