@@ -48,6 +48,9 @@ pub use settings::options;
 pub use client::election::{Election, Leader, Leadership, Observer, OBSERVE_POLL};
 pub use client::job_lock::{JobHold, JobLock, JobLockOptions, JobOutcome};
 pub use client::{Client, ClientBuilder};
+/// PROTOTYPE (issue 44, U Node): a command connection on a foreign event loop's thread.
+#[doc(hidden)]
+pub use connection::loop_link::LoopLink;
 pub use foundation::error::{Error, ErrorKind, Result};
 pub use foundation::runtime::runtime;
 pub use handles::expirable_semaphore::ExpirableSemaphore;

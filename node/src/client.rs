@@ -1,7 +1,7 @@
 //! The native `Client`: a connection to one Redis server, and the maker of every handle.
 
-use napi::bindgen_prelude::{Object, Unknown};
-use napi::Env;
+use napi::bindgen_prelude::{Object, ToNapiValue, Unknown};
+use napi::{sys, Env};
 use napi_derive::napi;
 
 use crate::args::{bytes, integer, string};
@@ -56,6 +56,22 @@ fn token(value: Unknown) -> polylock::Result<i64> {
     integer(value, "token")
 }
 
+/// A connected client and its loop link (`event_loop`), attached to the JS thread that gets
+/// the client, as its promise settles there.
+struct Connected {
+    client: Client,
+    link: Option<polylock::LoopLink>,
+}
+
+impl ToNapiValue for Connected {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
+        if let Some(link) = value.link {
+            crate::event_loop::attach(env, link)?;
+        }
+        unsafe { Client::to_napi_value(env, value.client) }
+    }
+}
+
 #[napi]
 impl Client {
     /// Connects; rejects with `ERR_CONNECTION` when the server cannot be reached in time.
@@ -72,7 +88,12 @@ impl Client {
         let (url, options) = connect_options(url, options).or_throw(env)?;
         promise(env, async move {
             let inner = polylock::Client::connect_with(&url, options).await?;
-            Ok(Client { inner })
+            // The hot path's socket on the event loop, where the client has one plain server.
+            let link = inner.loop_link().await;
+            Ok(Connected {
+                client: Client { inner },
+                link,
+            })
         })
     }
 

@@ -12,6 +12,7 @@ mod cancellation;
 mod client;
 mod election;
 mod error;
+mod event_loop;
 mod expirable_semaphore;
 mod group;
 mod hold;

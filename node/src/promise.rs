@@ -28,6 +28,10 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = polylock::Result<T>> + Send + 'static,
 {
+    // Polled on the event loop where this thread has a loop link (`event_loop`).
+    if crate::event_loop::active() {
+        return crate::event_loop::promise(env, work);
+    }
     let raw_env = env.raw();
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
@@ -48,7 +52,7 @@ where
 }
 
 /// The value to resolve with (`Ok`) or the error to reject with (`Err`), made on the JS thread.
-fn settle_value<T: ToNapiValue>(
+pub(crate) fn settle_value<T: ToNapiValue>(
     env: sys::napi_env,
     outcome: polylock::Result<T>,
 ) -> Result<sys::napi_value, sys::napi_value> {
@@ -60,16 +64,30 @@ fn settle_value<T: ToNapiValue>(
 }
 
 /// A promise's `napi_deferred`: made and settled on the JS thread, carried in between.
-struct Deferred(sys::napi_deferred);
+pub(crate) struct Deferred(pub(crate) sys::napi_deferred);
 // SAFETY: only the JS thread that made it touches it (in `settle_on_js_thread`).
 unsafe impl Send for Deferred {}
 
-type Settle = Box<dyn FnOnce(sys::napi_env) -> Result<sys::napi_value, sys::napi_value> + Send>;
+pub(crate) type Settle =
+    Box<dyn FnOnce(sys::napi_env) -> Result<sys::napi_value, sys::napi_value> + Send>;
 
 /// One ended work: its promise, and how to make what settles it.
-struct Outcome {
-    deferred: Deferred,
-    settle: Settle,
+pub(crate) struct Outcome {
+    pub(crate) deferred: Deferred,
+    pub(crate) settle: Settle,
+}
+
+impl Outcome {
+    /// Settles the promise, on its JS thread.
+    pub(crate) unsafe fn settle_now(self, env: sys::napi_env) {
+        let Outcome { deferred, settle } = self;
+        unsafe {
+            match settle(env) {
+                Ok(value) => sys::napi_resolve_deferred(env, deferred.0, value),
+                Err(error) => sys::napi_reject_deferred(env, deferred.0, error),
+            };
+        }
+    }
 }
 
 /// The threadsafe function outcomes are queued on; `None` once Node finalized it (its
@@ -203,13 +221,7 @@ unsafe extern "C" fn settle_on_js_thread(
     }
     // Never unwind into Node.
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let Outcome { deferred, settle } = *outcome;
-        unsafe {
-            match settle(env) {
-                Ok(value) => sys::napi_resolve_deferred(env, deferred.0, value),
-                Err(error) => sys::napi_reject_deferred(env, deferred.0, error),
-            };
-        }
+        unsafe { outcome.settle_now(env) };
         SETTLER.with(|settler| {
             if let Some(settler) = settler.borrow_mut().as_mut() {
                 settler.pending = settler.pending.saturating_sub(1);

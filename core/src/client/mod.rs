@@ -721,6 +721,17 @@ impl Client {
         held
     }
 
+    /// For a binding whose calls run on a foreign event loop's thread (Node): opens a command
+    /// connection whose socket that loop watches (`LoopLink`, `connection/loop_link.rs`).
+    /// `None` when the client has no single plain TCP server (a cluster, Sentinel, TLS, a unix
+    /// socket, RESP3), or the connection or its handshake (`AUTH`, `SELECT`) fails within the
+    /// connect timeout; the client's calls then use its own connection. Await it on polylock's
+    /// runtime.
+    #[doc(hidden)]
+    pub async fn loop_link(&self) -> Option<crate::LoopLink> {
+        crate::connection::loop_link::LoopLink::connect(&self.inner.connection).await
+    }
+
     /// Describes what polylock (or Redisson) keeps under `name`: the kind, the holders with
     /// their hold counts, the TTL, a fair lock's queue, a read-write lock's mode and waiting
     /// writers, a semaphore's permits, a fenced lock's token counter. One Lua script reads

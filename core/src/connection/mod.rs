@@ -11,6 +11,7 @@
 
 #[cfg(feature = "explorer")]
 pub(crate) mod explored;
+pub(crate) mod loop_link;
 mod per_runtime;
 pub(crate) mod pubsub;
 mod replica_sync;
@@ -180,6 +181,14 @@ impl Connection {
         Connection::of(Link::Single(Arc::new(SingleServer::new(
             manager, client, timeouts,
         ))))
+    }
+
+    /// The single server a loop link may reach (`loop_link`), for a client of one server.
+    pub(crate) fn single_server(&self) -> Option<Arc<SingleServer>> {
+        match &self.link {
+            Link::Single(server) => Some(Arc::clone(server)),
+            _ => None,
+        }
     }
 
     /// Closes the connections opened for calling runtimes (the client closes).

@@ -24,6 +24,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use tokio::runtime::{Handle, Id, RuntimeFlavor};
 use tokio::sync::oneshot;
 
+use super::loop_link::{attached_here, Link};
 use super::{connect_manager, Timeouts};
 
 /// How many runtimes other than polylock's get a connection of their own, per client. Calls
@@ -38,6 +39,8 @@ pub(crate) struct SingleServer {
     client: redis::Client,
     timeouts: Timeouts,
     callers: Mutex<Callers>,
+    /// The loop links opened to it (`loop_link`), killed when the client closes.
+    loop_links: Mutex<Vec<Weak<Link>>>,
 }
 
 #[derive(Default)]
@@ -65,6 +68,7 @@ impl SingleServer {
             client,
             timeouts,
             callers: Mutex::default(),
+            loop_links: Mutex::default(),
         }
     }
 
@@ -73,11 +77,48 @@ impl SingleServer {
         &self.own
     }
 
+    /// Where a loop link connects to, and its timeouts.
+    pub(crate) fn link_target(&self) -> (redis::ConnectionInfo, Timeouts) {
+        (self.client.get_connection_info().clone(), self.timeouts)
+    }
+
+    /// Keeps `link` to kill it when the client closes (at once if it closed already).
+    pub(crate) fn adopt_loop_link(&self, link: &Arc<Link>) {
+        let mut links = self.loop_links();
+        links.retain(|known| known.strong_count() > 0);
+        links.push(Arc::downgrade(link));
+        drop(links);
+        if self.lock().closed {
+            link.close();
+        }
+    }
+
+    /// Lets go of the links gone.
+    pub(crate) fn forget_loop_links(&self) {
+        self.loop_links().retain(|known| known.strong_count() > 0);
+    }
+
+    fn kill_loop_links(&self) {
+        let links = std::mem::take(&mut *self.loop_links());
+        for link in links.iter().filter_map(Weak::upgrade) {
+            link.close();
+        }
+    }
+
+    fn loop_links(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Link>>> {
+        self.loop_links
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Sends `cmd` on the connection for a call made now.
     pub(crate) fn req_packed_command<'a>(
         self: &'a Arc<Self>,
         cmd: &'a Cmd,
     ) -> RedisFuture<'a, Value> {
+        if let Some(link) = attached_here(self) {
+            return link.send_command(cmd);
+        }
         let (mut manager, caller) = self.manager();
         Box::pin(async move {
             let reply = manager.req_packed_command(cmd).await;
@@ -93,6 +134,9 @@ impl SingleServer {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
+        if let Some(link) = attached_here(self).filter(|_| !pipeline.is_transaction()) {
+            return link.send_pipeline(pipeline, offset, count);
+        }
         let (mut manager, caller) = self.manager();
         Box::pin(async move {
             let reply = manager.req_packed_commands(pipeline, offset, count).await;
@@ -172,12 +216,21 @@ impl SingleServer {
         let mut callers = self.lock();
         callers.closed = true;
         callers.by_runtime.clear();
+        drop(callers);
+        self.kill_loop_links();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Callers> {
         self.callers
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for SingleServer {
+    fn drop(&mut self) {
+        // A link must never route to another server that takes this one's address.
+        self.kill_loop_links();
     }
 }
 
