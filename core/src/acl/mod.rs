@@ -703,8 +703,10 @@ mod tests {
             .chain(SYNC_REPLICAS_COMMANDS)
             .chain(TOOL_COMMANDS)
             // Asked of the sentinels (without the data user), and the version HELLO (which
-            // every user may send) by `check`.
-            .chain(&["sentinel", "hello"])
+            // every user may send) by `check`. A loop link's handshake (`connection/loop_link.rs`):
+            // AUTH, which every connection may send, and SELECT for a URL's database other than
+            // 0, which the `redis` crate's own connections send as well.
+            .chain(&["sentinel", "hello", "auth", "select"])
             .copied()
             .collect();
         let mut files = Vec::new();
