@@ -161,10 +161,10 @@ pub(crate) fn attach(env: sys::napi_env, link: polylock::LoopLink) -> napi::Resu
             // Another environment's, on a thread reused: not ours to use.
             return Ok(());
         }
-        if state.is_none() {
-            *state = Some(LoopState::make(env)?);
-        }
-        let state = state.as_mut().expect("made above");
+        let state = match &mut *state {
+            Some(state) => state,
+            empty => empty.insert(LoopState::make(env)?),
+        };
         let mut uv_loop = ptr::null_mut();
         napi::check_status!(unsafe { sys::napi_get_uv_event_loop(env, &mut uv_loop) })?;
         let poll = new_handle(UV_POLL);
@@ -250,25 +250,30 @@ where
             settle: Box::new(move |env| settle_value(env, outcome)),
         })
     });
-    let task = LOOP.with(|state| {
-        let mut state = state.borrow_mut();
-        let state = state.as_mut().expect("active");
-        if state.pending == 0 {
-            if let Some(wake) = *state.shared.wake() {
-                unsafe { uv_ref(wake.0) };
+    let task = LOOP
+        .with(|state| {
+            let mut state = state.borrow_mut();
+            // `promise.rs` calls this only where `active()`; nothing in between clears it.
+            let state = state.as_mut()?;
+            if state.pending == 0 {
+                if let Some(wake) = *state.shared.wake() {
+                    unsafe { uv_ref(wake.0) };
+                }
             }
-        }
-        state.pending += 1;
-        let task = Arc::new(Task {
-            future: Mutex::new(Some(future)),
-            shared: Arc::clone(&state.shared),
-        });
-        if state.tasks.len() >= 2 * state.pending + 16 {
-            state.tasks.retain(|task| task.strong_count() > 0);
-        }
-        state.tasks.push(Arc::downgrade(&task));
-        task
-    });
+            state.pending += 1;
+            let task = Arc::new(Task {
+                future: Mutex::new(Some(future)),
+                shared: Arc::clone(&state.shared),
+            });
+            if state.tasks.len() >= 2 * state.pending + 16 {
+                state.tasks.retain(|task| task.strong_count() > 0);
+            }
+            state.tasks.push(Arc::downgrade(&task));
+            Some(task)
+        })
+        .ok_or_else(|| {
+            napi::Error::from_reason("polylock: this thread's event loop state is gone")
+        })?;
     // The first poll now: the command is written before the call returns.
     polling(|| {
         poll_task(raw_env, &task);

@@ -171,11 +171,6 @@ impl LoopLink {
     pub fn wants_writable(&self) -> bool {
         !self.0.lock().unsent.is_empty()
     }
-
-    /// Whether the link is dead.
-    pub fn is_dead(&self) -> bool {
-        self.0.is_dead()
-    }
 }
 
 impl Drop for LoopLink {
@@ -282,7 +277,7 @@ impl Link {
             self.kill(Some(err));
         }
         let timeout = self.response_timeout;
-        let reply = Reply { slot, _link: self };
+        let reply = Reply(slot);
         async move {
             match tokio::time::timeout(timeout, reply).await {
                 Ok(outcome) => outcome,
@@ -411,14 +406,6 @@ impl Link {
     }
 }
 
-impl Drop for Link {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.upgrade() {
-            server.forget_loop_links();
-        }
-    }
-}
-
 /// Parses the complete replies read and settles the calls they answer.
 fn settle_replies(state: &mut State, woken: &mut Vec<Waker>) -> RedisResult<()> {
     let State {
@@ -455,18 +442,14 @@ fn broken(what: &str) -> RedisError {
     ))
 }
 
-/// The replies of one call.
-struct Reply {
-    slot: Arc<Slot>,
-    /// Keeps the socket open while the call waits.
-    _link: Arc<Link>,
-}
+/// The replies of one call (a link that dies fails every call waiting on it).
+struct Reply(Arc<Slot>);
 
 impl Future for Reply {
     type Output = RedisResult<Vec<Value>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut got = self.slot.lock();
+        let mut got = self.0.lock();
         if let Some(outcome) = got.outcome.take() {
             return Poll::Ready(outcome);
         }

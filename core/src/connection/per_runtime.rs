@@ -93,11 +93,6 @@ impl SingleServer {
         }
     }
 
-    /// Lets go of the links gone.
-    pub(crate) fn forget_loop_links(&self) {
-        self.loop_links().retain(|known| known.strong_count() > 0);
-    }
-
     fn kill_loop_links(&self) {
         let links = std::mem::take(&mut *self.loop_links());
         for link in links.iter().filter_map(Weak::upgrade) {
@@ -224,13 +219,6 @@ impl SingleServer {
         self.callers
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-impl Drop for SingleServer {
-    fn drop(&mut self) {
-        // A link must never route to another server that takes this one's address.
-        self.kill_loop_links();
     }
 }
 
