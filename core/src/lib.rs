@@ -48,9 +48,12 @@ pub use settings::options;
 pub use client::election::{Election, Leader, Leadership, Observer, OBSERVE_POLL};
 pub use client::job_lock::{JobHold, JobLock, JobLockOptions, JobOutcome};
 pub use client::{Client, ClientBuilder};
-/// PROTOTYPE (issue 44, U Node): a command connection on a foreign event loop's thread.
+/// A command connection on a foreign event loop's thread (issue 44), for the bindings.
 #[doc(hidden)]
 pub use connection::loop_link::LoopLink;
+/// The futures a binding polls on its event loop's thread, beside its loop links.
+#[doc(hidden)]
+pub use connection::loop_tasks::LoopTasks;
 pub use foundation::error::{Error, ErrorKind, Result};
 pub use foundation::runtime::runtime;
 pub use handles::expirable_semaphore::ExpirableSemaphore;

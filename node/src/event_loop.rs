@@ -2,8 +2,8 @@
 //!
 //! A client of one plain TCP server opens a loop link (`polylock::LoopLink`) at connect; it is
 //! attached to the JS thread that gets the client. From then on every promise made on that
-//! thread is its engine future polled on that thread, inside polylock's runtime context (its
-//! timers and spawned tasks are polylock's):
+//! thread is its engine future polled on that thread (`polylock::LoopTasks`), inside
+//! polylock's runtime context (its timers and spawned tasks are polylock's):
 //! - the first poll runs in the call itself, so a command goes out before the call returns;
 //! - a uv poll handle watches each link's socket: its replies are read in that callback, which
 //!   polls the futures they wake and settles their promises, in a callback scope (promise
@@ -16,19 +16,17 @@
 //! A link that fails is let go (calls then take the client's connection, `promise.rs`'s way for
 //! the client's promises is unchanged). Everything is closed when the environment is torn down.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::Pin;
 use std::ptr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::ThreadId;
 
 use futures_util::FutureExt;
 use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::{sys, Env};
+use polylock::LoopTasks;
 
 use crate::promise::{settle_value, Deferred, Outcome};
 
@@ -59,22 +57,12 @@ const UV_POLL: c_int = 8;
 const UV_READABLE: c_int = 1;
 const UV_WRITABLE: c_int = 2;
 
-/// What any thread may touch: the tasks woken, and the async handle that wakes the loop
-/// (`None` once the environment is torn down).
-struct Shared {
-    ready: Mutex<Vec<Arc<Task>>>,
-    wake: Mutex<Option<Handle>>,
-    js_thread: ThreadId,
-}
+/// The async handle that wakes the loop, for any thread (`None` once the environment is torn
+/// down).
+type Wake = Arc<Mutex<Option<Handle>>>;
 
-impl Shared {
-    fn ready(&self) -> MutexGuard<'_, Vec<Arc<Task>>> {
-        self.ready.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn wake(&self) -> MutexGuard<'_, Option<Handle>> {
-        self.wake.lock().unwrap_or_else(|p| p.into_inner())
-    }
+fn lock_wake(wake: &Wake) -> MutexGuard<'_, Option<Handle>> {
+    wake.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A libuv handle, allocated by [`new_handle`].
@@ -103,48 +91,18 @@ struct Watched {
 /// The JS thread's state, made when its first link is attached.
 struct LoopState {
     env: sys::napi_env,
-    shared: Arc<Shared>,
+    tasks: LoopTasks<Box<Outcome>>,
+    wake: Wake,
+    /// Whether the async handle keeps the loop alive (while any promise made here is pending).
+    referenced: bool,
     /// The resource and async context of the callback scopes.
     resource: sys::napi_ref,
     async_context: sys::napi_async_context,
     watched: Vec<Watched>,
-    /// Promises made here and not settled.
-    pending: usize,
-    /// Their tasks (and some settled ones, pruned as more are made).
-    tasks: Vec<std::sync::Weak<Task>>,
 }
 
 thread_local! {
     static LOOP: RefCell<Option<LoopState>> = const { RefCell::new(None) };
-    /// Set while this thread polls tasks: a task woken meanwhile is polled in the same pass.
-    static POLLING: Cell<bool> = const { Cell::new(false) };
-}
-
-type TaskFuture = Pin<Box<dyn Future<Output = Box<Outcome>> + Send>>;
-
-/// One promise's work.
-struct Task {
-    future: Mutex<Option<TaskFuture>>,
-    shared: Arc<Shared>,
-}
-
-impl Wake for Task {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.shared.ready().push(Arc::clone(self));
-        let polling_here =
-            std::thread::current().id() == self.shared.js_thread && POLLING.with(Cell::get);
-        if !polling_here {
-            if let Some(wake) = *self.shared.wake() {
-                // SAFETY: the handle lives until the environment's cleanup, which clears it
-                // under this lock first.
-                unsafe { uv_async_send(wake.0) };
-            }
-        }
-    }
 }
 
 /// Whether this thread's promises are polled on its loop (it has attached a link).
@@ -204,26 +162,31 @@ impl LoopState {
         napi::check_status!(unsafe {
             sys::napi_create_reference(env, resource, 1, &mut reference)
         })?;
-        let wake = new_handle(UV_ASYNC);
+        let handle = new_handle(UV_ASYNC);
         unsafe {
-            uv_async_init(uv_loop.cast(), wake.0, on_async);
-            uv_unref(wake.0);
+            uv_async_init(uv_loop.cast(), handle.0, on_async);
+            uv_unref(handle.0);
         }
         napi::check_status!(unsafe {
             sys::napi_add_env_cleanup_hook(env, Some(torn_down), ptr::null_mut())
         })?;
+        let wake: Wake = Arc::new(Mutex::new(Some(handle)));
+        let bell = Arc::clone(&wake);
+        let tasks = LoopTasks::new(move || {
+            if let Some(handle) = *lock_wake(&bell) {
+                // SAFETY: the handle lives until the environment's cleanup, which clears it
+                // under this lock first.
+                unsafe { uv_async_send(handle.0) };
+            }
+        });
         Ok(LoopState {
             env,
-            shared: Arc::new(Shared {
-                ready: Mutex::new(Vec::new()),
-                wake: Mutex::new(Some(wake)),
-                js_thread: std::thread::current().id(),
-            }),
+            tasks,
+            wake,
+            referenced: false,
             resource: reference,
             async_context,
             watched: Vec::new(),
-            pending: 0,
-            tasks: Vec::new(),
         })
     }
 }
@@ -235,11 +198,17 @@ where
     F: Future<Output = polylock::Result<T>> + Send + 'static,
 {
     let raw_env = env.raw();
+    // `promise.rs` calls this only where `active()`; nothing in between clears it.
+    let tasks = LOOP
+        .with(|state| state.borrow().as_ref().map(|state| state.tasks.clone()))
+        .ok_or_else(|| {
+            napi::Error::from_reason("polylock: this thread's event loop state is gone")
+        })?;
     let mut deferred = ptr::null_mut();
     let mut promise = ptr::null_mut();
     napi::check_status!(unsafe { sys::napi_create_promise(raw_env, &mut deferred, &mut promise) })?;
     let deferred = Deferred(deferred);
-    let future: TaskFuture = Box::pin(async move {
+    let future = async move {
         // A panic rejects the promise instead of crossing into Node.
         let outcome = AssertUnwindSafe(work)
             .catch_unwind()
@@ -249,103 +218,38 @@ where
             deferred,
             settle: Box::new(move |env| settle_value(env, outcome)),
         })
-    });
-    let task = LOOP
-        .with(|state| {
-            let mut state = state.borrow_mut();
-            // `promise.rs` calls this only where `active()`; nothing in between clears it.
-            let state = state.as_mut()?;
-            if state.pending == 0 {
-                if let Some(wake) = *state.shared.wake() {
-                    unsafe { uv_ref(wake.0) };
-                }
-            }
-            state.pending += 1;
-            let task = Arc::new(Task {
-                future: Mutex::new(Some(future)),
-                shared: Arc::clone(&state.shared),
-            });
-            if state.tasks.len() >= 2 * state.pending + 16 {
-                state.tasks.retain(|task| task.strong_count() > 0);
-            }
-            state.tasks.push(Arc::downgrade(&task));
-            Some(task)
-        })
-        .ok_or_else(|| {
-            napi::Error::from_reason("polylock: this thread's event loop state is gone")
-        })?;
+    };
     // The first poll now: the command is written before the call returns.
-    polling(|| {
-        poll_task(raw_env, &task);
-        poll_ready(raw_env);
-    });
+    tasks.spawn(future, &mut |outcome| settle(raw_env, outcome));
+    after_pass();
     Ok(Object::from_raw(raw_env, promise))
 }
 
-/// Runs `work` with [`POLLING`] set, then updates what the loop watches the links for.
-fn polling(work: impl FnOnce()) {
-    let was = POLLING.with(|polling| polling.replace(true));
-    work();
-    POLLING.with(|polling| polling.set(was));
-    watch_links();
+fn settle(env: sys::napi_env, outcome: Box<Outcome>) {
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { outcome.settle_now(env) }));
 }
 
-/// Polls `task` once; settles its promise when it ends.
-fn poll_task(env: sys::napi_env, task: &Arc<Task>) {
-    let _runtime = polylock::runtime().enter();
-    let mut slot = task.future.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(future) = slot.as_mut() else {
-        return;
-    };
-    let waker = Waker::from(Arc::clone(task));
-    let mut cx = Context::from_waker(&waker);
-    let outcome = match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx))) {
-        Ok(Poll::Pending) => return,
-        Ok(Poll::Ready(outcome)) => Some(outcome),
-        // The future catches the work's panics; this would be the settling code's.
-        Err(_) => None,
-    };
-    *slot = None;
-    drop(slot);
-    if let Some(outcome) = outcome {
-        let _ = catch_unwind(AssertUnwindSafe(|| unsafe { outcome.settle_now(env) }));
-    }
-    LOOP.with(|state| {
-        if let Some(state) = state.borrow_mut().as_mut() {
-            state.pending = state.pending.saturating_sub(1);
-            if state.pending == 0 {
-                if let Some(wake) = *state.shared.wake() {
-                    unsafe { uv_unref(wake.0) };
-                }
-            }
-        }
-    });
-}
-
-/// Polls every woken task until none is left.
-fn poll_ready(env: sys::napi_env) {
-    let Some(shared) = LOOP.with(|state| state.borrow().as_ref().map(|s| Arc::clone(&s.shared)))
-    else {
-        return;
-    };
-    loop {
-        let ready = std::mem::take(&mut *shared.ready());
-        if ready.is_empty() {
-            return;
-        }
-        for task in ready {
-            poll_task(env, &task);
-        }
-    }
-}
-
-/// Watches each link for writability too while it holds bytes its socket did not take.
-fn watch_links() {
+/// After polling: the async handle keeps the loop alive while any promise is pending, and each
+/// link is watched for writability too while it holds bytes its socket did not take.
+fn after_pass() {
     LOOP.with(|state| {
         let mut state = state.borrow_mut();
         let Some(state) = state.as_mut() else {
             return;
         };
+        let referenced = state.tasks.pending() > 0;
+        if referenced != state.referenced {
+            if let Some(handle) = *lock_wake(&state.wake) {
+                unsafe {
+                    if referenced {
+                        uv_ref(handle.0);
+                    } else {
+                        uv_unref(handle.0);
+                    }
+                }
+            }
+            state.referenced = referenced;
+        }
         for watched in &mut state.watched {
             let writable = watched.link.wants_writable();
             if writable != watched.writable {
@@ -359,12 +263,17 @@ fn watch_links() {
 
 /// Runs `work` in a handle scope and a callback scope, as Node runs a callback: promise
 /// reactions run when the scope closes.
-fn in_callback_scope(work: impl FnOnce(sys::napi_env)) {
-    let Some((env, resource, async_context)) = LOOP.with(|state| {
+fn in_callback_scope(work: impl FnOnce(sys::napi_env, &LoopTasks<Box<Outcome>>)) {
+    let Some((env, tasks, resource, async_context)) = LOOP.with(|state| {
         let state = state.borrow();
-        state
-            .as_ref()
-            .map(|state| (state.env, state.resource, state.async_context))
+        state.as_ref().map(|state| {
+            (
+                state.env,
+                state.tasks.clone(),
+                state.resource,
+                state.async_context,
+            )
+        })
     }) else {
         return;
     };
@@ -376,26 +285,32 @@ fn in_callback_scope(work: impl FnOnce(sys::napi_env)) {
         let mut scope = ptr::null_mut();
         sys::napi_open_callback_scope(env, resource_object, async_context, &mut scope);
         // Never unwind into libuv.
-        let _ = catch_unwind(AssertUnwindSafe(|| polling(|| work(env))));
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            work(env, &tasks);
+            tasks.run_ready(&mut |outcome| settle(env, outcome));
+            after_pass();
+        }));
         sys::napi_close_callback_scope(env, scope);
         sys::napi_close_handle_scope(env, handle_scope);
     }
 }
 
 unsafe extern "C" fn on_poll(handle: *mut c_void, status: c_int, events: c_int) {
-    in_callback_scope(|env| {
-        let dead = LOOP.with(|state| {
-            let mut state = state.borrow_mut();
-            let state = state.as_mut()?;
-            let index = state
-                .watched
-                .iter()
-                .position(|watched| watched.poll.0 == handle)?;
-            let link = &state.watched[index].link;
-            // Settling wakes tasks, which only queue themselves here (POLLING is set).
-            let alive = (events & UV_WRITABLE == 0 || link.on_writable())
-                && (events & UV_READABLE == 0 && status >= 0 || link.on_readable());
-            (!alive).then(|| state.watched.remove(index))
+    in_callback_scope(|_env, _tasks| {
+        // The replies read wake their tasks, which only queue themselves (a pass is on).
+        let dead = LoopTasks::<Box<Outcome>>::polling(|| {
+            LOOP.with(|state| {
+                let mut state = state.borrow_mut();
+                let state = state.as_mut()?;
+                let index = state
+                    .watched
+                    .iter()
+                    .position(|watched| watched.poll.0 == handle)?;
+                let link = &state.watched[index].link;
+                let alive = (events & UV_WRITABLE == 0 || link.on_writable())
+                    && (events & UV_READABLE == 0 && status >= 0 || link.on_readable());
+                (!alive).then(|| state.watched.remove(index))
+            })
         });
         if let Some(watched) = dead {
             unsafe {
@@ -405,12 +320,11 @@ unsafe extern "C" fn on_poll(handle: *mut c_void, status: c_int, events: c_int) 
             // Dropping it lets the socket go once no call holds it.
             drop(watched);
         }
-        poll_ready(env);
     });
 }
 
 unsafe extern "C" fn on_async(_handle: *mut c_void) {
-    in_callback_scope(poll_ready);
+    in_callback_scope(|_env, _tasks| {});
 }
 
 /// The environment is torn down (a worker thread ends): nothing is woken, watched or polled
@@ -421,16 +335,8 @@ unsafe extern "C" fn torn_down(_arg: *mut c_void) {
     let Some(state) = LOOP.with(|state| state.borrow_mut().take()) else {
         return;
     };
-    let wake = state.shared.wake().take();
-    state.shared.ready().clear();
-    for task in state.tasks.iter().filter_map(std::sync::Weak::upgrade) {
-        let future = task.future.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(future) = future {
-            polylock::runtime().spawn(async move {
-                drop(future.await);
-            });
-        }
-    }
+    let wake = lock_wake(&state.wake).take();
+    state.tasks.hand_over();
     unsafe {
         if let Some(wake) = wake {
             uv_close(wake.0, free_handle);

@@ -12,6 +12,7 @@
 #[cfg(feature = "explorer")]
 pub(crate) mod explored;
 pub(crate) mod loop_link;
+pub(crate) mod loop_tasks;
 mod per_runtime;
 pub(crate) mod pubsub;
 mod replica_sync;
