@@ -20,6 +20,29 @@ pub(crate) struct Client {
     inner: polylock::Client,
 }
 
+/// A client just connected from asyncio, and its loop link: delivered on the loop's thread,
+/// which attaches the link there (`asyncio::attach`).
+struct Connected {
+    client: Client,
+    link: Option<polylock::LoopLink>,
+}
+
+impl<'py> IntoPyObject<'py> for Connected {
+    type Target = Client;
+    type Output = Bound<'py, Client>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, Client>> {
+        if let Some(link) = self.link {
+            // Without it the client's calls take its connection.
+            if let Err(err) = crate::asyncio::attach(py, link) {
+                err.write_unraisable(py, None);
+            }
+        }
+        Bound::new(py, self.client)
+    }
+}
+
 /// The core's client options from Python's seconds (`None`: the core's default). Only the unit
 /// is converted here: the core checks every value (`ClientOptionsInMillis::into_options`, then
 /// `Client::connect_with`), so Python gives the same errors as every other binding. The TLS
@@ -101,9 +124,14 @@ macro_rules! client_class {
                 let options = options($($option),+).map_err(|err| to_py_err(py, err))?;
                 let url = url.to_owned();
                 awaitable(py, async move {
-                    polylock::Client::connect_with(&url, options)
-                        .await
-                        .map(|inner| Client { inner })
+                    let inner = polylock::Client::connect_with(&url, options).await?;
+                    // The hot path's socket on the event loop, where the client has one plain
+                    // server (`asyncio.rs`).
+                    let link = inner.loop_link().await;
+                    Ok(Connected {
+                        client: Client { inner },
+                        link,
+                    })
                 })
             }
         }

@@ -78,7 +78,12 @@ where
     let waker = Waker::from(signal.clone());
     loop {
         let pinned = future.as_mut();
-        let outcome = py.detach(|| poll_for(pinned, &signal, &waker, SIGNAL_CHECK_INTERVAL));
+        // Not through a loop link of this thread's (`asyncio.rs`): nothing reads it meanwhile.
+        let outcome = py.detach(|| {
+            polylock::LoopLink::bypassed_here(|| {
+                poll_for(pinned, &signal, &waker, SIGNAL_CHECK_INTERVAL)
+            })
+        });
         if let Some(result) = outcome {
             return result.map_err(|err| to_py_err(py, err));
         }

@@ -41,6 +41,23 @@ def wait_until(predicate, timeout: float, interval: float = 0.02) -> bool:
     return bool(predicate())
 
 
+def wait_for_child(pid: int, timeout: float = 60) -> int:
+    """The wait status of the forked child `pid`; kills it and raises AssertionError when it
+    has not exited within `timeout` seconds."""
+    import os
+    import signal
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        finished, status = os.waitpid(pid, os.WNOHANG)
+        if finished:
+            return status
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError("the forked child hung")
+
+
 def counter_worker(
     url: str,
     port: int,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import uuid
 
 import pytest
 
@@ -241,3 +242,21 @@ def test_a_task_keeps_its_handle_while_it_lives_and_drops_it_when_collected(url,
             assert list(lock._holders._handles.values()) == [first]
 
     run(main())
+
+
+def test_calls_of_many_tasks_through_the_cores_threads_all_settle(url):
+    # A client made by the constructor sends its calls through the core's threads, whose
+    # outcomes ring one bell for the loop (python/src/asyncio.rs): a ring lost in a race between
+    # a runtime thread and the loop's callback left every task waiting for good.
+    async def main() -> list[int]:
+        with polylock.AsyncClient(url) as client:
+            async def worker(index: int) -> int:
+                lock = client.lock(f"bell:{uuid.uuid4().hex[:8]}:{index}")
+                for _ in range(150):
+                    assert await lock.acquire()
+                    await lock.release()
+                return 150
+
+            return await asyncio.gather(*(worker(index) for index in range(64)))
+
+    assert run(main()) == [150] * 64

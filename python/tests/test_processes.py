@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import polylock
-from helpers import RedisConnection, counter_worker, wait_until
+from helpers import RedisConnection, counter_worker, wait_for_child, wait_until
 
 
 def test_spawned_processes_exclude_each_other(redis_server, name):
@@ -168,17 +168,7 @@ def test_fork_child_gets_a_clear_error_and_can_start_afresh(url, redis, name):
         finally:
             os._exit(code)
     os.close(write_end)
-    deadline = time.monotonic() + 60
-    status = None
-    while time.monotonic() < deadline:
-        finished, status = os.waitpid(pid, os.WNOHANG)
-        if finished:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child hung")
+    status = wait_for_child(pid)
     with os.fdopen(read_end) as pipe:
         report = pipe.read().splitlines()
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == FORK_CHILD_EXIT_OK, report

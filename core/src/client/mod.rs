@@ -721,12 +721,13 @@ impl Client {
         held
     }
 
-    /// For a binding whose calls run on a foreign event loop's thread (Node): opens a command
-    /// connection whose socket that loop watches (`LoopLink`, `connection/loop_link.rs`).
+    /// For a binding whose calls run on a foreign event loop's thread (Node, Python's asyncio):
+    /// opens a command connection whose socket that loop watches (`LoopLink`,
+    /// `connection/loop_link.rs`).
     /// `None` when the client has no single plain TCP server (a cluster, Sentinel, TLS, a unix
     /// socket, RESP3), or the connection or its handshake (`AUTH`, `SELECT`) fails within the
-    /// connect timeout; the client's calls then use its own connection. Await it on polylock's
-    /// runtime.
+    /// connect timeout; the client's calls then use its own connection. Await it in polylock's
+    /// runtime context (on it, or in a `LoopTasks` task).
     #[doc(hidden)]
     pub async fn loop_link(&self) -> Option<crate::LoopLink> {
         crate::connection::loop_link::LoopLink::connect(&self.inner.connection).await

@@ -1,11 +1,12 @@
 //! A single server's command connection whose socket belongs to a foreign event loop's thread
-//! (Node's libuv loop; issue 44, U Node): a call polled on that thread writes its command there
-//! and its reply is read there, with no thread hop between the loop and polylock's runtime.
+//! (Node's libuv loop, Python's asyncio loop; issue 44): a call polled on that thread writes its
+//! command there and its reply is read there, with no thread hop between the loop and
+//! polylock's runtime.
 //!
 //! A binding opens a link for a client (`Client::loop_link`, on polylock's runtime), then, on
 //! the loop's thread, attaches it ([`LoopLink::attach_here`]), watches [`LoopLink::fd`] and
 //! calls [`LoopLink::on_readable`] / [`LoopLink::on_writable`], and polls the engine's futures
-//! there. While a link is attached to a thread, `SingleServer` sends the commands of calls
+//! there (`loop_tasks`). A blocking wait on that thread runs in [`LoopLink::bypassed_here`]. While a link is attached to a thread, `SingleServer` sends the commands of calls
 //! polled on that thread through it; polylock's own tasks (watchdog, pub/sub, retried releases)
 //! and other threads use the client's connection as before. The engine's order of steps does
 //! not change: only the socket a command goes out on does.
@@ -19,7 +20,7 @@
 //! - *Not opened* for a cluster, Sentinel, TLS or a unix socket, nor with RESP3: those clients
 //!   use their connection as before.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io::Write;
@@ -39,10 +40,15 @@ use super::per_runtime::SingleServer;
 thread_local! {
     /// The links attached to this thread.
     static ATTACHED: RefCell<Vec<Arc<Link>>> = const { RefCell::new(Vec::new()) };
+    /// Set while this thread's links are bypassed (`LoopLink::bypassed_here`).
+    static BYPASSED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The live link of `server` attached to this thread, if any.
 pub(crate) fn attached_here(server: &Arc<SingleServer>) -> Option<Arc<Link>> {
+    if BYPASSED.with(Cell::get) {
+        return None;
+    }
     ATTACHED.with(|attached| {
         let attached = attached.try_borrow().ok()?;
         attached
@@ -132,6 +138,7 @@ impl LoopLink {
         };
         let link = Arc::new(Link {
             server: Arc::downgrade(&server),
+            generation: crate::foundation::ids::generation(),
             stream,
             response_timeout: timeouts.response,
             state: Mutex::new(State::default()),
@@ -147,6 +154,16 @@ impl LoopLink {
             attached.retain(|link| !link.is_dead());
             attached.push(Arc::clone(&self.0));
         });
+    }
+
+    /// Runs `work` with this thread's links bypassed: the calls it polls take the client's
+    /// connection. For a blocking wait on the loop's thread, during which nothing reads the
+    /// links.
+    pub fn bypassed_here<R>(work: impl FnOnce() -> R) -> R {
+        let was = BYPASSED.with(|bypassed| bypassed.replace(true));
+        let result = work();
+        BYPASSED.with(|bypassed| bypassed.set(was));
+        result
     }
 
     /// The socket, for the loop to watch.
@@ -187,6 +204,8 @@ impl Drop for LoopLink {
 
 pub(crate) struct Link {
     server: Weak<SingleServer>,
+    /// The fork generation it was opened in: a forked child shares the socket with its parent.
+    generation: u64,
     stream: TcpStream,
     response_timeout: Duration,
     state: Mutex<State>,
@@ -383,8 +402,12 @@ impl Link {
         if let Some(err) = why {
             tracing::debug!("loop link failed (calls go to the client's connection): {err}");
         }
-        // Wakes the loop's watch of the socket, which then lets it go.
-        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        // Wakes the loop's watch of the socket, which then lets it go. Not in a forked child,
+        // where it would shut the parent's link down too: dropping the link closes the child's
+        // copy only.
+        if self.generation == crate::foundation::ids::generation() {
+            let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        }
         for slot in slots {
             let waker = {
                 let mut got = slot.lock();
