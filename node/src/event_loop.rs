@@ -13,8 +13,9 @@
 //!
 //! No threadsafe function and no runtime thread sit between a call and its reply. While any of
 //! these promises is pending the async handle keeps the loop alive; the poll handles never do.
-//! A link that fails is let go (calls then take the client's connection, `promise.rs`'s way for
-//! the client's promises is unchanged). Everything is closed when the environment is torn down.
+//! A link that fails is let go: calls then take the client's connection until a new link,
+//! opened in the background (`LoopLink::reopen_later`), is attached from the async handle's
+//! callback. Everything is closed when the environment is torn down.
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
@@ -93,6 +94,8 @@ struct LoopState {
     env: sys::napi_env,
     tasks: LoopTasks<Box<Outcome>>,
     wake: Wake,
+    /// Links opened again after one died (`LoopLink::reopen_later`), to attach here.
+    reopened: Arc<Mutex<Vec<polylock::LoopLink>>>,
     /// Whether the async handle keeps the loop alive (while any promise made here is pending).
     referenced: bool,
     /// The resource and async context of the callback scopes.
@@ -183,6 +186,7 @@ impl LoopState {
             env,
             tasks,
             wake,
+            reopened: Arc::default(),
             referenced: false,
             resource: reference,
             async_context,
@@ -317,6 +321,23 @@ unsafe extern "C" fn on_poll(handle: *mut c_void, status: c_int, events: c_int) 
                 uv_poll_stop(watched.poll.0);
                 uv_close(watched.poll.0, free_handle);
             }
+            // Meanwhile the calls take the client's connection.
+            if let Some((reopened, wake)) = LOOP.with(|state| {
+                let state = state.borrow();
+                let state = state.as_ref()?;
+                Some((Arc::clone(&state.reopened), Arc::clone(&state.wake)))
+            }) {
+                watched.link.reopen_later(move |link| {
+                    reopened
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(link);
+                    if let Some(handle) = *lock_wake(&wake) {
+                        // SAFETY: as in the bell (`LoopState::make`).
+                        unsafe { uv_async_send(handle.0) };
+                    }
+                });
+            }
             // Dropping it lets the socket go once no call holds it.
             drop(watched);
         }
@@ -324,7 +345,19 @@ unsafe extern "C" fn on_poll(handle: *mut c_void, status: c_int, events: c_int) 
 }
 
 unsafe extern "C" fn on_async(_handle: *mut c_void) {
-    in_callback_scope(|_env, _tasks| {});
+    in_callback_scope(|env, _tasks| {
+        let reopened = LOOP.with(|state| {
+            let state = state.borrow();
+            let state = state.as_ref()?;
+            let links =
+                std::mem::take(&mut *state.reopened.lock().unwrap_or_else(|p| p.into_inner()));
+            Some(links)
+        });
+        for link in reopened.into_iter().flatten() {
+            // On failure the link is dropped: the calls keep the client's connection.
+            let _ = attach(env, link);
+        }
+    });
 }
 
 /// The environment is torn down (a worker thread ends): nothing is woken, watched or polled

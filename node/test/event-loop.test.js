@@ -3,7 +3,7 @@
 // The hot path's I/O on the event loop (node/src/event_loop.rs, core/src/connection/loop_link.rs):
 // a client of one plain server sends the commands of its calls on a connection of its own that
 // the event loop reads, not on the core's connection; that connection's failures hand the calls
-// to the core's, a value larger than the socket takes at once still goes out whole, a password
+// to the core's until it is opened again, a value larger than the socket takes at once still goes out whole, a password
 // and a database are set on it, and close() closes it.
 
 const assert = require('node:assert/strict')
@@ -139,13 +139,15 @@ test('a value the socket cannot take at once goes out whole', async () => {
   }
 })
 
-test('when the event loop\'s connection is cut, a call waiting on it fails as a broken connection and later calls work', async () => {
+test('when the event loop\'s connection is cut, a call waiting on it fails as a broken connection, later calls work, and it is opened again', async () => {
   const proxy = await FaultProxy.start(redis.port)
   const client = await Client.connect(userUrl(proxy.port), { responseTimeoutMs: 60_000 })
   try {
     const lock = client.lock(fresh('cut'))
     assert.equal(await lock.acquire({}), true)
     await lock.release()
+    // The client's command and pub/sub connections, and the event loop's.
+    const opened = await proxy.connections()
     // Replies stop: the next call waits on the event loop's connection, far from its 60 s
     // response timeout, until the proxy closes every connection.
     await proxy.blackhole()
@@ -163,6 +165,14 @@ test('when the event loop\'s connection is cut, a call waiting on it fails as a 
       })
       if (!acquired) throw new NotYet('not acquired')
     })
+    await lock.release()
+    // And the event loop's connection is opened again in the background.
+    await waitFor('the event loop\'s connection opened again', async () => {
+      const now = await proxy.connections()
+      if (now < opened) throw new NotYet(`${now} of ${opened} connections`)
+    })
+    assert.equal(await proxy.connections(), opened)
+    assert.equal(await lock.acquire({ waitMs: 1000 }), true)
     await lock.release()
   } finally {
     await client.close()

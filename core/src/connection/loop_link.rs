@@ -13,7 +13,8 @@
 //!
 //! - *Failure:* a link whose socket fails (a reset, a close, a reply it cannot parse) is dead:
 //!   its waiting calls fail as a broken connection does (the engine retries those it retries),
-//!   and later calls use the client's own connection. It is not opened again.
+//!   and later calls use the client's own connection until the binding attaches a new link
+//!   (`LoopLink::reopen_later`: first after 0.1 s, then backing off to 5 s while it fails).
 //! - *Timeouts:* each call waits for its reply at most the client's response timeout (a timer
 //!   on polylock's runtime); a reply that comes later is read and dropped, in order.
 //! - *Closing:* the client's close (and dropping it) kills its links.
@@ -64,7 +65,37 @@ pub struct LoopLink(Arc<Link>);
 impl LoopLink {
     /// Opens a link to `connection`'s server (see `Client::loop_link`).
     pub(crate) async fn connect(connection: &super::Connection) -> Option<LoopLink> {
-        let server = connection.single_server()?;
+        Self::open(&connection.single_server()?).await
+    }
+
+    /// After this link died (the loop saw [`LoopLink::on_readable`] or
+    /// [`LoopLink::on_writable`] return false): opens a new one to its server on polylock's
+    /// runtime, first after 0.1 s, then again after each failure with the pause doubled up to
+    /// 5 s, for as long as the client lives and is not closed; `deliver` gets it, on the
+    /// runtime. The binding attaches it on its loop's thread. A link that died in a forked
+    /// child is not reopened.
+    pub fn reopen_later(&self, deliver: impl FnOnce(LoopLink) + Send + 'static) {
+        if self.0.generation != crate::foundation::ids::generation() {
+            return;
+        }
+        let server = Weak::clone(&self.0.server);
+        crate::foundation::runtime::runtime().spawn(async move {
+            let mut pause = Duration::from_millis(100);
+            loop {
+                tokio::time::sleep(pause).await;
+                let Some(server) = server.upgrade().filter(|server| !server.is_closed()) else {
+                    return;
+                };
+                if let Some(link) = Self::open(&server).await {
+                    deliver(link);
+                    return;
+                }
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        });
+    }
+
+    async fn open(server: &Arc<SingleServer>) -> Option<LoopLink> {
         let (info, timeouts) = server.link_target();
         let redis::ConnectionAddr::Tcp(host, port) = info.addr().clone() else {
             return None;
@@ -137,7 +168,7 @@ impl LoopLink {
             Err(_) => return None,
         };
         let link = Arc::new(Link {
-            server: Arc::downgrade(&server),
+            server: Arc::downgrade(server),
             generation: crate::foundation::ids::generation(),
             stream,
             response_timeout: timeouts.response,
@@ -183,8 +214,21 @@ impl LoopLink {
         !self.0.is_dead()
     }
 
-    /// Whether the link holds bytes the socket did not take yet (the loop then watches for
-    /// writability too).
+    /// From now on a call's command is written at once only when no other call waits for a
+    /// reply on the link; otherwise it is kept until half as many commands as wait for replies
+    /// are kept (at most 32), or the loop calls [`LoopLink::on_writable`]. Concurrent calls'
+    /// commands then go out a few in one write, which the server reads at once, as the
+    /// multiplexed connection pipelines them. Kept commands also go out when the loop reads a
+    /// reply ([`LoopLink::on_readable`] comes after [`LoopLink::on_writable`]); the loop should
+    /// flush at the end of its turn after a pass that leaves [`LoopLink::wants_writable`] true,
+    /// so that they do not wait for one.
+    pub fn defer_writes(&self) {
+        self.0.lock().deferred = true;
+    }
+
+    /// Whether the link holds bytes the socket did not take yet, or, with
+    /// [`LoopLink::defer_writes`], bytes not written yet (the loop then flushes, or watches
+    /// for writability).
     pub fn wants_writable(&self) -> bool {
         !self.0.lock().unsent.is_empty()
     }
@@ -220,6 +264,10 @@ struct State {
     read: BytesMut,
     codec: redis::ValueCodec,
     dead: bool,
+    /// Commands wait in `unsent` until the loop flushes (`LoopLink::defer_writes`).
+    deferred: bool,
+    /// Commands waiting in `unsent` since the last write.
+    waiting: usize,
 }
 
 /// One call's replies: `skip` to read past first, then `want`.
@@ -287,9 +335,15 @@ impl Link {
             if state.dead {
                 Some(broken("the loop link is closed"))
             } else {
+                let idle = state.in_flight.is_empty();
                 state.in_flight.push_back(Arc::clone(&slot));
                 state.unsent.extend_from_slice(bytes);
-                self.write_unsent(&mut state).err()
+                state.waiting += 1;
+                if state.deferred && !idle && state.waiting < deferred_at_most(&state) {
+                    None
+                } else {
+                    self.write_unsent(&mut state).err()
+                }
             }
         };
         if let Some(err) = &failed {
@@ -308,6 +362,7 @@ impl Link {
 
     /// Writes what the socket takes now of the unsent bytes.
     fn write_unsent(&self, state: &mut State) -> RedisResult<()> {
+        state.waiting = 0;
         while !state.unsent.is_empty() {
             match (&self.stream).write(&state.unsent) {
                 Ok(0) => return Err(broken("the socket took nothing")),
@@ -456,6 +511,15 @@ fn settle_replies(state: &mut State, woken: &mut Vec<Waker>) -> RedisResult<()> 
         }
     }
     Ok(())
+}
+
+/// With writes deferred, how many commands wait before they are written without the loop's
+/// flush: half of those in flight (at most 32), so that the server works on one half while the
+/// loop's tasks make the other; a link with nothing in flight writes at once. Measured
+/// (bench/NOTES.md, 2026-11-30): batching a whole turn's commands made the loop and the server
+/// wait on each other in turn, at 4 and 16 concurrent calls slower than no batching at all.
+fn deferred_at_most(state: &State) -> usize {
+    (state.in_flight.len() / 2).clamp(1, 32)
 }
 
 fn broken(what: &str) -> RedisError {

@@ -93,6 +93,11 @@ impl SingleServer {
         }
     }
 
+    /// Whether the client closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
     fn kill_loop_links(&self) {
         let links = std::mem::take(&mut *self.loop_links());
         for link in links.iter().filter_map(Weak::upgrade) {
