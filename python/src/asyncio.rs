@@ -7,7 +7,9 @@
 //!   on the loop's thread (`polylock::LoopTasks`): first in the call itself, so the command is
 //!   written before the call returns, then when its reply is read in the reader callback, or
 //!   when another thread wakes it (a timer, pub/sub) through the bell below. No runtime thread
-//!   sits between a call and its reply. A blocking call made on the loop's thread bypasses the
+//!   sits between a call and its reply. The link's writes are deferred (`defer_writes`): while
+//!   calls wait for replies, concurrent calls' commands go out a few in one write, and the rest
+//!   at the end of the loop's turn (`call_soon`). A blocking call made on the loop's thread bypasses the
 //!   links (`wait.rs`): nothing reads them while it blocks.
 //! - *On polylock's runtime* (any other client, or before a link is attached): each loop has one
 //!   queue of ended work. The first outcome queued since the loop last looked writes one byte
@@ -22,6 +24,9 @@
 //! A future cancelled in Python (a timeout, `task.cancel()`: `polylock._async._CoreFuture`)
 //! drops its core future, which finishes what it started in the background as any dropped
 //! core future does.
+//!
+//! A link that dies is let go: the calls take the client's connection until a new one, opened
+//! in the background (`LoopLink::reopen_later`), is attached by the bell's callback.
 //!
 //! A link belongs to the loop it was attached on: when another loop runs calls on the thread,
 //! the links are closed (that client's calls then take its connection) and the tasks still
@@ -155,6 +160,8 @@ struct Queue {
     /// Written by the first outcome queued (or loop task woken) since the loop last looked.
     ring: UnixStream,
     rung: AtomicBool,
+    /// Links opened again after one died (`LoopLink::reopen_later`), to attach on the loop.
+    reopened: Mutex<Vec<LoopLink>>,
 }
 
 /// The loop that last ran a call on a thread, its queue, and the keyword arguments its futures
@@ -180,10 +187,12 @@ struct OnLoop {
     links: Vec<Watched>,
 }
 
-/// A link the loop watches, for readability always, for writability while `writable`.
+/// A link the loop watches, for readability always, for writability while `writable`; its
+/// commands are written by a flush the loop calls soon (`flush_scheduled`).
 struct Watched {
     link: LoopLink,
     writable: bool,
+    flush_scheduled: bool,
 }
 
 impl Drop for OnLoop {
@@ -266,6 +275,7 @@ impl LoopQueue {
                 bell,
                 ring,
                 rung: AtomicBool::new(false),
+                reopened: Mutex::new(Vec::new()),
             });
             let future = py.import("asyncio")?.getattr("Future")?;
             let settler = Py::new(
@@ -381,6 +391,19 @@ impl LoopQueue {
         for (future, settle) in ended {
             this.settle(py, future.bind(py), settle);
         }
+        let reopened = std::mem::take(
+            &mut *this
+                .queue
+                .reopened
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        for link in reopened {
+            let attached = attach_on(py, link, |state| Arc::ptr_eq(&state.queue, &this.queue));
+            if let Err(err) = attached {
+                err.write_unraisable(py, None);
+            }
+        }
         if let Some(tasks) = tasks_of(&this.queue) {
             tasks.run_ready(&mut |ended| this.settle_carried(py, ended));
             watch_writable(py);
@@ -411,28 +434,39 @@ pub(crate) fn attach(py: Python<'_>, link: LoopLink) -> PyResult<()> {
     else {
         return Ok(());
     };
+    attach_on(py, link, |state| state.event_loop.is(&running))
+}
+
+/// Attaches `link` to this thread's loop if `ours` says the thread's loop state is the one it
+/// is for; drops it otherwise.
+fn attach_on(
+    py: Python<'_>,
+    link: LoopLink,
+    ours: impl FnOnce(&LoopState) -> bool,
+) -> PyResult<()> {
     let fd = link.fd();
     let event_loop = LOOP_QUEUE.with(|cached| {
         let mut cached = cached.borrow_mut();
-        let state = cached
-            .as_mut()
-            .filter(|state| state.event_loop.is(&running))?;
+        let state = cached.as_mut().filter(|state| ours(state))?;
         let queue = Arc::clone(&state.queue);
         state
             .on_loop
             .tasks
             .get_or_insert_with(|| LoopTasks::new(move || queue.ring()));
         link.attach_here();
+        link.defer_writes();
         state.on_loop.links.push(Watched {
             link,
             writable: false,
+            flush_scheduled: false,
         });
         Some(state.event_loop.clone_ref(py))
     });
     let Some(event_loop) = event_loop else {
         return Ok(());
     };
-    if let Err(err) = event_loop.call_method1(py, "add_reader", (fd, LinkReady { fd })) {
+    let watch = LinkReady { fd, flush: false };
+    if let Err(err) = event_loop.call_method1(py, "add_reader", (fd, watch)) {
         drop(forget_link(fd));
         return Err(err);
     }
@@ -449,7 +483,9 @@ fn forget_link(fd: i32) -> Option<Watched> {
     })
 }
 
-/// Watches each link for writability too while it holds bytes its socket did not take.
+/// After a pass: a link holding commands not written gets a flush from the loop soon
+/// (`call_soon`: after the other callbacks of this turn, whose calls' commands then go out in
+/// the same write); one whose socket took everything stops being watched for writability.
 fn watch_writable(py: Python<'_>) {
     let changed: Vec<(i32, bool, Py<PyAny>)> = LOOP_QUEUE.with(|cached| {
         let mut cached = cached.borrow_mut();
@@ -458,17 +494,20 @@ fn watch_writable(py: Python<'_>) {
         };
         let mut changed = Vec::new();
         for watched in &mut state.on_loop.links {
-            let writable = watched.link.wants_writable();
-            if writable != watched.writable {
-                watched.writable = writable;
-                changed.push((watched.link.fd(), writable, state.event_loop.clone_ref(py)));
+            let wants = watched.link.wants_writable();
+            if wants && !watched.writable && !watched.flush_scheduled {
+                watched.flush_scheduled = true;
+                changed.push((watched.link.fd(), true, state.event_loop.clone_ref(py)));
+            } else if !wants && watched.writable {
+                watched.writable = false;
+                changed.push((watched.link.fd(), false, state.event_loop.clone_ref(py)));
             }
         }
         changed
     });
-    for (fd, writable, event_loop) in changed {
-        let watch = if writable {
-            event_loop.call_method1(py, "add_writer", (fd, LinkReady { fd }))
+    for (fd, flush, event_loop) in changed {
+        let watch = if flush {
+            event_loop.call_method1(py, "call_soon", (LinkReady { fd, flush: true },))
         } else {
             event_loop.call_method1(py, "remove_writer", (fd,))
         };
@@ -478,42 +517,75 @@ fn watch_writable(py: Python<'_>) {
     }
 }
 
-/// The loop's callback for a link's socket, readable or writable: reads the replies and
-/// writes what is left to write, then polls the tasks this woke.
+/// The loop's callback for a link: its socket is readable or writable (reads the replies,
+/// writes what is left to write), or, with `flush`, the pass that sent commands asked it to
+/// write them. Then polls the tasks this woke.
 #[pyclass(frozen)]
 struct LinkReady {
     fd: i32,
+    flush: bool,
 }
 
 #[pymethods]
 impl LinkReady {
     fn __call__(&self, py: Python<'_>) {
-        let Some((tasks, settler, event_loop)) = LOOP_QUEUE.with(|cached| {
+        let Some((tasks, settler, event_loop, queue)) = LOOP_QUEUE.with(|cached| {
             let cached = cached.borrow();
             let state = cached.as_ref()?;
             Some((
                 state.on_loop.tasks.clone()?,
                 state.settler.clone_ref(py),
                 state.event_loop.clone_ref(py),
+                Arc::clone(&state.queue),
             ))
         }) else {
             return;
         };
         // The replies read wake their tasks, which only queue themselves (a pass is on).
-        let alive = LoopTasks::<Ended>::polling(|| {
+        let outcome = LoopTasks::<Ended>::polling(|| {
             LOOP_QUEUE.with(|cached| {
-                let cached = cached.borrow();
-                let links = &cached.as_ref()?.on_loop.links;
-                let watched = links.iter().find(|watched| watched.link.fd() == self.fd)?;
-                Some(watched.link.on_writable() && watched.link.on_readable())
+                let mut cached = cached.borrow_mut();
+                let links = &mut cached.as_mut()?.on_loop.links;
+                let watched = links
+                    .iter_mut()
+                    .find(|watched| watched.link.fd() == self.fd)?;
+                if !self.flush {
+                    let alive = watched.link.on_writable() && watched.link.on_readable();
+                    return Some((alive, false));
+                }
+                watched.flush_scheduled = false;
+                let alive = watched.link.on_writable();
+                // What the socket did not take goes out as it drains.
+                let start_writer = alive && watched.link.wants_writable() && !watched.writable;
+                watched.writable |= start_writer;
+                Some((alive, start_writer))
             })
         });
+        let alive = outcome.map(|(alive, _)| alive);
+        if outcome.is_some_and(|(_, start_writer)| start_writer) {
+            let watch = LinkReady {
+                fd: self.fd,
+                flush: false,
+            };
+            if let Err(err) = event_loop.call_method1(py, "add_writer", (self.fd, watch)) {
+                err.write_unraisable(py, None);
+            }
+        }
         if alive == Some(false) {
             if let Some(watched) = forget_link(self.fd) {
                 let _ = event_loop.call_method1(py, "remove_reader", (self.fd,));
                 if watched.writable {
                     let _ = event_loop.call_method1(py, "remove_writer", (self.fd,));
                 }
+                // Meanwhile the calls take the client's connection.
+                watched.link.reopen_later(move |link| {
+                    queue
+                        .reopened
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(link);
+                    queue.ring();
+                });
             }
         }
         let settler = settler.get();

@@ -3,8 +3,9 @@ an AsyncClient of one plain server sends the commands of the calls made on its l
 connection of its own that the loop reads, not on the core's connection. That connection
 authenticates as the URL's user on its database; a value larger than the socket takes at once
 still goes out whole; a cut fails the call waiting on it and hands later calls to the core's
-connection; aclose() closes it; a blocking call made on the loop's thread does not wait on it;
-and another loop on the same thread lets it go."""
+connection until it is opened again; aclose() closes it; a blocking call made on the loop's
+thread does not wait on it; another loop on the same thread lets it go; and a forked child
+leaves the parent's alone."""
 
 from __future__ import annotations
 
@@ -131,6 +132,30 @@ def test_the_calls_on_the_loop_go_out_on_the_loops_connection_as_the_urls_user_o
     assert any(s == hot and w[0].lower() == "select" and w[1:] == ["3"] for s, w in list(monitor.seen))
 
 
+def test_the_calls_of_many_tasks_on_the_loop_all_go_out_and_settle(url: str) -> None:
+    # 64 tasks, each making its calls as the replies to the others' come in: their commands go
+    # out a few in one write (core/src/connection/loop_link.rs, `defer_writes`), and every
+    # reply must reach its own call.
+    async def main() -> list[int]:
+        client = await polylock.AsyncClient.connect(url, response_timeout=30)
+        try:
+
+            async def worker(index: int) -> int:
+                lock = client.lock(fresh(f"many-{index}"))
+                for _ in range(100):
+                    assert await lock.acquire()
+                    await lock.release()
+                return 100
+
+            return await asyncio.wait_for(
+                asyncio.gather(*(worker(index) for index in range(64))), timeout=20
+            )
+        finally:
+            await client.aclose()
+
+    assert run(main()) == [100] * 64
+
+
 def test_aclose_closes_the_loops_connection(
     redis_server: RedisServer, redis: RedisConnection, user: str, monitor: Monitor
 ) -> None:
@@ -173,7 +198,7 @@ def test_a_value_the_socket_cannot_take_at_once_goes_out_whole(url: str) -> None
     run(main())
 
 
-def test_a_cut_fails_the_call_waiting_on_the_loops_connection_and_later_calls_work(
+def test_a_cut_fails_the_call_waiting_on_the_loops_connection_later_calls_work_and_it_opens_again(
     fault_proxy: Any,
 ) -> None:
     async def main() -> None:
@@ -182,6 +207,8 @@ def test_a_cut_fails_the_call_waiting_on_the_loops_connection_and_later_calls_wo
             lock = client.lock(fresh("cut"))
             assert await lock.acquire()
             await lock.release()
+            # The client's command and pub/sub connections, and the loop's.
+            opened = fault_proxy.connections()
             # Replies stop: the next call waits on the loop's connection, far from its 60 s
             # response timeout, until the proxy closes every connection.
             fault_proxy.blackhole()
@@ -206,6 +233,14 @@ def test_a_cut_fails_the_call_waiting_on_the_loops_connection_and_later_calls_wo
             if locked:  # the cut acquire's, if it got the lock before the cut
                 assert await lock.force_unlock()
             other = client.lock(lock.name)
+            assert await other.acquire(timeout=10)
+            await other.release()
+            # And the loop's connection is opened again in the background.
+            for _ in range(400):
+                if fault_proxy.connections() >= opened:
+                    break
+                await asyncio.sleep(0.025)
+            assert fault_proxy.connections() == opened, "the loop's connection was not opened again"
             assert await other.acquire(timeout=10)
             await other.release()
         finally:
