@@ -138,6 +138,9 @@ pub(crate) fn attach(env: sys::napi_env, link: polylock::LoopLink) -> napi::Resu
             uv_unref(poll.0);
         }
         link.attach_here();
+        // Concurrent calls' commands go out a few in one write; what is kept goes out when
+        // the socket reports writable (`after_pass` watches for it), at the loop's next poll.
+        link.defer_writes();
         state.watched.push(Watched {
             link,
             poll,

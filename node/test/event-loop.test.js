@@ -94,6 +94,25 @@ test('the commands of a call go out on the event loop\'s connection, not the cor
   }
 })
 
+test('the calls of many concurrent holders all go out and settle', async () => {
+  // While calls wait for replies, their commands go out a few in one write (core/src/connection/
+  // loop_link.rs, defer_writes); every reply must reach its own call.
+  const client = await Client.connect(userUrl(), { responseTimeoutMs: 30_000 })
+  try {
+    const chains = Array.from({ length: 64 }, async (_, index) => {
+      const lock = client.lock(fresh(`many-${index}`))
+      for (let i = 0; i < 100; i += 1) {
+        assert.equal(await lock.acquire({}), true)
+        await lock.release()
+      }
+      return 100
+    })
+    assert.deepEqual(await Promise.all(chains), Array(64).fill(100))
+  } finally {
+    await client.close()
+  }
+})
+
 test('close() closes the event loop\'s connection', async () => {
   // (The core's command connection closes when the last handle is collected, docs/PROTOCOL.md.)
   const watch = await monitor()

@@ -218,10 +218,9 @@ impl LoopLink {
     /// reply on the link; otherwise it is kept until half as many commands as wait for replies
     /// are kept (at most 32), or the loop calls [`LoopLink::on_writable`]. Concurrent calls'
     /// commands then go out a few in one write, which the server reads at once, as the
-    /// multiplexed connection pipelines them. Kept commands also go out when the loop reads a
-    /// reply ([`LoopLink::on_readable`] comes after [`LoopLink::on_writable`]); the loop should
-    /// flush at the end of its turn after a pass that leaves [`LoopLink::wants_writable`] true,
-    /// so that they do not wait for one.
+    /// multiplexed connection pipelines them. After a pass that leaves
+    /// [`LoopLink::wants_writable`] true the loop must call `on_writable` soon: at the end of
+    /// its turn (Python) or when the socket reports writable (Node).
     pub fn defer_writes(&self) {
         self.0.lock().deferred = true;
     }
