@@ -270,7 +270,7 @@ fn after_pass() {
 
 /// Runs `work` in a handle scope and a callback scope, as Node runs a callback: promise
 /// reactions run when the scope closes.
-fn in_callback_scope(work: impl FnOnce(sys::napi_env, &LoopTasks<Box<Outcome>>)) {
+fn in_callback_scope(work: impl FnOnce(sys::napi_env)) {
     let Some((env, tasks, resource, async_context)) = LOOP.with(|state| {
         let state = state.borrow();
         state.as_ref().map(|state| {
@@ -293,7 +293,7 @@ fn in_callback_scope(work: impl FnOnce(sys::napi_env, &LoopTasks<Box<Outcome>>))
         sys::napi_open_callback_scope(env, resource_object, async_context, &mut scope);
         // Never unwind into libuv.
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            work(env, &tasks);
+            work(env);
             tasks.run_ready(&mut |outcome| settle(env, outcome));
             after_pass();
         }));
@@ -303,7 +303,7 @@ fn in_callback_scope(work: impl FnOnce(sys::napi_env, &LoopTasks<Box<Outcome>>))
 }
 
 unsafe extern "C" fn on_poll(handle: *mut c_void, status: c_int, events: c_int) {
-    in_callback_scope(|_env, _tasks| {
+    in_callback_scope(|_env| {
         // The replies read wake their tasks, which only queue themselves (a pass is on).
         let dead = LoopTasks::<Box<Outcome>>::polling(|| {
             LOOP.with(|state| {
@@ -348,7 +348,7 @@ unsafe extern "C" fn on_poll(handle: *mut c_void, status: c_int, events: c_int) 
 }
 
 unsafe extern "C" fn on_async(_handle: *mut c_void) {
-    in_callback_scope(|env, _tasks| {
+    in_callback_scope(|env| {
         let reopened = LOOP.with(|state| {
             let state = state.borrow();
             let state = state.as_ref()?;

@@ -369,7 +369,6 @@ impl LoopState {
                 let _ = event_loop.call_method1("remove_writer", (watched.link.fd(),));
             }
         }
-        drop(self);
     }
 }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -107,6 +108,17 @@ def fresh(prefix: str) -> str:
     return f"loop:{prefix}:{uuid.uuid4().hex[:10]}"
 
 
+async def one_cycle_on(client: polylock.AsyncClient, monitor: Monitor, prefix: str) -> str:
+    """Takes and releases a fresh lock; the address of the connection its scripts went on."""
+    name = fresh(prefix)
+    lock = client.lock(name)
+    assert await lock.acquire()
+    await lock.release()
+    assert wait_until(lambda: monitor.count("evalsha", name) >= 1, timeout=10)
+    (source,) = monitor.sources_of("evalsha", name)
+    return source
+
+
 def test_the_calls_on_the_loop_go_out_on_the_loops_connection_as_the_urls_user_on_its_database(
     redis_server: RedisServer, redis: RedisConnection, user: str, monitor: Monitor
 ) -> None:
@@ -171,12 +183,7 @@ def test_aclose_closes_the_loops_connection(
 ) -> None:
     async def main() -> None:
         client = await polylock.AsyncClient.connect(user_url(redis_server.port))
-        name = fresh("close")
-        lock = client.lock(name)
-        assert await lock.acquire()
-        await lock.release()
-        assert wait_until(lambda: monitor.count("evalsha", name) >= 1, timeout=10)
-        (hot,) = monitor.sources_of("evalsha", name)
+        hot = await one_cycle_on(client, monitor, "close")
         assert hot in addresses(redis)
         assert user_at(redis, hot) == USER
         await client.aclose()
@@ -224,7 +231,9 @@ def test_a_cut_fails_the_call_waiting_on_the_loops_connection_later_calls_work_a
             # response timeout, until the proxy closes every connection.
             fault_proxy.blackhole()
             pending = asyncio.ensure_future(lock.acquire(timeout=0))
-            await asyncio.sleep(0)  # the call is written
+            # One turn of the loop: the task starts, and its call writes its command (either
+            # outcome below is accepted, should it not have).
+            await asyncio.sleep(0)
             fault_proxy.cut()
             fault_proxy.pass_through()
             try:
@@ -233,23 +242,23 @@ def test_a_cut_fails_the_call_waiting_on_the_loops_connection_later_calls_work_a
                 outcome = error
             assert isinstance(outcome, (bool, polylock.ConnectionError)), outcome
             # Later calls go to the core's connection, which reconnects.
-            for _ in range(200):
+            deadline = time.monotonic() + 60
+            while True:
                 try:
                     locked = await lock.locked()
                     break
                 except polylock.ConnectionError:
+                    assert time.monotonic() < deadline, "no call worked after the cut"
                     await asyncio.sleep(0.05)
-            else:
-                raise AssertionError("no call worked after the cut")
             if locked:  # the cut acquire's, if it got the lock before the cut
                 assert await lock.force_unlock()
             other = client.lock(lock.name)
             assert await other.acquire(timeout=10)
             await other.release()
-            # And the loop's connection is opened again in the background.
-            for _ in range(400):
-                if fault_proxy.connections() >= opened:
-                    break
+            # And the loop's connection is opened again in the background (the loop must run
+            # meanwhile: it attaches the new one).
+            deadline = time.monotonic() + 60
+            while fault_proxy.connections() < opened and time.monotonic() < deadline:
                 await asyncio.sleep(0.025)
             assert fault_proxy.connections() == opened, "the loop's connection was not opened again"
             assert await other.acquire(timeout=10)
@@ -283,13 +292,7 @@ def test_a_client_connected_on_one_loop_works_on_the_next_which_closes_the_first
 ) -> None:
     async def first() -> tuple[polylock.AsyncClient, str]:
         client = await polylock.AsyncClient.connect(url)
-        name = fresh("first")
-        lock = client.lock(name)
-        assert await lock.acquire()
-        await lock.release()
-        assert wait_until(lambda: monitor.count("evalsha", name) >= 1, timeout=10)
-        (hot,) = monitor.sources_of("evalsha", name)
-        return client, hot
+        return client, await one_cycle_on(client, monitor, "first")
 
     client, hot = run(first())
 

@@ -45,6 +45,22 @@ thread_local! {
     static BYPASSED: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Runs `work` with this thread's `flag` set, and puts it back as it was after, even when
+/// `work` panics (a flag left set would route or queue this thread's later calls wrongly).
+pub(super) fn with_flag_set<R>(
+    flag: &'static std::thread::LocalKey<Cell<bool>>,
+    work: impl FnOnce() -> R,
+) -> R {
+    struct Restore(&'static std::thread::LocalKey<Cell<bool>>, bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = self.0.try_with(|flag| flag.set(self.1));
+        }
+    }
+    let _restore = Restore(flag, flag.with(|flag| flag.replace(true)));
+    work()
+}
+
 /// The live link of `server` attached to this thread, if any.
 pub(crate) fn attached_here(server: &Arc<SingleServer>) -> Option<Arc<Link>> {
     if BYPASSED.with(Cell::get) {
@@ -191,10 +207,7 @@ impl LoopLink {
     /// connection. For a blocking wait on the loop's thread, during which nothing reads the
     /// links.
     pub fn bypassed_here<R>(work: impl FnOnce() -> R) -> R {
-        let was = BYPASSED.with(|bypassed| bypassed.replace(true));
-        let result = work();
-        BYPASSED.with(|bypassed| bypassed.set(was));
-        result
+        with_flag_set(&BYPASSED, work)
     }
 
     /// The socket, for the loop to watch.

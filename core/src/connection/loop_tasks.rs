@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
 
+use super::loop_link::with_flag_set;
 use crate::foundation::ids::generation;
 use crate::foundation::runtime::runtime;
 
@@ -135,10 +136,7 @@ impl<O: Send + 'static> LoopTasks<O> {
     /// Runs `work` (a link's `on_readable`, say) as part of a pass: the tasks it wakes on this
     /// thread are queued without ringing the bell. Call [`LoopTasks::run_ready`] after it.
     pub fn polling<R>(work: impl FnOnce() -> R) -> R {
-        let was = POLLING.with(|polling| polling.replace(true));
-        let result = work();
-        POLLING.with(|polling| polling.set(was));
-        result
+        with_flag_set(&POLLING, work)
     }
 
     /// How many spawned tasks have not ended.
@@ -207,6 +205,8 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::sync::mpsc;
 
+    use tokio::sync::oneshot;
+
     use super::*;
 
     /// A bell that counts its rings.
@@ -229,15 +229,21 @@ mod tests {
         assert_eq!(rings.load(Ordering::SeqCst), 0);
     }
 
+    /// Spawns a task that ends with what the returned sender sends.
+    fn spawn_waiting(tasks: &LoopTasks<u32>, ended: &mut Vec<u32>) -> oneshot::Sender<u32> {
+        let (send, receive) = oneshot::channel::<u32>();
+        tasks.spawn(async move { receive.await.unwrap_or(0) }, &mut |o| {
+            ended.push(o)
+        });
+        send
+    }
+
     #[test]
     fn a_wake_from_another_thread_rings_the_bell_and_the_next_pass_ends_the_task() {
         let (rings, bell) = counting_bell();
         let tasks = LoopTasks::new(bell);
-        let (send, receive) = tokio::sync::oneshot::channel::<u32>();
         let mut ended = Vec::new();
-        tasks.spawn(async move { receive.await.unwrap_or(0) }, &mut |o| {
-            ended.push(o)
-        });
+        let send = spawn_waiting(&tasks, &mut ended);
         assert!(ended.is_empty());
         assert_eq!(tasks.pending(), 1);
         std::thread::spawn(move || send.send(5))
@@ -254,11 +260,8 @@ mod tests {
     fn a_wake_on_the_loops_thread_during_a_pass_is_polled_in_that_pass_without_a_ring() {
         let (rings, bell) = counting_bell();
         let tasks = LoopTasks::new(bell);
-        let (send, receive) = tokio::sync::oneshot::channel::<u32>();
         let mut ended = Vec::new();
-        tasks.spawn(async move { receive.await.unwrap_or(0) }, &mut |o| {
-            ended.push(o)
-        });
+        let send = spawn_waiting(&tasks, &mut ended);
         // A second task, spawned in a pass, wakes the first: both end in that pass.
         tasks.spawn(
             async move {
@@ -276,7 +279,7 @@ mod tests {
     fn handed_over_tasks_run_to_the_end_on_the_runtime_and_the_bell_is_silent() {
         let (rings, bell) = counting_bell();
         let tasks = LoopTasks::new(bell);
-        let (send, receive) = tokio::sync::oneshot::channel::<()>();
+        let (send, receive) = oneshot::channel::<()>();
         let (finished, finishing) = mpsc::channel();
         tasks.spawn(
             async move {
