@@ -19,7 +19,7 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData
 use polylock::metrics::BUCKET_BOUNDS_SECONDS;
 use polylock::otel::Instrumentation;
 use polylock::{AcquireOptions, Client, Hold};
-use polylock_testkit::FaultProxy;
+use polylock_testkit::{FaultProxy, Monitor};
 use redis::AsyncCommands;
 
 const CLIENT_NAME: &str = "otel-test-client";
@@ -406,6 +406,7 @@ async fn waits_are_exported_as_queued_timed_out_and_handed_off() {
         0
     );
 
+    let monitor = Monitor::start(&server);
     let waiter = tokio::spawn({
         let lock = lock.clone();
         async move { lock.lock().await }
@@ -431,7 +432,9 @@ async fn waits_are_exported_as_queued_timed_out_and_handed_off() {
         .await;
 
     // Released only once the waiter waits on the server (listed, its grant entry written, its
-    // own channel subscribed): released before that, the waiter's own look takes the free lock,
+    // own channel subscribed) and is asleep (it read that it is still listed: `nothing_missed`,
+    // whose last command is a ZSCORE; a look's are in scripts). Released before that, the
+    // waiter looks again and takes the lock granted to it before the grant's message is read,
     // which is neither hand-off, and the test would not be testing one.
     let con = raw(&server).await;
     let owner = lock.owner().to_owned();
@@ -439,6 +442,10 @@ async fn waits_are_exported_as_queued_timed_out_and_handed_off() {
         common::eventually(Duration::from_secs(10), || {
             let mut con = con.clone();
             let owner = owner.clone();
+            let asleep = monitor
+                .client_commands_since(0)
+                .iter()
+                .any(|command| command[0] == "zscore" && command.get(2) == Some(&owner));
             async move {
                 let listed: Option<f64> = con
                     .zscore("polylock_lock_waiters:{otel-wait}", &owner)
@@ -454,7 +461,7 @@ async fn waits_are_exported_as_queued_timed_out_and_handed_off() {
                     .query_async(&mut con)
                     .await
                     .unwrap();
-                listed.is_some() && granted && subscribers >= 1
+                listed.is_some() && granted && subscribers >= 1 && asleep
             }
         })
         .await,
@@ -499,7 +506,11 @@ async fn waits_are_exported_as_queued_timed_out_and_handed_off() {
         "otel-wait",
         &[("polylock.handoff.type", "message")],
     );
-    assert_eq!(granted + woken, 1, "the release handed the lock over once");
+    assert_eq!(
+        (granted, woken),
+        (1, 0),
+        "the release granted the lock to the waiter"
+    );
     assert_eq!(
         (granted, woken),
         (stats.handoffs_granted.into(), stats.handoffs_woken.into())

@@ -15,7 +15,7 @@ const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = requi
 const { Client } = require('..')
 const { instrument } = require('@polylock/polylock/otel')
 const { FaultProxy } = require('./faults.js')
-const { NotYet, freshNames, startRedis, waitFor } = require('./redis.js')
+const { NotYet, connectRedis, freshNames, startRedis, waitFor } = require('./redis.js')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const fresh = freshNames('node:otel')
@@ -143,6 +143,28 @@ function waitingOnServer(lock, { granted }) {
   })
 }
 
+/**
+ * Watches the server (MONITOR) for the check a waiter makes before it sleeps: after its look
+ * listed it, it subscribes and reads that it is still listed (`nothing_missed`, whose last
+ * command is a ZSCORE of its place; a look's commands are in scripts). A release before that
+ * read makes it look again and take the lock granted to it before the grant's message is read:
+ * neither hand-off. `asleep(lock)` waits for that check; `stop()` ends the watch.
+ */
+async function watchSleeps() {
+  const connection = connectRedis(redis.port)
+  const checks = []
+  const monitored = await connection.monitor()
+  monitored.on('monitor', (_time, args, source) => {
+    if (source !== 'lua' && String(args[0]).toLowerCase() === 'zscore') checks.push(String(args[2]))
+  })
+  return {
+    asleep: (lock) => waitFor(`${lock.owner} asleep`, async () => {
+      if (!checks.includes(lock.owner)) throw new NotYet(`no ZSCORE of ${lock.owner} yet`)
+    }),
+    stop: () => monitored.disconnect(),
+  }
+}
+
 describe('instruments', { concurrency: false }, () => {
   after(closeAll)
 
@@ -233,8 +255,10 @@ describe('instruments', { concurrency: false }, () => {
     const first = client.lock(name)
     const second = client.lock(name)
     assert.equal(await first.acquire(), true)
+    const sleeps = await watchSleeps()
     const waiting = second.acquire()
     await waitingOnServer(second, { granted: true })
+    await sleeps.asleep(second).finally(sleeps.stop)
     // The client counts a subscription once it has read the server's reply: within the wait.
     const metrics = await eventually('one hold and one subscribed waiter', async () => {
       const now = await collect()
