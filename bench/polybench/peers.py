@@ -45,12 +45,13 @@ LANGS = {
 # own runtime, so the tables show what crossing between the two runtimes costs.
 # Rust's U runs each loop in a task spawned on the worker's multi-thread runtime, as a service
 # runs lock code; "polylock-block-on" and "rslock-block-on" run it on `block_on` in the main
-# thread instead (issue 44's two shapes).
+# thread instead (issue 44's two shapes). "plain-key" (see M below) in U: what the cheapest
+# two-script cycle that keeps polylock's guarantees costs a serial client, rslock's yardstick.
 U_CONTENDERS = [
     ("rust", "polylock"), ("rust", "polylock-core-runtime"), ("rust", "polylock-metrics-off"),
     ("rust", "polylock-fair"),
     ("rust", "polylock-fifo"), ("rust", "rslock"), ("rust", "polylock-block-on"),
-    ("rust", "rslock-block-on"), ("rust", "raw"),
+    ("rust", "rslock-block-on"), ("rust", "plain-key"), ("rust", "raw"),
     ("python", "polylock"), ("python", "polylock-fair"), ("python", "polylock-fifo"),
     ("python", "redis-py"),
     ("python", "python-redis-lock"), ("python", "pottery"), ("python", "raw"),
@@ -59,7 +60,9 @@ U_CONTENDERS = [
     ("node", "redis-semaphore"), ("node", "raw"),
     ("java", "redisson"), ("java", "redisson-fair"),
 ]
-C_CONTENDERS = [c for c in U_CONTENDERS if c[1] != "raw" and not c[1].endswith("-block-on")]
+# (plain-key has no wait: it is not a C contender.)
+C_CONTENDERS = [c for c in U_CONTENDERS
+                if c[1] not in ("raw", "plain-key") and not c[1].endswith("-block-on")]
 # Redisson, the anchor: what a polyglot shop runs today (bench/java).
 REDISSON = ("java", "redisson")
 REDISSON_FAIR = ("java", "redisson-fair")

@@ -120,7 +120,10 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
     lines += ["## U: uncontended acquire+release", "",
               f"One client, serial cycles for {durations['u']:g} s. `raw` is the limit: two "
               "EVALSHA of `return 1` per cycle with that language's usual client (Rust: redis-rs "
-              "multiplexed connection, Python: redis-py, Node: ioredis).", "",
+              "multiplexed connection, Python: redis-py, Node: ioredis). `rust plain-key` "
+              "(M's yardstick, below) is the cheapest two-script cycle that keeps polylock's "
+              "guarantees, on the same connection as `rust raw`, with no engine around it: "
+              "what the protocol alone lets a serial client reach.", "",
               "| contender | cycles/s (median) | min–max | vs raw of its language | "
               "scripts/cycle | server CPU µs/cycle | client CPU µs/cycle | "
               "noise: load, steal %, other CPU % |",

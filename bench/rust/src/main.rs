@@ -14,7 +14,8 @@
 //!              program's multi-thread runtime, as a service runs lock code, and the
 //!              `-block-on` ones on the runtime's `block_on` in the main thread instead;
 //!              plain-key: the cheapest lock on a plain key that keeps polylock's guarantees,
-//!              the yardstick of M's server CPU, bench/probes/lock_protocol_cost.py's, many only)
+//!              the yardstick of M's server CPU, bench/probes/lock_protocol_cost.py's; many and
+//!              uncontended only)
 //!
 //! Protocol (the same for the Python and Node workers): connect and warm up, print `ready`;
 //! read `go <start-epoch-us> <duration-s>` from stdin, wait for the start, run for the duration,
