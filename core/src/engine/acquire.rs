@@ -427,11 +427,8 @@ impl LockCore {
         waiting: &mut Waiting,
     ) -> Ended {
         let ended = |outcome: Result<bool>, unknown: bool| Ended { outcome, unknown };
-        let channels = WaitChannels {
-            wait: self.kind.wait_channel(&self.owner),
-            told: self.kind.told_channel(&self.owner),
-            listening: self.kind.listening_channel(),
-        };
+        // Named when the call first subscribes: a call that takes the lock at once needs none.
+        let mut channels: Option<WaitChannels> = None;
         let mut interruptions = Interruptions {
             cancelled,
             closed: self.client.closed_receiver(),
@@ -550,7 +547,13 @@ impl LockCore {
                 continue;
             }
             match self
-                .subscribe(waiting, &channels, left, &mut interruptions, &mut backoff)
+                .subscribe(
+                    waiting,
+                    channels.get_or_insert_with(|| self.wait_channels()),
+                    left,
+                    &mut interruptions,
+                    &mut backoff,
+                )
                 .await
             {
                 Subscribed::Sleep(counts) => (messages, told) = counts,
@@ -567,6 +570,14 @@ impl LockCore {
                 Waited::Cancelled => return ended(Ok(false), false),
                 Waited::Closed => {}
             }
+        }
+    }
+
+    fn wait_channels(&self) -> WaitChannels {
+        WaitChannels {
+            wait: self.kind.wait_channel(&self.owner),
+            told: self.kind.told_channel(&self.owner),
+            listening: self.kind.listening_channel(),
         }
     }
 

@@ -10,6 +10,25 @@ pub fn tagged(prefix: &str, name: &str) -> String {
     }
 }
 
+/// `tagged(prefix, name)` then `:tail`, in one allocation (the per-call keys: latches, a release
+/// trace, a told channel).
+fn tagged_then(prefix: &str, name: &str, tail: &str) -> String {
+    let braces = if name.contains('{') { 0 } else { 2 };
+    let mut key = String::with_capacity(prefix.len() + name.len() + tail.len() + braces + 2);
+    key.push_str(prefix);
+    key.push(':');
+    if braces == 0 {
+        key.push_str(name);
+    } else {
+        key.push('{');
+        key.push_str(name);
+        key.push('}');
+    }
+    key.push(':');
+    key.push_str(tail);
+    key
+}
+
 /// `{name}:suffix`, or `name:suffix` when the name already carries a hash tag (Redisson's
 /// `suffixName`).
 pub fn suffixed(name: &str, suffix: &str) -> String {
@@ -43,7 +62,7 @@ pub fn lock_told_prefix(name: &str) -> String {
 
 /// The channel on which a release tells the reentrant lock's waiter `owner` to look.
 pub fn lock_told_channel(name: &str, owner: &str) -> String {
-    format!("{}:{owner}", lock_told_prefix(name))
+    tagged_then("polylock_lock_told", name, owner)
 }
 
 /// polylock's HASH of the waiters of a reentrant lock that accept the lock directly (owner ->
@@ -63,7 +82,7 @@ pub fn lock_listening_channel(name: &str) -> String {
 
 /// The latch key that makes one logical release idempotent across retries.
 pub fn unlock_latch(name: &str, request_id: &str) -> String {
-    format!("{}:{request_id}", tagged("redisson_unlock_latch", name))
+    tagged_then("redisson_unlock_latch", name, request_id)
 }
 
 /// The trace of an owner's last final release of a reentrant, fenced, fair or FIFO lock: the
@@ -72,7 +91,7 @@ pub fn unlock_latch(name: &str, request_id: &str) -> String {
 /// next acquire and release back until a release has its answer). It lives for the caller's
 /// retry window only (`engine::release::trace_window`).
 pub fn release_trace(name: &str, owner: &str) -> String {
-    format!("{}:{owner}", tagged("polylock_released", name))
+    tagged_then("polylock_released", name, owner)
 }
 
 /// polylock's own latch of one acquire request: `0` once it was undone (a tombstone), and for
@@ -80,7 +99,7 @@ pub fn release_trace(name: &str, owner: &str) -> String {
 /// locks record an acquisition in the lock hash instead). It makes an acquire whose reply was
 /// lost safe to retry and possible to undo.
 pub fn acquire_latch(name: &str, request_id: &str) -> String {
-    format!("{}:{request_id}", acquire_latch_prefix(name))
+    tagged_then("polylock_acquire_latch", name, request_id)
 }
 
 /// The prefix of a lock's acquire latches (`<prefix>:<request>`): a release that grants the lock
