@@ -209,20 +209,11 @@ async fn a_release_grants_a_watchdog_waiter_and_wakes_a_fixed_lease_one() {
             })
         };
         assert!(metrics_until(&client, |m| lock_metrics(m, name, kind).waiters == 1).await);
-        // Asleep: its look listed it, then it subscribed and read that the lock is still held
-        // and it still listed (`nothing_missed`, whose last command is a ZSCORE; a look's are
-        // in scripts). A release before that read makes it look again, and take the lock
-        // without being woken.
-        let checked_before_sleeping = || {
-            monitor
-                .client_commands_since(mark)
-                .iter()
-                .any(|command| command[0] == "zscore")
-        };
+        // Released only once the waiter is asleep (see `Monitor::waiter_asleep`).
         assert!(
             eventually(Duration::from_secs(10), || {
-                let checked = checked_before_sleeping();
-                async move { checked }
+                let asleep = monitor.waiter_asleep(mark, waiter.owner());
+                async move { asleep }
             })
             .await,
             "{kind} '{name}': the waiter never went to sleep"

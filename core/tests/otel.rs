@@ -432,20 +432,16 @@ async fn waits_are_exported_as_queued_timed_out_and_handed_off() {
         .await;
 
     // Released only once the waiter waits on the server (listed, its grant entry written, its
-    // own channel subscribed) and is asleep (it read that it is still listed: `nothing_missed`,
-    // whose last command is a ZSCORE; a look's are in scripts). Released before that, the
-    // waiter looks again and takes the lock granted to it before the grant's message is read,
-    // which is neither hand-off, and the test would not be testing one.
+    // own channel subscribed) and is asleep (`Monitor::waiter_asleep`). Released before that,
+    // the waiter looks again and takes the lock granted to it before the grant's message is
+    // read, which is neither hand-off, and the test would not be testing one.
     let con = raw(&server).await;
     let owner = lock.owner().to_owned();
     assert!(
         common::eventually(Duration::from_secs(10), || {
             let mut con = con.clone();
             let owner = owner.clone();
-            let asleep = monitor
-                .client_commands_since(0)
-                .iter()
-                .any(|command| command[0] == "zscore" && command.get(2) == Some(&owner));
+            let asleep = monitor.waiter_asleep(0, &owner);
             async move {
                 let listed: Option<f64> = con
                     .zscore("polylock_lock_waiters:{otel-wait}", &owner)

@@ -3,27 +3,29 @@
 
 /// `prefix:{name}`, or `prefix:name` when the name already carries a hash tag.
 pub fn tagged(prefix: &str, name: &str) -> String {
-    if name.contains('{') {
-        format!("{prefix}:{name}")
-    } else {
-        format!("{prefix}:{{{name}}}")
-    }
+    tagged_with_room(prefix, name, 0)
 }
 
-/// `tagged(prefix, name)` then `:tail`, in one allocation (the per-call keys: latches, a release
-/// trace, a told channel).
-fn tagged_then(prefix: &str, name: &str, tail: &str) -> String {
-    let braces = if name.contains('{') { 0 } else { 2 };
-    let mut key = String::with_capacity(prefix.len() + name.len() + tail.len() + braces + 2);
+/// [`tagged`], with room for `room` more bytes (so a key built on it takes one allocation).
+fn tagged_with_room(prefix: &str, name: &str, room: usize) -> String {
+    let has_tag = name.contains('{');
+    let mut key = String::with_capacity(prefix.len() + 1 + name.len() + 2 + room);
     key.push_str(prefix);
     key.push(':');
-    if braces == 0 {
+    if has_tag {
         key.push_str(name);
     } else {
         key.push('{');
         key.push_str(name);
         key.push('}');
     }
+    key
+}
+
+/// `tagged(prefix, name)` then `:tail`, in one allocation (the per-call keys: latches, a release
+/// trace, a told channel).
+fn tagged_then(prefix: &str, name: &str, tail: &str) -> String {
+    let mut key = tagged_with_room(prefix, name, 1 + tail.len());
     key.push(':');
     key.push_str(tail);
     key

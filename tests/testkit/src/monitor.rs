@@ -60,6 +60,17 @@ impl Monitor {
             })
             .collect()
     }
+
+    /// Whether a lock waiter of `owner` went to sleep since line `mark`: after its look listed
+    /// it, it subscribed and read that it is still listed (`nothing_missed`, whose last command
+    /// is the client's ZSCORE of its place; a look's commands are in scripts). A release before
+    /// that read makes the waiter look again, and take the lock without being woken or granted
+    /// it: a test of hand-offs releases only once this holds.
+    pub fn waiter_asleep(&self, mark: usize, owner: &str) -> bool {
+        self.client_commands_since(mark).iter().any(|command| {
+            command[0] == "zscore" && command.get(2).map(String::as_str) == Some(owner)
+        })
+    }
 }
 
 impl Drop for Monitor {
