@@ -85,14 +85,14 @@ impl Election {
     fn call(
         &self,
         script: &'static crate::kinds::script::LockScript,
-    ) -> redis::ScriptInvocation<'static> {
+    ) -> crate::connection::ScriptCall {
         let mut call = script.prepare_invoke(self.client.inner.publish);
         call.key(&*self.key).key(&*self.record).key(&*self.channel);
         call
     }
 
     /// Runs `call` (idempotent) on the core's runtime.
-    async fn run<T>(&self, action: &str, call: redis::ScriptInvocation<'static>) -> Result<T>
+    async fn run<T>(&self, action: &str, call: crate::connection::ScriptCall) -> Result<T>
     where
         T: redis::FromRedisValue + Send + 'static,
     {

@@ -16,10 +16,12 @@ pub(crate) mod loop_tasks;
 mod per_runtime;
 pub(crate) mod pubsub;
 mod replica_sync;
+mod script_call;
 pub(crate) mod sentinel;
 pub(crate) mod target;
 
 pub(crate) use replica_sync::{ReplicaSync, Synced};
+pub(crate) use script_call::ScriptCall;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -16,7 +16,6 @@
 //!   tasks polylock runs itself (watchdog, pub/sub, the rest of a call whose caller dropped it):
 //!   those use the client's own connection, on polylock's runtime.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use redis::aio::{ConnectionLike, ConnectionManager};
@@ -26,6 +25,7 @@ use tokio::sync::oneshot;
 
 use super::loop_link::{attached_here, Link};
 use super::{connect_manager, Timeouts};
+use crate::foundation::maps::Map;
 
 /// How many runtimes other than polylock's get a connection of their own, per client. Calls
 /// from more runtimes (an actix-style server has one per thread) use the client's connection.
@@ -45,7 +45,7 @@ pub(crate) struct SingleServer {
 
 #[derive(Default)]
 struct Callers {
-    by_runtime: HashMap<Id, Caller>,
+    by_runtime: Map<Id, Caller>,
     closed: bool,
 }
 

@@ -17,7 +17,6 @@
 //! server end the subscriptions of its channels (a `sunsubscribe` push): the hub subscribes
 //! them again, where the slot lives now, and wakes their waiters to look.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -31,7 +30,7 @@ use tokio::task::JoinHandle;
 use crate::connection::sentinel::Sentinel;
 use crate::connection::Timeouts;
 use crate::foundation::error::{Error, Result};
-use crate::foundation::shrinking::remove_shrinking;
+use crate::foundation::maps::{remove_shrinking, Map};
 use crate::metrics::Metrics;
 
 /// Delay before the next attempt to re-establish a broken pub/sub connection.
@@ -69,12 +68,12 @@ impl<S> Entry<S> {
 /// The channels in use, and the client's metrics, which count them (a channel and its
 /// companion count as two) from when they enter the table until they leave it.
 struct Channels<S> {
-    map: Mutex<HashMap<String, Entry<S>>>,
+    map: Mutex<Map<String, Entry<S>>>,
     metrics: Arc<Metrics>,
 }
 
 impl<S> Channels<S> {
-    fn map(&self) -> MutexGuard<'_, HashMap<String, Entry<S>>> {
+    fn map(&self) -> MutexGuard<'_, Map<String, Entry<S>>> {
         self.map
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

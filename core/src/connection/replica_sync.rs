@@ -27,7 +27,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use redis::cluster_routing::Slot;
-use redis::{ScriptInvocation, Value};
+use redis::Value;
+
+use super::ScriptCall;
 
 use super::Connection;
 
@@ -177,7 +179,7 @@ impl ReplicaSync {
         &self,
         connection: &Connection,
         key: &str,
-        repeat: &ScriptInvocation<'_>,
+        repeat: &ScriptCall,
     ) -> redis::RedisResult<(Value, Synced)> {
         let slot = connection.slot_of(key);
         let mut last = None;
@@ -188,7 +190,7 @@ impl ReplicaSync {
             let replicas = if server.is_some() { replicas } else { 0 };
             let mut pipe = redis::pipe();
             pipe.ignore_errors()
-                .invoke_script(repeat)
+                .add_command(repeat.eval_cmd())
                 .cmd("INFO")
                 .arg("replication");
             if replicas > 0 {

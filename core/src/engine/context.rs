@@ -3,7 +3,6 @@
 //! registry of the holds made through it. Below the engine and the handles, which all hold an
 //! `Arc<ClientInner>`; `Client` (the public type) wraps it.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -14,8 +13,8 @@ use crate::connection::{Connection, Publish, ReplicaSync};
 use crate::engine::release_gate::ReleaseGate;
 use crate::engine::renew::{Scheduler, TrackedHold, Upkeep};
 use crate::foundation::error::{Error, Result};
+use crate::foundation::maps::{remove_shrinking, Map};
 use crate::foundation::runtime::{current_pid, on_runtime};
-use crate::foundation::shrinking::remove_shrinking;
 use crate::kinds::messages::LockHub;
 use crate::metrics::Metrics;
 use crate::settings::options::ClientOptions;
@@ -25,7 +24,7 @@ use crate::settings::options::ClientOptions;
 #[derive(Default)]
 pub(crate) struct Registry {
     closed: bool,
-    pub(crate) holds: HashMap<u64, Weak<dyn TrackedHold>>,
+    pub(crate) holds: Map<u64, Weak<dyn TrackedHold>>,
 }
 
 pub(crate) struct ClientInner {
@@ -310,7 +309,7 @@ impl Drop for ClientInner {
 pub(crate) async fn query<T: redis::FromRedisValue + Send + 'static>(
     client: &Arc<ClientInner>,
     what: String,
-    call: redis::ScriptInvocation<'static>,
+    call: crate::connection::ScriptCall,
 ) -> Result<T> {
     let client = client.clone();
     on_runtime(&what.clone(), async move {

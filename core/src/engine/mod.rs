@@ -84,7 +84,7 @@ pub(crate) trait Idempotent: Send + Sync {
     ) -> impl std::future::Future<Output = redis::RedisResult<T>> + Send;
 }
 
-impl Idempotent for redis::ScriptInvocation<'_> {
+impl Idempotent for crate::connection::ScriptCall {
     async fn send<T: redis::FromRedisValue + Send>(
         &self,
         connection: &mut crate::connection::Connection,

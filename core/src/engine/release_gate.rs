@@ -18,9 +18,10 @@
 //! ahead of waiters that queued in between. Such a look waits for the undo instead (bounded:
 //! the undo gives up with its retry window).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::foundation::maps::Map;
 use tokio::sync::Notify;
 
 /// The releases of one lock by one owner not yet answered, by ticket: the first is the one
@@ -34,9 +35,9 @@ struct Releases {
 /// The releases in flight of one client, per (lock key, owner).
 #[derive(Default)]
 pub(crate) struct ReleaseGate {
-    in_flight: Mutex<HashMap<(String, String), Releases>>,
+    in_flight: Mutex<Map<(String, String), Releases>>,
     /// The undos in flight, by (lock key, owner): how many.
-    undos: Mutex<HashMap<(String, String), usize>>,
+    undos: Mutex<Map<(String, String), usize>>,
     /// Woken whenever a release ends; waiters look at their own entry again.
     changed: Notify,
 }
@@ -56,7 +57,7 @@ pub(crate) struct UndoInFlight {
 }
 
 impl ReleaseGate {
-    fn undos(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), usize>> {
+    fn undos(&self) -> std::sync::MutexGuard<'_, Map<(String, String), usize>> {
         self.undos.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -76,7 +77,7 @@ impl ReleaseGate {
         undos.is_empty() || !undos.contains_key(&(lock.to_owned(), owner.to_owned()))
     }
 
-    fn releases(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Releases>> {
+    fn releases(&self) -> std::sync::MutexGuard<'_, Map<(String, String), Releases>> {
         self.in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -23,7 +23,7 @@ use redis::cluster_routing::Slot;
 
 use crate::connection::{Connection, Publish, ReplicaSync};
 use crate::foundation::error::Error;
-use crate::foundation::shrinking::remove_shrinking;
+use crate::foundation::maps::{remove_shrinking, Map};
 use crate::kinds::script::LockScript;
 use crate::kinds::Renewal;
 use crate::metrics::{LockStats, LostReason};
@@ -81,7 +81,7 @@ struct Entry {
 type Due = (u64, u64, Renewal, Arc<LockStats>);
 
 pub(crate) struct Scheduler {
-    entries: Mutex<HashMap<u64, Entry>>,
+    entries: Mutex<Map<u64, Entry>>,
     /// The watchdog lease.
     lease: Duration,
     wake: Notify,
@@ -108,7 +108,7 @@ impl Scheduler {
         replica_sync: Option<Arc<ReplicaSync>>,
     ) -> Arc<Scheduler> {
         let scheduler = Arc::new(Scheduler {
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::new(Map::default()),
             lease,
             wake: Notify::new(),
             wakes_at: Mutex::new(None),
@@ -123,7 +123,7 @@ impl Scheduler {
         scheduler
     }
 
-    fn entries(&self) -> MutexGuard<'_, HashMap<u64, Entry>> {
+    fn entries(&self) -> MutexGuard<'_, Map<u64, Entry>> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -263,7 +263,7 @@ impl Scheduler {
 
     /// The earliest deadline ahead. A paused hold's deadline counts until it passes (then its
     /// release, or the upkeep resumed after it, settles it: no wake-up in a loop meanwhile).
-    fn earliest_end(&self, entries: &HashMap<u64, Entry>) -> Option<Instant> {
+    fn earliest_end(&self, entries: &Map<u64, Entry>) -> Option<Instant> {
         let now = Instant::now();
         entries
             .values()

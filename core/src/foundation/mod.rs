@@ -7,6 +7,6 @@ pub(crate) mod error;
 pub(crate) mod ids;
 pub mod key_prefix;
 pub mod keys;
+pub(crate) mod maps;
 pub(crate) mod redis_errors;
 pub(crate) mod runtime;
-pub(crate) mod shrinking;

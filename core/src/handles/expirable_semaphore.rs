@@ -2,15 +2,15 @@
 //! lease (Redisson RPermitExpirableSemaphore layout).
 
 use crate::settings::options::AcquireOptions;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::engine::context::query;
 use crate::engine::context::ClientInner;
 use crate::engine::LockCore;
 use crate::foundation::error::{Error, ErrorKind, Result};
+use crate::foundation::maps::{remove_shrinking, Map};
 use crate::foundation::runtime::on_runtime;
-use crate::foundation::shrinking::remove_shrinking;
 use crate::handles::semaphore::Semaphore;
 use crate::kinds::expirable_semaphore::Permit;
 use crate::metrics::{kind as metric_kind, LockStats};
@@ -41,7 +41,7 @@ struct Inner {
     counter: Semaphore,
     /// The permits this handle holds, by id: each leaves when released or lost. Locked
     /// before `lost` when both are.
-    held: Mutex<HashMap<String, Arc<LockCore>>>,
+    held: Mutex<Map<String, Arc<LockCore>>>,
     /// This handle's permits that were lost and not released since, oldest first, with why:
     /// their release reports it. The latest [`LOST_REMEMBERED`] only; an older one's release
     /// finds nobody holding it.
@@ -49,7 +49,7 @@ struct Inner {
 }
 
 impl Inner {
-    fn held(&self) -> MutexGuard<'_, HashMap<String, Arc<LockCore>>> {
+    fn held(&self) -> MutexGuard<'_, Map<String, Arc<LockCore>>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -130,7 +130,7 @@ impl ExpirableSemaphore {
                 kind: Arc::new(Permit::new(name, &client.key_of(name), client.publish)),
                 client,
                 name: name.to_owned(),
-                held: Mutex::new(HashMap::new()),
+                held: Mutex::new(Map::default()),
                 lost: Mutex::new(VecDeque::new()),
             }),
         }

@@ -29,7 +29,7 @@ pub(crate) mod semaphore;
 
 use std::time::Duration;
 
-use redis::{ScriptInvocation, ToRedisArgs, Value};
+use redis::{ToRedisArgs, Value};
 
 use crate::connection::Publish;
 use crate::foundation::keys;
@@ -63,10 +63,33 @@ pub(crate) struct AcquireArgs<'a> {
 
 impl AcquireArgs<'_> {
     /// The grant entry this look writes (`<request>:<look>`, to which the script adds the
-    /// lease), or '' when it accepts no grant.
-    pub(crate) fn grant_entry(&self) -> String {
-        self.grant_look
-            .map_or_else(String::new, |look| format!("{}:{look}", self.request))
+    /// lease), or '' when it accepts no grant: an argument written straight into the call.
+    pub(crate) fn grant_entry(&self) -> GrantEntry<'_> {
+        GrantEntry {
+            request: self.request,
+            look: self.grant_look,
+        }
+    }
+}
+
+/// See [`AcquireArgs::grant_entry`].
+pub(crate) struct GrantEntry<'a> {
+    request: &'a str,
+    look: Option<u64>,
+}
+
+impl std::fmt::Display for GrantEntry<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.look {
+            Some(look) => write!(f, "{}:{look}", self.request),
+            None => Ok(()),
+        }
+    }
+}
+
+impl ToRedisArgs for GrantEntry<'_> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        out.write_arg_fmt(self);
     }
 }
 
@@ -352,8 +375,7 @@ impl LockNames {
     }
 }
 
-/// A prepared call of one of a kind's scripts, with its keys and arguments.
-pub(crate) type ScriptCall = ScriptInvocation<'static>;
+pub(crate) use crate::connection::ScriptCall;
 
 /// A kind of lock: its keys, scripts and replies. Replies of `release`: nil (not held by the
 /// owner), 0 (still held), 1 (released).

@@ -10,7 +10,7 @@
 //!
 //! A test reads every script file and fails on a pub/sub command named anywhere else.
 
-use crate::connection::Publish;
+use crate::connection::{Publish, ScriptCall};
 
 const PUBLISH: &str =
     "local function publish(channel, message) return redis.call('publish', channel, message) end";
@@ -88,16 +88,16 @@ impl LockScript {
         }
     }
 
-    pub(crate) fn prepare_invoke(&self, publish: Publish) -> redis::ScriptInvocation<'_> {
-        match publish {
-            Publish::Plain => self.plain.prepare_invoke(),
-            Publish::Sharded => self.sharded.prepare_invoke(),
-            Publish::Broadcast => self.broadcast.prepare_invoke(),
+    pub(crate) fn prepare_invoke(&'static self, publish: Publish) -> ScriptCall {
+        ScriptCall::new(match publish {
+            Publish::Plain => &self.plain,
+            Publish::Sharded => &self.sharded,
+            Publish::Broadcast => &self.broadcast,
             #[cfg(feature = "explorer")]
-            Publish::Explored { exact: true } => self.explored_exact.prepare_invoke(),
+            Publish::Explored { exact: true } => &self.explored_exact,
             #[cfg(feature = "explorer")]
-            Publish::Explored { exact: false } => self.explored_inexact.prepare_invoke(),
-        }
+            Publish::Explored { exact: false } => &self.explored_inexact,
+        })
     }
 }
 
@@ -118,6 +118,45 @@ mod tests {
         "\"pubsub\"",
         "publish_counts_every_listener =",
     ];
+
+    /// A call packs the `EVALSHA` the `redis` crate's invocation would: the hash, the key count,
+    /// the keys (a key added after an argument too), then the arguments, each one as written
+    /// (numbers in decimal, a grant entry as `<request>:<look>` or empty).
+    #[test]
+    fn a_call_packs_keys_then_arguments() {
+        let script: &'static LockScript = Box::leak(Box::new(LockScript::new("return 1")));
+        let request = "0123456789abcdef0123456789abcdef";
+        let granting = |grant_look| crate::kinds::AcquireArgs {
+            owner: "owner",
+            lease_ms: 30_000,
+            request,
+            will_wait: true,
+            grant_look,
+            reenters: false,
+        };
+        let mut call = script.prepare_invoke(Publish::Plain);
+        call.key("lock")
+            .arg(30_000u64)
+            .arg(granting(Some(3)).grant_entry())
+            .key("trace")
+            .arg(granting(None).grant_entry())
+            .arg(None::<u64>)
+            .arg("last");
+        let expected = redis::cmd("EVALSHA")
+            .arg(script.plain.get_hash())
+            .arg(2)
+            .arg("lock")
+            .arg("trace")
+            .arg("30000")
+            .arg(format!("{request}:3"))
+            .arg("")
+            .arg("last")
+            .get_packed_command();
+        assert_eq!(
+            String::from_utf8(call.eval_cmd().get_packed_command()).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
+    }
 
     fn lua_files(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
@@ -184,7 +223,8 @@ mod tests {
             (Publish::Broadcast, 0, ["publish", ""], true),
         ] {
             let before: Vec<i64> = stats.iter().map(|stat| calls(&redis, stat)).collect();
-            let script = LockScript::new(probe);
+            // A call borrows its script for good, as the kinds' statics are.
+            let script: &'static LockScript = Box::leak(Box::new(LockScript::new(probe)));
             let reply: (i64, i64, (String, i64, String, i64)) = script
                 .prepare_invoke(publish)
                 .invoke(&mut connection)

@@ -188,7 +188,8 @@ mod tests {
             "waiters.lua",
             "line_keys_probe.lua"
         );
-        let script: &LockScript = &script;
+        // A call borrows its script for good, as the kinds' statics are.
+        let script: &'static LockScript = Box::leak(Box::new(script));
         for key in [
             "orders:42",
             "app:orders:42",
