@@ -483,7 +483,8 @@ impl LockCore {
                 }
                 Ok(Attempt::Undone) => return ended(Ok(false), false),
                 Ok(Attempt::NotSynced(why)) => {
-                    if let Err(err) = self.undo_not_synced(request, lease, waiting).await {
+                    if let Err(err) = Box::pin(self.undo_not_synced(request, lease, waiting)).await
+                    {
                         return ended(Err(err), true);
                     }
                     unknown = false;
@@ -491,7 +492,7 @@ impl LockCore {
                     if left.is_zero() {
                         return ended(Err(self.not_synced(why)), false);
                     }
-                    if !interruptions.pause(backoff.next_delay().min(left)).await {
+                    if !Box::pin(interruptions.pause(backoff.next_delay().min(left))).await {
                         return ended(Ok(false), false);
                     }
                     continue;
@@ -520,7 +521,7 @@ impl LockCore {
                         return ended(Err(err), true);
                     }
                     tracing::debug!(%err, "acquire attempt failed; retrying with the same request id");
-                    if !interruptions.pause(backoff.next_delay().min(left)).await {
+                    if !Box::pin(interruptions.pause(backoff.next_delay().min(left))).await {
                         return ended(Ok(false), true);
                     }
                     continue;
@@ -539,22 +540,23 @@ impl LockCore {
                 // The last sleep ends with the wait, so the wait ends at its bound (with one
                 // more look), not a backoff later.
                 let slice = self.sleep_slice(poll.next_sleep().min(left), holder_lease);
-                match interruptions.run(tokio::time::sleep(slice)).await {
+                match Box::pin(interruptions.run(tokio::time::sleep(slice))).await {
                     Waited::Done(()) => woke = Some(WokenBy::Poll),
                     Waited::Cancelled => return ended(Ok(false), false),
                     Waited::Closed => {}
                 }
                 continue;
             }
-            match self
-                .subscribe(
-                    waiting,
-                    channels.get_or_insert_with(|| self.wait_channels()),
-                    left,
-                    &mut interruptions,
-                    &mut backoff,
-                )
-                .await
+            // The waits are boxed (see `hand_over`): a call that takes the lock at once never
+            // allocates them.
+            match Box::pin(self.subscribe(
+                waiting,
+                channels.get_or_insert_with(|| self.wait_channels()),
+                left,
+                &mut interruptions,
+                &mut backoff,
+            ))
+            .await
             {
                 Subscribed::Sleep(counts) => (messages, told) = counts,
                 Subscribed::LookAgain => continue,
@@ -562,9 +564,13 @@ impl LockCore {
                 Subscribed::Already => {}
             }
             let slice = self.sleep_slice(left.min(MAX_WAIT_SLICE), holder_lease);
-            match self
-                .sleep_until_news(waiting, slice, (messages, told), &mut interruptions)
-                .await
+            match Box::pin(self.sleep_until_news(
+                waiting,
+                slice,
+                (messages, told),
+                &mut interruptions,
+            ))
+            .await
             {
                 Waited::Done(by) => woke = by,
                 Waited::Cancelled => return ended(Ok(false), false),
@@ -630,7 +636,7 @@ impl LockCore {
             Ok(()) => Subscribed::LookAgain,
             Err(err) if err.is_transient() => {
                 tracing::debug!(%err, "subscribe failed; retrying");
-                if !interruptions.pause(backoff.next_delay().min(left)).await {
+                if !Box::pin(interruptions.pause(backoff.next_delay().min(left))).await {
                     return Subscribed::Ended(Ok(false));
                 }
                 Subscribed::LookAgain
@@ -705,7 +711,8 @@ impl LockCore {
                 }
             }
         };
-        Some(match interruptions.run(opened).await {
+        // Boxed (see `hand_over`): only a call that finds the gate closed waits here.
+        Some(match Box::pin(interruptions.run(opened)).await {
             Waited::Done(opened) => opened,
             Waited::Closed => true,
             Waited::Cancelled => false,
@@ -810,7 +817,9 @@ impl LockCore {
         if handoff.commit() {
             return Ok(true);
         }
-        if let Err(err) = self.release().await {
+        // Boxed, as every path that only a rare call takes: an acquire's future is as large as
+        // its largest await, and it is allocated and moved at each call.
+        if let Err(err) = Box::pin(self.release()).await {
             tracing::warn!(lock = %self.name(), error = %err, "could not undo an acquire whose caller went away");
         }
         Ok(false)
@@ -899,10 +908,10 @@ impl LockCore {
         // failed confirmation leaves it unknown whether they have it: the same request is
         // retried, replays the acquisition, and is confirmed again.
         let repeat = self.kind.acquire(&args, &self.client.options);
-        let (repeated, synced) = sync
-            .confirm_acquisition(&self.client.connection, self.kind.key(), &repeat)
-            .await
-            .map_err(|err| Error::from_redis(&self.what("wait for the replicas of"), err))?;
+        let (repeated, synced) =
+            Box::pin(sync.confirm_acquisition(&self.client.connection, self.kind.key(), &repeat))
+                .await
+                .map_err(|err| Error::from_redis(&self.what("wait for the replicas of"), err))?;
         let confirmed = match self.kind.read_acquire(repeated) {
             Ok(confirmed @ Attempt::Acquired { .. }) => confirmed,
             // Not held there: the server that took it is no longer the one answering. Undone

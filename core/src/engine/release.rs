@@ -91,8 +91,13 @@ impl ReleaseRequest {
                 }
                 Ok(answer) => {
                     if let (Some(sync), Some(_)) = (&self.client.replica_sync, answer) {
-                        sync.confirm(&self.client.connection, self.kind.key(), "a release")
-                            .await;
+                        // Boxed: only under `sync_replicas` (see `hand_over`).
+                        Box::pin(sync.confirm(
+                            &self.client.connection,
+                            self.kind.key(),
+                            "a release",
+                        ))
+                        .await;
                     }
                     return Ok(answer);
                 }
