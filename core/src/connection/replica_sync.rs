@@ -29,9 +29,7 @@ use tokio::time::Instant;
 use redis::cluster_routing::Slot;
 use redis::Value;
 
-use super::ScriptCall;
-
-use super::Connection;
+use super::{Connection, ScriptCall};
 
 /// What `WAIT` found after a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

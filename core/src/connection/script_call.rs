@@ -36,6 +36,7 @@ impl ScriptCall {
 
     /// The `EVALSHA` command of this call.
     pub(crate) fn eval_cmd(&self) -> Cmd {
+        let key_count = self.keys.args_iter().len();
         let all = || self.keys.args_iter().chain(self.args.args_iter());
         let bytes: usize = all()
             .map(|arg| match arg {
@@ -44,11 +45,11 @@ impl ScriptCall {
             })
             .sum();
         // EVALSHA, the script's hash and the key count come first.
-        let count = self.keys.args_iter().len() + self.args.args_iter().len();
+        let count = key_count + self.args.args_iter().len();
         let mut cmd = Cmd::with_capacity(3 + count, 64 + bytes);
         cmd.arg("EVALSHA")
             .arg(self.script.get_hash())
-            .arg(self.keys.args_iter().len());
+            .arg(key_count);
         for arg in all() {
             if let Arg::Simple(bytes) = arg {
                 cmd.arg(bytes);

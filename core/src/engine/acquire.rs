@@ -283,13 +283,18 @@ struct Interruptions<'a> {
 }
 
 impl Interruptions<'_> {
-    /// Runs `future` until it ends, the call is cancelled or the client closes.
+    /// Runs `future` until it ends, the call is cancelled or the client closes. Boxed, as every
+    /// path that only a waiting or retrying call takes: an acquire's future is as large as its
+    /// largest await, and it is allocated and moved at each call.
     async fn run<T>(&mut self, future: impl std::future::Future<Output = T>) -> Waited<T> {
-        tokio::select! {
-            output = future => Waited::Done(output),
-            _ = &mut *self.cancelled => Waited::Cancelled,
-            _ = self.closed.wait_for(|closed| *closed) => Waited::Closed,
-        }
+        Box::pin(async move {
+            tokio::select! {
+                output = future => Waited::Done(output),
+                _ = &mut *self.cancelled => Waited::Cancelled,
+                _ = self.closed.wait_for(|closed| *closed) => Waited::Closed,
+            }
+        })
+        .await
     }
 
     /// Sleeps `delay` (a backoff before the next look). False when the call was cancelled.
@@ -492,7 +497,7 @@ impl LockCore {
                     if left.is_zero() {
                         return ended(Err(self.not_synced(why)), false);
                     }
-                    if !Box::pin(interruptions.pause(backoff.next_delay().min(left))).await {
+                    if !interruptions.pause(backoff.next_delay().min(left)).await {
                         return ended(Ok(false), false);
                     }
                     continue;
@@ -521,7 +526,7 @@ impl LockCore {
                         return ended(Err(err), true);
                     }
                     tracing::debug!(%err, "acquire attempt failed; retrying with the same request id");
-                    if !Box::pin(interruptions.pause(backoff.next_delay().min(left))).await {
+                    if !interruptions.pause(backoff.next_delay().min(left)).await {
                         return ended(Ok(false), true);
                     }
                     continue;
@@ -540,15 +545,15 @@ impl LockCore {
                 // The last sleep ends with the wait, so the wait ends at its bound (with one
                 // more look), not a backoff later.
                 let slice = self.sleep_slice(poll.next_sleep().min(left), holder_lease);
-                match Box::pin(interruptions.run(tokio::time::sleep(slice))).await {
+                match interruptions.run(tokio::time::sleep(slice)).await {
                     Waited::Done(()) => woke = Some(WokenBy::Poll),
                     Waited::Cancelled => return ended(Ok(false), false),
                     Waited::Closed => {}
                 }
                 continue;
             }
-            // The waits are boxed (see `hand_over`): a call that takes the lock at once never
-            // allocates them.
+            // The waits are boxed (see `Interruptions::run`): a call that takes the lock at once
+            // never allocates them.
             match Box::pin(self.subscribe(
                 waiting,
                 channels.get_or_insert_with(|| self.wait_channels()),
@@ -636,7 +641,7 @@ impl LockCore {
             Ok(()) => Subscribed::LookAgain,
             Err(err) if err.is_transient() => {
                 tracing::debug!(%err, "subscribe failed; retrying");
-                if !Box::pin(interruptions.pause(backoff.next_delay().min(left))).await {
+                if !interruptions.pause(backoff.next_delay().min(left)).await {
                     return Subscribed::Ended(Ok(false));
                 }
                 Subscribed::LookAgain
@@ -711,8 +716,7 @@ impl LockCore {
                 }
             }
         };
-        // Boxed (see `hand_over`): only a call that finds the gate closed waits here.
-        Some(match Box::pin(interruptions.run(opened)).await {
+        Some(match interruptions.run(opened).await {
             Waited::Done(opened) => opened,
             Waited::Closed => true,
             Waited::Cancelled => false,
@@ -817,8 +821,7 @@ impl LockCore {
         if handoff.commit() {
             return Ok(true);
         }
-        // Boxed, as every path that only a rare call takes: an acquire's future is as large as
-        // its largest await, and it is allocated and moved at each call.
+        // Boxed (see `Interruptions::run`): only an acquire whose caller went away gets here.
         if let Err(err) = Box::pin(self.release()).await {
             tracing::warn!(lock = %self.name(), error = %err, "could not undo an acquire whose caller went away");
         }

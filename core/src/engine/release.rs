@@ -91,7 +91,7 @@ impl ReleaseRequest {
                 }
                 Ok(answer) => {
                     if let (Some(sync), Some(_)) = (&self.client.replica_sync, answer) {
-                        // Boxed: only under `sync_replicas` (see `hand_over`).
+                        // Boxed: only under `sync_replicas` (see `Interruptions::run` in acquire.rs).
                         Box::pin(sync.confirm(
                             &self.client.connection,
                             self.kind.key(),

@@ -21,8 +21,9 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::foundation::maps::Map;
 use tokio::sync::Notify;
+
+use crate::foundation::maps::Map;
 
 /// The releases of one lock by one owner not yet answered, by ticket: the first is the one
 /// running, the others wait their turn.
