@@ -18,9 +18,9 @@ local function read(key)
   elseif kind == 'string' then
     return kind, { redis.call('get', key) }
   elseif kind == 'list' then
-    return kind, redis.call('lrange', key, 0, -1)
+    return kind, redis.call('lrange', key, '0', '-1')
   elseif kind == 'zset' then
-    return kind, redis.call('zrange', key, 0, -1, 'withscores')
+    return kind, redis.call('zrange', key, '0', '-1', 'withscores')
   end
   return kind, {}
 end

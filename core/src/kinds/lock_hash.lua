@@ -62,7 +62,7 @@ end
 -- (The reentrant lock's uncontended acquire writes the same inline: it runs before these
 -- helpers are defined.)
 local function write_first_level(lock, lease_ms, owner, field)
-  redis.call('hset', lock, owner, 1, field, 1)
+  redis.call('hset', lock, owner, '1', field, '1')
   redis.call('pexpire', lock, lease_ms)
   return nil
 end
@@ -80,8 +80,8 @@ end
 -- One more level of `owner`, recorded under `field`; its lease starts again. Replies what an
 -- acquire script replies then (nil).
 local function reenter(lock, owner, field, lease_ms)
-  redis.call('hincrby', lock, owner, 1)
-  redis.call('hset', lock, field, 1)
+  redis.call('hincrby', lock, owner, '1')
+  redis.call('hset', lock, field, '1')
   redis.call('pexpire', lock, lease_ms)
   return nil
 end
@@ -89,7 +89,7 @@ end
 -- Takes the level of `owner` recorded under `field` off `lock`: the last deletes it, else the
 -- levels left get the TTL `ttl_ms` again (unless '0'). True when the lock is now free.
 local function take_level_off(lock, owner, field, ttl_ms)
-  if redis.call('hincrby', lock, owner, -1) > 0 then
+  if redis.call('hincrby', lock, owner, '-1') > 0 then
     redis.call('hdel', lock, field)
     if tonumber(ttl_ms) > 0 then
       redis.call('pexpire', lock, ttl_ms)
@@ -157,9 +157,9 @@ local function grant(lock, latch_prefix, channel, owner, entry, mark)
     return false
   end
   if mark then
-    redis.call('hset', lock, owner, 1, level_field(request), 1, mark, 1)
+    redis.call('hset', lock, owner, '1', level_field(request), '1', mark, '1')
   else
-    redis.call('hset', lock, owner, 1, level_field(request), 1)
+    redis.call('hset', lock, owner, '1', level_field(request), '1')
   end
   redis.call('pexpire', lock, lease_ms)
   return true

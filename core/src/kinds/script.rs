@@ -195,6 +195,96 @@ mod tests {
         assert!(publishers > 10, "only {publishers} scripts publish");
     }
 
+    /// The arguments of the calls that start at `open` (just past a call's `(`), split at its
+    /// top-level commas, up to its closing parenthesis (strings and nested calls skipped).
+    fn call_arguments(text: &str, open: usize) -> Vec<&str> {
+        let (mut depth, mut quote, mut start) = (1, None, open);
+        let mut arguments = Vec::new();
+        let mut chars = text[open..].char_indices().map(|(at, c)| (open + at, c));
+        while let Some((at, c)) = chars.next() {
+            match (quote, c) {
+                (Some(_), '\\') => {
+                    chars.next();
+                }
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '(' | '[' | '{') => depth += 1,
+                (None, ')' | ']' | '}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        arguments.push(&text[start..at]);
+                        return arguments;
+                    }
+                }
+                (None, ',') if depth == 1 => {
+                    arguments.push(&text[start..at]);
+                    start = at + 1;
+                }
+                _ => {}
+            }
+        }
+        panic!("a call from byte {open} is never closed");
+    }
+
+    /// The calls in `text` (to the server, or to `publish`) that hand the server a number
+    /// literal, each as `line: argument`. Comments are skipped, and so is `publish`'s definition.
+    fn numbers_handed_to_the_server(text: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut line_start = 0;
+        for line in text.split_inclusive('\n') {
+            let code = line.split("--").next().unwrap();
+            // Spelled without their parenthesis: `build.rs` reads this file for the ACL rule.
+            for callee in ["redis.call", "redis.pcall", "publish"].map(|name| format!("{name}(")) {
+                for (at, _) in code.match_indices(&callee) {
+                    let defined = code[..at].trim_end().ends_with("function");
+                    let longer_name = code[..at]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+                    if defined || longer_name {
+                        continue;
+                    }
+                    for argument in call_arguments(text, line_start + at + callee.len()) {
+                        let digits = argument.trim().trim_start_matches('-');
+                        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                            found.push(format!("{}: {}", line.trim(), argument.trim()));
+                        }
+                    }
+                }
+            }
+            line_start += line.len();
+        }
+        found
+    }
+
+    /// No script hands the server a Lua number: Redis formats every number a script gives it
+    /// with printf (`%.17g`), and the uncontended cycle's three (`HSET ... 1 ... 1`, the unlock
+    /// message `0`) cost it more CPU than the cycle's keys. A constant is written as the string
+    /// it becomes ('1', '0', '-1'), so the same bytes reach the server.
+    #[test]
+    fn scripts_give_the_server_no_number_to_format() {
+        assert_eq!(
+            numbers_handed_to_the_server("publish(c, 1) -- 2\npublish(c, '0', g(0))"),
+            ["publish(c, 1) -- 2: 1"],
+            "the scan misses a number, or finds one where none is handed over"
+        );
+        let mut files = Vec::new();
+        lua_files(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        assert!(files.len() > 20, "the scripts were not found: {files:?}");
+        for file in files {
+            let found = numbers_handed_to_the_server(&std::fs::read_to_string(&file).unwrap());
+            assert!(
+                found.is_empty(),
+                "{}: write these numbers as strings: {found:#?}",
+                file.display()
+            );
+        }
+    }
+
     fn calls(redis: &RedisServer, stat: &str) -> i64 {
         let info = redis.command(&["INFO", "commandstats"]).unwrap_or_default();
         info.lines()

@@ -28,7 +28,7 @@ if taken then
   redis.call('set', KEYS[4], '1', 'px', ARGV[1])
   return nil
 end
-local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+local first = redis.call('zrange', KEYS[2], '0', '0', 'withscores')
 if first[2] and tonumber(first[2]) < NEVER then
   return math.max(tonumber(first[2]) - now, 1)
 end

@@ -18,7 +18,7 @@ end
 
 -- Permits whose lease ran out come back, and waiters hear of them.
 local function reclaim(counter, timeouts, channel)
-  local expired = redis.call('zrangebyscore', timeouts, 0, now, 'limit', 0, 1000)
+  local expired = redis.call('zrangebyscore', timeouts, '0', now, 'limit', '0', '1000')
   if #expired > 0 then
     redis.call('zrem', timeouts, unpack(expired))
     local value = redis.call('incrby', counter, #expired)

@@ -14,10 +14,10 @@ if not expiry then
   return nil
 end
 redis.call('zrem', KEYS[2], id)
-publish(KEYS[3], redis.call('incrby', KEYS[1], 1))
+publish(KEYS[3], redis.call('incrby', KEYS[1], '1'))
 redis.call('del', KEYS[5])
 if tonumber(expiry) <= now then
   return nil
 end
-redis.call('set', KEYS[4], 1, 'px', ARGV[3])
+redis.call('set', KEYS[4], '1', 'px', ARGV[3])
 return 1

@@ -5,7 +5,7 @@
 -- Replies 1 when a permit came back.
 local undone = 0
 if redis.call('get', KEYS[4]) == '1' and redis.call('zrem', KEYS[2], permit_bytes(ARGV[1])) == 1 then
-  publish(KEYS[3], redis.call('incrby', KEYS[1], 1))
+  publish(KEYS[3], redis.call('incrby', KEYS[1], '1'))
   undone = 1
 end
 redis.call('set', KEYS[4], '0', 'px', ARGV[2])

@@ -27,7 +27,7 @@ end
 -- are what the script knows of the queue from here on, so no script reads it twice.
 local head, head_deadline, head_seen
 while true do
-  head = redis.call('lindex', KEYS[2], 0)
+  head = redis.call('lindex', KEYS[2], '0')
   if not head then break end
   read_clock()
   head_deadline = tonumber(redis.call('zscore', KEYS[3], head))
@@ -44,7 +44,7 @@ end
 -- Wakes `waiter` (if any) on its own channel: the lock is free and it is next.
 local function tell(waiter)
   if waiter then
-    publish(KEYS[4] .. ':' .. waiter, 0)
+    publish(KEYS[4] .. ':' .. waiter, '0')
   end
 end
 
@@ -64,7 +64,7 @@ local function head_takes_lock(allowance)
   redis.call('zrem', seen_key, head)
   redis.call('hdel', grants_key, head)
   if redisson_queued() then
-    for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
+    for _, waiter in ipairs(redis.call('zrange', KEYS[3], '0', '-1')) do
       redis.call('zincrby', KEYS[3], -allowance, waiter)
     end
   end
@@ -79,7 +79,7 @@ end
 -- FIFO lock's wait there for a lock of another kind on the name.
 local function pass_on(allowance)
   if not head then
-    publish(KEYS[4], 0)
+    publish(KEYS[4], '0')
     return
   end
   local entry = redis.call('hget', grants_key, head)
@@ -101,7 +101,7 @@ local function leave_queue(owner, allowance, request)
   end
   if redisson_queued() then
     local behind = false
-    for _, waiter in ipairs(redis.call('lrange', KEYS[2], 0, -1)) do
+    for _, waiter in ipairs(redis.call('lrange', KEYS[2], '0', '-1')) do
       if behind then
         redis.call('zincrby', KEYS[3], -allowance, waiter)
       elseif waiter == owner then
@@ -112,10 +112,10 @@ local function leave_queue(owner, allowance, request)
   redis.call('zrem', KEYS[3], owner)
   redis.call('zrem', seen_key, owner)
   redis.call('hdel', grants_key, owner)
-  redis.call('lrem', KEYS[2], 0, owner)
+  redis.call('lrem', KEYS[2], '0', owner)
   if redis.call('exists', KEYS[1]) == 0 then
     if head == owner then
-      head = redis.call('lindex', KEYS[2], 0)
+      head = redis.call('lindex', KEYS[2], '0')
     end
     pass_on(allowance)
   end
@@ -128,11 +128,11 @@ end
 local function rejoin_at_head(owner, allowance, queue_timeout_ms, request)
   read_clock()
   if redisson_queued() then
-    for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
+    for _, waiter in ipairs(redis.call('zrange', KEYS[3], '0', '-1')) do
       redis.call('zincrby', KEYS[3], allowance, waiter)
     end
   end
-  redis.call('lrem', KEYS[2], 0, owner)
+  redis.call('lrem', KEYS[2], '0', owner)
   redis.call('lpush', KEYS[2], owner)
   redis.call('zadd', KEYS[3], now + allowance, owner)
   redis.call('zadd', seen_key, now + queue_timeout_ms, owner)

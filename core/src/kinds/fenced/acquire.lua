@@ -35,7 +35,7 @@ if redis.call('exists', KEYS[1], KEYS[3], KEYS[4], KEYS[5]) == 0 then
   if not token then
     return refused
   end
-  redis.call('hset', KEYS[1], ARGV[2], 1, field, token)
+  redis.call('hset', KEYS[1], ARGV[2], '1', field, token)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {-1, token}
 end
@@ -52,10 +52,10 @@ if take then
   if not token then
     return refused
   end
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('hincrby', KEYS[1], ARGV[2], '1')
   redis.call('zrem', KEYS[4], ARGV[2])
   if not levels and redis.call('exists', KEYS[4]) == 1 then
-    redis.call('hset', KEYS[1], field, token, WAITERS_MARK, 1)
+    redis.call('hset', KEYS[1], field, token, WAITERS_MARK, '1')
   else
     redis.call('hset', KEYS[1], field, token)
   end
@@ -70,6 +70,6 @@ local wait = longest_wait(KEYS[1], KEYS[5], reserved)
 -- the name stays as it is.
 local listed = register(KEYS[4], ARGV[2], ARGV[3], wait)
 if listed and not reserved and not marked and is_lock_hash(KEYS[1]) then
-  redis.call('hset', KEYS[1], WAITERS_MARK, 1)
+  redis.call('hset', KEYS[1], WAITERS_MARK, '1')
 end
 return {wait, -1}

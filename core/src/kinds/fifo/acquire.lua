@@ -25,7 +25,7 @@ if pttl == -2 then
     return write_first_level(KEYS[1], ARGV[1], ARGV[2], field)
   end
   -- The head may not know the lock is free (it expired, nobody released it).
-  publish(KEYS[4] .. ':' .. head, 0)
+  publish(KEYS[4] .. ':' .. head, '0')
 else
   local acquired, levels = acquired_before(KEYS[1], ARGV[2], field, ARGV[1])
   if acquired then

@@ -21,7 +21,7 @@ end
 -- of it leave the line. Nil when nobody waits.
 local function live_head()
   while true do
-    local owner = redis.call('lindex', KEYS[2], 0)
+    local owner = redis.call('lindex', KEYS[2], '0')
     if not owner then
       return nil
     end
@@ -47,14 +47,14 @@ end
 local function pass_on()
   local head, entry = live_head()
   if not head then
-    publish(SHARED_CHANNEL, 0)
+    publish(SHARED_CHANNEL, '0')
     return
   end
   if entry ~= '-' and grant(KEYS[1], KEYS[5], KEYS[4] .. ':' .. head, head, entry) then
     head_leaves(head)
     return
   end
-  publish(KEYS[4] .. ':' .. head, 0)
+  publish(KEYS[4] .. ':' .. head, '0')
 end
 
 -- `owner` stops waiting under `request`: its record goes, its entry leaves the line, and a free
@@ -66,7 +66,7 @@ local function leave_line(owner, request)
     return
   end
   redis.call('del', record_of(owner))
-  redis.call('lrem', KEYS[2], 0, owner)
+  redis.call('lrem', KEYS[2], '0', owner)
   if redis.call('exists', KEYS[1]) == 0 then
     pass_on()
   end

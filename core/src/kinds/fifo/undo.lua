@@ -16,7 +16,7 @@ if redis.call('hexists', KEYS[1], field) == 1 then
     if ARGV[4] ~= '' then
       -- First in line again: its next look, at once, takes the lock. The place is the next
       -- request's, so an undo of that one removes it.
-      redis.call('lrem', KEYS[2], 0, ARGV[1])
+      redis.call('lrem', KEYS[2], '0', ARGV[1])
       redis.call('lpush', KEYS[2], ARGV[1])
       redis.call('set', record_of(ARGV[1]), ARGV[4], 'px', ARGV[5])
     end

@@ -8,6 +8,6 @@ if left <= 0 then
   redis.call('del', KEYS[1], KEYS[3])
 end
 if left == 0 then
-  publish(KEYS[2], 0)
+  publish(KEYS[2], '0')
 end
 return left

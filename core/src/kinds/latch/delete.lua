@@ -13,5 +13,5 @@ if kind ~= 'string' or not string.match(redis.call('get', KEYS[1]), '^%-?%d+$') 
   return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. kind .. ' that is not a latch')
 end
 redis.call('del', KEYS[1], KEYS[3])
-publish(KEYS[2], 1)
+publish(KEYS[2], '1')
 return 1

@@ -6,7 +6,7 @@
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('set', KEYS[1], ARGV[1])
   redis.call('set', KEYS[3], '1')
-  publish(KEYS[2], 1)
+  publish(KEYS[2], '1')
   return 1
 end
 return 0

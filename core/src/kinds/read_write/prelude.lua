@@ -42,7 +42,7 @@ local function last_write_level_off(lock, field, channel)
   else
     redis.call('hset', lock, 'mode', 'read')
   end
-  publish(channel, 1)
+  publish(channel, '1')
 end
 
 -- Phase fairness among polylock clients. A waiting writer is registered in the writers ZSET, a

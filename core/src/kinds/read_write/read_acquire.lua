@@ -30,8 +30,8 @@ if writers_for == nil and (mode == false or mode == 'read' or writer) then
   if mode == false then
     redis.call('hset', KEYS[1], 'mode', 'read')
   end
-  local level = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('set', KEYS[2] .. ':' .. level, 1, 'px', ARGV[1])
+  local level = redis.call('hincrby', KEYS[1], ARGV[2], '1')
+  redis.call('set', KEYS[2] .. ':' .. level, '1', 'px', ARGV[1])
   redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
   redis.call('set', KEYS[3], level, 'px', ARGV[1])
   unregister_waiter(KEYS[5], KEYS[6], ARGV[2])

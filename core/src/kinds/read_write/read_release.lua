@@ -13,7 +13,7 @@ end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   return nil
 end
-local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+local left = redis.call('hincrby', KEYS[1], ARGV[2], '-1')
 redis.call('del', KEYS[3] .. ':' .. (left + 1))
 if left == 0 then
   redis.call('hdel', KEYS[1], ARGV[2])

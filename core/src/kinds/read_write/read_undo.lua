@@ -10,7 +10,7 @@ local undone = 0
 local latch = redis.call('get', KEYS[4])
 if latch and latch ~= '0' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   undone = 1
-  local left = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+  local left = redis.call('hincrby', KEYS[1], ARGV[1], '-1')
   redis.call('del', KEYS[3] .. ':' .. (left + 1))
   if left == 0 then
     redis.call('hdel', KEYS[1], ARGV[1])

@@ -26,7 +26,7 @@ if readers_for == nil and (mode == false
   if mode == false then
     redis.call('hset', KEYS[1], 'mode', 'write')
   end
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('hincrby', KEYS[1], ARGV[2], '1')
   redis.call('pexpire', KEYS[1], ARGV[1])
   redis.call('set', KEYS[2], '1', 'px', ARGV[1])
   unregister_waiter(KEYS[3], KEYS[5], ARGV[2])

@@ -13,7 +13,7 @@ if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[
   return nil
 end
 local result = 0
-if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
+if redis.call('hincrby', KEYS[1], ARGV[2], '-1') > 0 then
   redis.call('pexpire', KEYS[1], ARGV[1])
 else
   last_write_level_off(KEYS[1], ARGV[2], KEYS[2])

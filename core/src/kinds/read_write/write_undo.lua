@@ -10,7 +10,7 @@ local latch = redis.call('get', KEYS[3])
 if latch and latch ~= '0' and redis.call('hget', KEYS[1], 'mode') == 'write'
     and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
   undone = 1
-  if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then
+  if redis.call('hincrby', KEYS[1], ARGV[1], '-1') > 0 then
     if tonumber(ARGV[3]) > 0 then
       redis.call('pexpire', KEYS[1], ARGV[3])
     end

@@ -20,14 +20,14 @@ if seen == 'retry' then
   return nil
 end
 if take then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('hincrby', KEYS[1], ARGV[2], '1')
   if redis.call('zrem', KEYS[3], ARGV[2]) == 1 then
     redis.call('hdel', line_keys(KEYS[1]).grants, ARGV[2])
   end
   if not levels and redis.call('exists', KEYS[3]) == 1 then
-    redis.call('hset', KEYS[1], field, 1, WAITERS_MARK, 1)
+    redis.call('hset', KEYS[1], field, '1', WAITERS_MARK, '1')
   else
-    redis.call('hset', KEYS[1], field, 1)
+    redis.call('hset', KEYS[1], field, '1')
   end
   redis.call('pexpire', KEYS[1], ARGV[1])
   if reserved then
@@ -40,7 +40,7 @@ local listed = register(KEYS[3], ARGV[2], ARGV[3], wait, line_keys(KEYS[1]).gran
 -- The mark goes only into a lock hash (a marked hash was one): a key of the application's under
 -- the name stays as it is.
 if listed and not reserved and not marked and is_lock_hash(KEYS[1]) then
-  redis.call('hset', KEYS[1], WAITERS_MARK, 1)
+  redis.call('hset', KEYS[1], WAITERS_MARK, '1')
 end
 if listed and ARGV[4] ~= '' then
   return {wait}

@@ -5,7 +5,7 @@
 -- and this request was not undone. The level is written at once (its field as `level_field`
 -- names it), with its TTL (a hash cannot be created with one: HSET, then PEXPIRE).
 if redis.call('exists', KEYS[1], KEYS[2], KEYS[3], KEYS[4]) == 0 then
-  redis.call('hset', KEYS[1], ARGV[2], 1, LEVEL_FIELD_PREFIX .. ARGV[5], 1)
+  redis.call('hset', KEYS[1], ARGV[2], '1', LEVEL_FIELD_PREFIX .. ARGV[5], '1')
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end

@@ -19,6 +19,6 @@ if waiting then
   tell_next(line, KEYS[1], KEYS[2])
 else
   -- Nobody is listed: only a client other than polylock (or none) listens on the shared channel.
-  publish(KEYS[2], 0)
+  publish(KEYS[2], '0')
 end
 return 1

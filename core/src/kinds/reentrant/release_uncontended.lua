@@ -7,6 +7,6 @@ local levels, mine, waiting = unpack(redis.call('hmget', KEYS[1], ARGV[2], LEVEL
 if mine and levels == '1' and not waiting then
   redis.call('rename', KEYS[1], KEYS[3])
   redis.call('pexpire', KEYS[3], ARGV[4])
-  publish(KEYS[2], 0)
+  publish(KEYS[2], '0')
   return 1
 end

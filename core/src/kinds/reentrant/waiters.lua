@@ -106,7 +106,7 @@ local function tell_next(line, lock, shared)
       local mark = redis.call('exists', line.waiters) == 1 and WAITERS_MARK or nil
       told = grant(lock, line.latch_prefix, line.told_prefix .. ':' .. next_owner, next_owner, entry, mark)
     end
-    if not told and publish(line.told_prefix .. ':' .. next_owner, 0) > 0 then
+    if not told and publish(line.told_prefix .. ':' .. next_owner, '0') > 0 then
       redis.call('set', line.reservation, next_owner, 'px', RESERVATION_MS)
       told = true
     end
@@ -117,7 +117,7 @@ local function tell_next(line, lock, shared)
       return
     end
   end
-  publish(shared, 0)
+  publish(shared, '0')
 end
 
 -- Whether `owner`, which holds no level (the caller read its count), may take the lock now:

@@ -12,5 +12,5 @@ if redis.call('get', KEYS[4]) ~= '1' then
 end
 publish(KEYS[2], redis.call('incrby', KEYS[1], ARGV[1]))
 redis.call('del', KEYS[4])
-redis.call('set', KEYS[3], 1, 'px', ARGV[2])
+redis.call('set', KEYS[3], '1', 'px', ARGV[2])
 return 1
