@@ -127,6 +127,9 @@ def contended(factory: Callable[[str], Cycle], name: str, options: dict, url: st
     hold_s = options.get("hold_us", 1000) / 1e6
     counter = options["counter"]
     data = redis.Redis.from_url(url)
+    # redis-py connects at its first command: connected now, not inside the first critical
+    # section (the Rust and Node workers' clients connect when made).
+    data.ping()
     acquire, release = factory(name)
     release(acquire())
     start_us, duration = handshake()
@@ -229,6 +232,7 @@ def kind_scenario(scenario: str, kind: str, url: str, name: str, options: dict) 
         semaphore = client.semaphore(name)
         acquire, release = semaphore.acquire, semaphore.release
     hold_s = options.get("hold_us", 1000) / 1e6
+    data.ping()  # connected now, not inside the first hold (see `contended`)
     acquire()
     release()
     start_us, duration = handshake()
