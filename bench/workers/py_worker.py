@@ -34,6 +34,15 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
+def data_connection(url: str) -> redis.Redis:
+    """The connection a holder reads and writes its data on, connected now: redis-py connects at
+    its first command, which would otherwise fall inside the first hold (the Rust and Node
+    workers' clients connect when made)."""
+    data = redis.Redis.from_url(url)
+    data.ping()
+    return data
+
+
 def unsupported(reason: str) -> None:
     """Tells the driver this contender cannot run here (it records the reason and goes on)."""
     print(f"unsupported {reason}", flush=True)
@@ -126,10 +135,7 @@ def uncontended(factory: Callable[[str], Cycle], name: str, options: dict) -> di
 def contended(factory: Callable[[str], Cycle], name: str, options: dict, url: str) -> dict:
     hold_s = options.get("hold_us", 1000) / 1e6
     counter = options["counter"]
-    data = redis.Redis.from_url(url)
-    # redis-py connects at its first command: connected now, not inside the first critical
-    # section (the Rust and Node workers' clients connect when made).
-    data.ping()
+    data = data_connection(url)
     acquire, release = factory(name)
     release(acquire())
     start_us, duration = handshake()
@@ -219,7 +225,7 @@ def kind_scenario(scenario: str, kind: str, url: str, name: str, options: dict) 
     import polylock
 
     client = polylock.Client(url)
-    data = redis.Redis.from_url(url)
+    data = data_connection(url)
     a, b, gauge = f"{name}:a", f"{name}:b", f"{name}:gauge"
     role = "holder"
     if scenario == "rwmix":
@@ -232,7 +238,6 @@ def kind_scenario(scenario: str, kind: str, url: str, name: str, options: dict) 
         semaphore = client.semaphore(name)
         acquire, release = semaphore.acquire, semaphore.release
     hold_s = options.get("hold_us", 1000) / 1e6
-    data.ping()  # connected now, not inside the first hold (see `contended`)
     acquire()
     release()
     start_us, duration = handshake()
