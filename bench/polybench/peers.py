@@ -47,11 +47,17 @@ LANGS = {
 # runs lock code; "polylock-block-on" and "rslock-block-on" run it on `block_on` in the main
 # thread instead (issue 44's two shapes). "plain-key" (see M below) in U: what the cheapest
 # two-script cycle that keeps polylock's guarantees costs a serial client, rslock's yardstick.
+# "polylock-scripts": the two commands of polylock's uncontended cycle, read from the server's
+# slow log and sent bare on `raw`'s connection (the protocol without the engine);
+# "redisson-layout": the least a lock on Redisson's RLock hash does (the floor of any lock that
+# excludes RLock); both in both shapes.
 U_CONTENDERS = [
     ("rust", "polylock"), ("rust", "polylock-core-runtime"), ("rust", "polylock-metrics-off"),
     ("rust", "polylock-fair"),
     ("rust", "polylock-fifo"), ("rust", "rslock"), ("rust", "polylock-block-on"),
     ("rust", "rslock-block-on"), ("rust", "plain-key"), ("rust", "raw"),
+    ("rust", "polylock-scripts"), ("rust", "polylock-scripts-block-on"),
+    ("rust", "redisson-layout"), ("rust", "redisson-layout-block-on"),
     ("python", "polylock"), ("python", "polylock-fair"), ("python", "polylock-fifo"),
     ("python", "redis-py"),
     ("python", "python-redis-lock"), ("python", "pottery"), ("python", "raw"),
@@ -60,19 +66,24 @@ U_CONTENDERS = [
     ("node", "redis-semaphore"), ("node", "raw"),
     ("java", "redisson"), ("java", "redisson-fair"),
 ]
-# (plain-key has no wait: it is not a C contender.)
+# (plain-key and the two others sent bare have no wait: they are not C contenders.)
 C_CONTENDERS = [c for c in U_CONTENDERS
-                if c[1] not in ("raw", "plain-key") and not c[1].endswith("-block-on")]
+                if c[1] not in ("raw", "plain-key", "polylock-scripts", "redisson-layout")
+                and not c[1].endswith("-block-on")]
 # Redisson, the anchor: what a polyglot shop runs today (bench/java).
 REDISSON = ("java", "redisson")
 REDISSON_FAIR = ("java", "redisson-fair")
 # "plain-key": the cheapest lock on a plain key that keeps polylock's guarantees
-# (bench/probes/lock_protocol_cost.py), M's yardstick of server CPU per cycle.
+# (bench/probes/lock_protocol_cost.py), M's yardstick of server CPU per cycle. "gil-ceiling":
+# Python threads that only release and retake the GIL around a blocking call, twice a cycle, no
+# Redis: the most any design of a blocking call from 64 threads reaches (the bound of M python's
+# goal; see bench/NOTES.md).
 M_CONTENDERS = [
     ("rust", "polylock"), ("rust", "polylock-fair"), ("rust", "rslock"), ("rust", "plain-key"),
     ("rust", "raw"), ("java", "redisson"),
     ("node", "polylock"), ("node", "raw"),
     ("python", "polylock"), ("python", "polylock-asyncio"), ("python", "raw"),
+    ("python", "gil-ceiling"),
 ]
 # The read-write lock (RW) and semaphore (S) scenarios: polylock in each language, and the one
 # peer that has a semaphore (redis-semaphore's Semaphore); no peer here has a read-write lock.

@@ -123,7 +123,11 @@ def write_report(out: Path, info: dict, u: dict, c: dict, m: dict, ceiling: floa
               "multiplexed connection, Python: redis-py, Node: ioredis). `rust plain-key` "
               "(M's yardstick, below) is the cheapest two-script cycle that keeps polylock's "
               "guarantees, on the same connection as `rust raw`, with no engine around it: "
-              "what the protocol alone lets a serial client reach.", "",
+              "what the protocol alone lets a serial client reach. On that connection too, "
+              "`rust polylock-scripts` sends the two commands of polylock's own uncontended "
+              "cycle (read from the server's slow log), and `rust redisson-layout` the least a "
+              "lock on Redisson's RLock hash does (no guarantees): the bounds of U Rust's goals "
+              "(bench/NOTES.md).", "",
               "| contender | cycles/s (median) | min–max | vs raw of its language | "
               "scripts/cycle | server CPU µs/cycle | client CPU µs/cycle | "
               "noise: load, steal %, other CPU % |",

@@ -3,7 +3,9 @@
 Usage: py_worker.py <scenario> <contender> <redis-url> <lock-name> [options as JSON]
   scenario:  uncontended | contended | many | rwmix | permits
   contender: polylock | polylock-fair | polylock-fifo | redis-py | python-redis-lock | pottery | raw
-             (rwmix and permits: polylock only)
+             | gil-ceiling (rwmix and permits: polylock only; gil-ceiling: M only, no Redis: each
+             call releases the GIL, blocks in the kernel for GIL_CEILING_PAUSE_S and takes the
+             GIL back, the least any blocking call from a Python thread does)
 
 Protocol (the same as the Rust and Node workers): connect and warm up, print "ready" (or
 "unsupported <reason>" and exit); read
@@ -24,6 +26,8 @@ import redis
 # Peers without a watchdog get a fixed lease far longer than any hold.
 PEER_LEASE_S = 30
 TRIVIAL_SCRIPT = "return 1"
+# gil-ceiling's block per call: a real sleep in the kernel, as short as the timer allows.
+GIL_CEILING_PAUSE_S = 1e-5
 # A writer's weight in the rwmix gauge (a reader's is 1): alone it reads exactly this.
 WRITER_WEIGHT = 1_000_000
 
@@ -67,6 +71,12 @@ def make_contender(kind: str, url: str) -> Callable[[str], Cycle]:
 
         return polylock_handle
 
+    if kind == "gil-ceiling":
+        def gil_ceiling_handle(_name: str) -> Cycle:
+            return (lambda: time.sleep(GIL_CEILING_PAUSE_S),
+                    lambda _: time.sleep(GIL_CEILING_PAUSE_S))
+
+        return gil_ceiling_handle
     connection = redis.Redis.from_url(url)
     if kind == "redis-py":
 

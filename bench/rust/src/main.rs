@@ -15,6 +15,14 @@
 //!              `-block-on` ones on the runtime's `block_on` in the main thread instead;
 //!              plain-key: the cheapest lock on a plain key that keeps polylock's guarantees,
 //!              the yardstick of M's server CPU, bench/probes/lock_protocol_cost.py's; many and
+//!              uncontended only;
+//!              polylock-scripts: the two commands one uncontended cycle of polylock's `lock`
+//!              sends, read from the server's slow log and sent again on the same connection as
+//!              `raw`, with no engine around them: what polylock's protocol alone lets a serial
+//!              client reach; uncontended only;
+//!              redisson-layout: the least a lock on Redisson's `RLock` hash must do to exclude
+//!              it (a reentrant owner count, its TTL, the unlock message), with none of
+//!              polylock's guarantees and no engine: the floor of any lock on that layout;
 //!              uncontended only)
 //!
 //! Protocol (the same for the Python and Node workers): connect and warm up, print `ready`;
@@ -78,7 +86,46 @@ enum Contender {
         acquire: redis::Script,
         release: redis::Script,
     },
+    /// polylock's `lock` as the server sees it, without polylock's client: see
+    /// [`PolylockScriptsHandle`].
+    PolylockScripts {
+        client: polylock::Client,
+        connection: MultiplexedConnection,
+    },
+    /// The floor of a lock on Redisson's `RLock` layout: [`REDISSON_LAYOUT_ACQUIRE`],
+    /// [`REDISSON_LAYOUT_RELEASE`].
+    RedissonLayout {
+        connection: MultiplexedConnection,
+        acquire: redis::Script,
+        release: redis::Script,
+    },
 }
+
+/// The least an acquire on Redisson's `RLock` layout does: the lock is a hash of owner ->
+/// levels with a TTL; a free lock, or one the owner holds, takes one more level. KEYS: the lock.
+/// ARGV: the lease (ms), the owner. (Written here from the layout, not taken from Redisson.)
+const REDISSON_LAYOUT_ACQUIRE: &str = "if redis.call('exists', KEYS[1]) == 0
+  or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], '1')
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('pttl', KEYS[1])";
+/// The least a release on that layout does: the owner's level comes off; the last one deletes
+/// the hash and tells Redisson's waiters on the lock's channel (they are not listed anywhere, so
+/// the message always goes). KEYS: the lock, its channel. ARGV: the owner, the lease (ms).
+const REDISSON_LAYOUT_RELEASE: &str = "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+  return nil
+end
+if redis.call('hincrby', KEYS[1], ARGV[1], '-1') > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], '0')
+return 1";
+/// The owner every handle of the floor contenders writes: each holds a name of its own.
+const FLOOR_OWNER: &str = "6b1f1f5e-0000-4000-8000-000000000001:1";
 
 /// The plain-key lock's acquire. KEYS: the lock, the request's tombstone. ARGV: the owner's
 /// token, the lease (ms).
@@ -106,6 +153,13 @@ fn contender_kind(contender: &str) -> &str {
     contender.strip_suffix("-block-on").unwrap_or(contender)
 }
 
+/// A redis-rs multiplexed connection: the client stack of `raw` and of the contenders sent bare.
+async fn plain_connection(url: &str) -> Result<MultiplexedConnection, BoxError> {
+    Ok(redis::Client::open(url)?
+        .get_multiplexed_async_connection()
+        .await?)
+}
+
 impl Contender {
     async fn connect(kind: &str, url: &str, watchdog: Option<Duration>) -> Result<Self, BoxError> {
         Ok(match contender_kind(kind) {
@@ -128,17 +182,22 @@ impl Contender {
             }
             "rslock" => Contender::Rslock(rslock::LockManager::new(vec![url.to_owned()])),
             "raw" => Contender::Raw {
-                connection: redis::Client::open(url)?
-                    .get_multiplexed_async_connection()
-                    .await?,
+                connection: plain_connection(url).await?,
                 script: redis::Script::new(TRIVIAL_SCRIPT),
             },
             "plain-key" => Contender::PlainKey {
-                connection: redis::Client::open(url)?
-                    .get_multiplexed_async_connection()
-                    .await?,
+                connection: plain_connection(url).await?,
                 acquire: redis::Script::new(PLAIN_KEY_ACQUIRE),
                 release: redis::Script::new(PLAIN_KEY_RELEASE),
+            },
+            "polylock-scripts" => Contender::PolylockScripts {
+                client: polylock::Client::connect(url).await?,
+                connection: plain_connection(url).await?,
+            },
+            "redisson-layout" => Contender::RedissonLayout {
+                connection: plain_connection(url).await?,
+                acquire: redis::Script::new(REDISSON_LAYOUT_ACQUIRE),
+                release: redis::Script::new(REDISSON_LAYOUT_RELEASE),
             },
             other => return Err(format!("unknown contender '{other}'").into()),
         })
@@ -166,7 +225,108 @@ impl Contender {
                 release,
                 name,
             )),
+            Contender::PolylockScripts { client, connection } => {
+                Handle::PolylockScripts(PolylockScriptsHandle {
+                    lock: client.lock(name)?,
+                    connection: connection.clone(),
+                    cycle: None,
+                })
+            }
+            Contender::RedissonLayout {
+                connection,
+                acquire,
+                release,
+            } => Handle::RedissonLayout {
+                connection: connection.clone(),
+                acquire,
+                release,
+                keys: [
+                    name.to_owned(),
+                    format!("redisson_lock__channel:{{{name}}}"),
+                ],
+            },
         })
+    }
+}
+
+/// polylock's `lock` of one name as the server sees it: at its first acquire, one cycle of the
+/// real client under the server's slow log (every command logged) yields the two `EVALSHA`s an
+/// uncontended cycle sends; every cycle after sends those two again, byte for byte, on a plain
+/// redis-rs connection. Sending the same request id each time costs the server what a new one
+/// does: the id names a level field and a tombstone that a cycle writes and the release takes
+/// off (or, for the tombstone, only checks), and the owner's release trace is overwritten each
+/// cycle by the real client too.
+struct PolylockScriptsHandle {
+    lock: polylock::Lock,
+    connection: MultiplexedConnection,
+    /// The acquire's and the release's `EVALSHA`, once read.
+    cycle: Option<(redis::Cmd, redis::Cmd)>,
+}
+
+impl PolylockScriptsHandle {
+    async fn capture(&mut self) -> Result<(redis::Cmd, redis::Cmd), BoxError> {
+        // A first cycle loads the scripts (the first EVALSHA of each is answered NOSCRIPT).
+        self.lock.acquire(AcquireOptions::new()).await?;
+        self.lock.release().await?;
+        let config = |value: &str| {
+            let mut set = redis::cmd("CONFIG");
+            set.arg("SET").arg("slowlog-log-slower-than").arg(value);
+            set
+        };
+        let (_, was): (String, String) = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("slowlog-log-slower-than")
+            .query_async(&mut self.connection)
+            .await?;
+        config("0").query_async::<()>(&mut self.connection).await?;
+        redis::cmd("SLOWLOG")
+            .arg("RESET")
+            .query_async::<()>(&mut self.connection)
+            .await?;
+        self.lock.acquire(AcquireOptions::new()).await?;
+        self.lock.release().await?;
+        // Newest first: [id, time, µs, [command and arguments], client address, client name].
+        let entries: Vec<(u64, u64, u64, Vec<Vec<u8>>)> = redis::cmd("SLOWLOG")
+            .arg("GET")
+            .arg(128)
+            .query_async::<Vec<redis::Value>>(&mut self.connection)
+            .await?
+            .into_iter()
+            .map(|entry| match entry {
+                redis::Value::Array(fields) if fields.len() >= 4 => {
+                    redis::from_redis_value(redis::Value::Array(fields[..4].to_vec()))
+                }
+                other => redis::from_redis_value(other),
+            })
+            .collect::<Result<_, _>>()?;
+        config(&was).query_async::<()>(&mut self.connection).await?;
+        let mut scripts: Vec<redis::Cmd> = entries
+            .into_iter()
+            .rev()
+            .map(|(_, _, _, words)| words)
+            .filter(|words| {
+                words
+                    .first()
+                    .is_some_and(|w| w.eq_ignore_ascii_case(b"evalsha"))
+            })
+            .map(|words| {
+                let mut call = redis::cmd("EVALSHA");
+                for word in &words[1..] {
+                    call.arg(&word[..]);
+                }
+                call
+            })
+            .collect();
+        if scripts.len() != 2 {
+            return Err(format!(
+                "an uncontended cycle of polylock sent {} EVALSHAs, not 2",
+                scripts.len()
+            )
+            .into());
+        }
+        let release = scripts.pop().ok_or("no release")?;
+        let acquire = scripts.pop().ok_or("no acquire")?;
+        Ok((acquire, release))
     }
 }
 
@@ -212,6 +372,14 @@ enum Handle<'a> {
     Rslock(&'a rslock::LockManager, String),
     Raw(MultiplexedConnection, redis::Script, String),
     PlainKey(PlainKeyHandle<'a>),
+    PolylockScripts(PolylockScriptsHandle),
+    RedissonLayout {
+        connection: MultiplexedConnection,
+        acquire: &'a redis::Script,
+        release: &'a redis::Script,
+        /// The lock, its channel.
+        keys: [String; 2],
+    },
 }
 
 impl Handle<'_> {
@@ -246,6 +414,36 @@ impl Handle<'_> {
                     Some(reply) => Err(format!("plain-key lock busy: {reply:?}").into()),
                 }
             }
+            Handle::PolylockScripts(lock) => {
+                if lock.cycle.is_none() {
+                    lock.cycle = Some(lock.capture().await?);
+                }
+                let (acquire, _) = lock.cycle.as_ref().ok_or("not captured")?;
+                match acquire
+                    .query_async::<redis::Value>(&mut lock.connection)
+                    .await?
+                {
+                    redis::Value::Nil => Ok(Held::Raw),
+                    reply => Err(format!("polylock's acquire script replied {reply:?}").into()),
+                }
+            }
+            Handle::RedissonLayout {
+                connection,
+                acquire,
+                keys,
+                ..
+            } => {
+                let busy: Option<i64> = acquire
+                    .key(&keys[0])
+                    .arg(PEER_LEASE.as_millis() as u64)
+                    .arg(FLOOR_OWNER)
+                    .invoke_async(connection)
+                    .await?;
+                match busy {
+                    None => Ok(Held::Raw),
+                    Some(ttl) => Err(format!("Redisson-layout lock busy for {ttl} ms").into()),
+                }
+            }
         }
     }
 
@@ -271,6 +469,33 @@ impl Handle<'_> {
                     Ok(())
                 } else {
                     Err("plain-key lock not held at its release".into())
+                }
+            }
+            (Handle::PolylockScripts(lock), Held::Raw) => {
+                let (_, release) = lock.cycle.as_ref().ok_or("released before acquiring")?;
+                match release.query_async::<i64>(&mut lock.connection).await? {
+                    1 => Ok(()),
+                    other => Err(format!("polylock's release script replied {other}").into()),
+                }
+            }
+            (
+                Handle::RedissonLayout {
+                    connection,
+                    release,
+                    keys,
+                    ..
+                },
+                Held::Raw,
+            ) => {
+                let freed: Option<i64> = release
+                    .key(&keys[..])
+                    .arg(FLOOR_OWNER)
+                    .arg(PEER_LEASE.as_millis() as u64)
+                    .invoke_async(connection)
+                    .await?;
+                match freed {
+                    Some(1) => Ok(()),
+                    other => Err(format!("Redisson-layout release replied {other:?}").into()),
                 }
             }
             _ => Err("released through the wrong kind of handle".into()),
