@@ -286,46 +286,33 @@ impl PolylockScriptsHandle {
         self.lock.acquire(AcquireOptions::new()).await?;
         self.lock.release().await?;
         // Newest first: [id, time, µs, [command and arguments], client address, client name].
-        let entries: Vec<(u64, u64, u64, Vec<Vec<u8>>)> = redis::cmd("SLOWLOG")
+        let entries: Vec<Vec<redis::Value>> = redis::cmd("SLOWLOG")
             .arg("GET")
             .arg(128)
-            .query_async::<Vec<redis::Value>>(&mut self.connection)
-            .await?
-            .into_iter()
-            .map(|entry| match entry {
-                redis::Value::Array(fields) if fields.len() >= 4 => {
-                    redis::from_redis_value(redis::Value::Array(fields[..4].to_vec()))
-                }
-                other => redis::from_redis_value(other),
-            })
-            .collect::<Result<_, _>>()?;
+            .query_async(&mut self.connection)
+            .await?;
         config(&was).query_async::<()>(&mut self.connection).await?;
-        let mut scripts: Vec<redis::Cmd> = entries
-            .into_iter()
-            .rev()
-            .map(|(_, _, _, words)| words)
-            .filter(|words| {
-                words
-                    .first()
-                    .is_some_and(|w| w.eq_ignore_ascii_case(b"evalsha"))
-            })
-            .map(|words| {
+        let mut scripts = Vec::new();
+        for entry in entries.into_iter().rev() {
+            let words: Vec<Vec<u8>> =
+                redis::from_redis_value(entry.into_iter().nth(3).ok_or("a short slow log entry")?)?;
+            if words
+                .first()
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"evalsha"))
+            {
                 let mut call = redis::cmd("EVALSHA");
                 for word in &words[1..] {
                     call.arg(&word[..]);
                 }
-                call
-            })
-            .collect();
-        if scripts.len() != 2 {
-            return Err(format!(
-                "an uncontended cycle of polylock sent {} EVALSHAs, not 2",
-                scripts.len()
-            )
-            .into());
+                scripts.push(call);
+            }
         }
-        let release = scripts.pop().ok_or("no release")?;
-        let acquire = scripts.pop().ok_or("no acquire")?;
+        let [acquire, release] = <[redis::Cmd; 2]>::try_from(scripts).map_err(|sent| {
+            format!(
+                "an uncontended cycle of polylock sent {} EVALSHAs, not 2",
+                sent.len()
+            )
+        })?;
         Ok((acquire, release))
     }
 }
