@@ -874,6 +874,31 @@ mod tests {
         }
     }
 
+    /// A waiter may subscribe (its own channel, after the lock's) just as the client closes:
+    /// the channel must not count as subscribed, or the gauge stays up for good.
+    #[tokio::test]
+    async fn a_subscription_after_the_client_closed_is_refused_and_not_counted() {
+        let server = polylock_testkit::RedisServer::start();
+        let client = Client::connect(&server.url()).await.unwrap();
+        client.close();
+        let hub = client.inner.hub.as_ref().unwrap();
+        let ended = async {
+            while !hub.control_ended() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        assert!(tokio::time::timeout(Duration::from_secs(20), ended)
+            .await
+            .is_ok());
+        let refused = hub.subscribe("late", Some("late:companion")).await;
+        assert_eq!(
+            refused.err().map(|err| err.kind()),
+            Some(ErrorKind::Connection)
+        );
+        assert_eq!(client.metrics().connection.subscriptions, 0);
+        assert_eq!(client.subscribed_channels(), 0);
+    }
+
     /// Whether `client`'s subscribed channels come to a count that `wanted` accepts, within 20 s.
     async fn channels_reach(client: &Client, wanted: impl Fn(usize) -> bool) -> bool {
         let reached = async {

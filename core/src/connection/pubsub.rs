@@ -17,6 +17,7 @@
 //! server end the subscriptions of its channels (a `sunsubscribe` push): the hub subscribes
 //! them again, where the slot lives now, and wakes their waiters to look.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -70,6 +71,9 @@ impl<S> Entry<S> {
 struct Channels<S> {
     map: Mutex<Map<String, Entry<S>>>,
     metrics: Arc<Metrics>,
+    /// Set, under the map's lock, when the control task takes the table's channels off the
+    /// count as it ends: no channel may enter the table after that, or it would stay counted.
+    ended: AtomicBool,
 }
 
 impl<S> Channels<S> {
@@ -220,6 +224,7 @@ impl<S: ChannelState> Hub<S> {
         let channels = Arc::new(Channels {
             map: Mutex::default(),
             metrics,
+            ended: AtomicBool::new(false),
         });
         let (commands, receiver) = mpsc::unbounded_channel();
         let mut control = Control {
@@ -247,6 +252,9 @@ impl<S: ChannelState> Hub<S> {
     ) -> Result<Subscription<S>> {
         let notify = {
             let mut map = self.channels.map();
+            if self.channels.ended.load(Ordering::Relaxed) {
+                return Err(closed());
+            }
             let entry = map.entry(channel.to_owned()).or_insert_with(|| {
                 let companion = companion.map(str::to_owned);
                 let channels = 1 + i64::from(companion.is_some());
@@ -278,6 +286,12 @@ impl<S: ChannelState> Hub<S> {
     /// How many channels this client is subscribed to (for tests and diagnostics).
     pub(crate) fn subscribed_channels(&self) -> usize {
         self.channels.map().len()
+    }
+
+    /// Whether the control task has ended (its command queue is gone).
+    #[cfg(test)]
+    pub(crate) fn control_ended(&self) -> bool {
+        self.commands.is_closed()
     }
 
     /// The room the channel table keeps (entries it can hold without growing).
@@ -358,12 +372,13 @@ impl<S: ChannelState> Control<S> {
         }
         self.disconnect();
         // Nothing is subscribed any more (the entries stay for the subscriptions still held).
-        let channels: usize = self
-            .channels
-            .map()
-            .values()
-            .map(|entry| 1 + usize::from(entry.companion.is_some()))
-            .sum();
+        let channels: usize = {
+            let map = self.channels.map();
+            self.channels.ended.store(true, Ordering::Relaxed);
+            map.values()
+                .map(|entry| 1 + usize::from(entry.companion.is_some()))
+                .sum()
+        };
         self.channels
             .metrics
             .subscriptions_changed(-(channels as i64));
