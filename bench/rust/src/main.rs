@@ -279,19 +279,26 @@ impl PolylockScriptsHandle {
             .query_async(&mut self.connection)
             .await?;
         config("0").query_async::<()>(&mut self.connection).await?;
-        redis::cmd("SLOWLOG")
-            .arg("RESET")
-            .query_async::<()>(&mut self.connection)
-            .await?;
-        self.lock.acquire(AcquireOptions::new()).await?;
-        self.lock.release().await?;
-        // Newest first: [id, time, µs, [command and arguments], client address, client name].
-        let entries: Vec<Vec<redis::Value>> = redis::cmd("SLOWLOG")
-            .arg("GET")
-            .arg(128)
-            .query_async(&mut self.connection)
-            .await?;
+        let logged = async {
+            redis::cmd("SLOWLOG")
+                .arg("RESET")
+                .query_async::<()>(&mut self.connection)
+                .await?;
+            self.lock.acquire(AcquireOptions::new()).await?;
+            self.lock.release().await?;
+            // Newest first: [id, time, µs, [command and arguments], client address, client name].
+            let entries: Vec<Vec<redis::Value>> = redis::cmd("SLOWLOG")
+                .arg("GET")
+                .arg(128)
+                .query_async(&mut self.connection)
+                .await?;
+            Ok::<_, BoxError>(entries)
+        }
+        .await;
+        // Restored whatever happened: a server logging every command would slow the contenders
+        // measured after this one.
         config(&was).query_async::<()>(&mut self.connection).await?;
+        let entries = logged?;
         let mut scripts = Vec::new();
         for entry in entries.into_iter().rev() {
             let words: Vec<Vec<u8>> =
@@ -402,10 +409,13 @@ impl Handle<'_> {
                 }
             }
             Handle::PolylockScripts(lock) => {
-                if lock.cycle.is_none() {
-                    lock.cycle = Some(lock.capture().await?);
-                }
-                let (acquire, _) = lock.cycle.as_ref().ok_or("not captured")?;
+                let (acquire, _) = match lock.cycle {
+                    Some(ref cycle) => cycle,
+                    None => {
+                        let cycle = lock.capture().await?;
+                        lock.cycle.insert(cycle)
+                    }
+                };
                 match acquire
                     .query_async::<redis::Value>(&mut lock.connection)
                     .await?

@@ -17,7 +17,6 @@
 //! server end the subscriptions of its channels (a `sunsubscribe` push): the hub subscribes
 //! them again, where the slot lives now, and wakes their waiters to look.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -71,9 +70,6 @@ impl<S> Entry<S> {
 struct Channels<S> {
     map: Mutex<Map<String, Entry<S>>>,
     metrics: Arc<Metrics>,
-    /// Set, under the map's lock, when the control task takes the table's channels off the
-    /// count as it ends: no channel may enter the table after that, or it would stay counted.
-    ended: AtomicBool,
 }
 
 impl<S> Channels<S> {
@@ -224,7 +220,6 @@ impl<S: ChannelState> Hub<S> {
         let channels = Arc::new(Channels {
             map: Mutex::default(),
             metrics,
-            ended: AtomicBool::new(false),
         });
         let (commands, receiver) = mpsc::unbounded_channel();
         let mut control = Control {
@@ -252,7 +247,9 @@ impl<S: ChannelState> Hub<S> {
     ) -> Result<Subscription<S>> {
         let notify = {
             let mut map = self.channels.map();
-            if self.channels.ended.load(Ordering::Relaxed) {
+            // The control task takes no more commands and takes the table off the count as it
+            // ends: a channel entering now would stay counted (see the end of `Control::run`).
+            if self.commands.is_closed() {
                 return Err(closed());
             }
             let entry = map.entry(channel.to_owned()).or_insert_with(|| {
@@ -371,14 +368,16 @@ impl<S: ChannelState> Control<S> {
             }
         }
         self.disconnect();
+        // Closed before the count, so that a `subscribe` taking the table's lock after the
+        // count finds the queue closed and adds no channel to it.
+        drop(receiver);
         // Nothing is subscribed any more (the entries stay for the subscriptions still held).
-        let channels: usize = {
-            let map = self.channels.map();
-            self.channels.ended.store(true, Ordering::Relaxed);
-            map.values()
-                .map(|entry| 1 + usize::from(entry.companion.is_some()))
-                .sum()
-        };
+        let channels: usize = self
+            .channels
+            .map()
+            .values()
+            .map(|entry| 1 + usize::from(entry.companion.is_some()))
+            .sum();
         self.channels
             .metrics
             .subscriptions_changed(-(channels as i64));
